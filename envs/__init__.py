@@ -1,1 +1,96 @@
-"""envs."""
+"""Environments: Contoso Cabs (with an exact optimum) and DeepMind-preprocessed Atari Pong.
+
+``import envs`` registers the gymnasium id ``ContosoCabs-v0`` and ale-py's Atari ids; it is
+cheap and does not import Ray. For RLlib, call :func:`register_rllib_envs` (in the driver,
+after ``ray.init``): it registers every name of :data:`RLLIB_ENVS` with Tune's registry so env
+runners on any node can build the env. Other gymnasium ids need no registration (RLlib falls
+back to ``gymnasium.make``).
+
+Example:
+    >>> import envs
+    >>> round(envs.oracle_return("ContosoCabs-v0", {"time_matrix_seed": 0}), 2)
+    2966.36
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import gymnasium
+
+from envs.atari import PONG_IDS, check_atari_config, make_pong_noframeskip_v4, make_pong_v5
+from envs.contoso_cabs import ContosoCabs, optimal_return, resolve_config
+
+__all__ = [
+    "CABS_ID",
+    "RLLIB_ENVS",
+    "check_env_config",
+    "oracle_return",
+    "register_rllib_envs",
+]
+
+CABS_ID = "ContosoCabs-v0"
+
+if CABS_ID not in gymnasium.registry:
+    gymnasium.register(id=CABS_ID, entry_point="envs.contoso_cabs:ContosoCabs")
+
+
+def _make_cabs(env_config: Mapping[str, Any] | None) -> gymnasium.Env:
+    """RLlib creator for ``ContosoCabs-v0``: ``ContosoCabs(env_config)``."""
+    return ContosoCabs(env_config)
+
+
+#: RLlib env names → creators taking RLlib's ``env_config``. The Pong names are the gymnasium
+#: ids and mean the DeepMind-preprocessed env (see :mod:`envs.atari`).
+RLLIB_ENVS: dict[str, Callable[[dict], gymnasium.Env]] = {
+    CABS_ID: _make_cabs,
+    "PongNoFrameskip-v4": make_pong_noframeskip_v4,
+    "ALE/Pong-v5": make_pong_v5,
+}
+
+
+def register_rllib_envs() -> None:
+    """Register every :data:`RLLIB_ENVS` name with ``ray.tune.registry.register_env``.
+
+    Idempotent (re-registering replaces the creator with the same one). Call it in the driver
+    after ``ray.init``; Tune ships the creators to env runners on every node.
+    """
+    from ray.tune.registry import register_env
+
+    for name, creator in RLLIB_ENVS.items():
+        register_env(name, creator)
+
+
+def check_env_config(env_id: str, env_config: Mapping[str, Any] | None) -> None:
+    """Validate ``env_config`` for ``env_id`` before any Ray starts.
+
+    Checks Contoso Cabs configs fully (:func:`envs.contoso_cabs.resolve_config`) and the
+    preprocessing keys of the RLlib Pong names (:func:`envs.atari.check_atari_config`); a no-op
+    for any other env.
+
+    Raises:
+        ValueError: naming the bad key.
+    """
+    if env_id == CABS_ID:
+        resolve_config(env_config)
+    elif env_id in PONG_IDS:
+        check_atari_config(env_id, env_config)
+
+
+def oracle_return(env_id: str, env_config: Mapping[str, Any] | None) -> float | None:
+    """The exact optimal expected episode return (dollars) of ``env_id``, if it has an oracle.
+
+    Only ``ContosoCabs-v0`` with ``requests=False`` has one (backward induction,
+    :func:`envs.contoso_cabs.optimal_return`; cached per config, ~0.1 s the first time).
+
+    Returns:
+        The optimum, or None for every other env or config.
+
+    Raises:
+        ValueError: for a bad Contoso Cabs config.
+    """
+    if env_id != CABS_ID:
+        return None
+    config = resolve_config(env_config)
+    return None if config.requests else optimal_return(config)
