@@ -1,0 +1,217 @@
+"""Load a sweep file (Python or YAML) into a validated :class:`sweeps.spec.Sweep`.
+
+Every problem becomes a :class:`SpecError` whose message is one line naming the file, the
+field and the reason; ``sweeps.run`` prints it and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from sweeps.spec import EPISODE_RETURN, Choice, IntRange, LogUniform, Sweep, Uniform
+
+
+class SpecError(ValueError):
+    """A sweep file is missing, malformed or inconsistent. ``str()`` is one line."""
+
+
+# RLlib result keys any algorithm reports on any env (plus the canonical EPISODE_RETURN).
+KNOWN_METRICS = frozenset(
+    {
+        EPISODE_RETURN,
+        "env_runners/episode_return_mean",
+        "env_runners/episode_return_max",
+        "env_runners/episode_return_min",
+        "env_runners/episode_len_mean",
+        "evaluation/env_runners/episode_return_mean",
+    }
+)
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read ``path`` (``.py`` declaring ``SWEEP``, or ``.yaml``/``.yml``) and validate it.
+
+    Raises:
+        SpecError: missing file, no ``SWEEP``, a schema violation, or an unknown algorithm,
+            env, parameter or metric (see :func:`validate_sweep`).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: no such sweep file")
+    if path.suffix in (".yaml", ".yml"):
+        sweep = _load_yaml(path)
+    elif path.suffix == ".py":
+        sweep = _load_python(path)
+    else:
+        raise SpecError(f"{path}: sweep files are .py (declaring SWEEP) or .yaml/.yml")
+    validate_sweep(sweep, source=str(path))
+    return sweep
+
+
+def _load_python(path: Path) -> Sweep:
+    name = f"_sweep_file_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except pydantic.ValidationError as e:
+        raise SpecError(f"{path}: {_pydantic_line(e)}") from None
+    except SpecError:
+        raise
+    except Exception as e:  # the user's module failed to import: say where, in one line
+        raise SpecError(f"{path}: cannot import the sweep file: {type(e).__name__}: {e}") from None
+    finally:
+        sys.modules.pop(name, None)
+    sweep = getattr(module, "SWEEP", None)
+    if sweep is None:
+        raise SpecError(f"{path}: declares no SWEEP (expected SWEEP = Sweep(...))")
+    if not isinstance(sweep, Sweep):
+        raise SpecError(f"{path}: SWEEP is a {type(sweep).__name__}, expected sweeps.spec.Sweep")
+    return sweep
+
+
+_YAML_PARAM = {"choice": Choice, "randint": IntRange, "uniform": Uniform, "loguniform": LogUniform}
+
+
+def _yaml_param(value: Any) -> Any:
+    """``{choice: [..]}``, ``{randint: [lo, hi]}``, ``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}``."""
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, args), = value.items()
+        if kind == "choice":
+            return {"kind": "choice", "values": args}
+        if kind in _YAML_PARAM and isinstance(args, list) and len(args) == 2:
+            k = {"randint": "int"}.get(kind, kind)
+            return {"kind": k, "low": args[0], "high": args[1]}
+    return value
+
+
+def _load_yaml(path: Path) -> Sweep:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: expected a mapping of sweep fields at the top level")
+    data = dict(data.get("sweep", data))
+    for key in ("search_space",):
+        if isinstance(data.get(key), dict):
+            data[key] = {k: _yaml_param(v) for k, v in data[key].items()}
+    if isinstance(data.get("per_algorithm"), dict):
+        data["per_algorithm"] = {
+            a: {k: _yaml_param(v) for k, v in (ps or {}).items()}
+            for a, ps in data["per_algorithm"].items()
+        }
+    try:
+        return Sweep.model_validate(data)
+    except pydantic.ValidationError as e:
+        raise SpecError(f"{path}: {_pydantic_line(e)}") from None
+
+
+def _pydantic_line(e: pydantic.ValidationError) -> str:
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform"))
+    msg = err["msg"].removeprefix("Value error, ")
+    more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
+    return f"{loc or 'SWEEP'}: {msg}{more}"
+
+
+def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
+    """Check a sweep against the algorithm registry and the env, before any Ray starts.
+
+    Raises:
+        SpecError: naming ``source``, the field and the reason: unknown algorithm, unknown
+            parameter for an algorithm, unknown env, bad env config, target metric the env
+            does not produce, fraction-of-optimal target on an env without an oracle.
+    """
+    import envs
+    from sweeps import algorithms
+
+    def fail(field: str, reason: str) -> SpecError:
+        return SpecError(f"{source}: {field}: {reason}")
+
+    known_algos = sorted(algorithms.ALGORITHMS)
+    baseline_algo = sweep.baseline["algorithm"] if sweep.baseline else None
+    for i, algo in enumerate(sweep.algorithms + ([baseline_algo] if baseline_algo else [])):
+        if algo not in algorithms.ALGORITHMS:
+            field = f"algorithms[{i}]" if i < len(sweep.algorithms) else "baseline.algorithm"
+            raise fail(field, f"unknown algorithm {algo!r} (known: {', '.join(known_algos)})")
+
+    for algo in sweep.algorithms:
+        known = algorithms.known_params(algo)
+        sections = {
+            "search_space": sweep.search_space,
+            f"per_algorithm.{algo}": sweep.per_algorithm.get(algo, {}),
+            "fixed": sweep.fixed,
+            f"per_algorithm_fixed.{algo}": sweep.per_algorithm_fixed.get(algo, {}),
+        }
+        for section, params in sections.items():
+            for key in params:
+                if key == "algorithm" or key not in known:
+                    raise fail(
+                        f"{section}.{key}",
+                        f"unknown parameter for algorithm {algo} (known: {', '.join(sorted(known))})",
+                    )
+    if sweep.baseline:
+        known = algorithms.known_params(baseline_algo)
+        for key in sweep.baseline:
+            if key != "algorithm" and key not in known:
+                raise fail(f"baseline.{key}", f"unknown parameter for algorithm {baseline_algo}")
+
+    if not env_exists(sweep.env):
+        raise fail("env", f"unknown env {sweep.env!r}: not an RLlib name in envs.RLLIB_ENVS nor a "
+                          "registered gymnasium id")
+    try:
+        envs.check_env_config(sweep.env, sweep.env_config)
+    except ValueError as e:
+        raise fail("env_config", str(e)) from None
+
+    if sweep.target.metric not in KNOWN_METRICS:
+        raise fail("target.metric", f"{sweep.target.metric!r} is not produced by env {sweep.env} "
+                                    f"(known: {', '.join(sorted(KNOWN_METRICS))})")
+    if sweep.target.fraction_of_optimal is not None:
+        if envs.oracle_return(sweep.env, sweep.env_config) is None:
+            raise fail("target.fraction_of_optimal",
+                       f"env {sweep.env} has no oracle optimum; give target value= instead")
+
+
+def env_exists(env_id: str) -> bool:
+    """True if ``env_id`` is one of ours (``envs.RLLIB_ENVS``) or a registered gymnasium id."""
+    import gymnasium
+
+    import envs
+
+    return env_id in envs.RLLIB_ENVS or env_id in gymnasium.registry
+
+
+def resolve_target(sweep: Sweep) -> dict[str, Any]:
+    """The target as recorded in spec.json: absolute ``value``, and ``optimal_return`` when the
+    env has an oracle.
+
+    Returns:
+        ``{"metric", "value", "fraction_of_optimal", "optimal_return"}``; value in episode-return
+        units.
+    """
+    import envs
+
+    optimal = envs.oracle_return(sweep.env, sweep.env_config)
+    if sweep.target.fraction_of_optimal is not None:
+        assert optimal is not None  # validate_sweep guarantees it
+        value = sweep.target.fraction_of_optimal * optimal
+    else:
+        value = float(sweep.target.value)
+    return {
+        "metric": sweep.target.metric,
+        "value": float(value),
+        "fraction_of_optimal": sweep.target.fraction_of_optimal,
+        "optimal_return": None if optimal is None or not math.isfinite(optimal) else float(optimal),
+    }

@@ -1,0 +1,294 @@
+"""Write results as trials finish: trials.parquet, progress.parquet, environment.json.
+
+:class:`ResultsRecorder` is a Tune callback living in the driver. Each finished (or errored)
+trial appends one row to ``trials.parquet`` and flushes its iterations to
+``progress.parquet`` (written to a temporary file, then renamed), so a crash loses at most the
+trials that were running. On ``--resume`` it loads what is already recorded and never records
+a trial twice. Column meanings: docs/results.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from ray.tune import Callback
+from rich.console import Console
+
+from sweeps.search import META_KEYS
+
+PROGRESS_COLUMNS = [
+    "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
+    "learner_updates", "env_steps_per_s", "target_metric_value",
+]
+VOCAB_COLUMNS = {  # trial-config key -> trials.parquet column
+    "num_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+    "train_batch_size": "train_batch_size",
+    "rollout_fragment_length": "rollout_fragment_length",
+    "lr": "lr",
+}
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_suffix(".parquet.tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO 8601 with a Z."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ResultsRecorder(Callback):
+    """Tune callback recording every trial into ``run_dir`` (see module docstring).
+
+    Args:
+        run_dir: ``results/<sweep>/<run_id>``.
+        target: resolved target ``{"metric", "value"}``.
+        budget: ``{"time_s", "env_steps"}`` (None where unset).
+        resolved_params: the trial-config keys that are algorithm params (recorded as columns).
+        command_start: ``time.time()`` when the command started (for the start-up time).
+    """
+
+    def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float):
+        self.run_dir = Path(run_dir)
+        self.target = target
+        self.budget = budget
+        self.command_start = command_start
+        self._trials: list[dict[str, Any]] = []
+        self._progress: list[dict[str, Any]] = []
+        self._pending: dict[str, list[dict[str, Any]]] = {}
+        self._recorded: set[str] = set()
+        self.first_iteration_s: float | None = None
+
+    def __getstate__(self):  # Tune pickles its callbacks into the experiment state
+        state = dict(self.__dict__)
+        state.pop("_console", None)
+        return state
+
+    @property
+    def console(self) -> Console:
+        if getattr(self, "_console", None) is None:
+            self._console = Console(highlight=False)
+        return self._console
+
+    # -- state on disk ---------------------------------------------------------------------
+    def setup(self, **info):
+        trials = self.run_dir / "trials.parquet"
+        progress = self.run_dir / "progress.parquet"
+        if trials.exists():
+            self._trials = pd.read_parquet(trials).to_dict("records")
+            self._recorded = {r["trial_id"] for r in self._trials}
+        if progress.exists():
+            df = pd.read_parquet(progress)
+            self._progress = df[df.trial_id.isin(self._recorded)].to_dict("records")
+
+    def _flush(self) -> None:
+        if self._trials:
+            _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+        if self._progress:
+            _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
+                           self.run_dir / "progress.parquet")
+
+    @property
+    def num_recorded(self) -> int:
+        """Trials recorded so far (this run and, after --resume, earlier ones)."""
+        return len(self._trials)
+
+    # -- Tune hooks ------------------------------------------------------------------------
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        tid = trial.trial_id
+        if tid in self._recorded:
+            return
+        if self.first_iteration_s is None:
+            self.first_iteration_s = time.time() - self.command_start
+        rows = self._pending.setdefault(tid, [])
+        it = int(result.get("training_iteration", len(rows) + 1))
+        rows[:] = [r for r in rows if r["iteration"] < it]  # a restarted trial starts over
+        rows.append({
+            "trial_id": tid,
+            "iteration": it,
+            "wall_time_s": float(result["wall_time_s"]),
+            "env_steps": int(result["env_steps"]),
+            "episodes": int(result["episodes"]),
+            "episode_return_mean": float(result["episode_return_mean"]),
+            "learner_updates": float(result["learner_updates"]),
+            "env_steps_per_s": float(result["env_steps_per_s_iter"]),
+            "target_metric_value": float(result["target_metric_value"]),
+        })
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        self._record(trial, error=None)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._record(trial, error=_error_line(trial))
+
+    def _record(self, trial, error: str | None) -> None:
+        tid = trial.trial_id
+        if tid in self._recorded:
+            return
+        rows = self._pending.pop(tid, [])
+        last = trial.last_result or {}
+        row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error)
+        row["node_count"] = _node_count()
+        self._trials.append(row)
+        self._progress.extend(rows)
+        self._recorded.add(tid)
+        self._flush()
+        self._print(row)
+
+    def _print(self, row: dict[str, Any]) -> None:
+        if row["status"] == "reached":
+            outcome = f"[green]TTT {row['time_to_target_s']:.1f} s[/green]"
+        elif row["status"] == "censored":
+            outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s)[/yellow]"
+        else:
+            outcome = f"[red]error: {row['error'][:80]}[/red]"
+        best = row["best_return"]
+        self.console.print(
+            f"[{len(self._trials):>3}] {row['algorithm']:<6} workers={row['num_env_runners']} "
+            f"batch={row.get('train_batch_size')} seed={row['seed']}  {outcome}  "
+            f"best return {best:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
+            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
+        )
+
+
+def _error_line(trial) -> str:
+    msg = ""
+    try:
+        err = trial.get_error()
+        msg = f"{type(err).__name__}: {err}" if err is not None else ""
+    except Exception:  # noqa: BLE001 - the error file may be gone after a node failure
+        pass
+    if not msg and getattr(trial, "error_file", None) and os.path.exists(trial.error_file):
+        msg = Path(trial.error_file).read_text()
+    lines = [ln.strip() for ln in msg.strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else "unknown error")[:500]
+
+
+def _node_count() -> int:
+    try:
+        import ray
+
+        return sum(1 for n in ray.nodes() if n.get("Alive"))
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, target: dict,
+              budget: dict, error: str | None) -> dict[str, Any]:
+    """One trials.parquet row from a trial's config, its progress rows and last result."""
+    nan = math.nan
+    reached_rows = [r for r in progress if r["target_metric_value"] >= target["value"]]
+    first = reached_rows[0] if reached_rows else None
+    status = "error" if error is not None else ("reached" if first else "censored")
+    elapsed = progress[-1]["wall_time_s"] if progress else nan
+    steps = progress[-1]["env_steps"] if progress else 0
+    values = [r["target_metric_value"] for r in progress if math.isfinite(r["target_metric_value"])]
+    row: dict[str, Any] = {
+        "trial_id": trial_id,
+        "config_id": config.get("config_id", ""),
+        "is_baseline": bool(config.get("is_baseline", False)),
+        "algorithm": config["algorithm"],
+        "num_env_runners": int(config.get("num_workers", -1)),
+        "num_envs_per_env_runner": int(config.get("num_envs_per_worker", 1)),
+        "train_batch_size": config.get("train_batch_size"),
+        "rollout_fragment_length": config.get("rollout_fragment_length"),
+        "lr": config.get("lr"),
+        "seed": int(config.get("seed", 0)),
+        "status": status,
+        "time_to_target_s": first["wall_time_s"] if first and status == "reached" else nan,
+        "steps_to_target": float(first["env_steps"]) if first and status == "reached" else nan,
+        "budget_s": float(budget.get("time_s") or nan),
+        "budget_env_steps": float(budget.get("env_steps") or nan),
+        "elapsed_s": elapsed,
+        "total_env_steps": int(steps),
+        "target_metric": target["metric"],
+        "target_value": float(target["value"]),
+        "final_return": values[-1] if values else nan,
+        "best_return": max(values) if values else nan,
+        "env_steps_per_s": steps / elapsed if progress and elapsed > 0 else nan,
+        "learner_updates": progress[-1]["learner_updates"] if progress else nan,
+        "num_cpus": float(last.get("num_cpus", nan)),
+        "num_gpus": float(last.get("num_gpus", nan)),
+        "oversubscribed": bool(last.get("oversubscribed", False)),
+        "node_ip": str(last.get("node_ip", "")),
+        "error": error or "",
+        "objective": float(last.get("objective", nan)) if status != "error" else nan,
+    }
+    for key, value in config.items():
+        if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:
+            continue
+        row[f"param_{key}"] = json.dumps(value) if isinstance(value, (list, dict)) else value
+    for col in ("train_batch_size", "rollout_fragment_length"):
+        row[col] = float(row[col]) if row[col] is not None else nan
+    row["lr"] = float(row["lr"]) if row["lr"] is not None else nan
+    return row
+
+
+def environment_info(command: list[str], ray_address: str, nodes: list[dict]) -> dict[str, Any]:
+    """environment.json: versions, CPU model and count, memory, nodes, git revision."""
+    import importlib.metadata as md
+
+    def version(pkg: str) -> str:
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return "not installed"
+
+    cpu_model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem_gib = math.nan
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5,
+                               cwd=Path(__file__).resolve().parent).stdout.strip()
+        if rev and dirty:
+            rev += "-dirty"
+    except (OSError, subprocess.SubprocessError):
+        rev = ""
+    return {
+        "versions": {
+            "python": sys.version.split()[0],
+            **{p: version(p) for p in ("ray", "torch", "gymnasium", "optuna", "ale-py", "rl-scaling")},
+        },
+        "platform": platform.platform(),
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count(),
+        "memory_gib": round(mem_gib, 1),
+        "nodes": nodes,
+        "git_revision": rev or "unknown",
+        "ray_address": ray_address,
+        "command": " ".join(["python", "-m", "sweeps.run", *command]),
+        "started_at": now_iso(),
+        "finished_at": None,
+    }
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` as indented JSON atomically."""
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,352 @@
+"""Run a sweep: ``python -m sweeps.run FILE [--address ADDR] [--resume] [--dry-run] ...``.
+
+Loads and validates the sweep file, obtains a Ray cluster (embedded local Ray by default,
+``--address``/``RAY_ADDRESS`` for an existing one), and runs a Ray Tune ``Tuner`` whose
+searcher is Optuna (:mod:`sweeps.search`): the baseline first, then every sampled
+configuration once per seed. Each trial is one RLlib Algorithm timed from before it is built
+(:mod:`sweeps.trainable`); results land in ``results/<sweep>/<run_id>/`` as they finish
+(docs/results.md), and the HTML report is written at the end.
+
+Exit codes: 0 done; 2 bad input (one line on stderr naming file, field and reason);
+130 interrupted (what finished is kept; continue with ``--resume``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+# Quiet Ray/RLlib before they are imported; Tune's classic status table instead of per-iteration dumps.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("RAY_DEDUP_LOGS", "1")
+os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most ~1 s of state
+os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
+os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
+
+from sweeps.load import SpecError, load_sweep, resolve_target  # noqa: E402
+from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m sweeps.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("file", help="sweep file (.py declaring SWEEP, or .yaml)")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the latest interrupted run of this sweep (finished trials are kept)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the resolved spec, the first trials and their resources; train nothing")
+    p.add_argument("--results", default=None, help="results root (default: the sweep's results_dir)")
+    p.add_argument("--num-samples", type=int, default=None, help="override search.num_samples")
+    p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
+    p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    return p.parse_args(argv)
+
+
+def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Sweep:
+    """Apply command-line overrides, re-validated (SpecError on a bad value)."""
+    import pydantic
+
+    search = sweep.search.model_dump()
+    budget = sweep.budget.model_dump()
+    if args.num_samples is not None:
+        search["num_samples"] = args.num_samples
+    if args.seeds is not None:
+        search["seeds"] = args.seeds
+    if args.budget_s is not None:
+        budget["time_s"] = args.budget_s
+    try:
+        return sweep.model_copy(update={"search": Search(**search), "budget": Budget(**budget)})
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        flag = {"num_samples": "--num-samples", "seeds": "--seeds", "time_s": "--budget-s"}
+        field = next((flag[str(x)] for x in err["loc"] if str(x) in flag), "override")
+        raise SpecError(f"{source}: {field}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def run_dir_for(root: Path, sweep: Sweep, resume: bool, source: str) -> Path:
+    """``<root>/<name>/<run_id>``: a new run id (UTC time), or the latest run on --resume."""
+    base = root / sweep.name
+    if resume:
+        runs = sorted(p for p in base.glob("*") if (p / "tune").is_dir()) if base.is_dir() else []
+        if not runs:
+            raise SpecError(f"{source}: --resume: no earlier run of sweep {sweep.name!r} under {base}")
+        return runs[-1]
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    path = base / run_id
+    n = 1
+    while path.exists():
+        n += 1
+        path = base / f"{run_id}-{n}"
+    return path
+
+
+def check_writable(root: Path, source: str) -> None:
+    """Raise SpecError if results cannot be written under ``root``."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test-{os.getpid()}"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise SpecError(f"{source}: results: cannot write to {root}: {e.strerror or e}") from None
+
+
+def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
+    """Every num_workers value a trial of ``algorithm`` can get (for the feasibility check)."""
+    p = sweep.params_for(algorithm).get("num_workers")
+    fixed = sweep.fixed_for(algorithm).get("num_workers")
+    if isinstance(p, Choice):
+        return [int(v) for v in p.values]
+    if isinstance(p, IntRange):
+        return [p.low, p.high]
+    return [int(fixed)] if fixed is not None else []
+
+
+def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool = True) -> list[str]:
+    """Check every algorithm × num_workers against the largest node.
+
+    Returns:
+        lines describing each (algorithm, num_workers): CPUs asked, fits or oversubscribed.
+    Raises:
+        SpecError: a trial would ask for more CPUs than any node has and the sweep does not
+            allow oversubscription.
+    """
+    from sweeps.trainable import trial_algorithm_config
+
+    node_cpus = setup["max_node_cpus"]
+    lines = []
+    combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
+    if sweep.baseline:
+        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_workers")))
+    for algo, n in combos:
+        cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
+        if n is not None:
+            cfg["num_workers"] = n
+        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_workers"):
+            cfg.update(sweep.baseline)
+        _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
+        cpus = info["requested_cpus"]
+        fits = cpus <= node_cpus
+        if not fits and not sweep.allow_oversubscription and strict:
+            raise SpecError(
+                f"{source}: num_workers: a {algo} trial with num_workers={n} asks for {cpus:g} CPUs "
+                f"but the largest node has {node_cpus:g}; lower it or set allow_oversubscription=True"
+            )
+        lines.append(f"  {algo:<7} num_workers={n}: {cpus:g} CPUs, {info['num_gpus']:g} GPUs  "
+                     + ("fits" if fits else
+                        f"OVERSUBSCRIBED (node has {node_cpus:g}; flagged)" if sweep.allow_oversubscription
+                        else f"DOES NOT FIT (largest node has {node_cpus:g} CPUs)"))
+    return lines
+
+
+def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: int = 6) -> None:
+    """Print the resolved spec, the first sampled trials and their resources."""
+    import optuna
+
+    from sweeps.search import DefineByRun, baseline_params, grid_points, trial_params
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    print("Resolved sweep spec:")
+    spec = json.loads(sweep.model_dump_json())
+    spec["target"] = target
+    print(json.dumps(spec, indent=2))
+    print(f"\nCluster: largest node has {setup['max_node_cpus']:g} CPUs")
+    print("Resources per trial (driver + env runners + learners):")
+    print("\n".join(lines))
+    total = (sweep.search.num_samples + (1 if sweep.baseline else 0)) * sweep.search.seeds
+    print(f"\nTrials: {total} = ({sweep.search.num_samples} sampled configs"
+          f"{' + baseline' if sweep.baseline else ''}) x {sweep.search.seeds} seeds; "
+          f"budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}):")
+    shown = []
+    if sweep.baseline:
+        shown.append(("baseline", baseline_params(sweep)))
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=sweep.search.sampler_seed))
+    if sweep.search.sampler == "grid":
+        for point in grid_points(sweep):
+            study.enqueue_trial(point)
+    space = DefineByRun(sweep)
+    while len(shown) < n_show:
+        t = study.ask()
+        shown.append(("sampled", trial_params({**t.params, **space(t)})))
+    from sweeps.trainable import trial_algorithm_config
+
+    for kind, params in shown:
+        _, info = trial_algorithm_config(params, setup)
+        print(f"  {kind:<8} {json.dumps(params, default=str)}  -> {info['num_cpus']:g} CPUs"
+              + ("  oversubscribed" if info["oversubscribed"] else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the process exit code."""
+    command_start = time.time()
+    args = parse_args(argv)
+    source = args.file
+    try:
+        sweep = apply_overrides(load_sweep(args.file), args, source)
+        target = resolve_target(sweep)
+        root = Path(args.results or sweep.results_dir)
+        check_writable(root, source)
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from cluster.local import ClusterError, ray_session
+
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if args.dry_run and address is None:
+        setup = _setup(sweep, target, max_node_cpus=float(os.cpu_count() or 1))
+        try:
+            dry_run(sweep, target, setup, feasibility(sweep, setup, source, strict=False))
+        except SpecError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    try:
+        with ray_session(address) as cluster_info:
+            setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes))
+            lines = feasibility(sweep, setup, source, strict=not args.dry_run)
+            if args.dry_run:
+                dry_run(sweep, target, setup, lines)
+                return 0
+            run_dir = run_dir_for(root, sweep, args.resume, source)
+            return _run(sweep, target, setup, run_dir, args, cluster_info, command_start, argv)
+    except SpecError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ClusterError as e:
+        print(f"error: {source}: --address: {e}", file=sys.stderr)
+        return 2
+
+
+def _setup(sweep: Sweep, target: dict, max_node_cpus: float) -> dict[str, Any]:
+    return {
+        "env": sweep.env,
+        "env_config": dict(sweep.env_config),
+        "target": {"metric": target["metric"], "value": target["value"]},
+        "budget": {"time_s": sweep.budget.time_s, "env_steps": sweep.budget.env_steps},
+        "max_node_cpus": max_node_cpus,
+        "allow_oversubscription": sweep.allow_oversubscription,
+    }
+
+
+def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start, argv) -> int:
+    from ray import tune
+    from ray.tune.search import ConcurrencyLimiter
+
+    from sweeps import algorithms
+    from sweeps.record import ResultsRecorder, environment_info, now_iso, write_json
+    from sweeps.search import SeededSearch, baseline_params, make_optuna_search
+    from sweeps.trainable import resources_for, run_trial
+
+    algorithms.register_with_tune()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    spec = json.loads(sweep.model_dump_json())
+    spec["target"] = target
+    spec["baseline"] = sweep.baseline
+    spec["source_file"] = Path(args.file).name
+    write_json(run_dir / "spec.json", spec)
+    env_path = run_dir / "environment.json"
+    env_info = environment_info(sys.argv[1:] if argv is None else argv, cluster_info.address,
+                                cluster_info.nodes)
+    if args.resume and env_path.exists():
+        env_info["started_at"] = json.loads(env_path.read_text()).get("started_at")
+        env_info["resumed_at"] = now_iso()
+    write_json(env_path, env_info)
+
+    recorder = ResultsRecorder(run_dir, target=setup["target"], budget=setup["budget"],
+                               command_start=command_start)
+    callbacks = [recorder]
+    try:
+        from cluster.azure_logging import azure_ml_callbacks
+
+        callbacks += azure_ml_callbacks()
+    except ImportError:
+        pass
+    trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
+                                    resources_for(setup))
+    tune_dir = run_dir / "tune"
+    print(f"Sweep {sweep.name}: results in {run_dir}")
+    if args.resume:
+        print(f"Resuming {tune_dir} (finished trials are kept, unfinished ones restart)")
+        tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
+                                   resume_unfinished=True, resume_errored=False)
+    else:
+        inner, num_configs = make_optuna_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
+        search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
+                              num_configs=num_configs)
+        reporter = tune.CLIReporter(
+            metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
+                            "best_return": "best return", "reached": "reached"},
+            parameter_columns={"algorithm": "algo", "num_workers": "workers",
+                               "train_batch_size": "batch", "seed": "seed"},
+            max_report_frequency=60, sort_by_metric=False, max_progress_rows=12)
+        tuner = tune.Tuner(
+            trainable,
+            tune_config=tune.TuneConfig(
+                search_alg=ConcurrencyLimiter(search, max_concurrent=sweep.search.max_concurrent),
+                metric="objective", mode="min", num_samples=search.total_trials,
+                reuse_actors=False),
+            run_config=tune.RunConfig(
+                name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
+                progress_reporter=reporter, verbose=1,
+                failure_config=tune.FailureConfig(max_failures=1),
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
+        )
+    if args.resume:
+        # Tune restores the callbacks pickled with the first run; use this process's instead
+        # (they read what is already recorded in setup() and skip it). No public API for it.
+        tuner._local_tuner.get_run_config().callbacks = callbacks
+    interrupted = False
+    try:
+        tuner.fit()
+    except KeyboardInterrupt:
+        interrupted = True
+    env_info["finished_at"] = now_iso()
+    if recorder.first_iteration_s is not None:
+        env_info["startup_to_first_iteration_s"] = round(recorder.first_iteration_s, 2)
+    write_json(env_path, env_info)
+    n = _count_trials(run_dir)
+    if interrupted:
+        print(f"Interrupted: {n} finished trials are kept in {run_dir}; continue with --resume",
+              file=sys.stderr)
+        return 130
+    print(f"Done: {n} trials recorded in {run_dir}")
+    if not args.no_report:
+        _write_report(run_dir)
+    return 0
+
+
+def _count_trials(run_dir: Path) -> int:
+    import pandas as pd
+
+    path = run_dir / "trials.parquet"
+    return len(pd.read_parquet(path)) if path.exists() else 0
+
+
+def _write_report(run_dir: Path) -> None:
+    try:
+        from analysis.report import write_report
+    except ImportError:
+        print("analysis.report is not available; no report written")
+        return
+    try:
+        path = write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 - the results are safe; say why the report failed
+        print(f"Report failed ({type(e).__name__}: {e}); results are in {run_dir}; "
+              f"retry with: python -m analysis.report {run_dir}", file=sys.stderr)
+        return
+    print(f"Report: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Sweep semantics on top of Tune's OptunaSearch: baseline first, every config × every seed.
+
+Tune asks a searcher for one config per trial. A scaling study needs more structure:
+
+1. the **baseline** configuration runs first, once per seed (speedups are relative to it);
+2. each configuration Optuna samples runs once per **seed**; Optuna is told one objective per
+   configuration (the mean over its seeds) once all its seeds finished, so model-based search
+   (TPE) learns from seed-averaged numbers and is never fed a half-measured config;
+3. the **objective** is time-to-target; a censored trial scores
+   ``budget_s × (1 + shortfall)``, ``shortfall = clip((target − best) / |target|, 0, 1)``, so the
+   search still learns from trials that missed the target (closer misses score better) and a
+   censored trial always scores worse than any trial that reached the target within the budget.
+
+:class:`SeededSearch` wraps an ``OptunaSearch`` (define-by-run, for per-algorithm conditional
+parameters) whose study lives in ``optuna.db`` (SQLite) so ``--resume`` keeps its history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import pickle
+from typing import Any
+
+from ray.tune.search import Searcher
+from ray.tune.search.optuna import OptunaSearch
+
+from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
+
+# Keys the runner adds to every trial config (not algorithm parameters).
+META_KEYS = ("config_id", "is_baseline", "seed")
+
+
+def censored_objective(budget_s: float, best: float, target: float) -> float:
+    """Optuna objective of a trial that did not reach ``target`` within ``budget_s`` seconds.
+
+    ``budget_s × (1 + shortfall)`` with ``shortfall = clip((target − best) / |target|, 0, 1)``
+    (``best`` NaN → shortfall 1). Always ≥ ``budget_s`` > any reached time-to-target.
+    """
+    if best is None or not math.isfinite(best):
+        shortfall = 1.0
+    else:
+        shortfall = (target - best) / abs(target) if target != 0 else float(best < target)
+        shortfall = min(max(shortfall, 0.0), 1.0)
+    return float(budget_s) * (1.0 + shortfall)
+
+
+def config_id(algorithm: str, params: dict[str, Any]) -> str:
+    """Stable short id of one configuration (same for all its seeds): ``DQN-1a2b3c4d``."""
+    blob = json.dumps(params, sort_keys=True, default=str)
+    return f"{algorithm}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
+
+
+def _optuna_name(algorithm: str, name: str, shared: bool) -> str:
+    # Per-algorithm parameters get their own Optuna name so TPE models them conditionally.
+    return name if shared else f"{algorithm}.{name}"
+
+
+class DefineByRun:
+    """Optuna define-by-run space of a sweep (picklable, for Tune's searcher checkpoints).
+
+    Called with an ``optuna.Trial``; suggests ``algorithm``, the shared parameters and the
+    chosen algorithm's own parameters, and returns the fixed parameters as constants.
+    """
+
+    def __init__(self, sweep: Sweep):
+        self.algorithms = list(sweep.algorithms)
+        self.shared = dict(sweep.search_space)
+        self.own = {a: dict(sweep.per_algorithm.get(a, {})) for a in self.algorithms}
+        self.fixed = {a: sweep.fixed_for(a) for a in self.algorithms}
+
+    def __call__(self, trial) -> dict[str, Any]:
+        algo = trial.suggest_categorical("algorithm", self.algorithms)
+        for name, p in self.shared.items():
+            _suggest(trial, name, p)
+        for name, p in self.own[algo].items():
+            _suggest(trial, _optuna_name(algo, name, shared=False), p)
+        return {"__fixed__": json.dumps(self.fixed[algo])}
+
+
+def _suggest(trial, name: str, p: Param) -> Any:
+    if isinstance(p, Choice):
+        return trial.suggest_categorical(name, p.values)
+    if isinstance(p, IntRange):
+        return trial.suggest_int(name, p.low, p.high, log=p.log)
+    if isinstance(p, LogUniform):
+        return trial.suggest_float(name, p.low, p.high, log=True)
+    if isinstance(p, Uniform):
+        return trial.suggest_float(name, p.low, p.high)
+    raise TypeError(f"unknown parameter type {type(p).__name__}")
+
+
+def grid_points(sweep: Sweep) -> list[dict[str, Any]]:
+    """Every point of the grid (Optuna parameter names), algorithm by algorithm.
+
+    Raises:
+        ValueError: a searched parameter is not a ``choice()`` (a grid needs finite values).
+    """
+    points: list[dict[str, Any]] = []
+    for algo in sweep.algorithms:
+        names, values = ["algorithm"], [[algo]]
+        for shared, params in ((True, sweep.search_space), (False, sweep.per_algorithm.get(algo, {}))):
+            for name, p in params.items():
+                if not isinstance(p, Choice):
+                    raise ValueError(f"grid search needs choice() parameters, {name} is {p.kind}")
+                names.append(_optuna_name(algo, name, shared))
+                values.append(p.values)
+        points += [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+    return points
+
+
+def trial_params(optuna_config: dict[str, Any]) -> dict[str, Any]:
+    """Turn an OptunaSearch config into the flat trial vocabulary (``algorithm`` + params)."""
+    cfg = dict(optuna_config)
+    fixed = json.loads(cfg.pop("__fixed__", "{}"))
+    algo = cfg["algorithm"]
+    out: dict[str, Any] = {"algorithm": algo}
+    out.update(fixed)
+    for key, value in cfg.items():
+        if key == "algorithm":
+            continue
+        prefix = f"{algo}."
+        out[key.removeprefix(prefix) if key.startswith(prefix) else key] = value
+    return out
+
+
+def baseline_params(sweep: Sweep) -> dict[str, Any] | None:
+    """The baseline's flat trial params: its fixed values, then what ``baseline`` names."""
+    if not sweep.baseline:
+        return None
+    algo = sweep.baseline["algorithm"]
+    fixed = sweep.fixed_for(algo) if algo in sweep.algorithms else dict(sweep.fixed)
+    return {"algorithm": algo, **fixed, **sweep.baseline}
+
+
+def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, int]:
+    """The inner ``OptunaSearch`` for a sweep and the number of configurations to sample.
+
+    Returns:
+        (searcher, num_configs): TPE or random sampler seeded with ``search.sampler_seed``;
+        for ``grid``, a random sampler whose study has every grid point enqueued.
+    """
+    import optuna
+
+    seed = sweep.search.sampler_seed
+    points = None
+    num_configs = sweep.search.num_samples
+    if sweep.search.sampler == "tpe":
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, num_configs))
+    else:
+        sampler = optuna.samplers.RandomSampler(seed=seed)
+        if sweep.search.sampler == "grid":
+            points = grid_points(sweep)
+            num_configs = min(num_configs, len(points))
+    storage = optuna.storages.RDBStorage(storage_url)
+    searcher = OptunaSearch(
+        space=DefineByRun(sweep),
+        metric="objective",
+        mode="min",
+        sampler=sampler,
+        study_name=sweep.name,
+        storage=storage,
+        points_to_evaluate=points,
+    )
+    return searcher, num_configs
+
+
+class SeededSearch(Searcher):
+    """Baseline first, then each sampled configuration once per seed (see module docstring).
+
+    Args:
+        inner: the searcher that samples configurations (an ``OptunaSearch``).
+        seeds: trials per configuration, seeds ``0 .. seeds-1``.
+        baseline: flat params of the baseline configuration, or None.
+        num_configs: configurations to sample from ``inner`` (the baseline not counted).
+        metric, mode: the objective the trials report (``objective``, ``min``).
+    """
+
+    def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
+                 num_configs: int, metric: str = "objective", mode: str = "min"):
+        super().__init__(metric=metric, mode=mode)
+        self.inner = inner
+        self.seeds = seeds
+        self.num_configs = num_configs
+        self._queue: list[dict[str, Any]] = []
+        self._baseline = baseline
+        self._sampled = 0
+        self._group_of: dict[str, str] = {}  # tune trial id -> inner id
+        self._group_results: dict[str, list[float | None]] = {}
+        self._group_size: dict[str, int] = {}
+
+    @property
+    def total_trials(self) -> int:
+        """Trials this search will start: (configs + baseline) × seeds."""
+        return (self.num_configs + (1 if self._baseline else 0)) * self.seeds
+
+    def set_search_properties(self, metric, mode, config, **spec) -> bool:
+        super().set_search_properties(metric, mode, config, **spec)
+        return self.inner.set_search_properties(metric, mode, config, **spec)
+
+    def _enqueue(self, group: str, params: dict[str, Any], is_baseline: bool) -> None:
+        cid = "baseline" if is_baseline else config_id(params["algorithm"], params)
+        self._group_size[group] = self.seeds
+        self._group_results[group] = []
+        for seed in range(self.seeds):
+            self._queue.append({**params, "seed": seed, "config_id": cid,
+                                "is_baseline": is_baseline, "__group__": group})
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        if not self._queue:
+            if self._baseline is not None:
+                self._enqueue("baseline", self._baseline, is_baseline=True)
+                self._baseline = None
+            elif self._sampled < self.num_configs:
+                group = f"config{self._sampled}"
+                suggestion = self.inner.suggest(group)
+                if suggestion is None or suggestion == Searcher.FINISHED:
+                    return suggestion
+                self._sampled += 1
+                self._enqueue(group, trial_params(suggestion), is_baseline=False)
+            else:
+                return Searcher.FINISHED
+        config = dict(self._queue.pop(0))
+        self._group_of[trial_id] = config.pop("__group__")
+        return config
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):
+        group = self._group_of.pop(trial_id, None)
+        if group is None:
+            return
+        value = None if (error or not result) else result.get(self.metric)
+        self._group_results[group].append(value)
+        done = self._group_results[group]
+        if len(done) < self._group_size[group] or group == "baseline":
+            return
+        values = [v for v in done if v is not None and math.isfinite(v)]
+        if values:
+            self.inner.on_trial_complete(group, {self.metric: sum(values) / len(values)})
+        else:
+            self.inner.on_trial_complete(group, None, error=True)
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__dict__, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__dict__.update(pickle.load(f))

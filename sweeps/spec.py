@@ -1,0 +1,270 @@
+"""The sweep spec: what a sweep file declares, validated by pydantic.
+
+A sweep file (``sweeps/<study>.py``) declares one ``SWEEP = Sweep(...)``; a YAML file with the
+same fields is accepted too (see :func:`sweeps.load.load_sweep`). Every field carries its
+meaning in its ``description``; ``python -m sweeps.run FILE --dry-run`` prints the resolved spec.
+
+Example::
+
+    from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+
+    SWEEP = Sweep(
+        name="cabs_scaling",
+        env="ContosoCabs-v0",
+        algorithms=["DQN", "APEX", "IMPALA"],
+        search_space={"num_workers": choice([1, 2]), "lr": loguniform(1e-4, 3e-3)},
+        target=Target(fraction_of_optimal=0.95),
+        budget=Budget(time_s=120),
+        search=Search(num_samples=6, seeds=2),
+        baseline={"algorithm": "DQN", "num_workers": 1},
+    )
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# The canonical target metric: the episode return of the policy being learned (mean over
+# RLlib's smoothing window). Each algorithm maps it (sweeps.algorithms.extract_metrics).
+EPISODE_RETURN = "episode_return_mean"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Search-space primitives (a small, Tune/Optuna-like vocabulary)
+# ---------------------------------------------------------------------------------------------
+class Choice(_Strict):
+    """One of a finite list of values (categorical)."""
+
+    kind: Literal["choice"] = "choice"
+    values: list[Any] = Field(description="the values to choose from (non-empty, distinct)")
+
+    @field_validator("values")
+    @classmethod
+    def _non_empty(cls, v: list[Any]) -> list[Any]:
+        if not v:
+            raise ValueError("choice() needs at least one value")
+        if len({repr(x) for x in v}) != len(v):
+            raise ValueError(f"choice() values must be distinct, got {v}")
+        return v
+
+
+class IntRange(_Strict):
+    """An integer in [low, high] (both inclusive), optionally log-scaled."""
+
+    kind: Literal["int"] = "int"
+    low: int
+    high: int
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntRange:
+        if self.low > self.high:
+            raise ValueError(f"empty range: low {self.low} > high {self.high}")
+        if self.log and self.low <= 0:
+            raise ValueError(f"log range needs low > 0, got {self.low}")
+        return self
+
+
+class Uniform(_Strict):
+    """A float uniform in [low, high)."""
+
+    kind: Literal["uniform"] = "uniform"
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Uniform:
+        if not self.low < self.high:
+            raise ValueError(f"empty or inverted range: low {self.low} >= high {self.high}")
+        return self
+
+
+class LogUniform(_Strict):
+    """A float log-uniform in [low, high), both > 0 (learning rates)."""
+
+    kind: Literal["loguniform"] = "loguniform"
+    low: float
+    high: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LogUniform:
+        if self.low <= 0:
+            raise ValueError(f"loguniform needs low > 0, got {self.low}")
+        if not self.low < self.high:
+            raise ValueError(f"empty or inverted range: low {self.low} >= high {self.high}")
+        return self
+
+
+Param = Annotated[Choice | IntRange | Uniform | LogUniform, Field(discriminator="kind")]
+
+
+def choice(values: list[Any]) -> Choice:
+    """A categorical parameter: one of ``values``."""
+    return Choice(values=list(values))
+
+
+def randint(low: int, high: int, *, log: bool = False) -> IntRange:
+    """An integer parameter in ``[low, high]`` (inclusive)."""
+    return IntRange(low=low, high=high, log=log)
+
+
+def uniform(low: float, high: float) -> Uniform:
+    """A float parameter uniform in ``[low, high)``."""
+    return Uniform(low=low, high=high)
+
+
+def loguniform(low: float, high: float) -> LogUniform:
+    """A float parameter log-uniform in ``[low, high)``."""
+    return LogUniform(low=low, high=high)
+
+
+# ---------------------------------------------------------------------------------------------
+# Target, budget, search
+# ---------------------------------------------------------------------------------------------
+class Target(_Strict):
+    """When a trial counts as converged: ``metric >= value`` at the end of an iteration.
+
+    Give either an absolute ``value`` or ``fraction_of_optimal`` (× the env's exact optimal
+    episode return; only for envs with an oracle, e.g. ContosoCabs-v0).
+    """
+
+    metric: str = Field(
+        EPISODE_RETURN,
+        description="metric compared with the target: 'episode_return_mean' (the return of the "
+        "policy being learned, as each algorithm defines it) or an RLlib result key such as "
+        "'env_runners/episode_return_mean'",
+    )
+    value: float | None = Field(None, description="absolute threshold on the metric")
+    fraction_of_optimal: float | None = Field(
+        None, gt=0, le=1.5, description="threshold as a fraction of the env's optimal return"
+    )
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Target:
+        if (self.value is None) == (self.fraction_of_optimal is None):
+            raise ValueError("give exactly one of value= or fraction_of_optimal=")
+        if self.value is not None and not math.isfinite(self.value):
+            raise ValueError(f"value must be finite, got {self.value}")
+        return self
+
+
+class Budget(_Strict):
+    """Per-trial budget: a trial that has not reached the target when either runs out is
+    censored (its time-to-target is '> budget')."""
+
+    time_s: float | None = Field(None, description="wall-clock seconds per trial, start-up included")
+    env_steps: int | None = Field(None, description="env steps sampled per trial")
+
+    @model_validator(mode="after")
+    def _positive(self) -> Budget:
+        if self.time_s is None and self.env_steps is None:
+            raise ValueError("give time_s and/or env_steps")
+        if self.time_s is not None and not self.time_s > 0:
+            raise ValueError(f"time_s must be > 0, got {self.time_s}")
+        if self.env_steps is not None and not self.env_steps > 0:
+            raise ValueError(f"env_steps must be > 0, got {self.env_steps}")
+        return self
+
+
+class Search(_Strict):
+    """How configurations are sampled (Optuna) and repeated (seeds)."""
+
+    sampler: Literal["tpe", "random", "grid"] = Field(
+        "tpe", description="Optuna sampler: TPE (default), random, or grid (choice() params only)"
+    )
+    num_samples: int = Field(
+        8, ge=1, description="sampled configurations (each runs once per seed); grid: max points"
+    )
+    seeds: int = Field(2, ge=1, description="seeds per sampled configuration (and the baseline)")
+    max_concurrent: int = Field(
+        1, ge=1, description="trials running at once (1 keeps timings clean and TPE model-based)"
+    )
+    sampler_seed: int = Field(0, description="seed of the Optuna sampler")
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep
+# ---------------------------------------------------------------------------------------------
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class Sweep(_Strict):
+    """A declarative scaling study: algorithms × search space × seeds on one env.
+
+    Parameter names are the vocabulary of :mod:`sweeps.algorithms` (``num_workers`` = RLlib
+    env runners, ``train_batch_size``, ``lr``, ...). Validation against the algorithms and the
+    env happens in :func:`sweeps.load.validate_sweep`, which names the field that is wrong.
+    """
+
+    name: str = Field(description="study name; results go to <results_dir>/<name>/<run_id>/")
+    env: str = Field(description="gymnasium id or RLlib env name, e.g. 'ContosoCabs-v0'")
+    env_config: dict[str, Any] = Field(default_factory=dict, description="passed to the env")
+    algorithms: list[str] = Field(description="algorithms searched over, e.g. ['DQN', 'APEX']")
+    search_space: dict[str, Param] = Field(
+        default_factory=dict, description="parameters sampled for every algorithm"
+    )
+    per_algorithm: dict[str, dict[str, Param]] = Field(
+        default_factory=dict, description="extra parameters sampled only for one algorithm"
+    )
+    fixed: dict[str, Any] = Field(default_factory=dict, description="parameters set for every trial")
+    per_algorithm_fixed: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="parameters set for every trial of one algorithm"
+    )
+    target: Target
+    budget: Budget
+    search: Search = Field(default_factory=Search)
+    baseline: dict[str, Any] | None = Field(
+        default_factory=lambda: {"algorithm": "DQN", "num_workers": 1},
+        description="configuration speedups are relative to (run first, with every seed); "
+        "parameters it does not name take the fixed values, then the algorithm's defaults",
+    )
+    results_dir: str = Field("results", description="root folder for results")
+    allow_oversubscription: bool = Field(
+        False,
+        description="run trials that ask for more CPUs than a node has (their CPU requests are "
+        "scaled down to fit, and their timings are flagged 'oversubscribed')",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name_ok(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"name {v!r} must be letters, digits, '_', '-', '.'")
+        return v
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algorithms_ok(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("list at least one algorithm")
+        if len(set(v)) != len(v):
+            raise ValueError(f"algorithms listed twice: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _per_algorithm_known(self) -> Sweep:
+        for section in ("per_algorithm", "per_algorithm_fixed"):
+            for algo in getattr(self, section):
+                if algo not in self.algorithms:
+                    raise ValueError(
+                        f"{section} names {algo!r}, which is not in algorithms {self.algorithms}"
+                    )
+        if self.baseline is not None and "algorithm" not in self.baseline:
+            raise ValueError("baseline must name its 'algorithm'")
+        return self
+
+    def params_for(self, algorithm: str) -> dict[str, Param]:
+        """Searched parameters of one algorithm: shared ones, then its own (which win)."""
+        return {**self.search_space, **self.per_algorithm.get(algorithm, {})}
+
+    def fixed_for(self, algorithm: str) -> dict[str, Any]:
+        """Fixed parameters of one algorithm: shared ones, then its own (which win)."""
+        return {**self.fixed, **self.per_algorithm_fixed.get(algorithm, {})}
