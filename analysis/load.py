@@ -1,0 +1,267 @@
+"""Load a results directory (``docs/results.md``) into memory, from files alone.
+
+Example::
+
+    from analysis.load import load_results
+    res = load_results("results/cabs_scaling/20260101-120000")
+    res.trials.head()          # one row per trial (pandas DataFrame)
+    res.progress.head()        # one row per trial per training iteration
+    res.spec["target"]         # {"metric": ..., "value": ..., ...}
+    res.study                  # optuna.Study, or None without optuna.db
+
+Bad input raises :class:`ResultsError` whose message is one line: what is wrong, where, why.
+Missing optional parts (progress, spec, environment, optuna.db) are not errors: they become
+empty values plus a line in ``Results.warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
+
+# Columns without which no analysis is possible; everything else in docs/results.md is optional
+# here and filled with NaN / defaults (older or partial results directories).
+REQUIRED_TRIAL_COLUMNS = ("trial_id", "algorithm", "num_env_runners", "seed", "status")
+
+_TRIAL_DEFAULTS: dict[str, Any] = {
+    "num_envs_per_env_runner": 1,
+    "time_to_target_s": np.nan,
+    "steps_to_target": np.nan,
+    "budget_s": np.nan,
+    "budget_env_steps": np.nan,
+    "elapsed_s": np.nan,
+    "total_env_steps": np.nan,
+    "target_metric": "episode_return_mean",
+    "target_value": np.nan,
+    "final_return": np.nan,
+    "best_return": np.nan,
+    "env_steps_per_s": np.nan,
+    "learner_updates": np.nan,
+    "num_cpus": np.nan,
+    "num_gpus": 0.0,
+    "oversubscribed": False,
+    "node_count": 1,
+    "node_ip": "",
+    "error": "",
+    "objective": np.nan,
+}
+
+_PROGRESS_COLUMNS = (
+    "trial_id",
+    "iteration",
+    "wall_time_s",
+    "env_steps",
+    "episodes",
+    "episode_return_mean",
+    "learner_updates",
+    "env_steps_per_s",
+)
+
+
+class ResultsError(ValueError):
+    """A results directory cannot be analysed; the message is one line (what, where, why)."""
+
+
+@dataclass
+class Results:
+    """Everything in one results directory.
+
+    Attributes:
+        path: the directory.
+        trials: one row per trial (columns of ``trials.parquet``, missing optional ones filled).
+        progress: one row per trial per iteration (may be empty).
+        spec: the resolved sweep (``spec.json``), ``{}`` if absent.
+        environment: versions / machine (``environment.json``), ``{}`` if absent.
+        study: the Optuna study in ``optuna.db`` (``None`` if absent or unreadable).
+        warnings: one line per thing that was missing or repaired while loading.
+    """
+
+    path: Path
+    trials: pd.DataFrame
+    progress: pd.DataFrame
+    spec: dict[str, Any]
+    environment: dict[str, Any]
+    study: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """Sweep name (``spec["name"]``, else the parent folder's name)."""
+        return str(self.spec.get("name") or self.path.parent.name or self.path.name)
+
+
+def _read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        warnings.append(f"{path.name} is missing in {path.parent}: its section is left out")
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ResultsError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise ResultsError(f"{path}: cannot read parquet ({type(exc).__name__}: {exc})") from None
+
+
+def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
+                 warnings: list[str]) -> pd.DataFrame:
+    missing = [c for c in REQUIRED_TRIAL_COLUMNS if c not in trials.columns]
+    if missing:
+        raise ResultsError(
+            f"{where}: trials.parquet lacks column(s) {', '.join(missing)} "
+            "(see docs/results.md)"
+        )
+    trials = trials.copy()
+    for col, default in _TRIAL_DEFAULTS.items():
+        if col not in trials.columns:
+            trials[col] = default
+    trials["trial_id"] = trials["trial_id"].astype(str)
+    trials["algorithm"] = trials["algorithm"].astype(str)
+    trials["num_env_runners"] = pd.to_numeric(trials["num_env_runners"]).astype(int)
+    trials["status"] = trials["status"].astype(str)
+    trials["oversubscribed"] = trials["oversubscribed"].fillna(False).astype(bool)
+    trials["num_gpus"] = pd.to_numeric(trials["num_gpus"]).fillna(0.0)
+    bad = sorted(set(trials["status"]) - {"reached", "censored", "error"})
+    if bad:
+        raise ResultsError(
+            f"{where}: trials.parquet has unknown status value(s) {bad}; "
+            "expected reached, censored or error"
+        )
+    if trials["trial_id"].duplicated().any():
+        dup = trials.loc[trials["trial_id"].duplicated(), "trial_id"].iloc[0]
+        raise ResultsError(f"{where}: trials.parquet lists trial_id {dup!r} more than once")
+    if "config_id" not in trials.columns:
+        params = [c for c in trials.columns if c.startswith("param_")]
+        keys = ["algorithm", "num_env_runners", "num_envs_per_env_runner", "train_batch_size",
+                "rollout_fragment_length", "lr", *params]
+        keys = [k for k in keys if k in trials.columns]
+        trials["config_id"] = trials[keys].astype(str).agg("|".join, axis=1)
+        warnings.append("trials.parquet has no config_id: configurations grouped by their "
+                        "parameter values")
+    trials["config_id"] = trials["config_id"].astype(str)
+    if "is_baseline" not in trials.columns:
+        base = spec.get("baseline") or {}
+        alg = base.get("algorithm")
+        n = base.get("num_workers", base.get("num_env_runners"))
+        if alg is not None and n is not None:
+            trials["is_baseline"] = (trials["algorithm"] == alg) & (
+                trials["num_env_runners"] == int(n))
+            warnings.append("trials.parquet has no is_baseline: baseline taken from "
+                            f"spec.json ({alg}, {n} env runner(s))")
+        else:
+            trials["is_baseline"] = False
+    trials["is_baseline"] = trials["is_baseline"].fillna(False).astype(bool)
+    if trials["num_cpus"].isna().any():
+        # docs/results.md: driver + env runners (+ learners); the sweep runner always writes it.
+        trials["num_cpus"] = trials["num_cpus"].fillna(1.0 + trials["num_env_runners"])
+    return trials
+
+
+def _fill_progress(progress: pd.DataFrame, where: Path) -> pd.DataFrame:
+    missing = [c for c in ("trial_id", "wall_time_s") if c not in progress.columns]
+    if missing:
+        raise ResultsError(
+            f"{where}: progress.parquet lacks column(s) {', '.join(missing)} "
+            "(see docs/results.md)"
+        )
+    progress = progress.copy()
+    for col in _PROGRESS_COLUMNS:
+        if col not in progress.columns:
+            progress[col] = np.nan
+    progress["trial_id"] = progress["trial_id"].astype(str)
+    if progress["iteration"].isna().all():
+        progress["iteration"] = progress.groupby("trial_id").cumcount() + 1
+    return progress.sort_values(["trial_id", "iteration"], kind="stable").reset_index(drop=True)
+
+
+def _load_study(db: Path, name: str | None, warnings: list[str]) -> Any:
+    if not db.is_file():
+        warnings.append("optuna.db is missing: no optimisation history or parameter importances")
+        return None
+    try:
+        # Refuse files that are not SQLite before Optuna tries to create tables in them.
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+            con.execute("select name from sqlite_master limit 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        warnings.append(f"optuna.db is not a readable SQLite file ({exc}): study left out")
+        return None
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    storage = f"sqlite:///{db}"
+    try:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage=storage)]
+    except Exception as exc:  # an old/foreign schema raises several types
+        warnings.append(f"optuna.db cannot be opened by Optuna ({type(exc).__name__}): "
+                        "study left out")
+        return None
+    if not names:
+        warnings.append("optuna.db holds no study")
+        return None
+    chosen = name if name in names else None
+    if chosen is None:
+        if len(names) == 1:
+            chosen = names[0]
+            if name:
+                warnings.append(f"optuna.db has no study {name!r}; using its only study "
+                                f"{chosen!r}")
+        else:
+            warnings.append(f"optuna.db has no study {name!r} (it has {names}): study left out")
+            return None
+    return optuna.load_study(study_name=chosen, storage=storage)
+
+
+def load_results(path: str | Path) -> Results:
+    """Read one results directory.
+
+    Args:
+        path: a ``results/<sweep>/<run_id>/`` directory (docs/results.md).
+
+    Returns:
+        :class:`Results`; optional files that are missing become empty values and a warning.
+
+    Raises:
+        ResultsError: the directory or ``trials.parquet`` is missing, a file is unreadable, or
+            a required column (``trial_id, algorithm, num_env_runners, seed, status``) is absent.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ResultsError(f"{path}: no such results directory")
+    if not path.is_dir():
+        raise ResultsError(f"{path}: not a directory (give a results/<sweep>/<run_id>/ folder)")
+    trials_file = path / "trials.parquet"
+    if not trials_file.is_file():
+        raise ResultsError(f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
+                           "folder? see docs/results.md)")
+    warnings: list[str] = []
+    spec = _read_json(path / "spec.json", warnings)
+    environment = _read_json(path / "environment.json", warnings)
+    trials = _fill_trials(_read_parquet(trials_file), spec, path, warnings)
+    progress_file = path / "progress.parquet"
+    if progress_file.is_file():
+        progress = _fill_progress(_read_parquet(progress_file), path)
+    else:
+        warnings.append("progress.parquet is missing: time-to-target taken from trials.parquet "
+                        "and no learning curves")
+        progress = pd.DataFrame({c: pd.Series(dtype=float) for c in _PROGRESS_COLUMNS})
+        progress["trial_id"] = progress["trial_id"].astype(str)
+    study = _load_study(path / "optuna.db", spec.get("name"), warnings)
+    return Results(path=path, trials=trials, progress=progress, spec=spec,
+                   environment=environment, study=study, warnings=warnings)

@@ -1,0 +1,613 @@
+"""Capacity plan: what to run, on which Azure VM size, to reach the target by a deadline or
+within a budget.
+
+Usage::
+
+    python -m analysis.plan RESULTS_DIR [--deadline 10m] [--budget 5usd] [--vm SIZE]
+                                        [--low-priority] [--target VALUE|PCT%]
+
+Model (explicit, so it can be checked by hand):
+
+1. **Time-to-target at N env runners**, per algorithm, from its best configuration at each
+   measured N (lowest median TTT). At a measured N the measured TTT and its CI are used. At
+   other N, TTT(N) = 1 / X(N) with X the Universal Scalability Law fitted to 1/TTT against N
+   (Amdahl if only two distinct N were measured; no prediction with fewer -- see
+   :mod:`analysis.scaling`). Its interval comes from a bootstrap over seeds (each resample
+   re-estimates TTT per N and refits), or from the fit's covariance when there are too few
+   seeds. Every prediction outside the measured range of N is marked *extrapolated*.
+2. **Resources**: a trial with N env runners asks for ``1 + N`` CPUs (driver/learner + one per
+   env runner) plus the GPUs its learner asked for (``num_gpus`` in trials.parquet).
+3. **Nodes** of a VM size: ``ceil(CPUs / vCPUs per VM)``, and at least
+   ``ceil(GPUs / GPUs per VM)``; a size without GPUs cannot host a GPU learner.
+4. **Cost** of one run to the target:
+   ``nodes x price per hour x (1 - low-priority discount if --low-priority) x TTT / 3600``
+   (US dollars; pay-as-you-go Linux prices from ``analysis/vm_sizes.csv``, which records the
+   source, region and date of every price and can be edited).
+
+Recommendations: the cheapest candidate whose predicted TTT meets ``--deadline`` (cheapest
+overall without one), the fastest whose cost fits ``--budget`` (fastest overall without one),
+and the knee of the predicted speedup curve of the best algorithm (Kneedle: Satopaa et al.,
+"Finding a 'Kneedle' in a Haystack", ICDCS Workshops 2011). Assumptions the numbers rest on are
+printed with them: a VM's vCPU is as fast as the measured machine's, nodes beyond one add no
+communication cost unless multi-node runs were measured, low-priority evictions are not
+modelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
+from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
+
+__all__ = [
+    "Plan",
+    "VMSize",
+    "load_vm_sizes",
+    "main",
+    "make_plan",
+    "nodes_for",
+    "parse_duration",
+    "parse_money",
+    "plan_text",
+    "run_cost_usd",
+]
+
+DEFAULT_CANDIDATE_N = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class VMSize:
+    """One Azure VM size (a row of ``vm_sizes.csv``).
+
+    Attributes:
+        name: e.g. ``Standard_D4s_v5``.
+        vcpus: vCPUs per VM.
+        memory_gib: memory per VM (GiB).
+        gpus: GPUs per VM; gpu_model: their model.
+        price_per_hour_usd: pay-as-you-go Linux price per VM-hour (US dollars).
+        low_priority_discount: fraction off with low-priority/spot capacity (0-1).
+        region, price_source, price_date, discount_source: provenance of the numbers.
+    """
+
+    name: str
+    vcpus: int
+    memory_gib: float
+    gpus: int
+    gpu_model: str
+    price_per_hour_usd: float
+    low_priority_discount: float
+    region: str
+    price_source: str
+    price_date: str
+    discount_source: str
+
+    def hourly_usd(self, low_priority: bool = False) -> float:
+        """Price per VM-hour in US dollars, after the low-priority discount if asked."""
+        return self.price_per_hour_usd * ((1.0 - self.low_priority_discount) if low_priority
+                                          else 1.0)
+
+
+def load_vm_sizes(path: str | Path | None = None) -> dict[str, VMSize]:
+    """Read the VM size table (default: the shipped ``analysis/vm_sizes.csv``).
+
+    Raises:
+        ValueError: a row with a missing or non-numeric field (the message names it).
+    """
+    if path is None:
+        text = resources.files("analysis").joinpath("vm_sizes.csv").read_text()
+        where = "analysis/vm_sizes.csv"
+    else:
+        text = Path(path).read_text()
+        where = str(path)
+    out: dict[str, VMSize] = {}
+    for i, row in enumerate(csv.DictReader(text.splitlines()), start=2):
+        try:
+            vm = VMSize(
+                name=row["name"].strip(), vcpus=int(row["vcpus"]),
+                memory_gib=float(row["memory_gib"]), gpus=int(row["gpus"] or 0),
+                gpu_model=row.get("gpu_model") or "",
+                price_per_hour_usd=float(row["price_per_hour_usd"]),
+                low_priority_discount=float(row["low_priority_discount"] or 0.0),
+                region=row.get("region") or "", price_source=row.get("price_source") or "",
+                price_date=row.get("price_date") or "",
+                discount_source=row.get("discount_source") or "")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where} line {i}: bad or missing field ({exc})") from None
+        if vm.vcpus < 1 or vm.price_per_hour_usd < 0 or not 0 <= vm.low_priority_discount < 1:
+            raise ValueError(f"{where} line {i}: {vm.name}: vcpus must be >= 1, price >= 0 and "
+                             "0 <= low_priority_discount < 1")
+        out[vm.name] = vm
+    return out
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|hr|hours?|m|min|minutes?|s|sec|seconds?)",
+                       re.IGNORECASE)
+
+
+def parse_duration(text: str) -> float:
+    """Parse a duration like ``10m``, ``90s``, ``1h30m``, ``2.5h`` or ``600`` (seconds).
+
+    Returns:
+        Seconds.
+
+    Raises:
+        ValueError: unparsable or non-positive.
+    """
+    s = str(text).strip().replace(" ", "")
+    try:
+        value = float(s)
+    except ValueError:
+        pos, value = 0, 0.0
+        for m in _DURATION.finditer(s):
+            if m.start() != pos:
+                break
+            unit = m.group(2).lower()[0]
+            value += float(m.group(1)) * {"h": 3600.0, "m": 60.0, "s": 1.0}[unit]
+            pos = m.end()
+        if pos != len(s) or pos == 0:
+            raise ValueError(f"deadline {text!r}: expected a duration like 10m, 90s, 1h30m "
+                             "or seconds") from None
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"deadline {text!r}: must be a positive duration")
+    return value
+
+
+def parse_money(text: str) -> float:
+    """Parse an amount of US dollars like ``5usd``, ``$5``, ``5.50 USD`` or ``5``.
+
+    Raises:
+        ValueError: unparsable, another currency, or not positive.
+    """
+    s = str(text).strip().lower().replace(" ", "")
+    m = re.fullmatch(r"\$?(\d+(?:\.\d*)?)(usd|\$|dollars?)?", s)
+    if not m:
+        raise ValueError(f"budget {text!r}: expected US dollars like 5usd, $5 or 5")
+    value = float(m.group(1))
+    if not value > 0:
+        raise ValueError(f"budget {text!r}: must be positive")
+    return value
+
+
+def nodes_for(cpus: float, gpus: float, vm: VMSize) -> int | None:
+    """VMs of size ``vm`` needed for ``cpus`` CPUs and ``gpus`` GPUs (None if impossible)."""
+    nodes = max(1, math.ceil(cpus / vm.vcpus - 1e-9))
+    if gpus > 0:
+        if vm.gpus == 0:
+            return None
+        nodes = max(nodes, math.ceil(gpus / vm.gpus - 1e-9))
+    return nodes
+
+
+def run_cost_usd(ttt_s: float, nodes: int, vm: VMSize, low_priority: bool = False) -> float:
+    """Dollars for one run to the target: nodes x price/hour x TTT/3600."""
+    return nodes * vm.hourly_usd(low_priority) * ttt_s / 3600.0
+
+
+@dataclass
+class AlgorithmModel:
+    """What the plan knows about one algorithm: measurements per N and the fitted scaling."""
+
+    algorithm: str
+    measured: pd.DataFrame
+    fits: dict[str, ScalingFit]
+    fit: ScalingFit | None
+    samples: dict[int, tuple[np.ndarray, np.ndarray]]
+    gpus: float
+    note: str = ""
+
+
+def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, AlgorithmModel]:
+    """Per algorithm: its best configuration per N and USL/Amdahl fits of 1/TTT against N.
+
+    N = 0 (sampling in the driver) and N whose TTT is not finite (fewer than half the seeds
+    reached the target) are left out of the fit.
+    """
+    out: dict[str, AlgorithmModel] = {}
+    best = best_configs(summary, ("algorithm", "num_env_runners"))
+    for alg, g in best.groupby("algorithm", sort=True):
+        g = g.sort_values("num_env_runners")
+        usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
+        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
+                           1.0 / usable["ttt_s"].to_numpy(float))
+        samples = {}
+        for _, r in usable.iterrows():
+            t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
+            samples[int(r["num_env_runners"])] = (t["duration_s"].to_numpy(float),
+                                                  t["reached"].to_numpy(bool))
+        notes = []
+        left = g[~g.index.isin(usable.index)]
+        if len(left):
+            notes.append(f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
+                         "the fit (0 env runners, or median TTT not reached)")
+        out[alg] = AlgorithmModel(algorithm=alg, measured=g, fits=fits, fit=preferred(fits),
+                                  samples=samples, gpus=float(g["num_gpus"].max()),
+                                  note="; ".join(notes))
+    return out
+
+
+def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: int = 200,
+                seed: int = 0) -> pd.DataFrame:
+    """Predicted TTT (seconds) with interval at each candidate N for one algorithm.
+
+    Returns:
+        Columns ``num_env_runners, ttt_s, ttt_low_s, ttt_high_s, source`` ("measured",
+        "USL fit", "Amdahl fit"), ``extrapolated`` (bool), ``config_id`` (measured only).
+    """
+    rows = []
+    meas = {int(r["num_env_runners"]): r for _, r in model.measured.iterrows()}
+    fit = model.fit
+    pred_n = [n for n in candidates if n not in meas]
+    lows = highs = None
+    if fit is not None and pred_n:
+        enough = len(model.samples) >= 2 and all(
+            len(d) >= MIN_SEEDS_FOR_CI for d, _ in model.samples.values())
+        if enough:
+            lows, highs, _ = bootstrap_ttt_prediction(model.samples, np.array(pred_n, float),
+                                                      fit.model, n_resamples=n_resamples,
+                                                      seed=seed,
+                                                      p0=[fit.gamma, fit.alpha, fit.beta])
+        if lows is None or not np.isfinite(lows).any():
+            xl, xh = fit.predict_interval(np.array(pred_n, float))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lows = np.where(xh > 0, 1.0 / xh, np.nan)
+                highs = np.where(xl > 0, 1.0 / xl, np.where(np.isfinite(xl), np.inf, np.nan))
+    for n in candidates:
+        if n in meas:
+            r = meas[n]
+            if not np.isfinite(r["ttt_s"]):
+                continue
+            rows.append({"num_env_runners": n, "ttt_s": float(r["ttt_s"]),
+                         "ttt_low_s": float(r["ttt_low_s"]), "ttt_high_s": float(r["ttt_high_s"]),
+                         "source": "measured", "extrapolated": False,
+                         "config_id": r["config_id"]})
+        elif fit is not None:
+            x = float(fit.predict(n))
+            if not x > 0:
+                continue
+            i = pred_n.index(n)
+            rows.append({"num_env_runners": n, "ttt_s": 1.0 / x,
+                         "ttt_low_s": float(lows[i]), "ttt_high_s": float(highs[i]),
+                         "source": f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit",
+                         "extrapolated": fit.extrapolates(n), "config_id": ""})
+    return pd.DataFrame(rows, columns=["num_env_runners", "ttt_s", "ttt_low_s", "ttt_high_s",
+                                       "source", "extrapolated", "config_id"])
+
+
+def pareto_front(df: pd.DataFrame, x: str = "ttt_s", y: str = "cost_usd") -> pd.Series:
+    """Boolean mask of rows not dominated in (``x``, ``y``) (both minimised)."""
+    order = df.sort_values([x, y]).index
+    best = math.inf
+    mask = pd.Series(False, index=df.index)
+    for i in order:
+        if df.at[i, y] < best - 1e-12:
+            mask[i] = True
+            best = df.at[i, y]
+    return mask
+
+
+def kneedle(n: np.ndarray, s: np.ndarray) -> tuple[float, float]:
+    """Knee of an increasing, concave curve S(N) (Satopaa et al. 2011, Kneedle).
+
+    Both axes are scaled to [0, 1]; the knee is the N where the curve rises furthest above the
+    straight line joining its ends.
+
+    Returns:
+        ``(N_knee, strength)``; strength in [0, 1] (under 0.05: no clear knee).
+    """
+    n = np.asarray(n, float)
+    s = np.asarray(s, float)
+    if n.size < 3 or np.ptp(n) == 0 or np.ptp(s) == 0:
+        return (float(n[-1]) if n.size else math.nan), 0.0
+    xn = (n - n.min()) / np.ptp(n)
+    yn = (s - s.min()) / np.ptp(s)
+    diff = yn - xn
+    i = int(np.argmax(diff))
+    return float(n[i]), float(diff[i])
+
+
+@dataclass
+class Plan:
+    """A capacity plan (see the module docstring for the model).
+
+    Attributes:
+        candidates: one row per (algorithm, N, VM size) with ``nodes, cpus, gpus, ttt_s,
+            ttt_low_s, ttt_high_s, cost_usd, cost_low_usd, cost_high_usd, source,
+            extrapolated, pareto``.
+        cheapest: the row recommended for the deadline (cheapest meeting it), or None.
+        fastest: the row recommended for the budget (fastest within it), or None.
+        knee: ``{"algorithm", "num_env_runners", "speedup", "efficiency", "strength"}`` or None.
+        fits: per algorithm, the scaling model used (``None`` = measured points only).
+        notes: assumptions and caveats, one line each.
+    """
+
+    candidates: pd.DataFrame
+    cheapest: dict[str, Any] | None
+    fastest: dict[str, Any] | None
+    knee: dict[str, Any] | None
+    fits: dict[str, ScalingFit | None]
+    deadline_s: float | None = None
+    budget_usd: float | None = None
+    low_priority: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | None = None,
+              budget_usd: float | None = None, vms: list[VMSize] | None = None,
+              low_priority: bool = False, max_workers: int = 64, n_resamples: int = 200,
+              seed: int = 0, cpu_model: str = "") -> Plan:
+    """Build the capacity plan.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+        summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
+        deadline_s: wall-clock seconds the run must finish in (None: no deadline).
+        budget_usd: dollars one run may cost (None: no budget).
+        vms: VM sizes to consider (default: every row of ``vm_sizes.csv``).
+        low_priority: price with the low-priority discount.
+        max_workers: largest env runner count considered.
+        n_resamples, seed: bootstrap of the prediction intervals.
+        cpu_model: the measured machine's CPU (for the notes).
+
+    Returns:
+        :class:`Plan`.
+    """
+    vms = list(load_vm_sizes().values()) if vms is None else vms
+    models = model_algorithms(tm, summary)
+    notes: list[str] = []
+    rows = []
+    for alg, m in models.items():
+        cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
+        if m.fit is not None:
+            cand |= {n for n in DEFAULT_CANDIDATE_N if n <= max_workers}
+            if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= max_workers:
+                cand |= {max(1, math.floor(m.fit.peak_n)), math.ceil(m.fit.peak_n)}
+        else:
+            why = m.fits["amdahl"].reason if m.fits else "no data"
+            notes.append(f"{alg}: no scaling fit ({why}); only measured N are planned")
+        if m.note:
+            notes.append(f"{alg}: {m.note}")
+        pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
+        for _, p in pred.iterrows():
+            n = int(p["num_env_runners"])
+            cpus, gpus = 1.0 + n, float(math.ceil(m.gpus))
+            for vm in vms:
+                nodes = nodes_for(cpus, gpus, vm)
+                if nodes is None:
+                    continue
+                price = vm.hourly_usd(low_priority)
+                rows.append({
+                    "algorithm": alg, "num_env_runners": n, "vm": vm.name, "nodes": nodes,
+                    "cpus": cpus, "gpus": gpus, "ttt_s": p["ttt_s"],
+                    "ttt_low_s": p["ttt_low_s"], "ttt_high_s": p["ttt_high_s"],
+                    "cost_usd": nodes * price * p["ttt_s"] / 3600.0,
+                    "cost_low_usd": nodes * price * p["ttt_low_s"] / 3600.0,
+                    "cost_high_usd": nodes * price * p["ttt_high_s"] / 3600.0,
+                    "source": p["source"], "extrapolated": bool(p["extrapolated"]),
+                    "config_id": p["config_id"]})
+    cols = ["algorithm", "num_env_runners", "vm", "nodes", "cpus", "gpus", "ttt_s", "ttt_low_s",
+            "ttt_high_s", "cost_usd", "cost_low_usd", "cost_high_usd", "source",
+            "extrapolated", "config_id"]
+    cands = pd.DataFrame(rows, columns=cols)
+    fits = {alg: m.fit for alg, m in models.items()}
+    if cands.empty:
+        notes.append("nothing to plan: no configuration reached the target in at least half "
+                     "of its seeds")
+        cands["pareto"] = pd.Series(dtype=bool)
+        return Plan(cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes)
+    cands["pareto"] = pareto_front(cands)
+
+    def pick(df: pd.DataFrame, key: list[str]) -> dict[str, Any] | None:
+        return None if df.empty else df.sort_values(key, kind="stable").iloc[0].to_dict()
+
+    ok_deadline = cands if deadline_s is None else cands[cands["ttt_s"] <= deadline_s]
+    cheapest = pick(ok_deadline, ["cost_usd", "ttt_s"])
+    ok_budget = cands if budget_usd is None else cands[cands["cost_usd"] <= budget_usd]
+    fastest = pick(ok_budget, ["ttt_s", "cost_usd"])
+    if deadline_s is not None and cheapest is None:
+        notes.append(f"no candidate is predicted to reach the target within "
+                     f"{_fmt_s(deadline_s)} (fastest: {_fmt_s(cands['ttt_s'].min())})")
+    if budget_usd is not None and fastest is None:
+        notes.append(f"no candidate is predicted to cost under ${budget_usd:.2f} "
+                     f"(cheapest: ${cands['cost_usd'].min():.4f})")
+    best_alg = (fastest or cheapest or cands.sort_values("ttt_s").iloc[0].to_dict())["algorithm"]
+    knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg])
+    if knee and knee["strength"] < 0.05:
+        notes.append(f"{best_alg}: no clear knee in the speedup curve up to N="
+                     f"{knee['num_env_runners']} (near-linear or too few points)")
+    if cands["extrapolated"].any():
+        ex = cands[cands["extrapolated"]]
+        notes.append(f"extrapolated beyond measured N for {', '.join(sorted(ex['algorithm'].unique()))}"
+                     f" (N={', '.join(str(n) for n in sorted(ex['num_env_runners'].unique()))}):"
+                     " model predictions, not measurements")
+    notes.append("assumes a VM's vCPU is as fast as the measured machine's"
+                 + (f" ({cpu_model})" if cpu_model else "")
+                 + "; runs spanning several nodes add no communication cost unless such runs "
+                   "were measured")
+    if (tm["num_gpus"] == 0).all() and any(vm.gpus for vm in vms):
+        notes.append("the measured learners used no GPU: GPU sizes are costed for their vCPUs "
+                     "only (a GPU learner might be faster)")
+    if low_priority:
+        notes.append("low-priority prices use the documented upper-bound discount ('up to "
+                     "80%'); evictions and restarts are not modelled")
+    return Plan(cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes)
+
+
+def _knee(model: AlgorithmModel, cands: pd.DataFrame) -> dict[str, Any] | None:
+    curve = cands.groupby("num_env_runners")["ttt_s"].first().sort_index()
+    curve = curve[curve.index >= 1]
+    if model.fit is not None and math.isfinite(model.fit.peak_n):
+        curve = curve[curve.index <= max(model.fit.peak_n, curve.index.min())]
+    if curve.empty:
+        return None
+    n0 = float(curve.index[0])
+    speed = curve.iloc[0] / curve.to_numpy()
+    n_knee, strength = kneedle(curve.index.to_numpy(float), speed)
+    s_knee = float(speed[list(curve.index).index(int(n_knee))])
+    return {"algorithm": model.algorithm, "num_env_runners": int(n_knee),
+            "speedup": s_knee, "efficiency": s_knee / (n_knee / n0), "strength": strength,
+            "relative_to_n": int(n0)}
+
+
+def _fmt_s(s: float) -> str:
+    if not math.isfinite(s):
+        return "unbounded" if s > 0 else "n/a"
+    if s >= 3600:
+        return f"{s / 3600:.2f} h"
+    if s >= 120:
+        return f"{s / 60:.1f} min"
+    return f"{s:.1f} s"
+
+
+def _fmt_usd(x: float) -> str:
+    if not math.isfinite(x):
+        return "unbounded" if x > 0 else "n/a"
+    return f"${x:.4f}" if x < 1 else f"${x:.2f}"
+
+
+def _interval(lo: float, hi: float, fmt) -> str:
+    if not (math.isfinite(lo) or math.isfinite(hi)):
+        return "interval unknown"
+    return f"95% {fmt(lo)}-{fmt(hi)}"
+
+
+def describe_row(r: dict[str, Any]) -> str:
+    """One line for a candidate: algorithm, N, VM, TTT and cost with intervals."""
+    tag = " [extrapolated]" if r["extrapolated"] else ""
+    return (f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
+            f"{r['vm']}: TTT {_fmt_s(r['ttt_s'])} "
+            f"({_interval(r['ttt_low_s'], r['ttt_high_s'], _fmt_s)}), cost "
+            f"{_fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], _fmt_usd)})"
+            f", {r['source']}{tag}")
+
+
+def plan_text(plan: Plan) -> list[str]:
+    """The plan's recommendations and caveats as plain lines (CLI and report)."""
+    lines = []
+    if plan.cheapest is not None:
+        head = ("Cheapest meeting the deadline " + _fmt_s(plan.deadline_s)
+                if plan.deadline_s is not None else "Cheapest")
+        line = f"{head}: {describe_row(plan.cheapest)}"
+        hi = plan.cheapest["ttt_high_s"]
+        if plan.deadline_s is not None and not (math.isfinite(hi) and hi <= plan.deadline_s):
+            line += " -- at risk: its interval reaches past the deadline"
+        lines.append(line)
+    if plan.fastest is not None:
+        head = ("Fastest within the budget " + _fmt_usd(plan.budget_usd)
+                if plan.budget_usd is not None else "Fastest")
+        line = f"{head}: {describe_row(plan.fastest)}"
+        hi = plan.fastest["cost_high_usd"]
+        if plan.budget_usd is not None and not (math.isfinite(hi) and hi <= plan.budget_usd):
+            line += " -- at risk: its interval reaches past the budget"
+        lines.append(line)
+    if plan.knee is not None:
+        k = plan.knee
+        lines.append(f"Knee of the efficiency curve ({k['algorithm']}): {k['num_env_runners']} "
+                     f"env runner(s), speedup {k['speedup']:.2f}x over {k['relative_to_n']} "
+                     f"env runner(s), parallel efficiency {k['efficiency']:.0%} per env runner")
+    for alg, fit in plan.fits.items():
+        lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
+                                                      "none (measured points only)"))
+    lines.extend(f"Note: {n}" for n in plan.notes)
+    return lines
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _print_table(plan: Plan, console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title="Pareto front: fastest run for each cost (one run to the target)")
+    for c in ("algorithm", "env runners", "VM size", "nodes", "TTT", "TTT 95%", "cost",
+              "cost 95%", "from"):
+        t.add_column(c, justify="right" if c not in ("algorithm", "VM size", "from") else "left")
+    front = plan.candidates[plan.candidates["pareto"]].sort_values("cost_usd")
+    for _, r in front.iterrows():
+        t.add_row(r["algorithm"], str(r["num_env_runners"]), r["vm"], str(r["nodes"]),
+                  _fmt_s(r["ttt_s"]), _interval(r["ttt_low_s"], r["ttt_high_s"], _fmt_s)[4:],
+                  _fmt_usd(r["cost_usd"]),
+                  _interval(r["cost_low_usd"], r["cost_high_usd"], _fmt_usd)[4:],
+                  r["source"] + (" (extrapolated)" if r["extrapolated"] else ""))
+    console.print(t)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
+    p = _Parser(prog="python -m analysis.plan",
+                description="Capacity plan: predicted time-to-target and cost per env runner "
+                            "count and Azure VM size, from a results directory.")
+    p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
+    p.add_argument("--deadline", help="wall-clock limit for one run, e.g. 10m, 90s, 1h30m")
+    p.add_argument("--budget", help="dollars one run may cost, e.g. 5usd")
+    p.add_argument("--vm", action="append",
+                   help="VM size to consider (repeatable; default: all in vm_sizes.csv)")
+    p.add_argument("--low-priority", action="store_true",
+                   help="price low-priority (spot) capacity")
+    p.add_argument("--target", help="override the target: absolute value or percent of optimum")
+    p.add_argument("--max-workers", type=int, default=64,
+                   help="largest env runner count considered (default 64)")
+    p.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
+    args = p.parse_args(argv)
+
+    from rich.console import Console
+
+    from analysis.load import ResultsError, load_results
+    from analysis.metrics import trial_metrics
+    from analysis.stats import summarize_configs
+
+    prog = p.prog
+    try:
+        deadline = parse_duration(args.deadline) if args.deadline else None
+        budget = parse_money(args.budget) if args.budget else None
+        table = load_vm_sizes(args.vm_table)
+        if args.vm:
+            unknown = [v for v in args.vm if v not in table]
+            if unknown:
+                raise ValueError(f"--vm {unknown[0]}: unknown VM size; known: "
+                                 f"{', '.join(table)}")
+            vms = [table[v] for v in args.vm]
+        else:
+            vms = list(table.values())
+        if args.max_workers < 1:
+            raise ValueError(f"--max-workers {args.max_workers}: must be >= 1")
+        res = load_results(args.results_dir)
+        tm, target, warns = trial_metrics(res, args.target)
+    except (ResultsError, ValueError, OSError) as exc:
+        sys.stderr.write(f"{prog}: error: {exc}\n")
+        return 2
+    console = Console(width=max(Console().width, 120))
+    summary = summarize_configs(tm)
+    plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
+                     low_priority=args.low_priority, max_workers=args.max_workers,
+                     cpu_model=str(res.environment.get("cpu_model", "")))
+    console.print(f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
+                  f"{target.value:g} ({target.source}); "
+                  f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices")
+    for w in [*res.warnings, *warns]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    if plan.candidates.empty:
+        console.print("No recommendation: " + "; ".join(plan.notes))
+        return 0
+    _print_table(plan, console)
+    for line in plan_text(plan):
+        console.print(line, highlight=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,772 @@
+"""The HTML report: one self-contained file (plotly.js inline; opens offline, no CDN).
+
+Usage::
+
+    python -m analysis.report RESULTS_DIR [-o report.html] [--target VALUE|PCT%]
+
+or from Python (``sweeps.run`` does this at the end of a sweep)::
+
+    from analysis.report import write_report
+    path = write_report("results/cabs_scaling/20260101-120000")   # -> .../report.html
+
+Sections: 1 summary (best configuration per algorithm with TTT, speedup, efficiency and cost;
+recommended worker counts; warnings), 2 learning curves, 3 scaling (TTT, speedup with ideal
+line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 5 Optuna
+history and parameter importances, 6 environment and sweep spec. What cannot be shown (no
+baseline, a single N, no optuna.db, every run censored, ...) is said in place of the figure.
+
+The page records JavaScript errors (``window.onerror``, unhandled rejections,
+``console.error``) into the hidden ``#report-errors`` element, so a headless browser test can
+read them from the DOM; ``<body data-figures=...>`` holds the number of figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import Results, ResultsError, load_results
+from analysis.metrics import Target, trial_metrics
+from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
+from analysis.scaling import fit_scaling
+from analysis.stats import MIN_SEEDS_FOR_CI, best_configs, speedup_table, summarize_configs
+
+__all__ = ["build_report", "main", "write_report"]
+
+_ALG_SCALES = ["Blues", "Oranges", "Greens", "Purples", "Reds", "Greys"]
+_ALG_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#7f7f7f"]
+
+_ERROR_HOOK = """
+<script>
+(function () {
+  var pending = [];
+  function put(msg) {
+    var el = document.getElementById('report-errors');
+    if (!el) { pending.push(msg); return; }
+    var li = document.createElement('li'); li.textContent = String(msg); el.appendChild(li);
+  }
+  window.onerror = function (m, src, line, col) { put('error: ' + m + ' at ' + src + ':' + line + ':' + col); };
+  window.addEventListener('unhandledrejection', function (e) { put('unhandled rejection: ' + (e.reason && e.reason.message || e.reason)); });
+  var orig = console.error;
+  console.error = function () { put('console.error: ' + Array.prototype.join.call(arguments, ' ')); return orig.apply(console, arguments); };
+  document.addEventListener('DOMContentLoaded', function () { pending.splice(0).forEach(put); });
+})();
+</script>
+"""
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0;
+       color: #1d2330; background: #f6f7f9; font-size: 15px; line-height: 1.45; }
+main { max-width: 1280px; margin: 0 auto; padding: 8px 24px 48px; }
+header { background: #1d2b44; color: #fff; padding: 18px 24px; }
+header h1 { margin: 0 0 4px; font-size: 24px; } header p { margin: 0; color: #c9d3e6; }
+nav { background: #fff; border-bottom: 1px solid #dde1e8; padding: 8px 24px; font-size: 14px; }
+nav a { margin-right: 18px; color: #1d4f91; text-decoration: none; }
+section { background: #fff; border: 1px solid #dde1e8; border-radius: 8px; padding: 16px 20px;
+          margin: 18px 0; }
+h2 { margin: 0 0 10px; font-size: 20px; } h3 { font-size: 16px; margin: 16px 0 6px; }
+table { border-collapse: collapse; margin: 6px 0 10px; font-size: 13.5px; }
+th, td { border-bottom: 1px solid #e4e7ec; padding: 4px 9px; text-align: right; vertical-align: top; }
+th { background: #f0f2f6; text-align: center; } td.l, th.l { text-align: left; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0 12px; }
+.card { flex: 1 1 220px; border: 1px solid #dde1e8; border-radius: 8px; padding: 10px 14px;
+        background: #fbfcfe; }
+.card .k { color: #5a6478; font-size: 13px; } .card .v { font-size: 21px; font-weight: 600; }
+.card .s { color: #5a6478; font-size: 12.5px; }
+.warn { background: #fff7e6; border: 1px solid #f5d08a; border-radius: 6px; padding: 8px 14px; }
+.warn li { margin: 2px 0; } .note { color: #5a6478; font-size: 13.5px; }
+.missing { background: #f3f4f7; border: 1px dashed #b8bfcc; border-radius: 6px; padding: 10px 14px;
+           color: #4a5468; margin: 8px 0; }
+.banner { background: #ffe9e9; border: 1px solid #f0a0a0; color: #7a1010; padding: 8px 14px;
+          border-radius: 6px; margin-top: 14px; font-weight: 600; }
+pre { background: #f3f4f7; padding: 10px; border-radius: 6px; overflow-x: auto; font-size: 12.5px;
+      max-height: 420px; }
+.fig { margin: 6px 0 14px; } .grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+details summary { cursor: pointer; color: #1d4f91; margin: 6px 0; }
+"""
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _fmt_num(x: float, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "unbounded" if x > 0 else "-inf"
+    return f"{x:.{digits}g}"
+
+
+def _fmt_ttt(row: pd.Series) -> str:
+    """TTT with its CI, or why there is none."""
+    t = row["ttt_s"]
+    if not isinstance(t, float) or math.isnan(t):
+        return "-"
+    if math.isinf(t):
+        cens = row.get("max_censor_s", math.nan)
+        return f"&gt; {_fmt_s(cens)} (not reached by half the seeds)" if math.isfinite(
+            cens) else "not reached"
+    txt = _fmt_s(t)
+    lo, hi = row["ttt_low_s"], row["ttt_high_s"]
+    if math.isfinite(lo) or math.isfinite(hi):
+        txt += f" [{_fmt_s(lo)}, {_fmt_s(hi)}]"
+    return txt
+
+
+def _fmt_ci(v: float, lo: float, hi: float, fmt=lambda z: f"{z:.2f}") -> str:
+    if not isinstance(v, float) or math.isnan(v):
+        return "-"
+    txt = fmt(v) if math.isfinite(v) else "unbounded"
+    if isinstance(lo, float) and not (math.isnan(lo) and math.isnan(hi)):
+        lo_s = fmt(lo) if math.isfinite(lo) else "0" if lo == 0 else "-"
+        hi_s = fmt(hi) if math.isfinite(hi) else "unbounded"
+        txt += f" [{lo_s}, {hi_s}]"
+    return txt
+
+
+def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,),
+           raw: bool = False) -> str:
+    th = "".join(f'<th class="{"l" if i in left else ""}">{_esc(h)}</th>'
+                 for i, h in enumerate(headers))
+    body = []
+    for r in rows:
+        tds = "".join(f'<td class="{"l" if i in left else ""}">{c if raw else _esc(c)}</td>'
+                      for i, c in enumerate(r))
+        body.append(f"<tr>{tds}</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+@dataclass
+class _Ctx:
+    """Everything computed once and shared by the sections."""
+
+    res: Results
+    tm: pd.DataFrame
+    target: Target
+    summary: pd.DataFrame
+    speed: pd.DataFrame
+    plan: Plan | None
+    warnings: list[str]
+    colors: dict[tuple[str, int], str] = field(default_factory=dict)
+    alg_color: dict[str, str] = field(default_factory=dict)
+    n_figures: int = 0
+
+
+class _Figures:
+    """Turns plotly figures into divs (plotly.js is embedded once, in the head)."""
+
+    def __init__(self, ctx: _Ctx) -> None:
+        self.ctx = ctx
+
+    def div(self, fig: Any, height: int = 430) -> str:
+        fig.update_layout(template="plotly_white", height=height,
+                          margin={"l": 64, "r": 24, "t": 56, "b": 56},
+                          font={"size": 13}, legend={"font": {"size": 12}})
+        self.ctx.n_figures += 1
+        div_id = f"fig-{self.ctx.n_figures}"
+        return '<div class="fig">' + fig.to_html(
+            full_html=False, include_plotlyjs=False, div_id=div_id,
+            config={"displaylogo": False, "responsive": True}) + "</div>"
+
+
+def _missing(text: str) -> str:
+    return f'<div class="missing">{_esc(text)}</div>'
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 1: summary
+# ---------------------------------------------------------------------------------------------
+def _summary(ctx: _Ctx) -> str:
+    s, tm = ctx.summary, ctx.tm
+    parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
+             f'(from {_esc(ctx.target.source)}'
+             + (f"; the sweep ran with {ctx.target.original:g}" if ctx.target.overridden else "")
+             + f'). {len(tm)} trials in {len(s)} configurations: '
+             f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
+             f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
+             f'{int((tm["status"] == "error").sum()) if len(tm) else 0} errors.</p>']
+    if s.empty:
+        parts.append(_missing("No trials yet: nothing to summarise."))
+    else:
+        best = best_configs(s, ("algorithm",))
+        sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+        cards = []
+        top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
+        cards.append(("Fastest configuration", f"{top['algorithm']}, {top['num_env_runners']} "
+                      "env runner(s)", f"TTT {_fmt_ttt(top)}"))
+        if top["config_id"] in sp.index and math.isfinite(sp.at[top["config_id"], "speedup"]):
+            r = sp.loc[top["config_id"]]
+            cards.append(("Speedup vs baseline", _fmt_ci(r["speedup"], r["speedup_low"],
+                                                         r["speedup_high"]) + "x",
+                          f"efficiency {_fmt_num(r['efficiency_per_runner'], 2)} per env runner, "
+                          f"{_fmt_num(r['efficiency_per_cpu'], 2)} per CPU"))
+        if ctx.plan is not None and ctx.plan.cheapest is not None:
+            c = ctx.plan.cheapest
+            cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
+                          f"{c['algorithm']} on {c['nodes']} x {c['vm']}: {_fmt_s(c['ttt_s'])}, "
+                          f"{_fmt_usd(c['cost_usd'])}"))
+        if ctx.plan is not None and ctx.plan.knee is not None:
+            k = ctx.plan.knee
+            cards.append(("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)",
+                          f"{k['algorithm']}: speedup {k['speedup']:.2f}x over "
+                          f"{k['relative_to_n']}, efficiency {k['efficiency']:.0%}"))
+        if ctx.plan is not None and ctx.plan.fastest is not None:
+            f = ctx.plan.fastest
+            cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
+                          f"{f['algorithm']} on {f['nodes']} x {f['vm']}: {_fmt_s(f['ttt_s'])}, "
+                          f"{_fmt_usd(f['cost_usd'])}"
+                          + (" (extrapolated)" if f["extrapolated"] else "")))
+        parts.append('<div class="cards">' + "".join(
+            f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
+            f'<div class="s">{_esc(sub) if "&" not in sub else sub}</div></div>'
+            for k, v, sub in cards) + "</div>")
+        rows = []
+        for _, b in best.iterrows():
+            r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
+            cost = "-"
+            if ctx.plan is not None and not ctx.plan.candidates.empty:
+                c = ctx.plan.candidates
+                c = c[(c["config_id"] == b["config_id"]) & (c["source"] == "measured")]
+                if len(c):
+                    c = c.sort_values("cost_usd").iloc[0]
+                    cost = f"{_fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
+            rows.append([
+                b["algorithm"] + (" (baseline)" if b["is_baseline"] else ""),
+                str(b["num_env_runners"]), _esc(b["config_label"]),
+                f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
+                + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
+                _esc(b["estimator"] or "-"), _fmt_ttt(b),
+                _fmt_ci(r["speedup"], r["speedup_low"], r["speedup_high"]) if r is not None
+                else "-",
+                _fmt_num(r["efficiency_per_runner"], 2) if r is not None else "-",
+                _fmt_num(r["efficiency_per_cpu"], 2) if r is not None else "-",
+                _esc(cost), _esc(b["note"] or "")])
+        parts.append("<h3>Best configuration per algorithm</h3>")
+        parts.append('<p class="note">Best = lowest median time-to-target (Kaplan-Meier median '
+                     'when some seeds were censored) over all sampled configurations of the '
+                     'algorithm. Brackets: 95 % confidence intervals (bootstrap over seeds; '
+                     'Kaplan-Meier/Greenwood with censoring). Efficiency = speedup / resources '
+                     'ratio, per env runner and per CPU. Cost: one run at the measured TTT on '
+                     'the cheapest VM size that fits it (pay-as-you-go).</p>')
+        parts.append(_table(["algorithm", "env runners", "configuration", "reached",
+                             "estimator", "TTT [95% CI]", "speedup [95% CI]",
+                             "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
+                            rows, left=(0, 2, 4, 9, 10), raw=True))
+    if ctx.warnings:
+        parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(
+            f"<li>{_esc(w)}</li>" for w in ctx.warnings) + "</ul>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 2: learning curves
+# ---------------------------------------------------------------------------------------------
+def _learning_curves(ctx: _Ctx, figs: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    prog, tm = ctx.res.progress, ctx.tm
+    col = ctx.target.column
+    if prog.empty or col not in prog.columns or tm.empty:
+        return _missing("No learning curves: progress.parquet is missing or empty.")
+    info = tm.set_index("trial_id")
+    out = []
+    for xcol, xlabel, title in (("wall_time_s", "wall-clock since trial start (s)",
+                                 "Episode return vs wall-clock"),
+                                ("env_steps", "env steps sampled",
+                                 "Episode return vs env steps")):
+        fig = go.Figure()
+        for key in sorted(ctx.colors):
+            name = f"{key[0]}, {key[1]} env runner(s)"
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name,
+                                     legendgroup=name, line={"color": ctx.colors[key],
+                                                             "width": 2.5}))
+        trials = prog[prog["trial_id"].isin(info.index)]
+        order = sorted(trials["trial_id"].unique(), key=lambda tid: (
+            info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid))
+        groups = dict(tuple(trials.groupby("trial_id", sort=False)))
+        for tid in order:
+            g, t = groups[tid], info.loc[tid]
+            key = (t["algorithm"], int(t["num_env_runners"]))
+            name = f"{key[0]}, {key[1]} env runner(s)"
+            fig.add_trace(go.Scatter(
+                x=g[xcol], y=g[col], mode="lines", name=name, legendgroup=name,
+                showlegend=False, line={"color": ctx.colors[key], "width": 1.5,
+                                        "dash": "dot" if t["status"] != "reached"
+                                        else "solid"},
+                hovertemplate=f"{_esc(tid)}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
+                              f"{t['status']}</extra>"))
+        reached = tm[tm["reached"]]
+        if len(reached):
+            xs = reached["time_to_target_s" if xcol == "wall_time_s" else "steps_to_target"]
+            fig.add_trace(go.Scatter(x=xs, y=[ctx.target.value] * len(reached), mode="markers",
+                                     name="reached target", marker={"symbol": "x", "size": 8,
+                                                                    "color": "#222"}))
+        fig.add_hline(y=ctx.target.value, line={"color": "#d62728", "dash": "dash"},
+                      annotation_text=f"target {ctx.target.value:g}",
+                      annotation_position="top left")
+        fig.update_layout(title=title, xaxis_title=xlabel,
+                          yaxis_title=f"{ctx.target.metric}")
+        out.append(figs.div(fig, height=460))
+    return ('<p class="note">One line per trial (dotted: censored or failed), coloured by '
+            'algorithm, darker for more env runners. Crosses mark where each trial first '
+            'reached the target.</p>' + "".join(out))
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 3: scaling
+# ---------------------------------------------------------------------------------------------
+def _log2_axis(ns: list[int]) -> dict[str, Any]:
+    ns = sorted({n for n in ns if n >= 1})
+    if not ns:
+        return {}
+    return {"type": "log", "tickvals": ns, "ticktext": [str(n) for n in ns],
+            "title": "env runners (N)"}
+
+
+def _scaling(ctx: _Ctx, figs: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    s = ctx.summary
+    if s.empty:
+        return _missing("No configurations yet.")
+    best = best_configs(s, ("algorithm", "num_env_runners"))
+    out = ['<p class="note">Per algorithm, the best configuration at each env runner count '
+           '(lowest median TTT) is plotted; all configurations are in the table at the end of '
+           'this section.</p>']
+    ns_all = sorted(int(n) for n in best["num_env_runners"].unique())
+    distinct_per_alg = best.groupby("algorithm")["num_env_runners"].nunique()
+    if distinct_per_alg.max() < 2:
+        out.append(_missing(f"Only one env runner count was measured "
+                            f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
+                            "or fitted. Measure at least two (three for the USL)."))
+    axis = _log2_axis(ns_all) or {"title": "env runners (N)"}
+
+    # (a) TTT vs N
+    fig = go.Figure()
+    for alg, g in best.groupby("algorithm"):
+        g = g.sort_values("num_env_runners")
+        fin = g[np.isfinite(g["ttt_s"].astype(float))]
+        lo = (fin["ttt_s"] - fin["ttt_low_s"]).clip(lower=0)
+        hi = (fin["ttt_high_s"] - fin["ttt_s"]).replace(np.inf, np.nan)
+        fig.add_trace(go.Scatter(
+            x=fin["num_env_runners"], y=fin["ttt_s"], mode="lines+markers", name=alg,
+            line={"color": ctx.alg_color[alg]},
+            error_y={"type": "data", "array": hi.fillna(0), "arrayminus": lo.fillna(0),
+                     "visible": True},
+            hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>"))
+        inf = g[~np.isfinite(g["ttt_s"].astype(float))]
+        if len(inf):
+            fig.add_trace(go.Scatter(
+                x=inf["num_env_runners"], y=inf["max_censor_s"], mode="markers",
+                name=f"{alg}: not reached (> budget)", marker={
+                    "symbol": "triangle-up", "size": 11, "color": ctx.alg_color[alg]}))
+    fig.update_layout(title="Time-to-target vs env runners (median, 95% CI)", xaxis=axis,
+                      yaxis_title="time-to-target (s)")
+    out.append(figs.div(fig))
+
+    # (b) speedup vs N with ideal and fits; (c) efficiency; (d) throughput
+    sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+    base = s[s["is_baseline"]]
+    fit_rows = []
+    if base.empty or sp.empty or not np.isfinite(sp["speedup"].astype(float)).any():
+        out.append(_missing("No speedup: there are no baseline trials, or the baseline did not "
+                            "reach the target in half its seeds."))
+    else:
+        b = base.sort_values("n_trials", ascending=False).iloc[0]
+        nb = max(int(b["num_env_runners"]), 1)
+        fig = go.Figure()
+        grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
+                                         np.array(ns_all, float)]))
+        grid = grid[grid >= 1]
+        fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
+                                 line={"color": "#888", "dash": "dash"}))
+        eff = go.Figure()
+        for alg, g in best.groupby("algorithm"):
+            g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")
+            r = sp.loc[g["config_id"]]
+            ok = np.isfinite(r["speedup"].astype(float)).to_numpy()
+            if not ok.any():
+                continue
+            gg, rr = g[ok], r[ok]
+            # Error bars only for bounded intervals (an unbounded one is said in the tables).
+            bounded = np.isfinite(rr["speedup_high"].astype(float)) & (
+                rr["speedup_low"].astype(float) > 0)
+            hi = (rr["speedup_high"] - rr["speedup"]).where(bounded, 0.0).fillna(0)
+            lo = (rr["speedup"] - rr["speedup_low"]).where(bounded, 0.0).fillna(0)
+            fig.add_trace(go.Scatter(
+                x=gg["num_env_runners"], y=rr["speedup"], mode="markers", name=f"{alg} measured",
+                marker={"color": ctx.alg_color[alg], "size": 9},
+                error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()}))
+            usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
+            fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
+                               1.0 / usable["ttt_s"].to_numpy(float))
+            for m, dash in (("amdahl", "dot"), ("usl", "solid")):
+                f = fits[m]
+                fit_rows.append((alg, "1/TTT", f))
+                if f.ok:
+                    fig.add_trace(go.Scatter(
+                        x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines",
+                        name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
+                        line={"color": ctx.alg_color[alg], "dash": dash, "width": 1.5}))
+            eff.add_trace(go.Scatter(
+                x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
+                name=f"{alg} per env runner", line={"color": ctx.alg_color[alg]}))
+            eff.add_trace(go.Scatter(
+                x=gg["num_env_runners"], y=rr["efficiency_per_cpu"], mode="lines+markers",
+                name=f"{alg} per CPU", line={"color": ctx.alg_color[alg], "dash": "dash"},
+                marker={"symbol": "square"}))
+        fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
+                                f"{b['num_env_runners']} env runner(s))", xaxis=axis,
+                          yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
+                                 "dtick": "D2"})
+        out.append(figs.div(fig, height=470))
+        eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
+        eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
+                          yaxis_title="parallel efficiency")
+        out.append(figs.div(eff))
+
+    fig = go.Figure()
+    tp_fit_rows = []
+    for alg, g in best.groupby("algorithm"):
+        t = ctx.tm[ctx.tm["config_id"].isin(g["config_id"]) & (ctx.tm["status"] != "error")]
+        t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
+        if t.empty:
+            continue
+        fig.add_trace(go.Scatter(x=t["num_env_runners"], y=t["env_steps_per_s"], mode="markers",
+                                 name=f"{alg} trials", marker={"color": ctx.alg_color[alg],
+                                                               "size": 7, "opacity": 0.7}))
+        fits = fit_scaling(t["num_env_runners"].to_numpy(float),
+                           t["env_steps_per_s"].to_numpy(float))
+        grid = np.geomspace(1, max(ns_all + [2]), 60)
+        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
+            f = fits[m]
+            tp_fit_rows.append((alg, "env steps/s", f))
+            if f.ok:
+                fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines",
+                                         name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
+                                         line={"color": ctx.alg_color[alg], "dash": dash}))
+    fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
+                            "start-up included)", xaxis=axis, yaxis_title="env steps / s")
+    out.append(figs.div(fig))
+
+    rows = []
+    for alg, what, f in [*fit_rows, *tp_fit_rows]:
+        rows.append([alg, what, f.model.upper() if f.model == "usl" else "Amdahl",
+                     "yes" if f.ok else "no", _fmt_num(f.gamma, 4), _fmt_num(f.alpha, 3),
+                     _fmt_num(f.beta, 3) if f.model == "usl" else "0",
+                     _fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
+                     _fmt_num(f.r2, 3), str(f.n_distinct), f.reason])
+    if rows:
+        out.append("<h3>Scaling fits</h3><p class=\"note\">X(N) = &gamma;N / (1 + &alpha;(N&minus;1)"
+                   " + &beta;N(N&minus;1)) (Gunther's Universal Scalability Law; Amdahl: &beta; = 0),"
+                   " fitted with 0 &le; &alpha; &le; 1, &beta; &ge; 0. Peak N* = "
+                   "&radic;((1&minus;&alpha;)/&beta;). A model is not fitted to fewer distinct N "
+                   "than it has parameters.</p>")
+        out.append(_table(["algorithm", "capacity X", "model", "fitted", "gamma", "alpha",
+                           "beta", "peak N*", "R2", "distinct N", "caveat"], rows,
+                          left=(0, 1, 2, 10)))
+    if not sp.empty:
+        rows = []
+        for _, c in best.iterrows():
+            if c["config_id"] not in sp.index:
+                continue
+            r = sp.loc[c["config_id"]]
+            rows.append([c["algorithm"], str(c["num_env_runners"]),
+                         _fmt_ci(r["speedup"], r["speedup_low"], r["speedup_high"]),
+                         _fmt_num(r["throughput_ratio"], 3),
+                         _fmt_num(r["sample_efficiency_ratio"], 3), _fmt_num(r["residual"], 3),
+                         r["speedup_note"] or ""])
+        out.append("<h3>Why faster? Speedup = throughput ratio &times; sample-efficiency "
+                   "ratio</h3><p class=\"note\">Throughput ratio: median env steps/s vs the "
+                   "baseline. Sample-efficiency ratio: median steps-to-target of the baseline / "
+                   "this configuration (&gt; 1: fewer samples needed). Residual: the part of the "
+                   "speedup neither explains (start-up time, iteration granularity).</p>")
+        out.append(_table(["algorithm", "env runners", "speedup [95% CI]", "throughput ratio",
+                           "sample-efficiency ratio", "residual", "notes"], rows,
+                          left=(0, 6)))
+    rows = []
+    for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows():
+        rows.append([c["algorithm"], str(c["num_env_runners"]), _esc(c["config_label"]),
+                     f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}",
+                     _esc(c["estimator"] or "-"), _fmt_ttt(c),
+                     _fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"],
+                             lambda z: f"{z:.1f}"),
+                     _fmt_num(c["ttt_olympic_s"], 4), _fmt_num(c["env_steps_per_s"], 4),
+                     _fmt_num(c["steps_to_target"], 4), _esc(c["note"] or "")])
+    out.append("<details><summary>All configurations (" + str(len(s)) + ")</summary>"
+               + _table(["algorithm", "env runners", "configuration", "reached", "estimator",
+                         "TTT [95% CI]", "IQM TTT (s) [95% CI]", "olympic mean (s)",
+                         "env steps/s", "steps-to-target", "notes"], rows,
+                        left=(0, 2, 4, 10), raw=True) + "</details>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 4: cost vs time
+# ---------------------------------------------------------------------------------------------
+def _cost(ctx: _Ctx, figs: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    plan = ctx.plan
+    if plan is None or plan.candidates.empty:
+        why = "; ".join(plan.notes) if plan is not None else "the plan could not be made"
+        return _missing(f"No cost/time trade-off: {why}")
+    c = plan.candidates
+    fig = go.Figure()
+    for i, (vm, g) in enumerate(c.groupby("vm", sort=False)):
+        fig.add_trace(go.Scatter(
+            x=g["ttt_s"], y=g["cost_usd"], mode="markers", name=vm,
+            marker={"size": 8, "color": _ALG_COLORS[i % len(_ALG_COLORS)],
+                    "symbol": ["circle-open" if e else "circle" for e in g["extrapolated"]]},
+            customdata=np.stack([g["algorithm"], g["num_env_runners"], g["nodes"],
+                                 g["source"]], axis=-1),
+            hovertemplate="%{customdata[0]}, N=%{customdata[1]}, %{customdata[2]} node(s)<br>"
+                          "TTT %{x:.4g} s, $%{y:.4g}<br>%{customdata[3]}<extra>" + vm
+                          + "</extra>"))
+    front = c[c["pareto"]].sort_values("ttt_s")
+    fig.add_trace(go.Scatter(x=front["ttt_s"], y=front["cost_usd"], mode="lines",
+                             name="Pareto front", line={"color": "#222", "width": 2}))
+    for (label, r), (ax, ay) in zip((("cheapest", plan.cheapest), ("fastest", plan.fastest)),
+                                    ((90, 40), (90, -45)), strict=True):
+        if r is not None:
+            fig.add_annotation(x=math.log10(r["ttt_s"]), y=math.log10(max(r["cost_usd"], 1e-9)),
+                               text=f"{label}: {r['algorithm']} N={r['num_env_runners']}, "
+                                    f"{r['nodes']} x {r['vm']}", showarrow=True, arrowhead=2,
+                               ax=ax, ay=ay, bgcolor="rgba(255,255,255,0.85)",
+                               bordercolor="#888")
+    fig.update_layout(title="Cost vs time of one run to the target (open markers: "
+                            "extrapolated)", xaxis={"title": "predicted time-to-target (s)",
+                                                    "type": "log", "dtick": "D2"},
+                      yaxis={"title": "cost per run (US$)", "type": "log", "dtick": "D2"})
+    lines = plan_text(plan)
+    return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
+            + "</ul><p class=\"note\">Cost model: nodes = ceil((1 + N) CPUs / vCPUs per VM) "
+            "(and enough GPUs for the learner); cost = nodes &times; $/h &times; TTT / 3600. "
+            "Prices: analysis/vm_sizes.csv (pay-as-you-go Linux; source and date per row). "
+            "Reproduce with <code>python -m analysis.plan RESULTS_DIR --deadline 10m "
+            "--budget 1usd</code>.</p>")
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 5: Optuna
+# ---------------------------------------------------------------------------------------------
+def _optuna(ctx: _Ctx, figs: _Figures) -> str:
+    study = ctx.res.study
+    if study is None:
+        return _missing("No Optuna study (optuna.db missing or unreadable): no optimisation "
+                        "history or parameter importances.")
+    import optuna
+    import optuna.visualization as ov
+
+    done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if len(done) < 1:
+        return _missing("The Optuna study has no completed trials yet.")
+    out = ['<p class="note">Objective (minimised): time-to-target in seconds, or '
+           'budget &times; (1 + shortfall) for censored trials.</p>']
+    fig = ov.plot_optimization_history(study)
+    out.append(figs.div(fig))
+    if len(done) < 2 or not any(t.params for t in done):
+        out.append(_missing("Parameter importances need at least two completed trials with "
+                            "parameters."))
+    else:
+        try:
+            fig = ov.plot_param_importances(study)
+            out.append(figs.div(fig, height=380))
+        except (RuntimeError, ValueError, ZeroDivisionError) as exc:
+            out.append(_missing(f"Parameter importances could not be computed ({exc})."))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 6: environment and spec
+# ---------------------------------------------------------------------------------------------
+def _environment(ctx: _Ctx) -> str:
+    env, spec = ctx.res.environment, ctx.res.spec
+    out = []
+    if env:
+        rows = [[k, str(v)] for k, v in (env.get("versions") or {}).items()]
+        for k in ("cpu_model", "cpu_count", "memory_gib", "git_revision", "started_at",
+                  "finished_at", "ray_address", "command"):
+            if k in env:
+                rows.append([k, str(env[k])])
+        nodes = env.get("nodes") or []
+        rows.append(["nodes", f"{len(nodes)}: " + ", ".join(
+            f"{n.get('node_ip', '?')} ({n.get('num_cpus', '?')} CPUs, {n.get('num_gpus', 0)} "
+            "GPUs)" for n in nodes)])
+        out.append(_table(["", "value"], rows, left=(0, 1)))
+    else:
+        out.append(_missing("environment.json is missing."))
+    out.append(f"<p>Results directory: <code>{_esc(ctx.res.path)}</code></p>")
+    if spec:
+        out.append("<h3>Sweep spec (spec.json)</h3><pre>" + _esc(json.dumps(spec, indent=2))
+                   + "</pre>")
+    else:
+        out.append(_missing("spec.json is missing."))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+    from plotly.colors import sample_colorscale
+
+    colors, alg_color = {}, {}
+    for i, alg in enumerate(sorted(tm["algorithm"].unique()) if len(tm) else []):
+        alg_color[alg] = _ALG_COLORS[i % len(_ALG_COLORS)]
+        ns = sorted(tm.loc[tm["algorithm"] == alg, "num_env_runners"].unique())
+        shades = sample_colorscale(_ALG_SCALES[i % len(_ALG_SCALES)],
+                                   list(np.linspace(0.45, 0.95, len(ns))) if len(ns) > 1
+                                   else [0.75])
+        for n, c in zip(ns, shades, strict=True):
+            colors[(alg, int(n))] = c
+    return colors, alg_color
+
+
+def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
+                      extra: list[str]) -> list[str]:
+    w = list(res.warnings) + list(extra)
+    if tm.empty:
+        return w
+    n_c = int((tm["status"] == "censored").sum())
+    if n_c:
+        w.append(f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
+                 "'> time run'; medians use Kaplan-Meier, success rates are shown")
+    few = summary[(summary["n_reached"] + summary["n_censored"]) < MIN_SEEDS_FOR_CI]
+    if len(few):
+        w.append(f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
+                 "seeds: no confidence interval for them")
+    n_o = int(tm["oversubscribed"].sum())
+    if n_o:
+        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
+                 "their timings are not trustworthy")
+    errs = tm[tm["status"] == "error"]
+    if len(errs):
+        first = str(errs["error"].iloc[0]) if "error" in errs else ""
+        w.append(f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"
+                 + (f" (e.g. {first})" if first else ""))
+    if summary["num_env_runners"].nunique() < 2:
+        w.append("only one env runner count measured: no scaling fit or extrapolation")
+    return w
+
+
+def build_report(res: Results, target: str | float | None = None) -> str:
+    """The report's HTML for a loaded results directory.
+
+    Raises:
+        ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
+    """
+    import plotly
+    import plotly.offline
+
+    tm, tgt, warns = trial_metrics(res, target)
+    summary = summarize_configs(tm)
+    speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
+    plan = None
+    if len(summary):
+        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
+    ctx = _Ctx(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
+               warnings=_collect_warnings(res, tm, summary, [*warns, *w2]))
+    ctx.colors, ctx.alg_color = _colors(tm)
+    figs = _Figures(ctx)
+
+    def section(sid: str, title: str, body) -> str:
+        try:
+            content = body()
+        except Exception as exc:  # show what can be shown; say what cannot
+            content = _missing(f"This section could not be drawn: {type(exc).__name__}: {exc}")
+            ctx.warnings.append(f"section '{title}' failed: {type(exc).__name__}: {exc}")
+            traceback.print_exc(file=sys.stderr)
+        return f'<section id="{sid}"><h2>{_esc(title)}</h2>{content}</section>'
+
+    sections = [
+        ("curves", "2. Learning curves", lambda: _learning_curves(ctx, figs)),
+        ("scaling", "3. Scaling with env runners", lambda: _scaling(ctx, figs)),
+        ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(ctx, figs)),
+        ("optuna", "5. Optuna search", lambda: _optuna(ctx, figs)),
+        ("environment", "6. Environment and sweep spec", lambda: _environment(ctx)),
+    ]
+    bodies = [section(*s) for s in sections]
+    summary_html = section("summary", "1. Summary", lambda: _summary(ctx))
+    env = res.environment
+    synthetic = ('<div class="banner">Synthetic data (analysis.synthetic): these numbers '
+                 'describe no real run.</div>' if env.get("synthetic") else "")
+    nav = "".join(f'<a href="#{sid}">{_esc(t)}</a>' for sid, t, _ in
+                  [("summary", "1. Summary", None), *sections])
+    title = f"rl-scaling report: {res.name}"
+    sub = (f"{_esc(res.spec.get('env', '?'))} &middot; algorithms "
+           f"{_esc(', '.join(map(str, res.spec.get('algorithms', sorted(tm['algorithm'].unique()) if len(tm) else []))))}"
+           f" &middot; run {_esc(res.path.name)} &middot; git {_esc(env.get('git_revision', '?'))}"
+           f" &middot; {_esc(env.get('started_at', ''))}")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{_esc(title)}</title>{_ERROR_HOOK}<style>{_CSS}</style>"
+        f"<script type=\"text/javascript\">/* plotly.js {plotly.__version__} (embedded) */\n"
+        f"{plotly.offline.get_plotlyjs()}</script></head>"
+        f"<body data-figures=\"{ctx.n_figures}\"><ul id=\"report-errors\" hidden></ul>"
+        f"<header><h1>{_esc(title)}</h1><p>{sub}</p></header><nav>{nav}</nav><main>"
+        f"{synthetic}{summary_html}{''.join(bodies)}"
+        "<p class=\"note\">Written by <code>python -m analysis.report</code> (rl-scaling). "
+        "Schema: docs/results.md.</p></main></body></html>")
+
+
+def write_report(results_dir: str | Path, output: str | Path | None = None,
+                 target: str | float | None = None) -> Path:
+    """Write the self-contained HTML report of a results directory.
+
+    Args:
+        results_dir: a ``results/<sweep>/<run_id>/`` directory.
+        output: file to write (default ``<results_dir>/report.html``).
+        target: override the target (absolute value or percent of optimum, e.g. ``"95%"``).
+
+    Returns:
+        Path of the written file.
+
+    Raises:
+        ResultsError: the directory or its trials.parquet is missing or unreadable.
+        ValueError: no usable target or a bad ``target``.
+    """
+    res = load_results(results_dir)
+    out = Path(output) if output is not None else res.path / "report.html"
+    page = build_report(res, target)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
+    p = _Parser(prog="python -m analysis.report",
+                description="Write the self-contained HTML report of a results directory.")
+    p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
+    p.add_argument("-o", "--output", help="output file (default RESULTS_DIR/report.html)")
+    p.add_argument("--target", help="override the target: absolute value or percent of optimum "
+                                    "(e.g. 95%%)")
+    args = p.parse_args(argv)
+    try:
+        path = write_report(args.results_dir, args.output, args.target)
+    except (ResultsError, ValueError, OSError) as exc:
+        sys.stderr.write(f"{p.prog}: error: {exc}\n")
+        return 2
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,390 @@
+"""Statistics across seeds: time-to-target per configuration, speedup, parallel efficiency.
+
+Rules (DESIGN.md):
+
+- A configuration is the set of trials sharing ``config_id`` (one per seed).
+- Censored trials are never replaced by the budget. With no censoring, TTT is summarised by
+  the median and the interquartile mean (IQM; Agarwal et al. 2021, "Deep Reinforcement Learning
+  at the Edge of the Statistical Precipice", NeurIPS) with 95 % percentile-bootstrap confidence
+  intervals (``scipy.stats.bootstrap``). With any censoring, the median comes from the
+  Kaplan-Meier estimator (``lifelines.KaplanMeierFitter``; Kaplan & Meier 1958) and its CI from
+  lifelines' exponential Greenwood bounds; the success rate is shown beside it.
+- With >= 5 seeds the MLPerf-style olympic mean is given too: drop the fastest and the slowest
+  run and average the rest; one run that did not reach the target counts as the slowest and is
+  the one dropped; more than one makes it undefined (MLPerf Training rules, "Results").
+- With fewer than :data:`MIN_SEEDS_FOR_CI` seeds no CI is shown; the ``note`` column says so.
+- Error trials are left out of TTT statistics and counted in ``n_error``.
+- Speedup S = TTT(baseline) / TTT(config), with a bootstrap CI that resamples the seeds of both
+  configurations independently (they are not paired). Parallel efficiency E = S / resources
+  ratio, given twice: per env runner (``num_env_runners`` ratio) and per CPU (``num_cpus``
+  ratio). Decomposition: S ~= throughput ratio x sample-efficiency ratio, where throughput
+  ratio = median env steps/s (config / baseline) and sample-efficiency ratio = median
+  steps-to-target (baseline / config); ``residual`` = S / (their product) is what neither
+  explains (start-up time, iteration granularity).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings as _warnings
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+__all__ = [
+    "MIN_SEEDS_FOR_CI",
+    "OLYMPIC_MIN_SEEDS",
+    "best_configs",
+    "bootstrap_ci",
+    "iqm",
+    "km_median",
+    "km_median_batch",
+    "olympic_mean",
+    "speedup_table",
+    "summarize_configs",
+]
+
+MIN_SEEDS_FOR_CI = 3
+"""Fewest seeds for which a confidence interval is reported."""
+
+OLYMPIC_MIN_SEEDS = 5
+"""Fewest seeds for the olympic mean (MLPerf uses 5 or more runs per result)."""
+
+
+def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Interquartile mean: mean of the middle 50 % (``scipy.stats.trim_mean(x, 0.25)``).
+
+    Agarwal et al. 2021 (NeurIPS), "Deep RL at the Edge of the Statistical Precipice". With
+    fewer than 4 values nothing is trimmed (it is the mean).
+    """
+    return sps.trim_mean(np.asarray(x, dtype=float), 0.25, axis=axis)
+
+
+def bootstrap_ci(x: np.ndarray, statistic: Callable[..., np.ndarray], *,
+                 confidence: float = 0.95, n_resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile-bootstrap confidence interval of ``statistic`` over one sample.
+
+    Args:
+        x: shape (n,), e.g. TTT in seconds of one configuration's seeds.
+        statistic: vectorised over ``axis`` (``np.median``, :func:`iqm`).
+        confidence: two-sided level.
+        n_resamples: bootstrap resamples.
+        seed: RNG seed (results are reproducible).
+
+    Returns:
+        ``(low, high)``; ``(nan, nan)`` with fewer than :data:`MIN_SEEDS_FOR_CI` values.
+    """
+    x = np.asarray(x, dtype=float)
+    if x.size < MIN_SEEDS_FOR_CI:
+        return math.nan, math.nan
+    if np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    res = sps.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
+                        method="percentile", vectorized=True,
+                        rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def km_median(durations: np.ndarray, reached: np.ndarray,
+              confidence: float = 0.95) -> tuple[float, float, float]:
+    """Kaplan-Meier median time-to-target with its confidence interval (lifelines).
+
+    Args:
+        durations: shape (n,), seconds: TTT for reached trials, time run for censored ones.
+        reached: shape (n,), True where the target was reached (the "event").
+        confidence: level of lifelines' (exponential Greenwood) interval.
+
+    Returns:
+        ``(median, low, high)`` in seconds; ``median = inf`` when fewer than half reached the
+        target within the observed time, ``high = inf`` when the upper bound is not reached.
+    """
+    from lifelines import KaplanMeierFitter
+    from lifelines.utils import median_survival_times
+
+    durations = np.asarray(durations, dtype=float)
+    reached = np.asarray(reached, dtype=bool)
+    kmf = KaplanMeierFitter(alpha=1.0 - confidence)
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        kmf.fit(durations, event_observed=reached)
+        ci = median_survival_times(kmf.confidence_interval_)
+    return float(kmf.median_survival_time_), float(ci.iloc[0, 0]), float(ci.iloc[0, 1])
+
+
+def km_median_batch(durations: np.ndarray, reached: np.ndarray) -> np.ndarray:
+    """Kaplan-Meier median of many samples at once (for bootstrap loops).
+
+    Same convention as lifelines: the first event time at which the survival function is
+    <= 0.5; ``inf`` if it never is. Tied times: events before censorings.
+
+    Args:
+        durations: shape (B, n) seconds.
+        reached: shape (B, n) bool.
+
+    Returns:
+        shape (B,) medians in seconds.
+    """
+    d = np.atleast_2d(np.asarray(durations, dtype=float))
+    e = np.atleast_2d(np.asarray(reached, dtype=bool))
+    n = d.shape[1]
+    order = np.lexsort((~e, d), axis=-1)
+    d = np.take_along_axis(d, order, axis=-1)
+    e = np.take_along_axis(e, order, axis=-1)
+    at_risk = n - np.arange(n)
+    surv = np.cumprod(1.0 - e / at_risk, axis=-1)
+    hit = e & (surv <= 0.5 + 1e-12)
+    first = np.argmax(hit, axis=-1)
+    out = d[np.arange(d.shape[0]), first]
+    out[~hit.any(axis=-1)] = np.inf
+    return out
+
+
+def olympic_mean(durations: np.ndarray, reached: np.ndarray) -> tuple[float, str]:
+    """MLPerf-style olympic mean: drop fastest and slowest run, average the rest.
+
+    A run that did not reach the target is the slowest (and dropped); with more than one such
+    run the mean is undefined (MLPerf Training rules). Needs >= :data:`OLYMPIC_MIN_SEEDS` runs.
+
+    Returns:
+        ``(mean_seconds, note)``; ``(nan, reason)`` when undefined.
+    """
+    durations = np.asarray(durations, dtype=float)
+    reached = np.asarray(reached, dtype=bool)
+    if durations.size < OLYMPIC_MIN_SEEDS:
+        return math.nan, f"olympic mean needs >= {OLYMPIC_MIN_SEEDS} seeds"
+    n_miss = int((~reached).sum())
+    if n_miss > 1:
+        return math.nan, f"olympic mean undefined: {n_miss} runs missed the target"
+    t = np.sort(np.where(reached, durations, np.inf))
+    return float(np.mean(t[1:-1])), ""
+
+
+def _ttt_estimator(reached: np.ndarray) -> str:
+    return "median" if reached.all() else "KM median"
+
+
+def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000,
+                      seed: int = 0) -> pd.DataFrame:
+    """Time-to-target per configuration across seeds.
+
+    Args:
+        tm: per-trial metrics from :func:`analysis.metrics.trial_metrics`.
+        confidence: level of all intervals.
+        n_resamples: bootstrap resamples.
+        seed: RNG seed.
+
+    Returns:
+        One row per ``config_id`` with ``algorithm, num_env_runners, is_baseline,
+        config_label, n_trials, n_reached, n_censored, n_error, success_rate``, the headline
+        ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
+        ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
+        (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``
+        (median over reached seeds), ``env_steps_per_s`` (median), ``num_cpus``, ``num_gpus``
+        (median), ``oversubscribed`` (any), ``note`` (what is missing and why).
+    """
+    rows = []
+    for cid, g in tm.groupby("config_id", sort=False):
+        ok = g[g["status"] != "error"]
+        d = ok["duration_s"].to_numpy(dtype=float)
+        r = ok["reached"].to_numpy(dtype=bool)
+        n = len(ok)
+        notes: list[str] = []
+        row = {
+            "config_id": cid, "algorithm": g["algorithm"].iloc[0],
+            "num_env_runners": int(g["num_env_runners"].iloc[0]),
+            "is_baseline": bool(g["is_baseline"].any()),
+            "config_label": g["config_label"].iloc[0], "n_trials": len(g),
+            "n_reached": int(r.sum()), "n_censored": int((~r).sum()),
+            "n_error": int((g["status"] == "error").sum()),
+            "success_rate": float(r.mean()) if n else math.nan,
+            "estimator": "", "ttt_s": math.nan, "ttt_low_s": math.nan, "ttt_high_s": math.nan,
+            "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
+            "ttt_olympic_s": math.nan,
+            "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
+            "steps_to_target": float(ok.loc[ok["reached"], "steps_to_target"].median())
+            if r.any() else math.nan,
+            "env_steps_per_s": float(ok["env_steps_per_s"].median()) if n else math.nan,
+            "num_cpus": float(g["num_cpus"].median()),
+            "num_gpus": float(g["num_gpus"].median()),
+            "oversubscribed": bool(g["oversubscribed"].any()),
+        }
+        for c in g.columns:
+            if c.startswith("param_") or c in ("num_envs_per_env_runner", "train_batch_size",
+                                               "rollout_fragment_length", "lr"):
+                row[c] = g[c].iloc[0]
+        if n == 0:
+            notes.append("every trial failed with an error")
+        elif r.all():
+            row["estimator"] = "median"
+            t = d
+            row["ttt_s"] = float(np.median(t))
+            row["ttt_iqm_s"] = float(iqm(t))
+            if n >= MIN_SEEDS_FOR_CI:
+                row["ttt_low_s"], row["ttt_high_s"] = bootstrap_ci(
+                    t, np.median, confidence=confidence, n_resamples=n_resamples, seed=seed)
+                row["ttt_iqm_low_s"], row["ttt_iqm_high_s"] = bootstrap_ci(
+                    t, iqm, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        else:
+            row["estimator"] = "KM median"
+            med, lo, hi = km_median(d, r, confidence)
+            row["ttt_s"] = med
+            if n >= MIN_SEEDS_FOR_CI:
+                row["ttt_low_s"], row["ttt_high_s"] = lo, hi
+            if not r.any():
+                notes.append("no seed reached the target")
+            elif math.isinf(med):
+                notes.append("median not reached: fewer than half the seeds reached the target")
+            notes.append(f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM")
+        if 0 < n < MIN_SEEDS_FOR_CI:
+            notes.append(f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})")
+        if n >= OLYMPIC_MIN_SEEDS:
+            row["ttt_olympic_s"], why = olympic_mean(d, r)
+            if why:
+                notes.append(why)
+        if row["n_error"]:
+            notes.append(f"{row['n_error']} error trial(s) left out")
+        if row["oversubscribed"]:
+            notes.append("oversubscribed: timings not trustworthy")
+        row["note"] = "; ".join(notes)
+        rows.append(row)
+    cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "config_label",
+            "n_trials", "n_reached", "n_censored", "n_error", "success_rate", "estimator",
+            "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
+            "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
+            "num_gpus", "oversubscribed", "note"]
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return pd.DataFrame(columns=cols)
+    return out[cols + [c for c in out.columns if c not in cols]]
+
+
+def best_configs(summary: pd.DataFrame, by: tuple[str, ...] = ("algorithm", "num_env_runners")
+                 ) -> pd.DataFrame:
+    """The best configuration per group: lowest headline TTT, then highest success rate.
+
+    Args:
+        summary: from :func:`summarize_configs`.
+        by: grouping columns; ``("algorithm",)`` gives one row per algorithm.
+
+    Returns:
+        One row per group (rows with no usable TTT rank last).
+    """
+    if summary.empty:
+        return summary
+    s = summary.assign(_ttt=summary["ttt_s"].fillna(np.inf),
+                       _succ=-summary["success_rate"].fillna(0.0))
+    s = s.sort_values([*by, "_ttt", "_succ"], kind="stable")
+    return s.groupby(list(by), sort=True).head(1).drop(columns=["_ttt", "_succ"]).reset_index(
+        drop=True)
+
+
+def _boot_stat(d: np.ndarray, r: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    dd, rr = d[idx], r[idx]
+    if r.all():
+        return np.median(dd, axis=-1)
+    return km_median_batch(dd, rr)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(num, dtype=float) / np.asarray(den, dtype=float)
+    both_inf = np.isinf(num) & np.isinf(den)
+    return np.where(both_inf, np.nan, out)
+
+
+def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float = 0.95,
+                  n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+    """Speedup, parallel efficiency and its decomposition for every configuration.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+        summary: per-configuration table (:func:`summarize_configs`).
+        confidence, n_resamples, seed: bootstrap settings.
+
+    Returns:
+        ``(table, warnings)``. ``table`` has one row per ``config_id`` with ``speedup,
+        speedup_low, speedup_high`` (S = TTT(baseline)/TTT(config)), ``runner_ratio,
+        efficiency_per_runner`` (+ ``_low/_high``), ``cpu_ratio, efficiency_per_cpu``
+        (+ ``_low/_high``), ``throughput_ratio, sample_efficiency_ratio, residual`` and a
+        ``speedup_note``. Empty values mean "not computable" and the note says why.
+    """
+    warns: list[str] = []
+    cols = ["config_id", "speedup", "speedup_low", "speedup_high", "runner_ratio",
+            "efficiency_per_runner", "efficiency_per_runner_low", "efficiency_per_runner_high",
+            "cpu_ratio", "efficiency_per_cpu", "efficiency_per_cpu_low",
+            "efficiency_per_cpu_high", "throughput_ratio", "sample_efficiency_ratio",
+            "residual", "speedup_note"]
+    base_rows = summary[summary["is_baseline"]]
+    if base_rows.empty:
+        warns.append("no baseline trials (is_baseline): speedups and efficiencies are not shown")
+        return pd.DataFrame({"config_id": summary["config_id"]}).reindex(columns=cols), warns
+    if len(base_rows) > 1:
+        warns.append(f"{len(base_rows)} configurations are marked baseline; using the one with "
+                     "the most trials")
+    base = base_rows.sort_values("n_trials", ascending=False).iloc[0]
+    bt = tm[(tm["config_id"] == base["config_id"]) & (tm["status"] != "error")]
+    bd = bt["duration_s"].to_numpy(dtype=float)
+    br = bt["reached"].to_numpy(dtype=bool)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _, c in summary.iterrows():
+        ct = tm[(tm["config_id"] == c["config_id"]) & (tm["status"] != "error")]
+        cd = ct["duration_s"].to_numpy(dtype=float)
+        cr = ct["reached"].to_numpy(dtype=bool)
+        notes: list[str] = []
+        row = dict.fromkeys(cols, math.nan)
+        row["config_id"] = c["config_id"]
+        if len(bd) == 0 or len(cd) == 0:
+            row["speedup_note"] = "no finished trials"
+            rows.append(row)
+            continue
+        s = float(_ratio(np.array(base["ttt_s"]), np.array(c["ttt_s"])))
+        row["speedup"] = s
+        if math.isnan(s):
+            notes.append("neither reached the target by median")
+        if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
+            ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
+            ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))
+            sb = _boot_stat(bd, br, ib)
+            sc = _boot_stat(cd, cr, ic)
+            boot = _ratio(sb, sc)
+            boot = boot[~np.isnan(boot)]
+            if boot.size >= n_resamples // 2:
+                a = (1.0 - confidence) / 2.0
+                row["speedup_low"] = float(np.quantile(boot, a, method="inverted_cdf"))
+                row["speedup_high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
+                if not math.isfinite(row["speedup_high"]) or row["speedup_low"] == 0:
+                    notes.append("CI unbounded: in some resamples fewer than half the seeds "
+                                 "reach the target (censoring)")
+            else:
+                notes.append("CI undefined: most resamples reach the target in neither")
+        else:
+            notes.append(f"too few seeds for a CI (baseline {len(bd)}, this {len(cd)})")
+        nb, nc = float(base["num_env_runners"]), float(c["num_env_runners"])
+        if nb > 0:
+            row["runner_ratio"] = nc / nb
+            for k in ("", "_low", "_high"):
+                row[f"efficiency_per_runner{k}"] = row[f"speedup{k}"] / row["runner_ratio"] \
+                    if row["runner_ratio"] > 0 else math.nan
+        else:
+            notes.append("per-runner efficiency undefined: the baseline samples in the driver "
+                         "(0 env runners)")
+        if base["num_cpus"] > 0:
+            row["cpu_ratio"] = float(c["num_cpus"]) / float(base["num_cpus"])
+            for k in ("", "_low", "_high"):
+                row[f"efficiency_per_cpu{k}"] = row[f"speedup{k}"] / row["cpu_ratio"]
+        row["throughput_ratio"] = float(c["env_steps_per_s"]) / float(base["env_steps_per_s"]) \
+            if base["env_steps_per_s"] > 0 else math.nan
+        if c["n_reached"] and base["n_reached"]:
+            row["sample_efficiency_ratio"] = float(base["steps_to_target"]) / float(
+                c["steps_to_target"])
+            prod = row["throughput_ratio"] * row["sample_efficiency_ratio"]
+            row["residual"] = s / prod if prod > 0 and math.isfinite(s) else math.nan
+        else:
+            notes.append("no reached seeds: sample efficiency unknown")
+        row["speedup_note"] = "; ".join(notes)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=cols), warns
