@@ -132,7 +132,7 @@ def load_vm_sizes(path: str | Path | None = None) -> dict[str, VMSize]:
     return out
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|hr|hours?|m|min|minutes?|s|sec|seconds?)",
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(hours?|hr|h|minutes?|min|m|seconds?|sec|s)",
                        re.IGNORECASE)
 
 
@@ -370,6 +370,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     for alg, m in models.items():
         cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
         if m.fit is not None:
+            # every N inside the measured range (interpolation) and powers of two beyond it
+            cand |= set(range(1, min(int(m.fit.n_max), max_workers) + 1))
             cand |= {n for n in DEFAULT_CANDIDATE_N if n <= max_workers}
             if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= max_workers:
                 cand |= {max(1, math.floor(m.fit.peak_n)), math.ceil(m.fit.peak_n)}

@@ -326,6 +326,19 @@ def _learning_curves(ctx: _Ctx, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 3: scaling
 # ---------------------------------------------------------------------------------------------
+def _log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
+    """Tick values 1-2-5 per decade covering ``values`` (readable labels on log axes)."""
+    v = np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"), float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return {}
+    lo, hi = v.min(), v.max()
+    ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1,
+                                        math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
+    return {"tickvals": ticks, "ticktext": [f"{prefix}{t:g}" for t in ticks]}
+
+
 def _log2_axis(ns: list[int]) -> dict[str, Any]:
     ns = sorted({n for n in ns if n >= 1})
     if not ns:
@@ -429,7 +442,7 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
         fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
                                 f"{b['num_env_runners']} env runner(s))", xaxis=axis,
                           yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
-                                 "dtick": "D2"})
+                                 **_log_ticks([0.5, *ctx.speed["speedup"], max(ns_all) / nb])})
         out.append(figs.div(fig, height=470))
         eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
         eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
@@ -547,8 +560,9 @@ def _cost(ctx: _Ctx, figs: _Figures) -> str:
                                bordercolor="#888")
     fig.update_layout(title="Cost vs time of one run to the target (open markers: "
                             "extrapolated)", xaxis={"title": "predicted time-to-target (s)",
-                                                    "type": "log", "dtick": "D2"},
-                      yaxis={"title": "cost per run (US$)", "type": "log", "dtick": "D2"})
+                                                    "type": "log", **_log_ticks(c["ttt_s"])},
+                      yaxis={"title": "cost per run (US$)", "type": "log",
+                             **_log_ticks(c["cost_usd"], "$")})
     lines = plan_text(plan)
     return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
             + "</ul><p class=\"note\">Cost model: nodes = ceil((1 + N) CPUs / vCPUs per VM) "

@@ -111,7 +111,13 @@ def km_median(durations: np.ndarray, reached: np.ndarray,
         _warnings.simplefilter("ignore")
         kmf.fit(durations, event_observed=reached)
         ci = median_survival_times(kmf.confidence_interval_)
-    return float(kmf.median_survival_time_), float(ci.iloc[0, 0]), float(ci.iloc[0, 1])
+    # lifelines' median is the first time with S(t) <= 0.5, compared in floating point, so a
+    # product that is exactly 0.5 (e.g. 5/6 * 4/5 * 3/4) can be missed; compare with a
+    # tolerance instead (same rule as km_median_batch).
+    sf = kmf.survival_function_.iloc[:, 0]
+    below = sf[sf <= 0.5 + 1e-12]
+    median = float(below.index[0]) if len(below) else math.inf
+    return median, float(ci.iloc[0, 0]), float(ci.iloc[0, 1])
 
 
 def km_median_batch(durations: np.ndarray, reached: np.ndarray) -> np.ndarray:
@@ -357,8 +363,8 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
                 row["speedup_low"] = float(np.quantile(boot, a, method="inverted_cdf"))
                 row["speedup_high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
                 if not math.isfinite(row["speedup_high"]) or row["speedup_low"] == 0:
-                    notes.append("CI unbounded: in some resamples fewer than half the seeds "
-                                 "reach the target (censoring)")
+                    notes.append("CI unbounded: censored seeds (some resamples never reach "
+                                 "the target)")
             else:
                 notes.append("CI undefined: most resamples reach the target in neither")
         else:

@@ -1,0 +1,158 @@
+"""Capacity plan: parsing, the VM table, the cost model by hand, recommendations, the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.load import load_results
+from analysis.metrics import trial_metrics
+from analysis.plan import (
+    load_vm_sizes,
+    main,
+    make_plan,
+    nodes_for,
+    parse_duration,
+    parse_money,
+    run_cost_usd,
+)
+from analysis.stats import summarize_configs
+from analysis.synthetic import write_synthetic_results
+
+REQUIRED_SIZES = ("Standard_D2_v2", "Standard_D4s_v5", "Standard_D16s_v5",
+                  "Standard_NC4as_T4_v3", "Standard_NC24ads_A100_v4")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_synthetic_results(tmp_path_factory.mktemp("plan") / "run", seeds=4,
+                                   workers=(1, 2, 4), rng_seed=1, with_optuna=False)
+
+
+@pytest.fixture(scope="module")
+def metrics(results: Path):
+    tm, _, _ = trial_metrics(load_results(results))
+    return tm, summarize_configs(tm)
+
+
+@pytest.mark.parametrize("text, seconds", [("10m", 600.0), ("90s", 90.0), ("1h30m", 5400.0),
+                                           ("2.5h", 9000.0), ("600", 600.0), ("1 min", 60.0)])
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10q", "-5", "", "m", "0s", "10m5"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="deadline"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize("text, usd", [("5usd", 5.0), ("$5", 5.0), ("5.50 USD", 5.5),
+                                       ("5", 5.0), ("0.25$", 0.25)])
+def test_parse_money(text: str, usd: float) -> None:
+    assert parse_money(text) == usd
+
+
+@pytest.mark.parametrize("text", ["5eur", "0", "five", "-1usd"])
+def test_parse_money_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="budget"):
+        parse_money(text)
+
+
+def test_vm_table_has_required_sizes_with_provenance() -> None:
+    vms = load_vm_sizes()
+    for name in REQUIRED_SIZES:
+        vm = vms[name]
+        assert vm.vcpus >= 2 and vm.price_per_hour_usd > 0
+        assert vm.price_source and vm.price_date and vm.region
+        assert 0 < vm.low_priority_discount < 1 and vm.discount_source
+    assert vms["Standard_NC4as_T4_v3"].gpus == 1 and vms["Standard_D4s_v5"].gpus == 0
+
+
+def test_cost_model_by_hand() -> None:
+    d4 = load_vm_sizes()["Standard_D4s_v5"]
+    t4 = load_vm_sizes()["Standard_NC4as_T4_v3"]
+    assert nodes_for(1 + 3, 0, d4) == 1  # 3 env runners + driver = 4 CPUs = one D4s_v5
+    assert nodes_for(1 + 4, 0, d4) == 2
+    assert nodes_for(1 + 15, 0, load_vm_sizes()["Standard_D16s_v5"]) == 1
+    assert nodes_for(2, 1, d4) is None  # a GPU learner needs a GPU size
+    assert nodes_for(2, 1, t4) == 1
+    assert run_cost_usd(1800.0, 2, d4) == pytest.approx(2 * 0.192 * 0.5)
+    assert run_cost_usd(1800.0, 2, d4, low_priority=True) == pytest.approx(
+        2 * 0.192 * 0.5 * (1 - d4.low_priority_discount))
+
+
+def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
+    tm, summary = metrics
+    plan = make_plan(tm, summary, deadline_s=60.0, budget_usd=0.01, n_resamples=50)
+    c = plan.candidates
+    assert set(c["vm"]) == set(REQUIRED_SIZES)
+    assert plan.cheapest is not None and plan.cheapest["ttt_s"] <= 60.0
+    assert plan.cheapest["cost_usd"] == pytest.approx(c[c["ttt_s"] <= 60.0]["cost_usd"].min())
+    assert plan.fastest is not None and plan.fastest["cost_usd"] <= 0.01
+    # measured N use measurements; N beyond 4 are predictions flagged as extrapolated
+    assert not c[c["num_env_runners"] <= 4]["extrapolated"].any()
+    assert c[c["num_env_runners"] > 4]["extrapolated"].all()
+    assert (c.loc[c["num_env_runners"] == 2, "source"] == "measured").all()
+    row = c[(c["num_env_runners"] == 3) & (c["vm"] == "Standard_D4s_v5")].iloc[0]
+    assert row["nodes"] == 1 and row["source"] == "USL fit"
+    assert row["cost_usd"] == pytest.approx(0.192 * row["ttt_s"] / 3600)
+    assert row["ttt_low_s"] < row["ttt_s"] < row["ttt_high_s"]
+    assert plan.knee is not None and plan.knee["num_env_runners"] >= 1
+    assert c["pareto"].any()
+
+
+def test_plan_low_priority_and_impossible_deadline(metrics) -> None:
+    tm, summary = metrics
+    d4 = load_vm_sizes()["Standard_D4s_v5"]
+    full = make_plan(tm, summary, vms=[d4], n_resamples=20)
+    cheap = make_plan(tm, summary, vms=[d4], low_priority=True, n_resamples=20)
+    assert cheap.candidates["cost_usd"].sum() == pytest.approx(
+        full.candidates["cost_usd"].sum() * (1 - d4.low_priority_discount))
+    none = make_plan(tm, summary, vms=[d4], deadline_s=0.5, n_resamples=20)
+    assert none.cheapest is None
+    assert any("no candidate is predicted to reach the target within" in n for n in none.notes)
+
+
+def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
+    path = write_synthetic_results(tmp_path / "one", seeds=3, workers=(2,), baseline=("DQN", 2),
+                                   algorithms=("DQN",), with_optuna=False)
+    tm, _, _ = trial_metrics(load_results(path))
+    plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
+    assert set(plan.candidates["num_env_runners"]) == {2}
+    assert any("no scaling fit" in n for n in plan.notes)
+
+
+def test_cli_prints_recommendation_with_interval(results: Path, capsys) -> None:
+    assert main([str(results), "--deadline", "1m", "--budget", "1usd",
+                 "--vm", "Standard_D4s_v5", "--vm", "Standard_D16s_v5"]) == 0
+    out = capsys.readouterr().out
+    assert "Cheapest meeting the deadline 60.0 s" in out and "95%" in out
+    assert "Fastest within the budget $1.00" in out and "Knee of the efficiency curve" in out
+    assert "Standard_NC4as_T4_v3" not in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/results"], "no such results directory"),
+    (["{results}", "--deadline", "soon"], "deadline 'soon'"),
+    (["{results}", "--budget", "5eur"], "budget '5eur'"),
+    (["{results}", "--vm", "Standard_X9"], "unknown VM size"),
+    (["{results}", "--target", "lots"], "--target 'lots'"),
+])
+def test_cli_bad_input_is_one_line_exit_2(results: Path, capsys, args, message) -> None:
+    args = [a.format(results=results) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_module_entry_point(results: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "analysis.plan", str(results), "--deadline",
+                           "10x"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "python -m analysis.plan: error: deadline '10x': expected a duration like 10m, 90s, "
+        "1h30m or seconds"]

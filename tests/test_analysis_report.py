@@ -1,0 +1,161 @@
+"""The HTML report: self-contained, robust to partial results, renders in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.report import _ERROR_HOOK, main, write_report
+from analysis.synthetic import write_synthetic_results
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+SECTIONS = ("summary", "curves", "scaling", "cost", "optuna", "environment")
+
+
+def _sections_ok(page: str) -> None:
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in page
+    assert "could not be drawn" not in page
+    assert not re.search(r"<script[^>]*\bsrc=", page)  # plotly.js is inline, no CDN
+    assert not re.search(r"<link[^>]*href=[\"']https?:", page)
+
+
+@pytest.fixture(scope="module")
+def rich_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Censored runs, errors, a trial with no episode, several configurations per N."""
+    return write_synthetic_results(tmp_path_factory.mktemp("report") / "run", seeds=5,
+                                   workers=(1, 2, 4, 8), censor=0.2, errors=1,
+                                   no_episode_errors=1, n_lr=2, rng_seed=2)
+
+
+def test_full_report_is_self_contained(rich_results: Path) -> None:
+    out = write_report(rich_results)
+    assert out == rich_results / "report.html"
+    page = out.read_text()
+    _sections_ok(page)
+    assert 'data-figures="9"' in page  # 2 curves, TTT, speedup, efficiency, throughput,
+    assert page.count('class="plotly-graph-div"') == 9  # cost, optuna history, importances
+    assert "Synthetic data" in page and "Kaplan-Meier" in page
+    assert "censored trial(s)" in page and "oversubscribed" in page
+    assert "Knee of the efficiency curve" in page and "Pareto front" in page
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"censor": 1.0}, ["no seed reached the target", "No speedup", "nothing to plan"]),
+    ({"algorithms": ("DQN",), "workers": (1,)}, ["Only one env runner count"]),
+    ({"workers": (2,), "baseline": ("DQN", 2)}, ["Only one env runner count",
+                                                 "no scaling fit"]),
+    ({"errors": 2, "no_episode_errors": 1}, ["ended in an error", "finished no episode"]),
+    ({"with_optuna": False}, ["No Optuna study"]),
+    ({"with_progress": False}, ["No learning curves"]),
+    ({"seeds": 1}, ["too few seeds for a CI"]),
+], ids=["all-censored", "baseline-only", "single-n", "errors", "no-optuna", "no-progress",
+        "one-seed"])
+def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expected) -> None:
+    path = write_synthetic_results(tmp_path / "run", **{"seeds": 3, "workers": (1, 2),
+                                                        **kwargs})
+    page = write_report(path).read_text()
+    _sections_ok(page)
+    for text in expected:
+        assert text in page, text
+
+
+def test_report_with_no_trials_yet(tmp_path: Path) -> None:
+    path = write_synthetic_results(tmp_path / "run", seeds=1, workers=(1,), with_optuna=False)
+    trials = pd.read_parquet(path / "trials.parquet")
+    trials.iloc[:0].to_parquet(path / "trials.parquet")
+    page = write_report(path).read_text()
+    _sections_ok(page)
+    assert "No trials yet" in page
+
+
+def test_target_override(tmp_path: Path) -> None:
+    path = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), with_optuna=False)
+    page = write_report(path, tmp_path / "r.html", target="95%").read_text()
+    assert "&ge; 237.5</b>" in page and "the sweep ran with 200" in page
+
+
+def test_cli(tmp_path: Path, capsys) -> None:
+    assert main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such results directory" in err
+    path = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), with_optuna=False)
+    assert main([str(path), "--target", "oops"]) == 2
+    assert "--target 'oops'" in capsys.readouterr().err
+    out = tmp_path / "sub" / "x.html"
+    assert main([str(path), "-o", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out) and out.is_file()
+
+
+# ---------------------------------------------------------------------------------------------
+# Headless Chromium (Debian's chromium): no console errors, every figure rendered, screenshot.
+# ---------------------------------------------------------------------------------------------
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("chromium is not installed (apt-get install -y chromium); required in CI")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    return exe
+
+
+def _run_chromium(exe: str, url: str, *extra: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        return subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", f"--user-data-dir={profile}",
+             "--virtual-time-budget=15000", *extra, url],
+            capture_output=True, text=True, timeout=120)
+
+
+def _errors(dom: str) -> str:
+    m = re.search(r'<ul id="report-errors"[^>]*>(.*?)</ul>', dom, re.S)
+    assert m, "the error hook's element is missing from the DOM"
+    return m.group(1)
+
+
+@pytest.mark.browser
+def test_error_hook_catches_errors(tmp_path: Path) -> None:
+    """The hook the browser test relies on does report a failing script (the test can fail)."""
+    exe = _chromium()
+    page = tmp_path / "broken.html"
+    page.write_text(f"<!DOCTYPE html><html><head>{_ERROR_HOOK}</head><body>"
+                    '<ul id="report-errors" hidden></ul>'
+                    "<script>console.error('bad data'); undefinedFunction();</script>"
+                    "</body></html>")
+    dom = _run_chromium(exe, page.as_uri(), "--dump-dom").stdout
+    errors = _errors(dom)
+    assert "bad data" in errors and "undefinedFunction" in errors
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(rich_results: Path) -> None:
+    exe = _chromium()
+    report = write_report(rich_results, rich_results / "browser.html")
+    proc = _run_chromium(exe, report.as_uri(), "--dump-dom")
+    dom = proc.stdout
+    assert "<body" in dom, proc.stderr[-2000:]
+    assert _errors(dom).strip() == "", _errors(dom)
+    n = int(re.search(r'<body[^>]*data-figures="(\d+)"', dom).group(1))
+    parts = re.split(r'class="plotly-graph-div', dom)[1:]
+    assert n == 9 and len(parts) == n
+    unrendered = [i + 1 for i, part in enumerate(parts) if 'class="main-svg"' not in part]
+    assert not unrendered, f"figures {unrendered} did not render"
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report_synthetic.png"
+    shot.unlink(missing_ok=True)
+    _run_chromium(exe, report.as_uri(), "--hide-scrollbars", "--window-size=1400,9000",
+                  f"--screenshot={shot}")
+    assert shot.is_file() and shot.stat().st_size > 100_000
+    from PIL import Image
+
+    with Image.open(shot) as im:
+        assert im.size == (1400, 9000)

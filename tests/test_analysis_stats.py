@@ -1,0 +1,164 @@
+"""Statistics across seeds: hand-computed medians, IQM, Kaplan-Meier, olympic mean, speedup."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from lifelines import KaplanMeierFitter
+
+from analysis.stats import (
+    best_configs,
+    bootstrap_ci,
+    iqm,
+    km_median,
+    km_median_batch,
+    olympic_mean,
+    speedup_table,
+    summarize_configs,
+)
+
+
+def make_tm(config_id: str, durations, reached, *, n: int = 1, baseline: bool = False,
+            alg: str = "DQN", cpus: float | None = None, tput: float = 100.0,
+            steps: float = 1000.0, errors: int = 0) -> pd.DataFrame:
+    """Per-trial metrics (the trial_metrics schema) for one configuration."""
+    rows = []
+    for i, (d, r) in enumerate(zip(durations, reached, strict=True)):
+        rows.append({"trial_id": f"{config_id}-s{i}", "config_id": config_id, "algorithm": alg,
+                     "num_env_runners": n, "seed": i, "is_baseline": baseline,
+                     "status": "reached" if r else "censored", "reached": bool(r),
+                     "time_to_target_s": d if r else math.nan,
+                     "steps_to_target": steps if r else math.nan, "duration_s": float(d),
+                     "env_steps_per_s": tput, "num_cpus": cpus if cpus is not None else 1.0 + n,
+                     "num_gpus": 0.0, "oversubscribed": False, "config_label": f"n={n}",
+                     "error": ""})
+    for j in range(errors):
+        rows.append({**rows[0], "trial_id": f"{config_id}-e{j}", "status": "error",
+                     "reached": False, "duration_s": 1.0, "error": "boom"})
+    return pd.DataFrame(rows)
+
+
+def test_median_iqm_and_bootstrap_ci() -> None:
+    tm = make_tm("a", [10.0, 20.0, 30.0, 100.0], [True] * 4)
+    row = summarize_configs(tm).iloc[0]
+    assert row["estimator"] == "median"
+    assert row["ttt_s"] == 25.0  # (20 + 30) / 2
+    assert row["ttt_iqm_s"] == 25.0  # middle 50 %: 20 and 30
+    assert 10.0 <= row["ttt_low_s"] <= 25.0 <= row["ttt_high_s"] <= 100.0
+    assert row["success_rate"] == 1.0 and row["note"] == ""
+    assert iqm(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 100.0])) == pytest.approx(4.5)
+
+
+def test_ties_give_a_degenerate_interval() -> None:
+    assert bootstrap_ci(np.array([30.0, 30.0, 30.0]), np.median) == (30.0, 30.0)
+    row = summarize_configs(make_tm("a", [30.0, 30.0, 30.0], [True] * 3)).iloc[0]
+    assert (row["ttt_s"], row["ttt_low_s"], row["ttt_high_s"]) == (30.0, 30.0, 30.0)
+
+
+def test_single_seed_says_too_few_seeds() -> None:
+    row = summarize_configs(make_tm("a", [42.0], [True])).iloc[0]
+    assert row["ttt_s"] == 42.0
+    assert math.isnan(row["ttt_low_s"]) and math.isnan(row["ttt_high_s"])
+    assert "too few seeds for a CI (n=1 < 3)" in row["note"]
+
+
+def test_kaplan_meier_median_by_hand() -> None:
+    # S(10) = 4/5, S(20) = 4/5 * 3/4 = 0.6, 30 censored, S(40) = 0.6 * 1/2 = 0.3 -> median 40
+    d = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
+    r = np.array([True, True, False, True, False])
+    med, lo, hi = km_median(d, r)
+    assert med == 40.0 and lo <= 40.0 <= hi
+    assert km_median_batch(d[None], r[None])[0] == 40.0
+    row = summarize_configs(make_tm("a", d, r)).iloc[0]
+    assert row["estimator"] == "KM median" and row["ttt_s"] == 40.0
+    assert row["success_rate"] == pytest.approx(0.6)
+    assert math.isnan(row["ttt_iqm_s"]) and "censored" in row["note"]
+    # S(15) = 5/6 * 4/5 * 3/4 = 0.5 exactly: the median is 15 (lifelines' float compare
+    # gets 0.5000000000000001 > 0.5 and would say 31)
+    d = np.array([14.0, 28.0, 15.0, 60.0, 2.0, 13.0, 31.0])
+    r = np.array([True, False, True, True, False, True, True])
+    assert km_median(d, r)[0] == 15.0 == km_median_batch(d[None], r[None])[0]
+
+
+def test_km_batch_agrees_with_lifelines() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        n = int(rng.integers(2, 9))
+        d = np.round(rng.exponential(30.0, n), 0) + 1.0  # rounding makes ties
+        r = rng.random(n) < 0.7
+        kmf = KaplanMeierFitter().fit(d, r)
+        batch = km_median_batch(d[None], r[None])[0]
+        assert batch == km_median(d, r)[0]
+        if not np.isclose(kmf.survival_function_.iloc[:, 0], 0.5).any():
+            assert batch == kmf.median_survival_time_  # lifelines compares S <= 0.5 exactly
+
+
+def test_all_censored_has_no_finite_median() -> None:
+    row = summarize_configs(make_tm("a", [60.0, 60.0, 61.0], [False] * 3)).iloc[0]
+    assert math.isinf(row["ttt_s"]) and row["success_rate"] == 0.0
+    assert row["max_censor_s"] == 61.0 and "no seed reached the target" in row["note"]
+
+
+def test_olympic_mean_mlperf_rule() -> None:
+    d = np.array([10.0, 20.0, 30.0, 40.0, 50.0])
+    assert olympic_mean(d, np.ones(5, bool)) == (30.0, "")
+    one_miss = np.array([True, True, True, True, False])  # the miss is the slowest, dropped
+    assert olympic_mean(d, one_miss) == (30.0, "")
+    mean, why = olympic_mean(d, np.array([True, True, True, False, False]))
+    assert math.isnan(mean) and "2 runs missed" in why
+    mean, why = olympic_mean(d[:4], np.ones(4, bool))
+    assert math.isnan(mean) and ">= 5" in why
+
+
+def test_errors_are_left_out_and_counted() -> None:
+    row = summarize_configs(make_tm("a", [10.0, 20.0, 30.0], [True] * 3, errors=2)).iloc[0]
+    assert row["n_error"] == 2 and row["n_trials"] == 5 and row["ttt_s"] == 20.0
+    assert "2 error trial(s) left out" in row["note"]
+
+
+def test_speedup_efficiency_and_decomposition_by_hand() -> None:
+    tm = pd.concat([
+        make_tm("base", [100.0, 100.0, 100.0], [True] * 3, n=1, baseline=True, tput=100.0,
+                steps=1000.0),
+        make_tm("four", [50.0, 50.0, 50.0], [True] * 3, n=4, tput=300.0, steps=1500.0),
+    ], ignore_index=True)
+    summary = summarize_configs(tm)
+    sp, warns = speedup_table(tm, summary)
+    r = sp.set_index("config_id").loc["four"]
+    assert warns == []
+    assert r["speedup"] == 2.0 and (r["speedup_low"], r["speedup_high"]) == (2.0, 2.0)
+    assert r["runner_ratio"] == 4.0 and r["efficiency_per_runner"] == 0.5
+    assert r["cpu_ratio"] == 2.5 and r["efficiency_per_cpu"] == pytest.approx(0.8)
+    assert r["throughput_ratio"] == 3.0
+    assert r["sample_efficiency_ratio"] == pytest.approx(1000.0 / 1500.0)
+    assert r["residual"] == pytest.approx(1.0)  # 2 = 3 x 2/3 exactly
+
+
+def test_speedup_ci_resamples_both_configurations() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.normal(100.0, 10.0, 8)
+    fast = rng.normal(40.0, 5.0, 8)
+    tm = pd.concat([make_tm("b", base, [True] * 8, baseline=True),
+                    make_tm("f", fast, [True] * 8, n=4)], ignore_index=True)
+    sp, _ = speedup_table(tm, summarize_configs(tm))
+    r = sp.set_index("config_id").loc["f"]
+    assert r["speedup"] == pytest.approx(np.median(base) / np.median(fast))
+    assert r["speedup_low"] < r["speedup"] < r["speedup_high"]
+    assert r["speedup_low"] > 1.5 and r["speedup_high"] < 4.0
+
+
+def test_no_baseline_says_so() -> None:
+    tm = make_tm("a", [10.0, 20.0, 30.0], [True] * 3)
+    sp, warns = speedup_table(tm, summarize_configs(tm))
+    assert sp["speedup"].isna().all() and "no baseline" in warns[0]
+
+
+def test_best_configs_prefers_lowest_ttt_then_success() -> None:
+    tm = pd.concat([make_tm("slow", [50.0, 60.0, 70.0], [True] * 3),
+                    make_tm("fast", [20.0, 30.0, 40.0], [True] * 3),
+                    make_tm("never", [99.0, 99.0, 99.0], [False] * 3)], ignore_index=True)
+    best = best_configs(summarize_configs(tm))
+    assert list(best["config_id"]) == ["fast"]
