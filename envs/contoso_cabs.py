@@ -48,6 +48,7 @@ __all__ = [
     "CabsConfig",
     "ContosoCabs",
     "Solution",
+    "greedy_policy",
     "greedy_return",
     "optimal_return",
     "random_return",
@@ -559,12 +560,26 @@ def optimal_return(config: Mapping[str, Any] | CabsConfig | None = None) -> floa
     return cached if cached is not None else solve(cfg).optimal_return
 
 
-def greedy_return(config: Mapping[str, Any] | CabsConfig | None = None) -> float:
-    """Expected episode return (dollars) of the myopic policy, exactly.
+def greedy_policy(config: Mapping[str, Any] | CabsConfig | None = None) -> np.ndarray:
+    """The myopic (greedy) policy: the ride with the largest immediate reward.
 
-    The myopic (greedy) policy takes the ride with the largest immediate reward (lowest action
-    index on ties), ignoring where and when it ends. Evaluated exactly by backward induction
-    over the uniform start-state distribution.
+    Ignores where and when the ride ends; ties go to the lowest action index.
+
+    Returns:
+        int64 (m, 24, 7): the greedy action at each (location, hour, day).
+
+    Raises:
+        ValueError: for a bad config or ``requests=True``.
+    """
+    cfg = _deterministic(config, "greedy_policy")
+    actions = _dynamics(cfg).reward.argmax(axis=1)
+    return actions.reshape(cfg.num_cities, HOURS_PER_DAY, DAYS_PER_WEEK)
+
+
+def greedy_return(config: Mapping[str, Any] | CabsConfig | None = None) -> float:
+    """Expected episode return (dollars) of :func:`greedy_policy`, exactly.
+
+    Evaluated by backward induction over the uniform start-state distribution.
 
     Raises:
         ValueError: for a bad config or ``requests=True``.
@@ -572,7 +587,7 @@ def greedy_return(config: Mapping[str, Any] | CabsConfig | None = None) -> float
     cfg = _deterministic(config, "greedy_return")
     dyn = _dynamics(cfg)
     policy = np.zeros_like(dyn.reward)
-    policy[np.arange(policy.shape[0]), dyn.reward.argmax(axis=1)] = 1.0
+    policy[np.arange(policy.shape[0]), greedy_policy(cfg).ravel()] = 1.0
     padded, _ = _backward_induction(dyn, cfg.episode_hours, policy)
     return float(padded[0].mean())
 
