@@ -406,13 +406,8 @@ class ContosoCabs(gym.Env):
         reward, state, hours = self._transitions[state][a]
         self._state = state
         self._elapsed = elapsed = self._elapsed + hours
-        terminated = elapsed >= self._episode_hours
-        if not self._requests:
-            loc, hour, day = self._coords[state]
-            info = {"location": loc, "hour": hour, "day": day, "elapsed_hours": elapsed}
-            return self._obs[state].copy(), reward, terminated, False, info
         obs, info = self._observe(state, elapsed)
-        return obs, reward, terminated, False, info
+        return obs, reward, elapsed >= self._episode_hours, False, info
 
 
 # ---------------------------------------------------------------------------------------------

@@ -275,10 +275,16 @@ def brute_force_values(T, episode_hours, revenue=R, cost=C):
     }
 
 
-def test_oracle_equals_brute_force_on_a_tiny_instance():
+@pytest.mark.parametrize(("revenue", "cost"), [(4.0, 3.0), (9.0, 1.0)])
+def test_oracle_equals_brute_force_on_a_tiny_instance(revenue, cost):
     T = np.random.default_rng(3).integers(1, 4, size=(2, 2, 24, 7))
-    config = {"time_matrix": T, "episode_hours": 6, "revenue_per_hour": 4, "cost_per_hour": 3}
-    brute = brute_force_values(T, 6, 4.0, 3.0)
+    config = {
+        "time_matrix": T,
+        "episode_hours": 6,
+        "revenue_per_hour": revenue,
+        "cost_per_hour": cost,
+    }
+    brute = brute_force_values(T, 6, revenue, cost)
     solution = solve(config)
     for (loc, hour, day), value in brute.items():
         assert solution.values[0, loc, hour, day] == pytest.approx(value, abs=1e-9)
