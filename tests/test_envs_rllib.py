@@ -15,16 +15,6 @@ EXPECTED = {
 }
 
 
-def _spaces_from_registry(name, env_config):
-    from ray.tune.registry import ENV_CREATOR, _global_registry
-
-    env = _global_registry.get(ENV_CREATOR, name)(env_config)
-    try:
-        return env.observation_space.shape, env.action_space.n
-    finally:
-        env.close()
-
-
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
@@ -38,13 +28,23 @@ def local_ray():
 def test_registered_creators_build_the_right_spaces_on_driver_and_worker(local_ray):
     from ray.tune.registry import ENV_CREATOR, _global_registry
 
+    def spaces_from_registry(name, env_config):
+        # Nested, so Ray ships it by value (the tests folder is not importable on workers).
+        from ray.tune.registry import ENV_CREATOR, _global_registry
+
+        env = _global_registry.get(ENV_CREATOR, name)(env_config)
+        try:
+            return env.observation_space.shape, env.action_space.n
+        finally:
+            env.close()
+
     envs.register_rllib_envs()
     envs.register_rllib_envs()  # idempotent
     assert set(envs.RLLIB_ENVS) == set(EXPECTED)
-    remote_spaces = local_ray.remote(_spaces_from_registry)
+    remote_spaces = local_ray.remote(spaces_from_registry)
     for name, (env_config, obs_shape, num_actions) in EXPECTED.items():
         assert _global_registry.contains(ENV_CREATOR, name)
-        assert _spaces_from_registry(name, env_config) == (obs_shape, num_actions)
+        assert spaces_from_registry(name, env_config) == (obs_shape, num_actions)
         on_worker = local_ray.get(remote_spaces.remote(name, env_config), timeout=120)
         assert on_worker == (obs_shape, num_actions)
 
