@@ -22,7 +22,7 @@ Example::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,8 @@ class Target:
 
     Attributes:
         metric: the metric's name as the sweep gave it (e.g. ``episode_return_mean``).
-        column: the ``progress.parquet`` column holding it.
+        column: the ``progress.parquet`` column holding it (``target_metric_value`` when
+            recorded, else see :func:`metric_column`).
         value: the absolute threshold (metric units, e.g. episode return).
         source: where ``value`` came from (``--target``, ``spec.json``, ``trials.parquet``).
         original: the value the sweep ran with (NaN if unknown).
@@ -206,6 +207,11 @@ def trial_metrics(res: Results, target: str | float | None = None
     warnings: list[str] = []
     trials = res.trials
     prog = res.progress
+    # The sweep runner records the target metric, as each algorithm defines it, in
+    # target_metric_value on every iteration; older/other writers only when it is not the
+    # episode return. Use it whenever it is there.
+    if "target_metric_value" in prog.columns and prog["target_metric_value"].notna().any():
+        tgt = replace(tgt, column="target_metric_value")
     col = tgt.column
     if col not in prog.columns:
         prog = prog.assign(**{col: np.nan})

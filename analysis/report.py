@@ -339,12 +339,14 @@ def _log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
     return {"tickvals": ticks, "ticktext": [f"{prefix}{t:g}" for t in ticks]}
 
 
-def _log2_axis(ns: list[int]) -> dict[str, Any]:
-    ns = sorted({n for n in ns if n >= 1})
+def _n_axis(ns: list[int]) -> dict[str, Any]:
+    """x axis over env runner counts: log scale, or linear when N = 0 (driver) is present."""
+    ns = sorted(set(ns))
     if not ns:
-        return {}
-    return {"type": "log", "tickvals": ns, "ticktext": [str(n) for n in ns],
-            "title": "env runners (N)"}
+        return {"title": "env runners (N)"}
+    kind = "linear" if ns[0] < 1 else "log"
+    return {"type": kind, "tickvals": ns, "ticktext": [str(n) for n in ns],
+            "title": "env runners (N)" + (" (0 = sampling in the driver)" if ns[0] < 1 else "")}
 
 
 def _scaling(ctx: _Ctx, figs: _Figures) -> str:
@@ -363,7 +365,7 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
         out.append(_missing(f"Only one env runner count was measured "
                             f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
                             "or fitted. Measure at least two (three for the USL)."))
-    axis = _log2_axis(ns_all) or {"title": "env runners (N)"}
+    axis = _n_axis(ns_all)
 
     # (a) TTT vs N
     fig = go.Figure()
@@ -397,13 +399,18 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
                             "reach the target in half its seeds."))
     else:
         b = base.sort_values("n_trials", ascending=False).iloc[0]
-        nb = max(int(b["num_env_runners"]), 1)
+        nb = int(b["num_env_runners"])
         fig = go.Figure()
         grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
                                          np.array(ns_all, float)]))
         grid = grid[grid >= 1]
-        fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
-                                 line={"color": "#888", "dash": "dash"}))
+        if nb >= 1:
+            fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
+                                     line={"color": "#888", "dash": "dash"}))
+        else:
+            out.append('<p class="note">The baseline samples in the driver (0 env runners): '
+                       'there is no ideal linear-speedup line in env runners.</p>')
+        nb = max(nb, 1)
         eff = go.Figure()
         for alg, g in best.groupby("algorithm"):
             g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")

@@ -120,6 +120,18 @@ def test_first_crossing_and_metric_column() -> None:
     assert metric_column("custom/score") == "target_metric_value"
 
 
+def test_target_metric_value_column_wins_when_recorded(tmp_path: Path) -> None:
+    """The runner records the target metric (as the algorithm defines it) on every row."""
+    prog = _curve("a", [5, 10, 15], [100, 200, 300], [11.0, 11.0, 11.0])
+    for row, value in zip(prog, [1.0, 10.5, 12.0], strict=True):
+        row["target_metric_value"] = value
+    path = _write(tmp_path / "tmv", [_trial("a", "reached", 10.0)], prog)
+    tm, target, _ = trial_metrics(load_results(path))
+    assert target.column == "target_metric_value"
+    assert tm.loc[0, "time_to_target_s"] == 10.0  # not 5.0 from episode_return_mean
+    assert tm.loc[0, "best_return"] == 12.0
+
+
 def test_single_seed_and_missing_progress(tmp_path: Path) -> None:
     path = _write(tmp_path / "one", [_trial("a", "reached", 20.0, time_to_target_s=20.0,
                                             steps_to_target=400.0)], [])

@@ -56,8 +56,10 @@ def test_full_report_is_self_contained(rich_results: Path) -> None:
     ({"with_optuna": False}, ["No Optuna study"]),
     ({"with_progress": False}, ["No learning curves"]),
     ({"seeds": 1}, ["too few seeds for a CI"]),
+    ({"workers": (0, 1, 2), "baseline": ("DQN", 0)}, ["0 = sampling in the driver",
+                                                      "per-runner efficiency undefined"]),
 ], ids=["all-censored", "baseline-only", "single-n", "errors", "no-optuna", "no-progress",
-        "one-seed"])
+        "one-seed", "driver-baseline"])
 def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expected) -> None:
     path = write_synthetic_results(tmp_path / "run", **{"seeds": 3, "workers": (1, 2),
                                                         **kwargs})
