@@ -65,6 +65,8 @@ __all__ = [
 ]
 
 DEFAULT_CANDIDATE_N = (1, 2, 4, 8, 16, 32, 64)
+EXTRAPOLATION_FACTOR = 4
+"""Predictions reach at most this many times the largest measured N (further is guesswork)."""
 
 
 @dataclass(frozen=True)
@@ -370,11 +372,16 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     for alg, m in models.items():
         cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
         if m.fit is not None:
-            # every N inside the measured range (interpolation) and powers of two beyond it
+            # every N inside the measured range (interpolation) and powers of two beyond it,
+            # up to EXTRAPOLATION_FACTOR x the largest measured N
+            horizon = min(max_workers, int(EXTRAPOLATION_FACTOR * m.fit.n_max))
             cand |= set(range(1, min(int(m.fit.n_max), max_workers) + 1))
-            cand |= {n for n in DEFAULT_CANDIDATE_N if n <= max_workers}
-            if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= max_workers:
+            cand |= {n for n in DEFAULT_CANDIDATE_N if n <= horizon}
+            if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= horizon:
                 cand |= {max(1, math.floor(m.fit.peak_n)), math.ceil(m.fit.peak_n)}
+            if horizon < max_workers:
+                notes.append(f"{alg}: predictions stop at N={horizon} "
+                             f"({EXTRAPOLATION_FACTOR} x the largest measured N)")
         else:
             why = m.fits["amdahl"].reason if m.fits else "no data"
             notes.append(f"{alg}: no scaling fit ({why}); only measured N are planned")
@@ -459,7 +466,8 @@ def _knee(model: AlgorithmModel, cands: pd.DataFrame) -> dict[str, Any] | None:
     s_knee = float(speed[list(curve.index).index(int(n_knee))])
     return {"algorithm": model.algorithm, "num_env_runners": int(n_knee),
             "speedup": s_knee, "efficiency": s_knee / (n_knee / n0), "strength": strength,
-            "relative_to_n": int(n0)}
+            "relative_to_n": int(n0),
+            "extrapolated": bool(model.fit is not None and model.fit.extrapolates(n_knee))}
 
 
 def _fmt_s(s: float) -> str:
@@ -517,7 +525,8 @@ def plan_text(plan: Plan) -> list[str]:
         k = plan.knee
         lines.append(f"Knee of the efficiency curve ({k['algorithm']}): {k['num_env_runners']} "
                      f"env runner(s), speedup {k['speedup']:.2f}x over {k['relative_to_n']} "
-                     f"env runner(s), parallel efficiency {k['efficiency']:.0%} per env runner")
+                     f"env runner(s), parallel efficiency {k['efficiency']:.0%} per env runner"
+                     + (" [extrapolated]" if k["extrapolated"] else ""))
     for alg, fit in plan.fits.items():
         lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
                                                       "none (measured points only)"))

@@ -203,14 +203,22 @@ def _summary(ctx: _Ctx) -> str:
         sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
         cards = []
         top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
-        cards.append(("Fastest configuration", f"{top['algorithm']}, {top['num_env_runners']} "
-                      "env runner(s)", f"TTT {_fmt_ttt(top)}"))
+        if math.isfinite(top["ttt_s"]):
+            cards.append(("Fastest configuration", f"{top['algorithm']}, "
+                          f"{top['num_env_runners']} env runner(s)", f"TTT {_fmt_ttt(top)}"))
+        else:
+            n_tr = int((s["n_reached"] + s["n_censored"]).sum())
+            cards.append(("Target not reached", f"{int(s['n_reached'].sum())} of {n_tr} trials",
+                          f"best return {tm['best_return'].max():.4g} vs target "
+                          f"{ctx.target.value:g}"))
         if top["config_id"] in sp.index and math.isfinite(sp.at[top["config_id"], "speedup"]):
             r = sp.loc[top["config_id"]]
+            effs = [f"{_fmt_num(r[c], 2)} per {w}" for c, w in (
+                ("efficiency_per_runner", "env runner"), ("efficiency_per_cpu", "CPU"))
+                if math.isfinite(r[c])]
             cards.append(("Speedup vs baseline", _fmt_ci(r["speedup"], r["speedup_low"],
                                                          r["speedup_high"]) + "x",
-                          f"efficiency {_fmt_num(r['efficiency_per_runner'], 2)} per env runner, "
-                          f"{_fmt_num(r['efficiency_per_cpu'], 2)} per CPU"))
+                          "efficiency " + ", ".join(effs) if effs else ""))
         if ctx.plan is not None and ctx.plan.cheapest is not None:
             c = ctx.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
@@ -220,7 +228,8 @@ def _summary(ctx: _Ctx) -> str:
             k = ctx.plan.knee
             cards.append(("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)",
                           f"{k['algorithm']}: speedup {k['speedup']:.2f}x over "
-                          f"{k['relative_to_n']}, efficiency {k['efficiency']:.0%}"))
+                          f"{k['relative_to_n']}, efficiency {k['efficiency']:.0%}"
+                          + (" (extrapolated)" if k["extrapolated"] else "")))
         if ctx.plan is not None and ctx.plan.fastest is not None:
             f = ctx.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",

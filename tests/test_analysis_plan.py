@@ -96,6 +96,8 @@ def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
     # measured N use measurements; N beyond 4 are predictions flagged as extrapolated
     assert not c[c["num_env_runners"] <= 4]["extrapolated"].any()
     assert c[c["num_env_runners"] > 4]["extrapolated"].all()
+    assert c["num_env_runners"].max() == 16  # 4 x the largest measured N, then it stops
+    assert any("predictions stop at N=16" in n for n in plan.notes)
     assert (c.loc[c["num_env_runners"] == 2, "source"] == "measured").all()
     row = c[(c["num_env_runners"] == 3) & (c["vm"] == "Standard_D4s_v5")].iloc[0]
     assert row["nodes"] == 1 and row["source"] == "USL fit"
