@@ -12,9 +12,10 @@ and, for the default Cabs config (m=5, seed 0), the exact optimal / greedy / ran
 the solver's wall-clock, and mean episode lengths in env steps (the team sizes training
 budgets with them).
 
-Run (no Ray; still take the Ray lock so no training run shares the CPUs)::
+Run it while nothing else loads the CPUs (it starts no Ray, but a training run beside it
+halves the numbers)::
 
-    flock /tmp/ray_workload.lock python benchmarks/bench_envs.py
+    python benchmarks/bench_envs.py
 
 Prints a table and writes ``benchmarks/results/bench_envs.json`` (machine, versions, git
 revision and every number).
@@ -203,6 +204,16 @@ def cabs_reference(config: dict, random_episodes: int) -> dict:
 # -- record -----------------------------------------------------------------------------------
 
 
+_PACKAGES = ("gymnasium", "numpy", "ale-py", "opencv-python-headless", "ray")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def machine() -> dict:
     """Where and on what the benchmark ran (asv-style machine tag)."""
     cpu = platform.processor()
@@ -226,7 +237,7 @@ def machine() -> dict:
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "versions": {p: metadata.version(p) for p in ("gymnasium", "numpy", "ale-py", "ray")},
+        "versions": {p: _version(p) for p in _PACKAGES},
         "git_revision": revision,
         "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
