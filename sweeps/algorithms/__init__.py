@@ -1,0 +1,30 @@
+"""What a sweep can choose: DQN, APEX (Ape-X DQN), IMPALA, PPO and APPO behind one vocabulary.
+
+One file per algorithm (``dqn.py``, ``apex.py`` + its implementation ``apex_dqn.py``,
+``impala.py``, ``ppo.py``, ``appo.py``) holds what a sweep may set for it and its tuned
+defaults; ``vocabulary.py`` holds the shared keys; ``registry.py`` the entry points re-exported
+here. Importing this package does not import RLlib.
+"""
+
+from sweeps.algorithms.registry import (
+    ALGORITHMS,
+    PRESET_META_KEYS,
+    PRESETS,
+    build_config,
+    extract_metrics,
+    known_params,
+    register_with_tune,
+)
+from sweeps.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
+
+__all__ = [
+    "ALGORITHMS",
+    "PRESETS",
+    "PRESET_META_KEYS",
+    "SHARED_PARAMS",
+    "UnknownParameterError",
+    "build_config",
+    "extract_metrics",
+    "known_params",
+    "register_with_tune",
+]

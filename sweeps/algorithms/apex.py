@@ -1,0 +1,70 @@
+"""APEX = Ape-X DQN (Horgan et al. 2018, arXiv 1803.00933): what a sweep can set.
+
+The algorithm itself (built by this project on RLlib's new API stack, which removed ApexDQN) is
+in :mod:`sweeps.algorithms.apex_dqn`; this module is light (no RLlib import) so that sweep
+files validate without loading RLlib.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.algorithms.dqn import DQN_PARAMS, replay_buffer_config
+from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+
+
+def _make_config():
+    from sweeps.algorithms.apex_dqn import ApexDQNConfig
+
+    return ApexDQNConfig()
+
+
+APEX_PARAMS: dict[str, OwnParam] = {
+    **{k: v for k, v in DQN_PARAMS.items() if k != "epsilon"},
+    "epsilon": OwnParam("training", "base ε of the actors' ε_i = ε^(1 + α·i/(N−1)) (paper: 0.4)"),
+    "epsilon_alpha": OwnParam("training", "α of ε_i (paper: 7)"),
+    "weights_sync_period": OwnParam("training", "learner updates between weight broadcasts"),
+    "training_intensity": OwnParam(
+        "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
+    "evaluation_duration": OwnParam("evaluation", "greedy evaluation episodes per iteration"),
+    "evaluation_interval": OwnParam("evaluation", "iterations between greedy evaluations"),
+}
+
+#: Tuned defaults (Contoso Cabs, docs/benchmarks.md).
+APEX_DEFAULTS: dict[str, Any] = {
+    "num_workers": 1,
+    "num_envs_per_worker": 8,
+    "rollout_fragment_length": 8,
+    "train_batch_size": 64,
+    "lr": 1e-3,
+    "gamma": 0.99,
+    "hidden_sizes": [64, 64],
+    "fcnet_activation": "relu",
+    "num_learners": 0,
+    "double_q": True,
+    "dueling": True,
+    "n_step": 3,
+    "epsilon": 0.4,
+    "epsilon_alpha": 7.0,
+    "weights_sync_period": 10,
+    "target_network_update_freq": 1000,
+    "num_steps_sampled_before_learning_starts": 1000,
+    "training_intensity": None,
+    "td_error_loss_fn": "huber",
+    "prioritized_replay": True,
+    "buffer_size": 100_000,
+    "prioritized_replay_alpha": 0.6,
+    "prioritized_replay_beta": 0.4,
+    "reward_scale": 0.01,
+    "min_time_s_per_iteration": 1.0,
+}
+
+SPEC = AlgorithmSpec(
+    name="APEX",
+    summary="Ape-X DQN (Horgan et al. 2018): async ε_i-greedy actors, prioritized replay, one learner",
+    make_config=_make_config,
+    own_params=APEX_PARAMS,
+    defaults=APEX_DEFAULTS,
+    translate=lambda p: replay_buffer_config(p, APEX_DEFAULTS),
+    return_source="evaluation",
+)

@@ -1,0 +1,286 @@
+"""Ape-X DQN (Horgan et al. 2018, "Distributed Prioritized Experience Replay", arXiv 1803.00933)
+on RLlib's new API stack, which no longer ships ApexDQN.
+
+Read top to bottom, like CleanRL's ``dqn.py``:
+
+1. how env runners (the paper's *actors*) get their fixed ε_i  — :func:`actor_epsilon`,
+   :class:`ApexEnvRunner`;
+2. how samples reach replay: asynchronously, as they arrive; the learner never waits for the
+   slowest actor — :meth:`ApexDQN.training_step`, step 1;
+3. how priorities are updated: from the learner's TD errors on each prioritized minibatch —
+   step 2;
+4. when weights are broadcast: every ``weights_sync_period`` learner updates, fire-and-forget —
+   step 3.
+
+Comments mark "ALGO LOGIC" where the method lives and "PLUMBING" where RLlib is wired in.
+What a sweep can set (and the tuned defaults) is in :mod:`sweeps.algorithms.apex`.
+
+Deviations from the paper, on purpose:
+
+- New transitions enter replay with the buffer's maximum priority (RLlib's
+  ``PrioritizedEpisodeReplayBuffer``, as in Schaul et al. 2016) instead of actor-computed
+  initial priorities.
+- The target network is copied every ``target_network_update_freq`` *env steps sampled*
+  (RLlib's DQN learner), not every 2500 learner updates.
+- ``episode_return_mean`` of :func:`sweeps.algorithms.extract_metrics` is the return of greedy
+  (ε = 0) evaluation episodes run in the driver after each iteration; the actors' exploring
+  episodes are reported separately (``env_runners/episode_return_mean``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.dqn import DQN, DQNConfig
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    REPLAY_BUFFER_ADD_DATA_TIMER,
+    REPLAY_BUFFER_RESULTS,
+    REPLAY_BUFFER_SAMPLE_TIMER,
+    REPLAY_BUFFER_UPDATE_PRIOS_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TD_ERROR_KEY,
+    TIMERS,
+)
+from ray.rllib.utils.numpy import convert_to_numpy
+from ray.rllib.utils.replay_buffers.utils import update_priorities_in_episode_replay_buffer
+from ray.rllib.utils.schedules.scheduler import Scheduler
+
+__all__ = ["ApexDQN", "ApexDQNConfig", "ApexEnvRunner", "actor_epsilon"]
+
+#: Key of the APEX-only metrics in a training result.
+APEX_RESULTS = "apex"
+_SAMPLE_TAG = "apex_sample"
+
+
+# ============================== 1. each actor's fixed ε (ALGO LOGIC) ==============================
+def actor_epsilon(i: int, num_actors: int, epsilon: float = 0.4, alpha: float = 7.0) -> float:
+    """Exploration rate of actor ``i`` of ``num_actors``: ε_i = ε^(1 + α·i/(N−1)).
+
+    Horgan et al. 2018, section 4 (ε = 0.4, α = 7). With one actor, ε_0 = ε.
+
+    Args:
+        i: actor index, 0 ≤ i < num_actors.
+        num_actors: N ≥ 1.
+        epsilon: base ε in (0, 1].
+        alpha: spread exponent α ≥ 0.
+
+    Raises:
+        ValueError: for an index outside [0, N), N < 1, ε outside (0, 1], or α < 0.
+    """
+    if num_actors < 1 or not 0 <= i < num_actors:
+        raise ValueError(f"actor index {i} out of range for {num_actors} actors")
+    if not 0 < epsilon <= 1 or alpha < 0:
+        raise ValueError(f"need 0 < epsilon <= 1 and alpha >= 0, got epsilon={epsilon}, alpha={alpha}")
+    if num_actors == 1:
+        return float(epsilon)
+    return float(epsilon ** (1 + alpha * i / (num_actors - 1)))
+
+
+class ApexEnvRunner(SingleAgentEnvRunner):
+    """An Ape-X actor: RLlib's env runner whose ε-greedy module explores with its own fixed ε_i.
+
+    Env runner ``worker_index`` k = 1..N is actor i = k − 1 of N; the driver's local env runner
+    (k = 0, sampling when ``num_env_runners=0``) is the single actor i = 0 of N = 1.
+    """
+
+    def make_module(self):
+        super().make_module()  # PLUMBING: RLlib builds the DQN RLModule (ε-greedy exploration)
+        n = self.config.num_env_runners
+        i, n = (0, 1) if not self.worker_index or n == 0 else (self.worker_index - 1, n)
+        self.epsilon = actor_epsilon(i, n, self.config.epsilon, self.config.epsilon_alpha)
+        # ALGO LOGIC: replace the module's ε schedule by this actor's constant ε_i. RLlib's DQN
+        # module draws a random action with probability epsilon_schedule.get_current_value().
+        if self.module is not None:
+            self.module.epsilon_schedule = Scheduler(
+                fixed_value_or_schedule=self.epsilon, framework="torch")
+
+    def sample_with_metrics(self) -> tuple[list, dict]:
+        """One ``sample()`` call (``rollout_fragment_length`` × envs steps) and its metrics."""
+        episodes = self.sample()
+        return episodes, self.get_metrics()
+
+
+# ==================================== config (PLUMBING) ====================================
+class ApexDQNConfig(DQNConfig):
+    """DQNConfig with Ape-X's defaults and knobs.
+
+    Extra ``training()`` keys:
+        epsilon: base ε of the actors' ε_i (default 0.4; a float, not a schedule).
+        epsilon_alpha: α of ε_i = ε^(1 + α·i/(N−1)) (default 7).
+        weights_sync_period: learner updates between weight broadcasts to the actors (default 10).
+        training_intensity: if set, an upper bound on replayed / sampled transitions: the
+            learner waits for fresh samples instead of exceeding it (None = unbounded, as in
+            the paper, where the learner runs as fast as it can).
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or ApexDQN)
+        # ALGO LOGIC defaults (paper, section 4 and appendix).
+        self.epsilon = 0.4
+        self.epsilon_alpha = 7.0
+        self.n_step = 3
+        self.double_q = True
+        self.dueling = True
+        self.replay_buffer_config = {
+            "type": "PrioritizedEpisodeReplayBuffer", "capacity": 100_000, "alpha": 0.6,
+            "beta": 0.4}
+        self.weights_sync_period = 10
+        self.training_intensity = None
+        # PLUMBING: actors are ApexEnvRunners; iterations are timed, not sized in env steps.
+        self.env_runner_cls = ApexEnvRunner
+        self.min_sample_timesteps_per_iteration = 0
+        self.min_time_s_per_iteration = 1.0
+        # Greedy evaluation in the driver after every iteration, reported under "evaluation".
+        self.evaluation_interval = 1
+        self.evaluation_num_env_runners = 0
+        self.evaluation_duration = 10
+        self.evaluation_duration_unit = "episodes"
+        self.evaluation_config = AlgorithmConfig.overrides(
+            explore=False, num_envs_per_env_runner=10, metrics_num_episodes_for_smoothing=10)
+
+    def training(self, *, epsilon_alpha=NotProvided, weights_sync_period=NotProvided, **kwargs):
+        super().training(**kwargs)
+        if epsilon_alpha is not NotProvided:
+            self.epsilon_alpha = float(epsilon_alpha)
+        if weights_sync_period is not NotProvided:
+            self.weights_sync_period = int(weights_sync_period)
+        return self
+
+    def validate(self) -> None:
+        super().validate()
+        if not isinstance(self.epsilon, (int, float)) or not 0 < self.epsilon <= 1:
+            self._value_error(f"APEX `epsilon` is the actors' base ε, a number in (0, 1]; got {self.epsilon!r}")
+        if self.epsilon_alpha < 0:
+            self._value_error(f"APEX `epsilon_alpha` must be >= 0; got {self.epsilon_alpha}")
+        if self.weights_sync_period < 1:
+            self._value_error(f"APEX `weights_sync_period` must be >= 1; got {self.weights_sync_period}")
+        if self.env_runner_cls is None or not issubclass(self.env_runner_cls, ApexEnvRunner):
+            self._value_error("APEX needs `env_runner_cls` to be ApexEnvRunner (or a subclass)")
+
+
+# ===================================== the algorithm =====================================
+class ApexDQN(DQN):
+    """Ape-X DQN: asynchronous ε_i-greedy actors → prioritized replay → one learner.
+
+    Registered for Tune as ``"APEX"`` (:func:`sweeps.algorithms.register_with_tune`).
+    Result keys: DQN's, plus ``evaluation/env_runners/episode_return_mean`` (greedy episodes)
+    and ``apex/``: ``learner_updates_lifetime``, ``learner_updates_per_s``,
+    ``env_steps_sampled_per_s``, ``replay_ratio`` (replayed / sampled transitions, lifetime),
+    ``actor_epsilons`` (ε_i by env runner index).
+    """
+
+    @classmethod
+    def get_default_config(cls) -> ApexDQNConfig:
+        return ApexDQNConfig()
+
+    def setup(self, config: AlgorithmConfig) -> None:
+        super().setup(config)
+        self._num_updates = 0  # learner updates (gradient steps), lifetime
+        self._updates_since_sync = 0
+        self._td_errors = defaultdict(list)
+        if self.env_runner_group.num_remote_env_runners() > 0:
+            eps = self.env_runner_group.foreach_env_runner(
+                lambda er: (er.worker_index, er.epsilon), local_env_runner=False)
+        else:
+            eps = [(0, self.env_runner.epsilon)]
+        self.actor_epsilons = {int(k): float(e) for k, e in eps}
+
+    # ------------------------------------------------------------------------------------
+    def training_step(self) -> None:
+        cfg = self.config
+
+        # ============ 1. samples reach replay as they arrive (ALGO LOGIC) ============
+        # Every actor always has one sample() call in flight; we take whichever results are
+        # ready now (timeout 0) and immediately send those actors their next call. A slow
+        # actor only delays its own samples, never the learner.
+        if self.env_runner_group.num_remote_env_runners() > 0:
+            ready = self.env_runner_group.foreach_env_runner_async_fetch_ready(
+                "sample_with_metrics", tag=_SAMPLE_TAG, timeout_seconds=0.0)
+        else:  # num_workers=0: the driver is the only actor and samples synchronously.
+            ready = [self.env_runner.sample_with_metrics()]
+        for episodes, env_runner_metrics in ready:
+            self.metrics.aggregate([env_runner_metrics], key=ENV_RUNNER_RESULTS)
+            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
+                self.local_replay_buffer.add(episodes)
+
+        sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        batch = cfg.total_train_batch_size
+        may_update = sampled >= cfg.num_steps_sampled_before_learning_starts and (
+            cfg.training_intensity is None
+            or (self._num_updates + 1) * batch <= cfg.training_intensity * sampled)
+        if not may_update:
+            if not ready:
+                time.sleep(0.002)  # PLUMBING: nothing to do until an actor delivers
+            return
+
+        # ============ 2. one learner update on a prioritized minibatch (ALGO LOGIC) ============
+        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
+            train_episodes = self.local_replay_buffer.sample(
+                num_items=batch, n_step=cfg.n_step, gamma=cfg.gamma,
+                beta=cfg.replay_buffer_config.get("beta", 0.0), sample_episodes=True)
+            self.metrics.aggregate([self.local_replay_buffer.get_metrics()],
+                                   key=REPLAY_BUFFER_RESULTS)
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = self.learner_group.update(
+                episodes=train_episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled,
+                    NUM_AGENT_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}),
+                },
+            )
+        self._num_updates += 1
+        self._updates_since_sync += 1
+        # Priorities p_k = |δ_k| of the transitions just trained on (the buffer applies α).
+        td_errors = defaultdict(list)
+        for res in learner_results:
+            for module_id, module_results in res.items():
+                if TD_ERROR_KEY in module_results:
+                    td_errors[module_id].extend(
+                        convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek()))
+        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
+            update_priorities_in_episode_replay_buffer(
+                replay_buffer=self.local_replay_buffer,
+                td_errors={m: {TD_ERROR_KEY: np.concatenate(e)} for m, e in td_errors.items()})
+
+        # ============ 3. broadcast weights every `weights_sync_period` updates (ALGO LOGIC) ======
+        # Fire-and-forget (timeout 0): each actor applies the newest weights before its next
+        # sample() call; a busy actor is not waited for.
+        if self._updates_since_sync >= cfg.weights_sync_period:
+            self._updates_since_sync = 0
+            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+                self.env_runner_group.sync_weights(
+                    from_worker_or_learner_group=self.learner_group,
+                    policies=set(learner_results[0].keys()) - {ALL_MODULES},
+                    inference_only=True,
+                    timeout_seconds=0.0,
+                )
+
+    # --------------------------------- metrics (PLUMBING) ---------------------------------
+    def step(self) -> dict[str, Any]:
+        t0, u0 = time.perf_counter(), self._num_updates
+        s0 = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        results = super().step()
+        dt = max(time.perf_counter() - t0, 1e-9)
+        s1 = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        results[APEX_RESULTS] = {
+            "learner_updates_lifetime": self._num_updates,
+            "learner_updates_per_s": (self._num_updates - u0) / dt,
+            "env_steps_sampled_per_s": (s1 - s0) / dt,
+            "replay_ratio": (self._num_updates * self.config.total_train_batch_size / s1
+                             if s1 else float("nan")),
+            "actor_epsilons": dict(self.actor_epsilons),
+        }
+        return results

@@ -1,0 +1,51 @@
+"""APPO: asynchronous PPO on IMPALA's architecture (RLlib's APPO, V-trace + clipped surrogate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.algorithms.impala import IMPALA_PARAMS
+from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+
+#: APPO keys: IMPALA's plus the PPO surrogate's, by their RLlib names (APPOConfig.training).
+APPO_PARAMS: dict[str, OwnParam] = {
+    **IMPALA_PARAMS,
+    "clip_param": OwnParam("training", "PPO surrogate clip ε"),
+    "use_kl_loss": OwnParam("training", "add the KL penalty"),
+    "kl_coeff": OwnParam("training", "KL coefficient"),
+    "kl_target": OwnParam("training", "KL target"),
+    "target_network_update_freq": OwnParam("training", "learner updates between target-network updates"),
+    "circular_buffer_num_batches": OwnParam("training", "train batches held in the learner's circular buffer"),
+    "circular_buffer_iterations_per_batch": OwnParam("training", "times each batch is trained on"),
+}
+
+#: Defaults: as IMPALA's (docs/benchmarks.md) with RLlib's APPO surrogate settings.
+APPO_DEFAULTS: dict[str, Any] = {
+    "num_workers": 1,
+    "num_envs_per_worker": 8,
+    "rollout_fragment_length": 32,
+    "train_batch_size": 512,
+    "lr": 1e-3,
+    "gamma": 0.99,
+    "hidden_sizes": [64, 64],
+    "fcnet_activation": "relu",
+    "num_learners": 0,
+    "entropy_coeff": 0.01,
+    "vf_loss_coeff": 0.5,
+    "min_time_s_per_iteration": 1.0,
+}
+
+
+def _make_config():
+    from ray.rllib.algorithms.appo import APPOConfig
+
+    return APPOConfig()
+
+
+SPEC = AlgorithmSpec(
+    name="APPO",
+    summary="RLlib APPO: IMPALA's asynchronous architecture with PPO's clipped surrogate",
+    make_config=_make_config,
+    own_params=APPO_PARAMS,
+    defaults=APPO_DEFAULTS,
+)

@@ -1,0 +1,120 @@
+"""DQN (Mnih et al. 2015) — the baseline: RLlib's DQN on the new API stack.
+
+Double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and
+prioritized replay (Schaul et al. 2016) are options, by RLlib's names. The defaults below are
+tuned for wall-clock speed on Contoso Cabs (docs/benchmarks.md, section Algorithms), not
+RLlib's: RLlib's default samples ``rollout_fragment_length="auto"`` = 1 env step per remote
+call and runs one learner update and one weight broadcast per env step, which makes it run at
+~35 env steps/s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+
+#: DQN keys a sweep may set, by their RLlib names (DQNConfig.training) unless "derived".
+DQN_PARAMS: dict[str, OwnParam] = {
+    "double_q": OwnParam("training", "double Q-learning targets"),
+    "dueling": OwnParam("training", "dueling value/advantage heads"),
+    "n_step": OwnParam("training", "n-step return length"),
+    "epsilon": OwnParam(
+        "training",
+        "ε-greedy exploration: a constant or a schedule [[env_steps, ε], ...] (linear in between)"),
+    "target_network_update_freq": OwnParam(
+        "training", "env steps sampled between target-network updates"),
+    "tau": OwnParam("training", "target-network update weight (1.0 = hard copy)"),
+    "num_steps_sampled_before_learning_starts": OwnParam(
+        "training", "env steps in replay before the first learner update"),
+    "training_intensity": OwnParam(
+        "training", "replayed transitions per sampled transition (None = RLlib's natural ratio)"),
+    "td_error_loss_fn": OwnParam("training", "'huber' or 'mse'"),
+    "adam_epsilon": OwnParam("training", "Adam's epsilon"),
+    "prioritized_replay": OwnParam(
+        "derived", "True: PrioritizedEpisodeReplayBuffer; False: uniform EpisodeReplayBuffer"),
+    "buffer_size": OwnParam("derived", "replay capacity in transitions"),
+    "prioritized_replay_alpha": OwnParam("derived", "priority exponent α of prioritized replay"),
+    "prioritized_replay_beta": OwnParam("derived", "importance-sampling exponent β"),
+}
+
+
+def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``training.replay_buffer_config`` from the flat keys ``prioritized_replay``,
+    ``buffer_size``, ``prioritized_replay_alpha`` and ``prioritized_replay_beta``."""
+
+    def get(key):
+        return params.get(key, defaults[key])
+
+    if get("prioritized_replay"):
+        return {"training.replay_buffer_config": {
+            "type": "PrioritizedEpisodeReplayBuffer", "capacity": int(get("buffer_size")),
+            "alpha": float(get("prioritized_replay_alpha")),
+            "beta": float(get("prioritized_replay_beta"))}}
+    return {"training.replay_buffer_config": {
+        "type": "EpisodeReplayBuffer", "capacity": int(get("buffer_size"))}}
+
+
+#: Tuned defaults (measured on Contoso Cabs, docs/benchmarks.md). Why they are fast:
+#: 8 vectorised envs × 8 steps per sample call = 64 env steps per remote call instead of 1,
+#: so the fixed cost of a call (~2 ms through RLlib's connectors) is paid per 64 steps; the
+#: learner does ``training_intensity`` × 64 / 64 updates per sample call; iterations end after
+#: ~1 s of wall-clock (``min_time_s_per_iteration``) instead of after 1000 env steps.
+DQN_DEFAULTS: dict[str, Any] = {
+    "num_workers": 1,
+    "num_envs_per_worker": 8,
+    "rollout_fragment_length": 8,
+    "train_batch_size": 64,
+    "lr": 1e-3,
+    "gamma": 0.99,
+    "hidden_sizes": [64, 64],
+    "fcnet_activation": "relu",
+    "num_learners": 0,
+    "double_q": True,
+    "dueling": True,
+    "n_step": 3,
+    "epsilon": [[0, 1.0], [10_000, 0.02]],
+    "target_network_update_freq": 1000,
+    "num_steps_sampled_before_learning_starts": 1000,
+    "training_intensity": 1.0,
+    "td_error_loss_fn": "huber",
+    "prioritized_replay": True,
+    "buffer_size": 50_000,
+    "prioritized_replay_alpha": 0.6,
+    "prioritized_replay_beta": 0.4,
+    "reward_scale": 0.01,
+    "min_time_s_per_iteration": 1.0,
+}
+
+
+def _make_config():
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    return DQNConfig()
+
+
+SPEC = AlgorithmSpec(
+    name="DQN",
+    summary="RLlib DQN (double, dueling, n-step, prioritized replay as options); the baseline",
+    make_config=_make_config,
+    own_params=DQN_PARAMS,
+    defaults=DQN_DEFAULTS,
+    translate=lambda p: replay_buffer_config(p, DQN_DEFAULTS),
+)
+
+#: The seed article's agent: 2 hidden FC layers of 36 units, batch 64, γ = 0.98, ε-greedy
+#: decaying, 1 env runner, plain DQN (no double/dueling/n-step/prioritized replay).
+SEED_BASELINE: dict[str, Any] = {
+    "algorithm": "DQN",
+    "num_workers": 1,
+    "hidden_sizes": [36, 36],
+    "fcnet_activation": "relu",
+    "train_batch_size": 64,
+    "gamma": 0.98,
+    "lr": 1e-3,
+    "epsilon": [[0, 1.0], [20_000, 0.01]],
+    "double_q": False,
+    "dueling": False,
+    "n_step": 1,
+    "prioritized_replay": False,
+}

@@ -1,0 +1,228 @@
+"""The registry: which algorithms a sweep can choose, and the one entry point that turns a flat
+trial config into an RLlib ``AlgorithmConfig``.
+
+Example:
+    >>> from sweeps.algorithms import build_config
+    >>> config = build_config({"algorithm": "PPO", "num_workers": 1}, "CartPole-v1")
+    >>> algo = config.build_algo()          # needs a running Ray (ray.init) # doctest: +SKIP
+    >>> algo.train()["env_runners"]["episode_return_mean"]                    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from sweeps.algorithms import apex, appo, dqn, impala, ppo
+from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params
+
+__all__ = [
+    "ALGORITHMS",
+    "PRESETS",
+    "PRESET_META_KEYS",
+    "build_config",
+    "extract_metrics",
+    "known_params",
+    "register_with_tune",
+]
+
+#: Every algorithm a sweep can name → its :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec`.
+ALGORITHMS: dict[str, AlgorithmSpec] = {
+    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC)
+}
+
+#: Named trial configs. ``seed_baseline``: the seed article's DQN agent. ``pong_seed001``: seed
+#: 001's IMPALA on Atari Pong (also carries ``env``, ``env_config`` and ``stop``).
+PRESETS: dict[str, dict[str, Any]] = {
+    "seed_baseline": dict(dqn.SEED_BASELINE),
+    "pong_seed001": impala.pong_seed001(),
+}
+
+#: Keys a preset may carry that describe the run rather than the algorithm; build_config
+#: accepts them (``env`` must then match its ``env`` argument) and does not pass them to RLlib.
+PRESET_META_KEYS = ("env", "env_config", "stop")
+
+
+def _spec(algorithm: Any) -> AlgorithmSpec:
+    spec = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
+    if spec is None:
+        raise ValueError(f"unknown algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
+    return spec
+
+
+def known_params(algorithm: str) -> frozenset[str]:
+    """Keys a trial config of ``algorithm`` may hold: the shared vocabulary, the RLlib keys
+    common to all algorithms and the algorithm's own keys (besides ``"algorithm"``).
+
+    Raises:
+        ValueError: for an unknown algorithm, naming the known ones.
+    """
+    return _spec(algorithm).known_params()
+
+
+def _limit_torch_threads(algorithm, **kwargs) -> None:
+    """RLlib ``on_algorithm_init`` callback: torch in the driver uses as many threads as the
+    driver has CPUs (``num_cpus_for_main_process``, at least 1).
+
+    Why: on a small machine torch's default (one thread per core) makes the learner's
+    threads fight the env runners for cores: a 64-transition DQN update took 11 ms with 2
+    threads and 2 ms with 1 on a loaded 2-core machine (docs/benchmarks.md).
+    """
+    import torch
+
+    torch.set_num_threads(max(1, int(algorithm.config.num_cpus_for_main_process)))
+
+
+def _register_envs() -> None:
+    try:
+        import envs
+    except ImportError:  # pragma: no cover - envs is part of this project
+        return
+    register = getattr(envs, "register_rllib_envs", None)
+    if register is not None:
+        register()
+
+
+def build_config(trial_config: Mapping[str, Any], env: str,
+                 env_config: Mapping[str, Any] | None = None):
+    """The RLlib ``AlgorithmConfig`` of one trial.
+
+    Args:
+        trial_config: flat dict with ``"algorithm"`` plus vocabulary keys (see
+            :data:`sweeps.algorithms.vocabulary.SHARED_PARAMS` and :func:`known_params`). Keys
+            it does not set take the algorithm's tuned defaults (``ALGORITHMS[name].defaults``),
+            not RLlib's. A preset's ``env``/``env_config``/``stop`` are accepted.
+        env: gymnasium id or RLlib-registered env name, e.g. ``"ContosoCabs-v0"``.
+        env_config: the env's config dict (RLlib ``env_config``); if None, a preset's.
+
+    Returns:
+        A new-API-stack ``AlgorithmConfig``; ``config.build_algo()`` builds the Algorithm and
+        ``config.algo_class.default_resource_request(config)`` is its Tune resource request
+        (driver + env runners + learners).
+
+    Raises:
+        ValueError: no or an unknown ``algorithm`` (naming the known ones), a preset ``env``
+            different from ``env``, or a vocabulary value of the wrong type or range.
+        UnknownParameterError: (a ValueError) a key the algorithm does not know.
+    """
+    if not isinstance(trial_config, Mapping):
+        raise ValueError(f"trial config must be a dict, got {type(trial_config).__name__}")
+    params = dict(trial_config)
+    if "algorithm" not in params:
+        raise ValueError(f"trial config has no 'algorithm' key (one of: {', '.join(ALGORITHMS)})")
+    spec = _spec(params.pop("algorithm"))
+    preset_env = params.pop("env", None)
+    if preset_env is not None and preset_env != env:
+        raise ValueError(f"trial config is for env {preset_env!r} but the trial's env is {env!r}")
+    preset_env_config = params.pop("env_config", None)
+    params.pop("stop", None)
+    if env_config is None:
+        env_config = preset_env_config
+    known = spec.known_params()
+    for key in params:  # before merging defaults, so the error names the user's key
+        if key not in known:
+            from sweeps.algorithms.vocabulary import UnknownParameterError
+
+            raise UnknownParameterError(key, spec.name, known)
+
+    _register_envs()
+    config = spec.make_config()
+    config.environment(env, env_config=dict(env_config or {}))
+    config.framework("torch")
+    config.api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+    # Iterations end by wall-clock (min_time_s_per_iteration), not after RLlib's default 1000
+    # sampled env steps (DQN), so time-to-target has a resolution of ~1 s for every algorithm.
+    config.reporting(min_sample_timesteps_per_iteration=0, min_train_timesteps_per_iteration=0)
+    config.callbacks(on_algorithm_init=_limit_torch_threads)
+    return apply_params(config, spec, {**spec.defaults, **params})
+
+
+def _get(d: Any, *keys: str, default: Any = math.nan) -> Any:
+    for k in keys:
+        if not isinstance(d, Mapping) or k not in d:
+            return default
+        d = d[k]
+    return d
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _learner_updates(result: Mapping[str, Any]) -> float:
+    """Lifetime gradient updates: minibatch steps trained / minibatch size, per learner."""
+    apex_updates = _get(result, "apex", "learner_updates_lifetime")
+    if not (isinstance(apex_updates, float) and math.isnan(apex_updates)):
+        return _float(apex_updates)
+    learners = result.get("learners")
+    if not isinstance(learners, Mapping):
+        return math.nan
+    updates = 0.0
+    found = False
+    for module_id, stats in learners.items():
+        if module_id == "__all_modules__" or not isinstance(stats, Mapping):
+            continue
+        steps = _float(stats.get("num_module_steps_trained_lifetime"))
+        size = _float(stats.get("module_train_batch_size_mean"))
+        if math.isfinite(steps) and math.isfinite(size) and size > 0:
+            updates += steps / size
+            found = True
+    if not found:
+        return math.nan
+    num_learners = _get(result, "config", "num_learners", default=0)
+    return updates / max(1, int(num_learners or 0))
+
+
+def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The project's per-iteration metrics from one ``Algorithm.train()`` result.
+
+    Returns:
+        ``env_steps`` (int, lifetime env steps sampled by the training env runners),
+        ``episodes`` (int, lifetime training episodes), ``episode_return_mean`` (float, the
+        learned policy's mean episode return: RLlib's ``env_runners/episode_return_mean`` — for
+        APEX the greedy evaluation episodes' ``evaluation/env_runners/episode_return_mean``;
+        NaN before any episode ended), ``exploring_return_mean`` (float, the training env
+        runners' episodes, exploration included), ``learner_updates`` (float, lifetime
+        gradient updates; NaN if unknown).
+
+    Raises:
+        ValueError: for an unknown algorithm.
+    """
+    spec = _spec(algorithm)
+    runners = result.get("env_runners", {}) or {}
+    env_steps = _get(result, "num_env_steps_sampled_lifetime", default=None)
+    if env_steps is None:
+        env_steps = runners.get("num_env_steps_sampled_lifetime", 0)
+    exploring = _float(runners.get("episode_return_mean", math.nan))
+    if spec.return_source == "evaluation":
+        ret = _float(_get(result, "evaluation", "env_runners", "episode_return_mean"))
+    else:
+        ret = exploring
+    return {
+        "env_steps": int(_float(env_steps) if math.isfinite(_float(env_steps)) else 0),
+        "episodes": int(_float(runners.get("num_episodes_lifetime", 0)) or 0),
+        "episode_return_mean": ret,
+        "exploring_return_mean": exploring,
+        "learner_updates": _learner_updates(result),
+    }
+
+
+_registered = False
+
+
+def register_with_tune() -> None:
+    """Register ``"APEX"`` (:class:`~sweeps.algorithms.apex_dqn.ApexDQN`) as a Tune trainable.
+
+    The other names (``DQN``, ``IMPALA``, ``PPO``, ``APPO``) are RLlib's own. Idempotent.
+    """
+    global _registered
+    from ray import tune
+
+    from sweeps.algorithms.apex_dqn import ApexDQN
+
+    tune.register_trainable("APEX", ApexDQN)
+    _registered = True

@@ -1,0 +1,226 @@
+"""The small vocabulary a sweep file speaks, and how it maps onto an RLlib ``AlgorithmConfig``.
+
+A trial config is a flat dict: ``{"algorithm": "DQN", "num_workers": 2, "lr": 1e-3, ...}``.
+The *shared* keys below mean the same for every algorithm; each algorithm adds its own keys,
+named as RLlib names them (``n_step``, ``vtrace_clip_rho_threshold``, ...) and passed to the
+RLlib builder method that owns them (``training()``, ``env_runners()``, ...). A key that is
+neither is an error (:class:`UnknownParameterError`), never silently ignored.
+
+Only RLlib's new API stack (EnvRunners, Learners, RLModules, ConnectorV2) is used; a user who
+knows RLlib recognises every knob in the resolved config (``AlgorithmConfig.to_dict()``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = [
+    "SHARED_PARAMS",
+    "COMMON_RLLIB_PARAMS",
+    "AlgorithmSpec",
+    "OwnParam",
+    "UnknownParameterError",
+    "apply_params",
+]
+
+
+class UnknownParameterError(ValueError):
+    """A trial config names a key that neither the shared vocabulary nor the algorithm knows.
+
+    The message reads ``unknown parameter 'foo' for algorithm APEX (known: ...)``.
+    """
+
+    def __init__(self, key: str, algorithm: str, known: frozenset[str]):
+        self.key, self.algorithm, self.known = key, algorithm, known
+        super().__init__(
+            f"unknown parameter {key!r} for algorithm {algorithm} (known: {', '.join(sorted(known))})"
+        )
+
+
+#: The shared vocabulary: key → (one-line meaning, RLlib equivalent).
+SHARED_PARAMS: dict[str, str] = {
+    "num_workers": "env runners sampling in parallel (RLlib num_env_runners); 0 = sample in the driver",
+    "num_envs_per_worker": "vectorised envs per env runner (RLlib num_envs_per_env_runner)",
+    "rollout_fragment_length": "env steps per env (so × num_envs_per_worker per env runner) per sample call",
+    "train_batch_size": "transitions per learner update, summed over learners (DQN/APEX: the replay minibatch; IMPALA/PPO: the on-policy batch)",
+    "lr": "learning rate of the Adam optimiser",
+    "gamma": "discount factor",
+    "hidden_sizes": "hidden layer widths of the fully connected torso, e.g. [64, 64] (RLlib model_config fcnet_hiddens)",
+    "num_learners": "learner actors (0 = the learner runs in the driver process)",
+    "num_gpus_per_learner": "GPUs per learner (with num_learners=0: GPUs of the driver's learner)",
+    "seed": "RNG seed of the trial (RLlib debugging(seed=...))",
+}
+
+
+class OwnParam(NamedTuple):
+    """An algorithm-specific key: the ``AlgorithmConfig`` builder method that takes it (by its
+    RLlib name) and its one-line meaning."""
+
+    section: str  # builder method: "training", "env_runners", "reporting", "evaluation",
+    # "learners", "rl_module" (a model_config key), or "derived" (read by the spec's translate)
+    meaning: str
+
+
+#: RLlib keys every algorithm accepts (passed through by their RLlib names).
+COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
+    "min_time_s_per_iteration": OwnParam(
+        "reporting", "minimum wall-clock seconds per training iteration (resolution of time-to-target)"
+    ),
+    "metrics_num_episodes_for_smoothing": OwnParam(
+        "reporting", "episodes in the moving window of episode_return_mean"
+    ),
+    "grad_clip": OwnParam("training", "gradient clipping threshold (global norm)"),
+    "fcnet_activation": OwnParam("rl_module", "activation of the fully connected torso: relu, tanh, ..."),
+    "reward_scale": OwnParam(
+        "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
+}
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """What a sweep can choose for one algorithm.
+
+    Attributes:
+        name: the sweep's name of the algorithm (``"DQN"``, ``"APEX"``, ...).
+        summary: one line for listings.
+        make_config: returns a fresh RLlib ``AlgorithmConfig`` of the algorithm.
+        own_params: algorithm-specific keys by their RLlib names → :class:`OwnParam`.
+        defaults: tuned defaults (shared and own keys) used where the trial config is silent.
+            These are *not* RLlib's defaults: they are the fast settings measured on this
+            project's machines (see docs/benchmarks.md, section Algorithms).
+        translate: optional hook ``(params) -> params`` for own keys that are conveniences over
+            nested RLlib settings (e.g. ``prioritized_replay`` → ``replay_buffer_config``);
+            returns builder-method kwargs keyed ``"<section>.<rllib_name>"``.
+        return_source: ``"env_runners"`` (the exploring episodes' return is the learned policy's
+            return, as RLlib reports it) or ``"evaluation"`` (greedy evaluation episodes).
+    """
+
+    name: str
+    summary: str
+    make_config: Callable[[], Any]
+    own_params: Mapping[str, OwnParam]
+    defaults: Mapping[str, Any]
+    translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    return_source: str = "env_runners"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def known_params(self) -> frozenset[str]:
+        """Shared vocabulary ∪ RLlib keys common to all ∪ this algorithm's own keys."""
+        return frozenset(SHARED_PARAMS) | frozenset(COMMON_RLLIB_PARAMS) | frozenset(self.own_params)
+
+    def param_section(self, key: str) -> OwnParam | None:
+        return self.own_params.get(key) or COMMON_RLLIB_PARAMS.get(key)
+
+
+def _int(key: str, value: Any, algorithm: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be an integer, got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be ≥ {minimum}, got {value!r}")
+    return int(value)
+
+
+def _positive_float(key: str, value: Any, algorithm: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) -> Any:
+    """Apply a complete, validated parameter dict (defaults already merged) to ``config``.
+
+    Args:
+        config: a fresh RLlib ``AlgorithmConfig`` of ``spec``'s algorithm.
+        spec: the algorithm.
+        params: shared and own keys (no ``"algorithm"``).
+
+    Returns:
+        ``config``, updated in place.
+
+    Raises:
+        UnknownParameterError: for a key neither shared nor the algorithm's.
+        ValueError: for a shared key with a value of the wrong type or range.
+    """
+    known = spec.known_params()
+    for key in params:
+        if key not in known:
+            raise UnknownParameterError(key, spec.name, known)
+    p = dict(params)
+    name = spec.name
+
+    # ---- shared vocabulary → RLlib ----
+    runner_kwargs: dict[str, Any] = {}
+    if "num_workers" in p:
+        runner_kwargs["num_env_runners"] = _int("num_workers", p.pop("num_workers"), name, 0)
+    if "num_envs_per_worker" in p:
+        runner_kwargs["num_envs_per_env_runner"] = _int(
+            "num_envs_per_worker", p.pop("num_envs_per_worker"), name, 1)
+    if "rollout_fragment_length" in p:
+        v = p.pop("rollout_fragment_length")
+        runner_kwargs["rollout_fragment_length"] = (
+            v if v == "auto" else _int("rollout_fragment_length", v, name, 1))
+    learner_kwargs: dict[str, Any] = {}
+    if "num_learners" in p:
+        learner_kwargs["num_learners"] = _int("num_learners", p.pop("num_learners"), name, 0)
+    if "num_gpus_per_learner" in p:
+        v = p.pop("num_gpus_per_learner")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"parameter 'num_gpus_per_learner' for algorithm {name} must be ≥ 0, got {v!r}")
+        learner_kwargs["num_gpus_per_learner"] = v
+    training_kwargs: dict[str, Any] = {}
+    if "train_batch_size" in p:
+        total = _int("train_batch_size", p.pop("train_batch_size"), name, 1)
+        n = max(1, learner_kwargs.get("num_learners", config.num_learners) or 1)
+        training_kwargs["train_batch_size_per_learner"] = max(1, math.ceil(total / n))
+    if "lr" in p:
+        training_kwargs["lr"] = _positive_float("lr", p.pop("lr"), name)
+    if "gamma" in p:
+        g = p.pop("gamma")
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 <= g <= 1:
+            raise ValueError(f"parameter 'gamma' for algorithm {name} must be in [0, 1], got {g!r}")
+        training_kwargs["gamma"] = float(g)
+    model_config: dict[str, Any] = {}
+    if "hidden_sizes" in p:
+        hs = p.pop("hidden_sizes")
+        if (not isinstance(hs, (list, tuple)) or not hs
+                or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hs)):
+            raise ValueError(
+                f"parameter 'hidden_sizes' for algorithm {name} must be a non-empty list of "
+                f"positive ints, got {hs!r}")
+        model_config["fcnet_hiddens"] = list(hs)
+    seed = p.pop("seed", None)
+    if seed is not None:
+        config.debugging(seed=_int("seed", seed, name, 0))
+
+    # ---- algorithm-specific keys, by their RLlib names ----
+    sections: dict[str, dict[str, Any]] = {
+        "env_runners": runner_kwargs, "learners": learner_kwargs, "training": training_kwargs,
+        "rl_module": model_config, "reporting": {}, "evaluation": {},
+    }
+    if spec.translate is not None:
+        for dotted, value in spec.translate(p).items():
+            section, key = dotted.split(".", 1)
+            sections[section][key] = value
+    scale = p.get("reward_scale", 1.0)
+    if scale is not None and scale != 1.0:
+        from sweeps.algorithms.connectors import RewardScaleConnector
+
+        training_kwargs["learner_connector"] = RewardScaleConnector(
+            _positive_float("reward_scale", scale, name))
+    for key, value in p.items():
+        own = spec.param_section(key)
+        if own.section != "derived":  # derived keys were consumed by spec.translate
+            sections[own.section][key] = value
+
+    config.env_runners(**sections["env_runners"])
+    config.learners(**sections["learners"])
+    config.training(**sections["training"])
+    config.reporting(**sections["reporting"])
+    if sections["evaluation"]:
+        config.evaluation(**sections["evaluation"])
+    if sections["rl_module"]:
+        config.rl_module(model_config=sections["rl_module"])
+    return config
