@@ -178,6 +178,8 @@ def _describe(row: pd.Series, param_cols: list[str]) -> str:
         if col in row.index and pd.notna(row[col]):
             val = row[col]
             name = col.removeprefix("param_")
+            if isinstance(val, float) and val.is_integer() and abs(val) < 1e15:
+                val = int(val)
             parts.append(f"{name}={val:.3g}" if isinstance(val, float) else f"{name}={val}")
     return ", ".join(parts)
 

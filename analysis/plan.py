@@ -432,9 +432,16 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
                      f"(cheapest: ${cands['cost_usd'].min():.4f})")
     best_alg = (fastest or cheapest or cands.sort_values("ttt_s").iloc[0].to_dict())["algorithm"]
     knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg])
-    if knee and knee["strength"] < 0.05:
+    if knee is None:
+        notes.append(f"{best_alg}: no knee (fewer than 3 env runner counts >= 1 on its curve)")
+    elif knee["strength"] < 0.05:
         notes.append(f"{best_alg}: no clear knee in the speedup curve up to N="
                      f"{knee['num_env_runners']} (near-linear or too few points)")
+    unknown = cands[~(np.isfinite(cands["ttt_low_s"]) | np.isfinite(cands["ttt_high_s"]))]
+    if len(unknown):
+        notes.append(f"{unknown[['algorithm', 'num_env_runners']].drop_duplicates().shape[0]} "
+                     f"(algorithm, N) point(s) have no interval: measured with fewer than "
+                     f"{MIN_SEEDS_FOR_CI} seeds, or predicted from an exactly determined fit")
     if cands["extrapolated"].any():
         ex = cands[cands["extrapolated"]]
         notes.append(f"extrapolated beyond measured N for {', '.join(sorted(ex['algorithm'].unique()))}"
@@ -458,8 +465,8 @@ def _knee(model: AlgorithmModel, cands: pd.DataFrame) -> dict[str, Any] | None:
     curve = curve[curve.index >= 1]
     if model.fit is not None and math.isfinite(model.fit.peak_n):
         curve = curve[curve.index <= max(model.fit.peak_n, curve.index.min())]
-    if curve.empty:
-        return None
+    if len(curve) < 3:
+        return None  # a knee needs at least three points on the curve
     n0 = float(curve.index[0])
     speed = curve.iloc[0] / curve.to_numpy()
     n_knee, strength = kneedle(curve.index.to_numpy(float), speed)
@@ -486,10 +493,15 @@ def _fmt_usd(x: float) -> str:
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
 
 
-def _interval(lo: float, hi: float, fmt) -> str:
+def _bounds(lo: float, hi: float, fmt) -> str:
     if not (math.isfinite(lo) or math.isfinite(hi)):
-        return "interval unknown"
-    return f"95% {fmt(lo)}-{fmt(hi)}"
+        return "unknown"
+    return f"{fmt(lo)}-{fmt(hi)}"
+
+
+def _interval(lo: float, hi: float, fmt) -> str:
+    b = _bounds(lo, hi, fmt)
+    return "interval unknown" if b == "unknown" else f"95% {b}"
 
 
 def describe_row(r: dict[str, Any]) -> str:
@@ -550,9 +562,9 @@ def _print_table(plan: Plan, console: Any) -> None:
     front = plan.candidates[plan.candidates["pareto"]].sort_values("cost_usd")
     for _, r in front.iterrows():
         t.add_row(r["algorithm"], str(r["num_env_runners"]), r["vm"], str(r["nodes"]),
-                  _fmt_s(r["ttt_s"]), _interval(r["ttt_low_s"], r["ttt_high_s"], _fmt_s)[4:],
+                  _fmt_s(r["ttt_s"]), _bounds(r["ttt_low_s"], r["ttt_high_s"], _fmt_s),
                   _fmt_usd(r["cost_usd"]),
-                  _interval(r["cost_low_usd"], r["cost_high_usd"], _fmt_usd)[4:],
+                  _bounds(r["cost_low_usd"], r["cost_high_usd"], _fmt_usd),
                   r["source"] + (" (extrapolated)" if r["extrapolated"] else ""))
     console.print(t)
 
