@@ -35,6 +35,7 @@ from scipy import stats as sps
 __all__ = ["ScalingFit", "amdahl", "bootstrap_ttt_prediction", "fit_scaling", "usl"]
 
 N_PARAMS = {"usl": 3, "amdahl": 2}
+_NAMES = {"usl": "USL", "amdahl": "Amdahl"}
 
 
 def usl(n: np.ndarray, gamma: float, alpha: float, beta: float) -> np.ndarray:
@@ -177,7 +178,7 @@ def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
                       n_max=float(distinct.max()) if distinct.size else math.nan)
     if distinct.size < p:
         names = "gamma, alpha, beta" if model == "usl" else "gamma, alpha"
-        base.reason = (f"{model.upper()} has {p} parameters ({names}) but only "
+        base.reason = (f"{_NAMES[model]} has {p} parameters ({names}) but only "
                        f"{distinct.size} distinct N measured; measure more worker counts")
         return base
     # Start: gamma from the smallest N, small contention/coherency.
