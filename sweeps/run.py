@@ -64,12 +64,19 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
     if args.budget_s is not None:
         budget["time_s"] = args.budget_s
     try:
-        return sweep.model_copy(update={"search": Search(**search), "budget": Budget(**budget)})
+        new_search = Search(**search)
     except pydantic.ValidationError as e:
-        err = e.errors()[0]
-        flag = {"num_samples": "--num-samples", "seeds": "--seeds", "time_s": "--budget-s"}
-        field = next((flag[str(x)] for x in err["loc"] if str(x) in flag), "override")
-        raise SpecError(f"{source}: {field}: {err['msg'].removeprefix('Value error, ')}") from None
+        flag = "--num-samples" if args.num_samples is not None else "--seeds"
+        raise SpecError(f"{source}: {flag}: {_first_msg(e)}") from None
+    try:
+        new_budget = Budget(**budget)
+    except pydantic.ValidationError as e:
+        raise SpecError(f"{source}: --budget-s: {_first_msg(e)}") from None
+    return sweep.model_copy(update={"search": new_search, "budget": new_budget})
+
+
+def _first_msg(e) -> str:
+    return e.errors()[0]["msg"].removeprefix("Value error, ")
 
 
 def run_dir_for(root: Path, sweep: Sweep, resume: bool, source: str) -> Path:
@@ -127,6 +134,7 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
     combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
     if sweep.baseline:
         combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_workers")))
+    combos = list(dict.fromkeys(combos))
     for algo, n in combos:
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
         if n is not None:
@@ -177,7 +185,8 @@ def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: i
     space = DefineByRun(sweep)
     while len(shown) < n_show:
         t = study.ask()
-        shown.append(("sampled", trial_params({**t.params, **space(t)})))
+        constants = space(t)
+        shown.append(("sampled", trial_params({**t.params, **constants})))
     from sweeps.trainable import trial_algorithm_config
 
     for kind, params in shown:

@@ -1,5 +1,8 @@
 """The sweep spec: what a sweep file declares, validated by pydantic.
 
+The helpers :func:`choice`, :func:`randint`, :func:`uniform`, :func:`loguniform` build
+parameters that are validated when the ``Sweep`` is built, so errors name the field.
+
 A sweep file (``sweeps/<study>.py``) declares one ``SWEEP = Sweep(...)``; a YAML file with the
 same fields is accepted too (see :func:`sweeps.load.load_sweep`). Every field carries its
 meaning in its ``description``; ``python -m sweeps.run FILE --dry-run`` prints the resolved spec.
@@ -34,7 +37,9 @@ EPISODE_RETURN = "episode_return_mean"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Instances are re-validated inside a Sweep, so an error names its field
+    # (search_space.lr: ...) even when the helper functions below built the value.
+    model_config = ConfigDict(extra="forbid", frozen=True, revalidate_instances="always")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,22 +113,22 @@ Param = Annotated[Choice | IntRange | Uniform | LogUniform, Field(discriminator=
 
 def choice(values: list[Any]) -> Choice:
     """A categorical parameter: one of ``values``."""
-    return Choice(values=list(values))
+    return Choice.model_construct(values=list(values))
 
 
 def randint(low: int, high: int, *, log: bool = False) -> IntRange:
     """An integer parameter in ``[low, high]`` (inclusive)."""
-    return IntRange(low=low, high=high, log=log)
+    return IntRange.model_construct(low=low, high=high, log=log)
 
 
 def uniform(low: float, high: float) -> Uniform:
     """A float parameter uniform in ``[low, high)``."""
-    return Uniform(low=low, high=high)
+    return Uniform.model_construct(low=low, high=high)
 
 
 def loguniform(low: float, high: float) -> LogUniform:
     """A float parameter log-uniform in ``[low, high)``."""
-    return LogUniform(low=low, high=high)
+    return LogUniform.model_construct(low=low, high=high)
 
 
 # ---------------------------------------------------------------------------------------------
