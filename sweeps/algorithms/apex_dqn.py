@@ -139,6 +139,9 @@ class ApexDQNConfig(DQNConfig):
         self.training_intensity = None
         # PLUMBING: actors are ApexEnvRunners; iterations are timed, not sized in env steps.
         self.env_runner_cls = ApexEnvRunner
+        # Two sample() calls queued per actor: it starts the next one as soon as it returns
+        # one, without waiting for the driver to collect the result and ask again.
+        self.max_requests_in_flight_per_env_runner = 2
         self.min_sample_timesteps_per_iteration = 0
         self.min_time_s_per_iteration = 1.0
         # Greedy evaluation in the driver after every iteration, reported under "evaluation".

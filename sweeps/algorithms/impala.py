@@ -40,8 +40,11 @@ IMPALA_DEFAULTS: dict[str, Any] = {
     "hidden_sizes": [64, 64],
     "fcnet_activation": "relu",
     "num_learners": 0,
+    "num_epochs": 4,
+    "minibatch_size": 128,
     "entropy_coeff": 0.01,
     "vf_loss_coeff": 0.5,
+    "reward_scale": 0.01,
     "min_time_s_per_iteration": 1.0,
 }
 

@@ -28,7 +28,8 @@ PPO_PARAMS: dict[str, OwnParam] = {
 }
 
 #: Defaults: RLlib's PPO settings except faster sampling (8 vectorised envs per env runner),
-#: a 2000-step batch with 10 epochs (RLlib: 4000 and 30) and ~1 s iterations.
+#: a 2000-step batch with 10 epochs (RLlib: 4000 and 30), GAE λ 0.95, rewards × 0.01 for the
+#: learner, no value-loss clipping and ~1 s iterations.
 PPO_DEFAULTS: dict[str, Any] = {
     "num_workers": 1,
     "num_envs_per_worker": 8,
@@ -39,8 +40,10 @@ PPO_DEFAULTS: dict[str, Any] = {
     "lr": 3e-4,
     "gamma": 0.99,
     "lambda_": 0.95,
+    "vf_clip_param": 1e6,  # no value-loss clipping: RLlib's 10 zeroes the value gradient when returns are large
     "hidden_sizes": [64, 64],
     "num_learners": 0,
+    "reward_scale": 0.01,
     "min_time_s_per_iteration": 1.0,
 }
 
