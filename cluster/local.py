@@ -37,7 +37,11 @@ from cluster.nodes import grpc_answers, port_open, split_address
 #: Seconds to wait for a TCP answer from an existing cluster's GCS before giving up.
 CONNECT_PROBE_TIMEOUT_S = 5.0
 
+#: Attempts (about one second each) to get an answer from the GCS of an existing cluster.
+GCS_CONNECT_ATTEMPTS = 10
+
 _AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+_GCS_WAIT_VAR = "RAY_gcs_server_port_wait_time_s"
 
 
 class ClusterError(RuntimeError):
@@ -160,16 +164,21 @@ def _connect(address: str, source: str) -> None:
                 f"no Ray cluster at {address} ({source}): something listens on {host}:{port} "
                 f"but it is not a Ray GCS (no gRPC answer within {CONNECT_PROBE_TIMEOUT_S:.0f} s)"
             )
+    # Ray retries the GCS for ~20 s (NUM_REDIS_GET_RETRIES) when it answers but refuses us,
+    # e.g. for a missing or wrong token; ten 1-s attempts are plenty for a live cluster.
+    saved = os.environ.get(_GCS_WAIT_VAR)
+    os.environ.setdefault(_GCS_WAIT_VAR, str(GCS_CONNECT_ATTEMPTS))
     try:
         ray.init(address=address, logging_level=logging.WARNING)
     except Exception as exc:
-        hint = ""
-        if "authentication" in str(exc).lower() or "token" in str(exc).lower():
-            hint = " (a cluster with token auth needs RAY_AUTH_MODE=token and RAY_AUTH_TOKEN)"
         raise ClusterError(
             f"cannot connect to the Ray cluster at {address} ({source}): "
-            f"{redact(_one_line(exc))}{hint}"
+            f"{redact(_one_line(exc))} (a cluster with token authentication needs "
+            f"RAY_AUTH_MODE=token and its RAY_AUTH_TOKEN in this environment)"
         ) from None
+    finally:
+        if saved is None:
+            os.environ.pop(_GCS_WAIT_VAR, None)
 
 
 def _one_line(exc: BaseException) -> str:
