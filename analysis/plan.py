@@ -522,7 +522,9 @@ def plan_text(plan: Plan) -> list[str]:
                 if plan.deadline_s is not None else "Cheapest")
         line = f"{head}: {describe_row(plan.cheapest)}"
         hi = plan.cheapest["ttt_high_s"]
-        if plan.deadline_s is not None and not (math.isfinite(hi) and hi <= plan.deadline_s):
+        if plan.deadline_s is not None and math.isnan(hi):
+            line += " -- no interval: cannot tell how safely it meets the deadline"
+        elif plan.deadline_s is not None and not hi <= plan.deadline_s:
             line += " -- at risk: its interval reaches past the deadline"
         lines.append(line)
     if plan.fastest is not None:
@@ -530,15 +532,23 @@ def plan_text(plan: Plan) -> list[str]:
                 if plan.budget_usd is not None else "Fastest")
         line = f"{head}: {describe_row(plan.fastest)}"
         hi = plan.fastest["cost_high_usd"]
-        if plan.budget_usd is not None and not (math.isfinite(hi) and hi <= plan.budget_usd):
+        if plan.budget_usd is not None and math.isnan(hi):
+            line += " -- no interval: cannot tell how safely it fits the budget"
+        elif plan.budget_usd is not None and not hi <= plan.budget_usd:
             line += " -- at risk: its interval reaches past the budget"
         lines.append(line)
     if plan.knee is not None:
         k = plan.knee
-        lines.append(f"Knee of the efficiency curve ({k['algorithm']}): {k['num_env_runners']} "
-                     f"env runner(s), speedup {k['speedup']:.2f}x over {k['relative_to_n']} "
-                     f"env runner(s), parallel efficiency {k['efficiency']:.0%} per env runner"
-                     + (" [extrapolated]" if k["extrapolated"] else ""))
+        if k["num_env_runners"] == k["relative_to_n"]:
+            lines.append(f"Knee of the efficiency curve ({k['algorithm']}): "
+                         f"{k['num_env_runners']} env runner(s) -- more env runners are not "
+                         "predicted to reach the target sooner")
+        else:
+            lines.append(f"Knee of the efficiency curve ({k['algorithm']}): "
+                         f"{k['num_env_runners']} env runner(s), speedup {k['speedup']:.2f}x "
+                         f"over {k['relative_to_n']} env runner(s), parallel efficiency "
+                         f"{k['efficiency']:.0%} per env runner"
+                         + (" [extrapolated]" if k["extrapolated"] else ""))
     for alg, fit in plan.fits.items():
         lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
                                                       "none (measured points only)"))

@@ -28,6 +28,7 @@ import json
 import math
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,18 @@ def _fmt_ci(v: float, lo: float, hi: float, fmt=lambda z: f"{z:.2f}") -> str:
     return txt
 
 
+def _fmt_speedup(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
+    """Speedup (or an efficiency: ``ratio`` = resources ratio) with its CI or its bound."""
+    v = r[key]
+    if isinstance(v, float) and math.isinf(v) and math.isfinite(r["speedup_lower_bound"]):
+        return f"&gt; {r['speedup_lower_bound'] / ratio:.2f}"
+    if v == 0.0 and math.isfinite(r["speedup_upper_bound"]):
+        return f"&lt; {r['speedup_upper_bound'] / ratio:.2f}"
+    if key == "speedup":
+        return _fmt_ci(v, r["speedup_low"], r["speedup_high"])
+    return _fmt_num(v, 2)
+
+
 def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,),
            raw: bool = False) -> str:
     th = "".join(f'<th class="{"l" if i in left else ""}">{_esc(h)}</th>'
@@ -211,13 +224,14 @@ def _summary(ctx: _Ctx) -> str:
             cards.append(("Target not reached", f"{int(s['n_reached'].sum())} of {n_tr} trials",
                           f"best return {tm['best_return'].max():.4g} vs target "
                           f"{ctx.target.value:g}"))
-        if top["config_id"] in sp.index and math.isfinite(sp.at[top["config_id"], "speedup"]):
+        if top["config_id"] in sp.index and (
+                math.isfinite(sp.at[top["config_id"], "speedup"])
+                or math.isfinite(sp.at[top["config_id"], "speedup_lower_bound"])):
             r = sp.loc[top["config_id"]]
-            effs = [f"{_fmt_num(r[c], 2)} per {w}" for c, w in (
-                ("efficiency_per_runner", "env runner"), ("efficiency_per_cpu", "CPU"))
-                if math.isfinite(r[c])]
-            cards.append(("Speedup vs baseline", _fmt_ci(r["speedup"], r["speedup_low"],
-                                                         r["speedup_high"]) + "x",
+            effs = [f"{_fmt_speedup(r, c, r[ratio])} per {w}" for c, ratio, w in (
+                ("efficiency_per_runner", "runner_ratio", "env runner"),
+                ("efficiency_per_cpu", "cpu_ratio", "CPU")) if math.isfinite(r[ratio])]
+            cards.append(("Speedup vs baseline", _fmt_speedup(r) + "x",
                           "efficiency " + ", ".join(effs) if effs else ""))
         if ctx.plan is not None and ctx.plan.cheapest is not None:
             c = ctx.plan.cheapest
@@ -226,10 +240,13 @@ def _summary(ctx: _Ctx) -> str:
                           f"{_fmt_usd(c['cost_usd'])}"))
         if ctx.plan is not None and ctx.plan.knee is not None:
             k = ctx.plan.knee
+            sub = (f"{k['algorithm']}: more env runners are not predicted to help"
+                   if k["num_env_runners"] == k["relative_to_n"] else
+                   f"{k['algorithm']}: speedup {k['speedup']:.2f}x over {k['relative_to_n']}, "
+                   f"efficiency {k['efficiency']:.0%}"
+                   + (" (extrapolated)" if k["extrapolated"] else ""))
             cards.append(("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)",
-                          f"{k['algorithm']}: speedup {k['speedup']:.2f}x over "
-                          f"{k['relative_to_n']}, efficiency {k['efficiency']:.0%}"
-                          + (" (extrapolated)" if k["extrapolated"] else "")))
+                          sub))
         if ctx.plan is not None and ctx.plan.fastest is not None:
             f = ctx.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
@@ -256,10 +273,11 @@ def _summary(ctx: _Ctx) -> str:
                 f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
                 + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
                 _esc(b["estimator"] or "-"), _fmt_ttt(b),
-                _fmt_ci(r["speedup"], r["speedup_low"], r["speedup_high"]) if r is not None
-                else "-",
-                _fmt_num(r["efficiency_per_runner"], 2) if r is not None else "-",
-                _fmt_num(r["efficiency_per_cpu"], 2) if r is not None else "-",
+                _fmt_speedup(r) if r is not None else "-",
+                _fmt_speedup(r, "efficiency_per_runner", r["runner_ratio"])
+                if r is not None and math.isfinite(r["runner_ratio"]) else "-",
+                _fmt_speedup(r, "efficiency_per_cpu", r["cpu_ratio"])
+                if r is not None and math.isfinite(r["cpu_ratio"]) else "-",
                 _esc(cost), _esc(b["note"] or "")])
         parts.append("<h3>Best configuration per algorithm</h3>")
         parts.append('<p class="note">Best = lowest median time-to-target (Kaplan-Meier median '
@@ -404,8 +422,14 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
     base = s[s["is_baseline"]]
     fit_rows = []
     if base.empty or sp.empty or not np.isfinite(sp["speedup"].astype(float)).any():
-        out.append(_missing("No speedup: there are no baseline trials, or the baseline did not "
-                            "reach the target in half its seeds."))
+        if base.empty:
+            why = "there are no baseline trials"
+        else:
+            b0 = base.iloc[0]
+            why = (f"the baseline ({b0['algorithm']}, {b0['num_env_runners']} env runner(s)) "
+                   f"did not reach the target in half its seeds; speedups are only bounded "
+                   f"(see the tables)")
+        out.append(_missing(f"No speedup curve: {why}."))
     else:
         b = base.sort_values("n_trials", ascending=False).iloc[0]
         nb = int(b["num_env_runners"])
@@ -511,8 +535,7 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
             if c["config_id"] not in sp.index:
                 continue
             r = sp.loc[c["config_id"]]
-            rows.append([c["algorithm"], str(c["num_env_runners"]),
-                         _fmt_ci(r["speedup"], r["speedup_low"], r["speedup_high"]),
+            rows.append([c["algorithm"], str(c["num_env_runners"]), _fmt_speedup(r),
                          _fmt_num(r["throughput_ratio"], 3),
                          _fmt_num(r["sample_efficiency_ratio"], 3), _fmt_num(r["residual"], 3),
                          r["speedup_note"] or ""])
@@ -522,8 +545,9 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
                    "this configuration (&gt; 1: fewer samples needed). Residual: the part of the "
                    "speedup neither explains (start-up time, iteration granularity).</p>")
         out.append(_table(["algorithm", "env runners", "speedup [95% CI]", "throughput ratio",
-                           "sample-efficiency ratio", "residual", "notes"], rows,
-                          left=(0, 6)))
+                           "sample-efficiency ratio", "residual", "notes"],
+                          [[x if i == 2 else _esc(x) for i, x in enumerate(row)] for row in rows],
+                          left=(0, 6), raw=True))
     rows = []
     for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows():
         rows.append([c["algorithm"], str(c["num_env_runners"]), _esc(c["config_label"]),
@@ -611,8 +635,14 @@ def _optuna(ctx: _Ctx, figs: _Figures) -> str:
                             "parameters."))
     else:
         try:
-            fig = ov.plot_param_importances(study)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fig = ov.plot_param_importances(study)
             out.append(figs.div(fig, height=380))
+            if caught or len(done) < 10:
+                out.append(f'<p class="note">Only {len(done)} completed Optuna trials: '
+                           "importances are rough (some parameter values were tried fewer "
+                           "than twice).</p>")
         except (RuntimeError, ValueError, ZeroDivisionError) as exc:
             out.append(_missing(f"Parameter importances could not be computed ({exc})."))
     return "".join(out)

@@ -133,9 +133,9 @@ class ScalingFit:
     def describe(self) -> str:
         """One line: parameters, peak and goodness of fit, or why there is no fit."""
         if not self.ok:
-            return f"{self.model.upper()}: not fitted ({self.reason})"
+            return f"{_NAMES[self.model]}: not fitted ({self.reason})"
         se = self.stderr
-        txt = (f"{self.model.upper()}: gamma={self.gamma:.4g}, alpha={self.alpha:.3g}"
+        txt = (f"{_NAMES[self.model]}: gamma={self.gamma:.4g}, alpha={self.alpha:.3g}"
                + (f" (+-{se[1]:.2g})" if math.isfinite(se[1]) else ""))
         if self.model == "usl":
             txt += f", beta={self.beta:.3g}" + (f" (+-{se[2]:.2g})" if math.isfinite(se[2])

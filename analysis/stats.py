@@ -314,7 +314,10 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         ``(table, warnings)``. ``table`` has one row per ``config_id`` with ``speedup,
         speedup_low, speedup_high`` (S = TTT(baseline)/TTT(config)), ``runner_ratio,
         efficiency_per_runner`` (+ ``_low/_high``), ``cpu_ratio, efficiency_per_cpu``
-        (+ ``_low/_high``), ``throughput_ratio, sample_efficiency_ratio, residual`` and a
+        (+ ``_low/_high``), ``throughput_ratio, sample_efficiency_ratio, residual``,
+        ``speedup_lower_bound`` (when the baseline's median TTT was not reached: S > the
+        baseline's longest observed time / this TTT), ``speedup_upper_bound`` (when this
+        configuration's was not: S < baseline TTT / its longest observed time) and a
         ``speedup_note``. Empty values mean "not computable" and the note says why.
     """
     warns: list[str] = []
@@ -322,7 +325,7 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
             "efficiency_per_runner", "efficiency_per_runner_low", "efficiency_per_runner_high",
             "cpu_ratio", "efficiency_per_cpu", "efficiency_per_cpu_low",
             "efficiency_per_cpu_high", "throughput_ratio", "sample_efficiency_ratio",
-            "residual", "speedup_note"]
+            "residual", "speedup_lower_bound", "speedup_upper_bound", "speedup_note"]
     base_rows = summary[summary["is_baseline"]]
     if base_rows.empty:
         warns.append("no baseline trials (is_baseline): speedups and efficiencies are not shown")
@@ -351,6 +354,15 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         row["speedup"] = s
         if math.isnan(s):
             notes.append("neither reached the target by median")
+        elif math.isinf(s):
+            # the baseline's median TTT is beyond everything observed: only a lower bound
+            row["speedup_lower_bound"] = float(np.max(bd)) / float(c["ttt_s"])
+            notes.append(f"baseline median not reached within {np.max(bd):.0f} s: "
+                         f"S > {row['speedup_lower_bound']:.2f}")
+        elif s == 0.0:
+            row["speedup_upper_bound"] = float(base["ttt_s"]) / float(np.max(cd))
+            notes.append(f"median not reached within {np.max(cd):.0f} s: "
+                         f"S < {row['speedup_upper_bound']:.2f}")
         if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
             ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
             ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))

@@ -150,6 +150,24 @@ def test_speedup_ci_resamples_both_configurations() -> None:
     assert r["speedup_low"] > 1.5 and r["speedup_high"] < 4.0
 
 
+def test_speedup_bounds_when_a_median_is_not_reached() -> None:
+    tm = pd.concat([make_tm("base", [40.0, 41.0, 40.5], [False] * 3, baseline=True),
+                    make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2),
+                    make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4)], ignore_index=True)
+    sp, _ = speedup_table(tm, summarize_configs(tm))
+    sp = sp.set_index("config_id")
+    assert math.isinf(sp.at["fast", "speedup"])
+    assert sp.at["fast", "speedup_lower_bound"] == pytest.approx(41.0 / 20.0)
+    assert "S > 2.05" in sp.at["fast", "speedup_note"]
+    assert math.isnan(sp.at["never", "speedup"])  # neither reached: no bound either way
+    tm2 = pd.concat([make_tm("base", [10.0, 10.0, 10.0], [True] * 3, baseline=True),
+                     make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4)],
+                    ignore_index=True)
+    sp2, _ = speedup_table(tm2, summarize_configs(tm2))
+    r = sp2.set_index("config_id").loc["never"]
+    assert r["speedup"] == 0.0 and r["speedup_upper_bound"] == pytest.approx(10.0 / 31.0)
+
+
 def test_no_baseline_says_so() -> None:
     tm = make_tm("a", [10.0, 20.0, 30.0], [True] * 3)
     sp, warns = speedup_table(tm, summarize_configs(tm))
