@@ -142,6 +142,10 @@ class ApexDQNConfig(DQNConfig):
         # Two sample() calls queued per actor: it starts the next one as soon as it returns
         # one, without waiting for the driver to collect the result and ask again.
         self.max_requests_in_flight_per_env_runner = 2
+        # RLlib's Algorithm.step() would otherwise gather every actor's connector state after
+        # each iteration with a blocking call, i.e. wait for the slowest actor. Ape-X's actors
+        # use RLlib's stateless default connectors, so there is nothing to merge.
+        self._dont_auto_sync_env_runner_states = True
         self.min_sample_timesteps_per_iteration = 0
         self.min_time_s_per_iteration = 1.0
         # Greedy evaluation in the driver after every iteration, reported under "evaluation".

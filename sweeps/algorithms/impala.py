@@ -98,9 +98,10 @@ def pong_seed001() -> dict[str, Any]:
         "rollout_fragment_length": 50,
         "train_batch_size": 1000,
         "num_epochs": 2,
+        "minibatch_size": None,  # each pass is one update on the whole batch
         "lr": 5e-4,
         "gamma": 0.99,
-        "hidden_sizes": [256],
+        "reward_scale": 1.0,  # Pong's rewards are already ±1
         "num_learners": 1 if gpu else 0,
         "num_gpus_per_learner": 1 if gpu else 0,
         "min_time_s_per_iteration": 10,

@@ -208,7 +208,7 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     if scale is not None and scale != 1.0:
         from sweeps.algorithms.connectors import RewardScaleConnector
 
-        training_kwargs["learner_connector"] = RewardScaleConnector(
+        learner_kwargs["learner_connector"] = RewardScaleConnector(
             _positive_float("reward_scale", scale, name))
     for key, value in p.items():
         own = spec.param_section(key)

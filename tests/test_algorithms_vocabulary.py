@@ -1,0 +1,202 @@
+"""The shared vocabulary → RLlib AlgorithmConfig mapping, errors, presets and Ape-X's ε_i.
+
+No Ray cluster is started here: configs are built and inspected, never run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sweeps.algorithms import (
+    ALGORITHMS,
+    PRESETS,
+    SHARED_PARAMS,
+    UnknownParameterError,
+    build_config,
+    extract_metrics,
+    known_params,
+)
+
+CABS = "ContosoCabs-v0"
+
+
+def test_registry_names_the_five_algorithms():
+    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO"}
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_known_params_hold_shared_vocabulary_and_defaults(name):
+    known = known_params(name)
+    assert set(SHARED_PARAMS) <= known
+    # every tuned default is a key a sweep could also set
+    assert set(ALGORITHMS[name].defaults) <= known
+    assert "algorithm" not in known
+
+
+def test_unknown_key_error_names_key_algorithm_and_known():
+    with pytest.raises(UnknownParameterError) as e:
+        build_config({"algorithm": "APEX", "foo": 1}, CABS)
+    msg = str(e.value)
+    assert msg.startswith("unknown parameter 'foo' for algorithm APEX (known: ")
+    assert "weights_sync_period" in msg and "num_workers" in msg
+    assert isinstance(e.value, ValueError)
+
+
+def test_algorithm_specific_key_of_another_algorithm_is_unknown():
+    # V-trace's clip is IMPALA's, not DQN's
+    with pytest.raises(UnknownParameterError, match="'vtrace_clip_rho_threshold' for algorithm DQN"):
+        build_config({"algorithm": "DQN", "vtrace_clip_rho_threshold": 1.0}, CABS)
+
+
+@pytest.mark.parametrize("bad", [{"algorithm": "SAC"}, {"num_workers": 1}, {"algorithm": None}])
+def test_unknown_or_missing_algorithm(bad):
+    with pytest.raises(ValueError, match="algorithm") as e:
+        build_config(bad, CABS)
+    assert "DQN" in str(e.value)
+    with pytest.raises(ValueError, match="unknown algorithm 'SAC'"):
+        known_params("SAC")
+
+
+@pytest.mark.parametrize(
+    "params, fragment",
+    [
+        ({"num_workers": -1}, "'num_workers'"),
+        ({"num_workers": 1.5}, "'num_workers'"),
+        ({"lr": 0}, "'lr'"),
+        ({"gamma": 1.5}, "'gamma'"),
+        ({"hidden_sizes": [64, 0]}, "'hidden_sizes'"),
+        ({"hidden_sizes": 64}, "'hidden_sizes'"),
+        ({"train_batch_size": "big"}, "'train_batch_size'"),
+        ({"reward_scale": -1}, "'reward_scale'"),
+    ],
+)
+def test_bad_values_raise_one_line_errors(params, fragment):
+    with pytest.raises(ValueError) as e:
+        build_config({"algorithm": "DQN", **params}, CABS)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_shared_vocabulary_maps_onto_rllib_names():
+    c = build_config(
+        {"algorithm": "IMPALA", "num_workers": 3, "num_envs_per_worker": 4,
+         "rollout_fragment_length": 20, "train_batch_size": 1000, "lr": 2e-3, "gamma": 0.97,
+         "hidden_sizes": [32, 16], "num_learners": 2, "num_gpus_per_learner": 0, "seed": 7,
+         "vtrace_clip_rho_threshold": 0.9},
+        CABS, {"time_matrix_seed": 3})
+    assert c.env == CABS and c.env_config == {"time_matrix_seed": 3}
+    assert c.num_env_runners == 3 and c.num_envs_per_env_runner == 4
+    assert c.rollout_fragment_length == 20
+    assert c.num_learners == 2 and c.train_batch_size_per_learner == 500  # 1000 over 2 learners
+    assert c.total_train_batch_size == 1000
+    assert c.lr == 2e-3 and c.gamma == 0.97 and c.seed == 7
+    assert c.model_config["fcnet_hiddens"] == [32, 16]
+    assert c.vtrace_clip_rho_threshold == 0.9
+    assert c.enable_rl_module_and_learner and c.enable_env_runner_and_connector_v2
+
+
+def test_missing_keys_take_tuned_defaults_not_rllibs():
+    c = build_config({"algorithm": "DQN"}, CABS)
+    d = ALGORITHMS["DQN"].defaults
+    assert c.num_envs_per_env_runner == d["num_envs_per_worker"] > 1
+    assert c.rollout_fragment_length == d["rollout_fragment_length"] != "auto"
+    assert c.min_sample_timesteps_per_iteration == 0  # RLlib's DQN default: 1000 env steps
+    assert c.min_time_s_per_iteration == d["min_time_s_per_iteration"]
+    assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+
+
+def test_num_workers_zero_means_sampling_in_the_driver():
+    c = build_config({"algorithm": "DQN", "num_workers": 0}, CABS)
+    assert c.num_env_runners == 0
+    bundles = c.algo_class.default_resource_request(c).bundles
+    assert sum(b.get("CPU", 0) for b in bundles) == 1  # just the driver
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("workers", [1, 2])
+def test_resource_request_is_driver_plus_env_runners(name, workers):
+    c = build_config({"algorithm": name, "num_workers": workers}, CABS)
+    bundles = c.algo_class.default_resource_request(c).bundles
+    assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers
+    assert sum(b.get("GPU", 0) for b in bundles) == 0
+
+
+def test_dqn_options_and_replay_choice():
+    c = build_config({"algorithm": "DQN", "double_q": False, "dueling": False, "n_step": 5,
+                      "prioritized_replay": False, "buffer_size": 1234}, CABS)
+    assert (c.double_q, c.dueling, c.n_step) == (False, False, 5)
+    assert c.replay_buffer_config == {"type": "EpisodeReplayBuffer", "capacity": 1234}
+    c = build_config({"algorithm": "DQN", "prioritized_replay_alpha": 0.5}, CABS)
+    assert c.replay_buffer_config["alpha"] == 0.5
+
+
+def test_seed_baseline_preset_is_the_seed_articles_agent():
+    p = PRESETS["seed_baseline"]
+    c = build_config(p, CABS)
+    assert c.algo_class.__name__ == "DQN"
+    assert c.model_config["fcnet_hiddens"] == [36, 36]
+    assert c.total_train_batch_size == 64 and c.gamma == 0.98 and c.num_env_runners == 1
+    eps = c.epsilon
+    assert eps[0][1] > eps[-1][1]  # ε decays
+
+
+def test_pong_seed001_preset():
+    import os
+
+    p = PRESETS["pong_seed001"]
+    assert p["env"] == "PongNoFrameskip-v4"
+    assert p["num_workers"] == max(1, len(os.sched_getaffinity(0)) - 1)
+    c = build_config(p, "PongNoFrameskip-v4")
+    assert c.algo_class.__name__ == "IMPALA"
+    assert c.rollout_fragment_length == 50 and c.total_train_batch_size == 1000
+    assert c.num_epochs == 2 and c.env_config["frame_size"] == 42
+    with pytest.raises(ValueError, match="for env 'PongNoFrameskip-v4' but the trial's env is"):
+        build_config(p, CABS)
+
+
+def test_actor_epsilons_follow_horgan_et_al():
+    from sweeps.algorithms.apex_dqn import actor_epsilon
+
+    assert actor_epsilon(0, 1) == 0.4
+    eps = [actor_epsilon(i, 8) for i in range(8)]
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4**8)
+    assert eps[3] == pytest.approx(0.4 ** (1 + 7 * 3 / 7))
+    assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
+    with pytest.raises(ValueError, match="out of range"):
+        actor_epsilon(3, 3)
+
+
+def test_apex_config_is_a_dqn_config_with_apex_defaults():
+    from ray.rllib.algorithms.dqn import DQN, DQNConfig
+
+    from sweeps.algorithms.apex_dqn import ApexDQN, ApexEnvRunner
+
+    c = build_config({"algorithm": "APEX", "weights_sync_period": 5, "epsilon": 0.3}, CABS)
+    assert isinstance(c, DQNConfig) and issubclass(c.algo_class, DQN) and c.algo_class is ApexDQN
+    assert c.env_runner_cls is ApexEnvRunner
+    assert (c.weights_sync_period, c.epsilon, c.epsilon_alpha) == (5, 0.3, 7.0)
+    assert c.n_step == 3 and c.double_q and c.dueling
+    assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+    assert c.evaluation_interval == 1 and c.evaluation_config["explore"] is False
+
+
+def test_extract_metrics_reads_the_right_keys():
+    result = {
+        "num_env_steps_sampled_lifetime": 5000,
+        "env_runners": {"num_episodes_lifetime": 40, "episode_return_mean": 100.0,
+                        "num_env_steps_sampled_lifetime": 5000},
+        "evaluation": {"env_runners": {"episode_return_mean": 250.0}},
+        "learners": {"default_policy": {"num_module_steps_trained_lifetime": 6400,
+                                        "module_train_batch_size_mean": 64.0},
+                     "__all_modules__": {"num_env_steps_trained_lifetime": 6400}},
+    }
+    m = extract_metrics("DQN", result)
+    assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
+                 "exploring_return_mean": 100.0, "learner_updates": 100.0}
+    m = extract_metrics("APEX", {**result, "apex": {"learner_updates_lifetime": 77}})
+    assert m["episode_return_mean"] == 250.0 and m["exploring_return_mean"] == 100.0
+    assert m["learner_updates"] == 77
+    empty = extract_metrics("IMPALA", {"env_runners": {}})
+    assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])
+    assert math.isnan(empty["learner_updates"])
