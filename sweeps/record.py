@@ -231,10 +231,17 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:
             continue
         row[f"param_{key}"] = json.dumps(value) if isinstance(value, (list, dict)) else value
-    for col in ("train_batch_size", "rollout_fragment_length"):
-        row[col] = float(row[col]) if row[col] is not None else nan
-    row["lr"] = float(row["lr"]) if row["lr"] is not None else nan
+    for col in ("train_batch_size", "rollout_fragment_length", "lr"):
+        row[col] = _number(row[col])
     return row
+
+
+def _number(x: Any) -> float:
+    """A numeric column value; NaN for None or RLlib's ``"auto"``."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def environment_info(command: list[str], ray_address: str, nodes: list[dict]) -> dict[str, Any]:

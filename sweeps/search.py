@@ -32,6 +32,20 @@ from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 # Keys the runner adds to every trial config (not algorithm parameters).
 META_KEYS = ("config_id", "is_baseline", "seed")
 
+# Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
+# does not set them), so results tables and Tune's status table always have them.
+RECORDED_PARAMS = ("num_workers", "num_envs_per_worker", "train_batch_size",
+                   "rollout_fragment_length", "lr")
+
+
+def complete_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the algorithm's defaults filled in for :data:`RECORDED_PARAMS`."""
+    from sweeps.algorithms import ALGORITHMS
+
+    defaults = ALGORITHMS[params["algorithm"]].defaults
+    filled = {k: defaults[k] for k in RECORDED_PARAMS if k in defaults and k not in params}
+    return {**params, **filled}
+
 
 def censored_objective(budget_s: float, best: float, target: float) -> float:
     """Optuna objective of a trial that did not reach ``target`` within ``budget_s`` seconds.
@@ -202,6 +216,7 @@ class SeededSearch(Searcher):
 
     def _enqueue(self, group: str, params: dict[str, Any], is_baseline: bool) -> None:
         cid = "baseline" if is_baseline else config_id(params["algorithm"], params)
+        params = complete_params(params)
         self._group_size[group] = self.seeds
         self._group_results[group] = []
         for seed in range(self.seeds):
