@@ -15,6 +15,12 @@ line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 
 history and parameter importances, 6 environment and sweep spec. What cannot be shown (no
 baseline, a single N, no optuna.db, every run censored, ...) is said in place of the figure.
 
+The numbers are computed once by :func:`analyse` (a :class:`ReportData`); the figures come from
+public builders (:func:`learning_curve_figure`, :func:`ttt_figure`, :func:`speedup_figures`,
+:func:`throughput_figure`, styled by :func:`style_figure`), which :mod:`analysis.publish` uses
+too, so exported PNGs are the report's figures. A builder raises :class:`FigureUnavailable`
+(one line: why) when its figure cannot be drawn.
+
 The page records JavaScript errors (``window.onerror``, unhandled rejections,
 ``console.error``) into the hidden ``#report-errors`` element, so a headless browser test can
 read them from the DOM; ``<body data-figures=...>`` holds the number of figures.
@@ -42,7 +48,21 @@ from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
 from analysis.scaling import fit_scaling
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs, speedup_table, summarize_configs
 
-__all__ = ["build_report", "main", "write_report"]
+__all__ = [
+    "FIGURE_HEIGHT",
+    "FigureUnavailable",
+    "ReportData",
+    "SpeedupFigures",
+    "analyse",
+    "build_report",
+    "learning_curve_figure",
+    "main",
+    "speedup_figures",
+    "style_figure",
+    "throughput_figure",
+    "ttt_figure",
+    "write_report",
+]
 
 _ALG_SCALES = ["Blues", "Oranges", "Greens", "Purples", "Reds", "Greys"]
 _ALG_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#7f7f7f"]
@@ -161,8 +181,26 @@ def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0
 
 
 @dataclass
-class _Ctx:
-    """Everything computed once and shared by the sections."""
+class ReportData:
+    """Everything the report computes once from a results directory (see :func:`analyse`).
+
+    The report's sections, its figure builders (:func:`learning_curve_figure`,
+    :func:`ttt_figure`, :func:`speedup_figures`, :func:`throughput_figure`) and
+    :mod:`analysis.publish` all read from this, so the HTML and the exported PNGs/tables show
+    the same numbers.
+
+    Attributes:
+        res: the loaded results directory.
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`), one row per trial.
+        target: the target the trials are judged against.
+        summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
+        speed: speedup / parallel efficiency per configuration
+            (:func:`analysis.stats.speedup_table`); empty without configurations.
+        plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
+        warnings: one line each: what was missing, repaired or is not trustworthy.
+        colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
+        n_figures: figures placed in the HTML page so far.
+    """
 
     res: Results
     tm: pd.DataFrame
@@ -176,16 +214,34 @@ class _Ctx:
     n_figures: int = 0
 
 
+class FigureUnavailable(Exception):
+    """A figure cannot be drawn from these results; the message (one line) says why."""
+
+
+FIGURE_HEIGHT = {"learning_curves": 460, "ttt": 430, "speedup": 470, "efficiency": 430,
+                 "throughput": 430}
+"""Height in CSS pixels of each figure, in the report and in exported images."""
+
+
+def style_figure(fig: Any, height: int = 430) -> Any:
+    """Apply the report's look (white template, margins, fonts) and ``height`` (CSS px).
+
+    Returns the same figure (modified in place), so calls can be chained.
+    """
+    fig.update_layout(template="plotly_white", height=height,
+                      margin={"l": 64, "r": 24, "t": 56, "b": 56},
+                      font={"size": 13}, legend={"font": {"size": 12}})
+    return fig
+
+
 class _Figures:
     """Turns plotly figures into divs (plotly.js is embedded once, in the head)."""
 
-    def __init__(self, ctx: _Ctx) -> None:
+    def __init__(self, ctx: ReportData) -> None:
         self.ctx = ctx
 
     def div(self, fig: Any, height: int = 430) -> str:
-        fig.update_layout(template="plotly_white", height=height,
-                          margin={"l": 64, "r": 24, "t": 56, "b": 56},
-                          font={"size": 13}, legend={"font": {"size": 12}})
+        style_figure(fig, height)
         self.ctx.n_figures += 1
         div_id = f"fig-{self.ctx.n_figures}"
         return '<div class="fig">' + fig.to_html(
@@ -200,7 +256,7 @@ def _missing(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 1: summary
 # ---------------------------------------------------------------------------------------------
-def _summary(ctx: _Ctx) -> str:
+def _summary(ctx: ReportData) -> str:
     s, tm = ctx.summary, ctx.tm
     parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
              f'(from {_esc(ctx.target.source)}'
@@ -299,52 +355,78 @@ def _summary(ctx: _Ctx) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 2: learning curves
 # ---------------------------------------------------------------------------------------------
-def _learning_curves(ctx: _Ctx, figs: _Figures) -> str:
+_CURVE_AXES = {"wall_time_s": ("wall-clock since trial start (s)", "Episode return vs wall-clock"),
+               "env_steps": ("env steps sampled", "Episode return vs env steps")}
+
+
+def learning_curve_figure(data: ReportData, x: str = "wall_time_s") -> Any:
+    """Learning curves: the target metric of every trial against wall-clock or env steps.
+
+    One line per trial (dotted: censored or failed), coloured by algorithm, darker for more env
+    runners; crosses where each trial first reached the target; the target as a dashed line.
+
+    Args:
+        data: from :func:`analyse`.
+        x: ``"wall_time_s"`` (seconds since trial start) or ``"env_steps"`` (env steps sampled).
+
+    Returns:
+        A ``plotly.graph_objects.Figure`` (unstyled; see :func:`style_figure`).
+
+    Raises:
+        FigureUnavailable: progress.parquet is missing or empty, or there are no trials.
+        ValueError: an unknown ``x``.
+    """
     import plotly.graph_objects as go
 
-    prog, tm = ctx.res.progress, ctx.tm
-    col = ctx.target.column
+    if x not in _CURVE_AXES:
+        raise ValueError(f"x={x!r}: expected one of {sorted(_CURVE_AXES)}")
+    prog, tm = data.res.progress, data.tm
+    col = data.target.column
     if prog.empty or col not in prog.columns or tm.empty:
-        return _missing("No learning curves: progress.parquet is missing or empty.")
+        raise FigureUnavailable("No learning curves: progress.parquet is missing or empty.")
     info = tm.set_index("trial_id")
-    out = []
-    for xcol, xlabel, title in (("wall_time_s", "wall-clock since trial start (s)",
-                                 "Episode return vs wall-clock"),
-                                ("env_steps", "env steps sampled",
-                                 "Episode return vs env steps")):
-        fig = go.Figure()
-        for key in sorted(ctx.colors):
-            name = f"{key[0]}, {key[1]} env runner(s)"
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name,
-                                     legendgroup=name, line={"color": ctx.colors[key],
-                                                             "width": 2.5}))
-        trials = prog[prog["trial_id"].isin(info.index)]
-        order = sorted(trials["trial_id"].unique(), key=lambda tid: (
-            info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid))
-        groups = dict(tuple(trials.groupby("trial_id", sort=False)))
-        for tid in order:
-            g, t = groups[tid], info.loc[tid]
-            key = (t["algorithm"], int(t["num_env_runners"]))
-            name = f"{key[0]}, {key[1]} env runner(s)"
-            fig.add_trace(go.Scatter(
-                x=g[xcol], y=g[col], mode="lines", name=name, legendgroup=name,
-                showlegend=False, line={"color": ctx.colors[key], "width": 1.5,
-                                        "dash": "dot" if t["status"] != "reached"
-                                        else "solid"},
-                hovertemplate=f"{_esc(tid)}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
-                              f"{t['status']}</extra>"))
-        reached = tm[tm["reached"]]
-        if len(reached):
-            xs = reached["time_to_target_s" if xcol == "wall_time_s" else "steps_to_target"]
-            fig.add_trace(go.Scatter(x=xs, y=[ctx.target.value] * len(reached), mode="markers",
-                                     name="reached target", marker={"symbol": "x", "size": 8,
-                                                                    "color": "#222"}))
-        fig.add_hline(y=ctx.target.value, line={"color": "#d62728", "dash": "dash"},
-                      annotation_text=f"target {ctx.target.value:g}",
-                      annotation_position="top left")
-        fig.update_layout(title=title, xaxis_title=xlabel,
-                          yaxis_title=f"{ctx.target.metric}")
-        out.append(figs.div(fig, height=460))
+    xlabel, title = _CURVE_AXES[x]
+    fig = go.Figure()
+    for key in sorted(data.colors):
+        name = f"{key[0]}, {key[1]} env runner(s)"
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name,
+                                 legendgroup=name, line={"color": data.colors[key],
+                                                         "width": 2.5}))
+    trials = prog[prog["trial_id"].isin(info.index)]
+    order = sorted(trials["trial_id"].unique(), key=lambda tid: (
+        info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid))
+    groups = dict(tuple(trials.groupby("trial_id", sort=False)))
+    for tid in order:
+        g, t = groups[tid], info.loc[tid]
+        key = (t["algorithm"], int(t["num_env_runners"]))
+        name = f"{key[0]}, {key[1]} env runner(s)"
+        fig.add_trace(go.Scatter(
+            x=g[x], y=g[col], mode="lines", name=name, legendgroup=name,
+            showlegend=False, line={"color": data.colors[key], "width": 1.5,
+                                    "dash": "dot" if t["status"] != "reached"
+                                    else "solid"},
+            hovertemplate=f"{_esc(tid)}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
+                          f"{t['status']}</extra>"))
+    reached = tm[tm["reached"]]
+    if len(reached):
+        xs = reached["time_to_target_s" if x == "wall_time_s" else "steps_to_target"]
+        fig.add_trace(go.Scatter(x=xs, y=[data.target.value] * len(reached), mode="markers",
+                                 name="reached target", marker={"symbol": "x", "size": 8,
+                                                                "color": "#222"}))
+    fig.add_hline(y=data.target.value, line={"color": "#d62728", "dash": "dash"},
+                  annotation_text=f"target {data.target.value:g}",
+                  annotation_position="top left")
+    fig.update_layout(title=title, xaxis_title=xlabel,
+                      yaxis_title=f"{data.target.metric}")
+    return fig
+
+
+def _learning_curves(ctx: ReportData, figs: _Figures) -> str:
+    try:
+        out = [figs.div(learning_curve_figure(ctx, x), height=FIGURE_HEIGHT["learning_curves"])
+               for x in ("wall_time_s", "env_steps")]
+    except FigureUnavailable as exc:
+        return _missing(str(exc))
     return ('<p class="note">One line per trial (dotted: censored or failed), coloured by '
             'algorithm, darker for more env runners. Crosses mark where each trial first '
             'reached the target.</p>' + "".join(out))
@@ -376,25 +458,30 @@ def _n_axis(ns: list[int]) -> dict[str, Any]:
             "title": "env runners (N)" + (" (0 = sampling in the driver)" if ns[0] < 1 else "")}
 
 
-def _scaling(ctx: _Ctx, figs: _Figures) -> str:
+def _best_per_n(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[int], dict[str, Any]]:
+    """Best configuration per (algorithm, N), the measured N, and the N axis."""
+    best = best_configs(summary, ("algorithm", "num_env_runners"))
+    ns_all = sorted(int(n) for n in best["num_env_runners"].unique())
+    return best, ns_all, _n_axis(ns_all)
+
+
+def ttt_figure(data: ReportData) -> Any:
+    """Time-to-target against env runners: per algorithm, its best configuration at each N.
+
+    Median TTT (Kaplan-Meier median with censoring) with its 95 % CI as error bars; an N whose
+    median was not reached is drawn as a triangle at its longest censored time (> budget).
+
+    Returns:
+        A ``plotly.graph_objects.Figure`` (unstyled; see :func:`style_figure`).
+
+    Raises:
+        FigureUnavailable: no configurations yet.
+    """
     import plotly.graph_objects as go
 
-    s = ctx.summary
-    if s.empty:
-        return _missing("No configurations yet.")
-    best = best_configs(s, ("algorithm", "num_env_runners"))
-    out = ['<p class="note">Per algorithm, the best configuration at each env runner count '
-           '(lowest median TTT) is plotted; all configurations are in the table at the end of '
-           'this section.</p>']
-    ns_all = sorted(int(n) for n in best["num_env_runners"].unique())
-    distinct_per_alg = best.groupby("algorithm")["num_env_runners"].nunique()
-    if distinct_per_alg.max() < 2:
-        out.append(_missing(f"Only one env runner count was measured "
-                            f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
-                            "or fitted. Measure at least two (three for the USL)."))
-    axis = _n_axis(ns_all)
-
-    # (a) TTT vs N
+    if data.summary.empty:
+        raise FigureUnavailable("No configurations yet.")
+    best, _, axis = _best_per_n(data.summary)
     fig = go.Figure()
     for alg, g in best.groupby("algorithm"):
         g = g.sort_values("num_env_runners")
@@ -403,7 +490,7 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
         hi = (fin["ttt_high_s"] - fin["ttt_s"]).replace(np.inf, np.nan)
         fig.add_trace(go.Scatter(
             x=fin["num_env_runners"], y=fin["ttt_s"], mode="lines+markers", name=alg,
-            line={"color": ctx.alg_color[alg]},
+            line={"color": data.alg_color[alg]},
             error_y={"type": "data", "array": hi.fillna(0), "arrayminus": lo.fillna(0),
                      "visible": True},
             hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>"))
@@ -412,15 +499,49 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
             fig.add_trace(go.Scatter(
                 x=inf["num_env_runners"], y=inf["max_censor_s"], mode="markers",
                 name=f"{alg}: not reached (> budget)", marker={
-                    "symbol": "triangle-up", "size": 11, "color": ctx.alg_color[alg]}))
+                    "symbol": "triangle-up", "size": 11, "color": data.alg_color[alg]}))
     fig.update_layout(title="Time-to-target vs env runners (median, 95% CI)", xaxis=axis,
                       yaxis_title="time-to-target (s)")
-    out.append(figs.div(fig))
+    return fig
 
-    # (b) speedup vs N with ideal and fits; (c) efficiency; (d) throughput
-    sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+
+@dataclass
+class SpeedupFigures:
+    """The speedup and parallel-efficiency figures (see :func:`speedup_figures`).
+
+    Attributes:
+        speedup: speedup vs env runners with the ideal line and Amdahl/USL fits.
+        efficiency: parallel efficiency per env runner and per CPU vs env runners.
+        fits: ``(algorithm, "1/TTT", ScalingFit)`` for every fit tried (shown or not).
+        notes: plain-text caveats to print beside the figures.
+    """
+
+    speedup: Any
+    efficiency: Any
+    fits: list[tuple[str, str, Any]]
+    notes: list[str]
+
+
+def speedup_figures(data: ReportData) -> SpeedupFigures:
+    """Speedup S = TTT(baseline) / TTT vs env runners, and parallel efficiency.
+
+    Per algorithm, its best configuration at each N: measured speedups with bootstrap 95 % CIs
+    (only bounded ones drawn), the ideal linear speedup, and Amdahl (dotted) / USL (solid) fits
+    of 1/TTT (:func:`analysis.scaling.fit_scaling`) scaled to the baseline's TTT. Efficiency
+    E = S / resources ratio, per env runner (solid) and per CPU (dashed).
+
+    Raises:
+        FigureUnavailable: no baseline trials, or no finite speedup (the baseline's median TTT
+            was not reached, so speedups are only bounded).
+    """
+    import plotly.graph_objects as go
+
+    s = data.summary
+    if s.empty:
+        raise FigureUnavailable("No configurations yet.")
+    best, ns_all, axis = _best_per_n(s)
+    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
     base = s[s["is_baseline"]]
-    fit_rows = []
     if base.empty or sp.empty or not np.isfinite(sp["speedup"].astype(float)).any():
         if base.empty:
             why = "there are no baseline trials"
@@ -429,75 +550,93 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
             why = (f"the baseline ({b0['algorithm']}, {b0['num_env_runners']} env runner(s)) "
                    f"did not reach the target in half its seeds; speedups are only bounded "
                    f"(see the tables)")
-        out.append(_missing(f"No speedup curve: {why}."))
+        raise FigureUnavailable(f"No speedup curve: {why}.")
+    notes: list[str] = []
+    fit_rows: list[tuple[str, str, Any]] = []
+    b = base.sort_values("n_trials", ascending=False).iloc[0]
+    nb = int(b["num_env_runners"])
+    fig = go.Figure()
+    grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
+                                     np.array(ns_all, float)]))
+    grid = grid[grid >= 1]
+    if nb >= 1:
+        fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
+                                 line={"color": "#888", "dash": "dash"}))
     else:
-        b = base.sort_values("n_trials", ascending=False).iloc[0]
-        nb = int(b["num_env_runners"])
-        fig = go.Figure()
-        grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
-                                         np.array(ns_all, float)]))
-        grid = grid[grid >= 1]
-        if nb >= 1:
-            fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
-                                     line={"color": "#888", "dash": "dash"}))
-        else:
-            out.append('<p class="note">The baseline samples in the driver (0 env runners): '
-                       'there is no ideal linear-speedup line in env runners.</p>')
-        nb = max(nb, 1)
-        eff = go.Figure()
-        for alg, g in best.groupby("algorithm"):
-            g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")
-            r = sp.loc[g["config_id"]]
-            ok = np.isfinite(r["speedup"].astype(float)).to_numpy()
-            if not ok.any():
-                continue
-            gg, rr = g[ok], r[ok]
-            # Error bars only for bounded intervals (an unbounded one is said in the tables).
-            bounded = np.isfinite(rr["speedup_high"].astype(float)) & (
-                rr["speedup_low"].astype(float) > 0)
-            hi = (rr["speedup_high"] - rr["speedup"]).where(bounded, 0.0).fillna(0)
-            lo = (rr["speedup"] - rr["speedup_low"]).where(bounded, 0.0).fillna(0)
-            fig.add_trace(go.Scatter(
-                x=gg["num_env_runners"], y=rr["speedup"], mode="markers", name=f"{alg} measured",
-                marker={"color": ctx.alg_color[alg], "size": 9},
-                error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()}))
-            usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
-            fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
-                               1.0 / usable["ttt_s"].to_numpy(float))
-            for m, dash in (("amdahl", "dot"), ("usl", "solid")):
-                f = fits[m]
-                fit_rows.append((alg, "1/TTT", f))
-                if f.ok:
-                    fig.add_trace(go.Scatter(
-                        x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines",
-                        name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
-                        line={"color": ctx.alg_color[alg], "dash": dash, "width": 1.5}))
-            eff.add_trace(go.Scatter(
-                x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
-                name=f"{alg} per env runner", line={"color": ctx.alg_color[alg]}))
-            eff.add_trace(go.Scatter(
-                x=gg["num_env_runners"], y=rr["efficiency_per_cpu"], mode="lines+markers",
-                name=f"{alg} per CPU", line={"color": ctx.alg_color[alg], "dash": "dash"},
-                marker={"symbol": "square"}))
-        fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
-                                f"{b['num_env_runners']} env runner(s))", xaxis=axis,
-                          yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
-                                 **_log_ticks([0.5, *ctx.speed["speedup"], max(ns_all) / nb])})
-        out.append(figs.div(fig, height=470))
-        eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
-        eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
-                          yaxis_title="parallel efficiency")
-        out.append(figs.div(eff))
+        notes.append("The baseline samples in the driver (0 env runners): there is no ideal "
+                     "linear-speedup line in env runners.")
+    nb = max(nb, 1)
+    eff = go.Figure()
+    for alg, g in best.groupby("algorithm"):
+        g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")
+        r = sp.loc[g["config_id"]]
+        ok = np.isfinite(r["speedup"].astype(float)).to_numpy()
+        if not ok.any():
+            continue
+        gg, rr = g[ok], r[ok]
+        # Error bars only for bounded intervals (an unbounded one is said in the tables).
+        bounded = np.isfinite(rr["speedup_high"].astype(float)) & (
+            rr["speedup_low"].astype(float) > 0)
+        hi = (rr["speedup_high"] - rr["speedup"]).where(bounded, 0.0).fillna(0)
+        lo = (rr["speedup"] - rr["speedup_low"]).where(bounded, 0.0).fillna(0)
+        fig.add_trace(go.Scatter(
+            x=gg["num_env_runners"], y=rr["speedup"], mode="markers", name=f"{alg} measured",
+            marker={"color": data.alg_color[alg], "size": 9},
+            error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()}))
+        usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
+        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
+                           1.0 / usable["ttt_s"].to_numpy(float))
+        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
+            f = fits[m]
+            fit_rows.append((alg, "1/TTT", f))
+            if f.ok:
+                fig.add_trace(go.Scatter(
+                    x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines",
+                    name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
+                    line={"color": data.alg_color[alg], "dash": dash, "width": 1.5}))
+        eff.add_trace(go.Scatter(
+            x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
+            name=f"{alg} per env runner", line={"color": data.alg_color[alg]}))
+        eff.add_trace(go.Scatter(
+            x=gg["num_env_runners"], y=rr["efficiency_per_cpu"], mode="lines+markers",
+            name=f"{alg} per CPU", line={"color": data.alg_color[alg], "dash": "dash"},
+            marker={"symbol": "square"}))
+    fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
+                            f"{b['num_env_runners']} env runner(s))", xaxis=axis,
+                      yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
+                             **_log_ticks([0.5, *data.speed["speedup"], max(ns_all) / nb])})
+    eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
+    eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
+                      yaxis_title="parallel efficiency")
+    return SpeedupFigures(speedup=fig, efficiency=eff, fits=fit_rows, notes=notes)
 
+
+def throughput_figure(data: ReportData) -> tuple[Any, list[tuple[str, str, Any]]]:
+    """Throughput (env steps per second of wall-clock, start-up included) vs env runners.
+
+    One marker per trial of each algorithm's best configurations, with Amdahl (dotted) and USL
+    (solid) fits (:func:`analysis.scaling.fit_scaling`).
+
+    Returns:
+        ``(figure, fits)`` with ``fits`` = ``(algorithm, "env steps/s", ScalingFit)`` rows.
+
+    Raises:
+        FigureUnavailable: no configurations yet.
+    """
+    import plotly.graph_objects as go
+
+    if data.summary.empty:
+        raise FigureUnavailable("No configurations yet.")
+    best, ns_all, axis = _best_per_n(data.summary)
     fig = go.Figure()
     tp_fit_rows = []
     for alg, g in best.groupby("algorithm"):
-        t = ctx.tm[ctx.tm["config_id"].isin(g["config_id"]) & (ctx.tm["status"] != "error")]
+        t = data.tm[data.tm["config_id"].isin(g["config_id"]) & (data.tm["status"] != "error")]
         t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
         if t.empty:
             continue
         fig.add_trace(go.Scatter(x=t["num_env_runners"], y=t["env_steps_per_s"], mode="markers",
-                                 name=f"{alg} trials", marker={"color": ctx.alg_color[alg],
+                                 name=f"{alg} trials", marker={"color": data.alg_color[alg],
                                                                "size": 7, "opacity": 0.7}))
         fits = fit_scaling(t["num_env_runners"].to_numpy(float),
                            t["env_steps_per_s"].to_numpy(float))
@@ -508,10 +647,40 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
             if f.ok:
                 fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines",
                                          name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
-                                         line={"color": ctx.alg_color[alg], "dash": dash}))
+                                         line={"color": data.alg_color[alg], "dash": dash}))
     fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
                             "start-up included)", xaxis=axis, yaxis_title="env steps / s")
-    out.append(figs.div(fig))
+    return fig, tp_fit_rows
+
+
+def _scaling(ctx: ReportData, figs: _Figures) -> str:
+    s = ctx.summary
+    if s.empty:
+        return _missing("No configurations yet.")
+    best, ns_all, _ = _best_per_n(s)
+    out = ['<p class="note">Per algorithm, the best configuration at each env runner count '
+           '(lowest median TTT) is plotted; all configurations are in the table at the end of '
+           'this section.</p>']
+    distinct_per_alg = best.groupby("algorithm")["num_env_runners"].nunique()
+    if distinct_per_alg.max() < 2:
+        out.append(_missing(f"Only one env runner count was measured "
+                            f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
+                            "or fitted. Measure at least two (three for the USL)."))
+    out.append(figs.div(ttt_figure(ctx), height=FIGURE_HEIGHT["ttt"]))
+
+    sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+    try:
+        sf = speedup_figures(ctx)
+    except FigureUnavailable as exc:
+        out.append(_missing(str(exc)))
+        fit_rows = []
+    else:
+        out.extend(f'<p class="note">{_esc(n)}</p>' for n in sf.notes)
+        out.append(figs.div(sf.speedup, height=FIGURE_HEIGHT["speedup"]))
+        out.append(figs.div(sf.efficiency, height=FIGURE_HEIGHT["efficiency"]))
+        fit_rows = sf.fits
+    fig, tp_fit_rows = throughput_figure(ctx)
+    out.append(figs.div(fig, height=FIGURE_HEIGHT["throughput"]))
 
     rows = []
     for alg, what, f in [*fit_rows, *tp_fit_rows]:
@@ -568,7 +737,7 @@ def _scaling(ctx: _Ctx, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 4: cost vs time
 # ---------------------------------------------------------------------------------------------
-def _cost(ctx: _Ctx, figs: _Figures) -> str:
+def _cost(ctx: ReportData, figs: _Figures) -> str:
     import plotly.graph_objects as go
 
     plan = ctx.plan
@@ -615,7 +784,7 @@ def _cost(ctx: _Ctx, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 5: Optuna
 # ---------------------------------------------------------------------------------------------
-def _optuna(ctx: _Ctx, figs: _Figures) -> str:
+def _optuna(ctx: ReportData, figs: _Figures) -> str:
     study = ctx.res.study
     if study is None:
         return _missing("No Optuna study (optuna.db missing or unreadable): no optimisation "
@@ -651,7 +820,7 @@ def _optuna(ctx: _Ctx, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 6: environment and spec
 # ---------------------------------------------------------------------------------------------
-def _environment(ctx: _Ctx) -> str:
+def _environment(ctx: ReportData) -> str:
     env, spec = ctx.res.environment, ctx.res.spec
     out = []
     if env:
@@ -719,6 +888,33 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
     return w
 
 
+def analyse(res: Results, target: str | float | None = None) -> ReportData:
+    """Everything the report shows, computed once: per-trial metrics, per-configuration
+    statistics, speedups, the capacity plan (default: no deadline or budget) and warnings.
+
+    Args:
+        res: a loaded results directory (:func:`analysis.load.load_results`).
+        target: ``None`` for the sweep's target, or an override (absolute value or ``"95%"``
+            of the optimum; see :func:`analysis.metrics.parse_target`).
+
+    Returns:
+        :class:`ReportData`.
+
+    Raises:
+        ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
+    """
+    tm, tgt, warns = trial_metrics(res, target)
+    summary = summarize_configs(tm)
+    speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
+    plan = None
+    if len(summary):
+        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
+    data = ReportData(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
+                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]))
+    data.colors, data.alg_color = _colors(tm)
+    return data
+
+
 def build_report(res: Results, target: str | float | None = None) -> str:
     """The report's HTML for a loaded results directory.
 
@@ -728,15 +924,8 @@ def build_report(res: Results, target: str | float | None = None) -> str:
     import plotly
     import plotly.offline
 
-    tm, tgt, warns = trial_metrics(res, target)
-    summary = summarize_configs(tm)
-    speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
-    plan = None
-    if len(summary):
-        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
-    ctx = _Ctx(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
-               warnings=_collect_warnings(res, tm, summary, [*warns, *w2]))
-    ctx.colors, ctx.alg_color = _colors(tm)
+    ctx = analyse(res, target)
+    tm = ctx.tm
     figs = _Figures(ctx)
 
     def section(sid: str, title: str, body) -> str:
