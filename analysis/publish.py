@@ -1,0 +1,818 @@
+"""Publish a study: PNG figures and Markdown tables from a results directory, for ``docs/``.
+
+Usage::
+
+    python -m analysis.publish RESULTS_DIR --out docs/ [--name cabs_scaling]
+        [--target VALUE|PCT%] [--figures learning_curves,speedup,ttt_vs_workers]
+        [--engine auto|kaleido|chromium] [--width 1000] [--scale 2] [--no-figures]
+
+writes
+
+- ``<out>/figures/<name>_<figure>.png`` -- the report's own figures (same builders as
+  :mod:`analysis.report`: :func:`~analysis.report.learning_curve_figure`,
+  :func:`~analysis.report.ttt_figure`, :func:`~analysis.report.speedup_figures`,
+  :func:`~analysis.report.throughput_figure`), and
+- ``<out>/<name>_tables.md`` -- "what was run" (sweep spec, target and optimum, budget, seeds,
+  machine, versions, git revision, start/end, wall-clock), one table row per configuration
+  (success rate, TTT with 95 % CI or Kaplan-Meier median, speedup vs the baseline with CI,
+  parallel efficiency per env runner and per CPU, throughput, steps-to-target, oversubscribed),
+  the capacity plan's recommendation (:func:`analysis.plan.plan_text`), warnings, and links to
+  the figures,
+
+and prints the Markdown on stdout. Every number comes from :func:`analysis.report.analyse`
+(so from :mod:`analysis.metrics`, :mod:`analysis.stats` and :mod:`analysis.plan`); this module
+only formats. What cannot be given is said in place ("n/a (2 seeds)", "> 40.1 s (median not
+reached)", a figure that cannot be drawn and why).
+
+PNG export drives a headless Chromium/Chrome (``BROWSER_PATH``, else ``chromium`` on PATH;
+Debian: ``apt-get install -y chromium``), offline: plotly.js comes from the plotly package and
+MathJax is off. Engines: ``kaleido`` (plotly's ``write_image`` route, through
+``kaleido.write_fig_from_object_sync``; needs the ``kaleido>=1`` package) and ``chromium`` (a
+one-figure HTML page screenshot with ``chromium --headless --screenshot``; needs nothing but
+the browser). ``auto`` uses kaleido when it is installed and falls back to the screenshot.
+
+Exit status: 0 ok; 1 the tables were written but a figure could not be exported (no browser,
+render failure: the message says which); 2 bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import ResultsError, load_results
+from analysis.plan import _fmt_s, plan_text
+from analysis.report import (
+    FIGURE_HEIGHT,
+    FigureUnavailable,
+    ReportData,
+    analyse,
+    learning_curve_figure,
+    speedup_figures,
+    style_figure,
+    throughput_figure,
+    ttt_figure,
+)
+from analysis.stats import MIN_SEEDS_FOR_CI
+
+__all__ = [
+    "DEFAULT_FIGURES",
+    "FIGURES",
+    "ExportError",
+    "Published",
+    "build_figures",
+    "export_png",
+    "find_browser",
+    "main",
+    "markdown_tables",
+    "publish",
+]
+
+FIGURES: dict[str, str] = {
+    "learning_curves": "Episode return vs wall-clock, one line per trial",
+    "learning_curves_steps": "Episode return vs env steps, one line per trial",
+    "ttt_vs_workers": "Time-to-target vs env runners (best configuration per N)",
+    "speedup": "Speedup vs the baseline against env runners, with Amdahl/USL fits",
+    "efficiency": "Parallel efficiency (per env runner and per CPU) vs env runners",
+    "throughput": "Throughput (env steps/s) vs env runners, with Amdahl/USL fits",
+}
+"""Figures that can be exported: file suffix -> caption."""
+
+DEFAULT_FIGURES = ("learning_curves", "speedup", "ttt_vs_workers")
+
+_HOW_TO_READ = {
+    "learning_curves": "The target metric of every trial against wall-clock since its start; "
+                       "dotted: censored or failed; crosses: where a trial first reached the "
+                       "target (dashed red line).",
+    "learning_curves_steps": "The target metric of every trial against env steps sampled; "
+                             "dotted: censored or failed; crosses: where a trial first reached "
+                             "the target (dashed red line).",
+    "ttt_vs_workers": "Median time-to-target (Kaplan-Meier median when seeds were censored) of "
+                      "each algorithm's best configuration at each env runner count. Error "
+                      f"bars: 95 % CI, only with >= {MIN_SEEDS_FOR_CI} seeds; an unbounded "
+                      "upper limit is not drawn. Triangles: median not reached, drawn at the "
+                      "longest censored time.",
+    "speedup": "Speedup S = TTT(baseline) / TTT of each algorithm's best configuration per env "
+               "runner count (bars: bounded 95 % CIs only); dashed grey: ideal linear speedup; "
+               "dotted / solid: Amdahl / USL fits of 1/TTT.",
+    "efficiency": "Parallel efficiency E = S / resources ratio, per env runner (solid) and per "
+                  "CPU (dashed); 1 = ideal.",
+    "throughput": "Env steps per second of wall-clock (start-up included), one marker per "
+                  "trial of each algorithm's best configurations; dotted / solid: Amdahl / USL "
+                  "fits.",
+}
+
+_BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
+                  "chrome")
+_CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                   "--disable-background-networking", "--disable-component-update",
+                   "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+                   "--mute-audio")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class ExportError(RuntimeError):
+    """A figure could not be exported as PNG; the message (one line) says why."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT_FIGURES
+                  ) -> tuple[dict[str, tuple[Any, int]], dict[str, str]]:
+    """The report's figures, by export name (see :data:`FIGURES`).
+
+    Args:
+        data: from :func:`analysis.report.analyse`.
+        names: which figures, in order.
+
+    Returns:
+        ``(figures, unavailable)``: ``figures[name] = (plotly Figure, height in CSS px)``,
+        styled like the report; ``unavailable[name]`` = why it cannot be drawn.
+
+    Raises:
+        ValueError: an unknown figure name.
+    """
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"figure {unknown[0]!r}: unknown; choose from {', '.join(FIGURES)}")
+    builders = {
+        "learning_curves": (lambda: learning_curve_figure(data, "wall_time_s"),
+                            "learning_curves"),
+        "learning_curves_steps": (lambda: learning_curve_figure(data, "env_steps"),
+                                  "learning_curves"),
+        "ttt_vs_workers": (lambda: ttt_figure(data), "ttt"),
+        "speedup": (lambda: speedup_figures(data).speedup, "speedup"),
+        "efficiency": (lambda: speedup_figures(data).efficiency, "efficiency"),
+        "throughput": (lambda: throughput_figure(data)[0], "throughput"),
+    }
+    figures: dict[str, tuple[Any, int]] = {}
+    unavailable: dict[str, str] = {}
+    for name in names:
+        build, kind = builders[name]
+        try:
+            fig = build()
+        except FigureUnavailable as exc:
+            unavailable[name] = str(exc)
+            continue
+        height = FIGURE_HEIGHT[kind]
+        figures[name] = (style_figure(fig, height), height)
+    return figures, unavailable
+
+
+def find_browser() -> str:
+    """The Chromium/Chrome executable used for PNG export.
+
+    ``BROWSER_PATH`` (the variable kaleido/choreographer read) if set, else the first of
+    ``chromium``, ``chromium-browser``, ``google-chrome``, ... on PATH.
+
+    Raises:
+        ExportError: ``BROWSER_PATH`` is not an executable file, or no browser is on PATH.
+    """
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        if os.path.isfile(env) and os.access(env, os.X_OK):
+            return env
+        raise ExportError(f"BROWSER_PATH={env!r}: not an executable file")
+    for name in _BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise ExportError("no Chromium/Chrome for PNG export: install Debian's chromium "
+                      "(apt-get install -y chromium) or set BROWSER_PATH")
+
+
+def _export_kaleido(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
+                    timeout_s: float) -> None:
+    import kaleido
+
+    specs = [{"fig": fig.to_dict(), "path": str(path),
+              "opts": {"format": "png", "width": width, "height": height, "scale": scale}}
+             for fig, path, width, height in jobs]
+    # mathjax=False: no CDN fetch (offline); plotly.js is the plotly package's own copy.
+    errors = kaleido.write_fig_from_object_sync(
+        specs, kopts={"path": browser, "mathjax": False, "timeout": timeout_s})
+    if errors:
+        exc = errors[0]
+        raise ExportError(f"kaleido: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def _export_chromium(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
+                     timeout_s: float) -> None:
+    import plotly.graph_objects as go
+
+    with tempfile.TemporaryDirectory(prefix="rl-scaling-publish-") as tmp:
+        for i, (fig, path, width, height) in enumerate(jobs):
+            fig = go.Figure(fig)
+            fig.update_layout(width=width, height=height)
+            page = Path(tmp) / f"figure{i}.html"
+            html = fig.to_html(full_html=True, include_plotlyjs=True,
+                               config={"staticPlot": True, "displayModeBar": False})
+            html = html.replace("<head>", "<head><style>html, body { margin: 0; padding: 0; "
+                                "overflow: hidden; background: #fff; }</style>", 1)
+            page.write_text(html, encoding="utf-8")
+            profile = Path(tmp) / f"profile{i}"
+            shot = Path(tmp) / f"figure{i}.png"
+            cmd = [browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
+                   f"--window-size={width},{height}", f"--force-device-scale-factor={scale:g}",
+                   "--virtual-time-budget=10000", f"--screenshot={shot}", page.as_uri()]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise ExportError(f"{browser}: no screenshot of {path.name} within "
+                                  f"{timeout_s:g} s") from None
+            if proc.returncode != 0 or not shot.is_file() or shot.stat().st_size == 0:
+                tail = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:]
+                raise ExportError(f"{browser} exited {proc.returncode} without a screenshot of "
+                                  f"{path.name}" + (f" ({tail[0][:200]})" if tail else ""))
+            shutil.move(str(shot), path)
+
+
+def export_png(figures: dict[Path, tuple[Any, int]], *, width: int = 1000, scale: float = 2.0,
+               engine: str = "auto", timeout_s: float = 120.0) -> str:
+    """Write plotly figures as PNG files.
+
+    Args:
+        figures: ``{output path: (figure, height in CSS px)}``; parents are created.
+        width: figure width in CSS px; the PNG is ``width x scale`` by ``height x scale`` pixels.
+        scale: device pixels per CSS pixel (2 = sharp on high-DPI screens and in print).
+        engine: ``"kaleido"``, ``"chromium"`` (screenshot) or ``"auto"`` (kaleido if installed,
+            the screenshot if kaleido is missing or fails; see the module docstring).
+        timeout_s: seconds allowed per figure (chromium) or per render (kaleido).
+
+    Returns:
+        The engine that wrote the files.
+
+    Raises:
+        ExportError: no browser, the engine is not installed, or a render failed.
+        ValueError: an unknown engine, or a width/scale that is not positive.
+    """
+    if engine not in ("auto", "kaleido", "chromium"):
+        raise ValueError(f"engine {engine!r}: expected auto, kaleido or chromium")
+    if not (width > 0 and scale > 0):
+        raise ValueError(f"width {width} and scale {scale} must be positive")
+    if not figures:
+        return engine
+    browser = find_browser()
+    jobs = []
+    for path, (fig, height) in figures.items():
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        jobs.append((fig, path, int(width), int(height)))
+    has_kaleido = importlib.util.find_spec("kaleido") is not None
+    if engine == "kaleido" and not has_kaleido:
+        raise ExportError("engine kaleido: the kaleido package is not installed "
+                          "(pip install 'kaleido>=1'), or use --engine chromium")
+    if engine in ("auto", "kaleido") and has_kaleido:
+        try:
+            _export_kaleido(jobs, scale, browser, timeout_s)
+            return "kaleido"
+        except Exception as exc:  # kaleido/choreographer raise many types
+            if engine == "kaleido":
+                raise ExportError(str(exc).splitlines()[0] if str(exc) else
+                                  type(exc).__name__) from None
+            sys.stderr.write(f"analysis.publish: kaleido failed ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}); falling back "
+                             "to a chromium screenshot\n")
+    _export_chromium(jobs, scale, browser, timeout_s)
+    return "chromium"
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------------
+def _caption(name: str, data: ReportData) -> str:
+    """What a figure shows, how to read it, and which of its points are oversubscribed."""
+    text = f"{FIGURES[name]}. {_HOW_TO_READ[name]}"
+    s = data.summary
+    over = s[s["oversubscribed"]] if len(s) else s
+    if len(over):
+        pairs = sorted({(str(a), int(n)) for a, n in zip(over["algorithm"],
+                                                          over["num_env_runners"], strict=True)})
+        text += (" Oversubscribed, timings not trustworthy (not marked in the figure): "
+                 + ", ".join(f"{a} with {n} env runner(s)" for a, n in pairs) + ".")
+    return text
+
+
+def _cell(x: Any) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
+    sep = ["---:" if i in right else "---" for i in range(len(headers))]
+    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |",
+             "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _num(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _fmt_value(x: Any) -> str:
+    """A parameter value: integers without '.0', floats with 3 significant digits."""
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        if math.isnan(x):
+            return "default"
+        return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.3g}"
+    return str(x)
+
+
+def _fmt_count(x: float) -> str:
+    if not math.isfinite(x):
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _fmt_param(spec: dict[str, Any]) -> str:
+    kind = spec.get("kind")
+    if kind == "choice":
+        return "{" + ", ".join(_fmt_value(v) for v in spec.get("values", [])) + "}"
+    if kind in ("uniform", "loguniform"):
+        word = "log-uniform" if kind == "loguniform" else "uniform"
+        return f"{word} [{_fmt_value(spec.get('low'))}, {_fmt_value(spec.get('high'))})"
+    if kind == "int":
+        return (f"integer [{spec.get('low')}, {spec.get('high')}]"
+                + (" (log)" if spec.get("log") else ""))
+    return json.dumps(spec)
+
+
+def _space(space: dict[str, Any]) -> str:
+    return "; ".join(f"{k} {_fmt_param(v)}" if isinstance(v, dict) and "kind" in v
+                     else f"{k}={_fmt_value(v)}" for k, v in space.items())
+
+
+def _scrub_paths(text: str) -> str:
+    """Absolute paths of the machine the study ran on, cut to ``.../<last part>``."""
+    return re.sub(r"(?<![\w.~])/(?:[^\s/'\"]+/)+([^\s/'\"]+)", r".../\1", text)
+
+
+def _iso(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _what_was_run(data: ReportData) -> list[str]:
+    res, spec, env, tgt, tm = data.res, data.res.spec, data.res.environment, data.target, data.tm
+    lines = ["## What was run", ""]
+    item = lines.append
+    item(f"- **Sweep**: `{res.name}`, run `{res.path.name}`"
+         + (f" (sweep file `{spec['source_file']}`)" if spec.get("source_file") else ""))
+    if spec.get("env"):
+        cfg = spec.get("env_config") or {}
+        item(f"- **Environment**: `{spec['env']}`"
+             + (f" with `{json.dumps(cfg, sort_keys=True)}`" if cfg else ""))
+    algs = spec.get("algorithms") or (sorted(tm["algorithm"].unique()) if len(tm) else [])
+    item(f"- **Algorithms**: {', '.join(map(str, algs)) or 'n/a'}")
+    if spec.get("search_space") or spec.get("per_algorithm"):
+        space = _space(spec.get("search_space") or {})
+        per = [f"{alg}: {_space(s)}" for alg, s in (spec.get("per_algorithm") or {}).items() if s]
+        item("- **Search space**: " + "; ".join(x for x in [space, *per] if x)
+             + " (`num_workers` = env runners)")
+    fixed = {**(spec.get("fixed") or {})}
+    per_fixed = {a: f for a, f in (spec.get("per_algorithm_fixed") or {}).items() if f}
+    if fixed or per_fixed:
+        item("- **Fixed**: " + "; ".join(
+            [_space(fixed)] * bool(fixed) + [f"{a}: {_space(f)}" for a, f in per_fixed.items()]))
+    search = spec.get("search") or {}
+    if search:
+        conc = search.get("max_concurrent")
+        item(f"- **Search**: {str(search.get('sampler', '?')).upper()} sampler, "
+             f"{search.get('num_samples', '?')} sampled configuration(s) plus the baseline, "
+             f"{search.get('seeds', '?')} seed(s) each"
+             + (f", {conc} trial(s) at a time" if conc else ""))
+    base = spec.get("baseline") or {}
+    if base:
+        extra = ", ".join(f"{k}={_fmt_value(v)}" for k, v in base.items()
+                          if k not in ("algorithm", "num_workers", "num_env_runners"))
+        n = base.get("num_workers", base.get("num_env_runners", "?"))
+        item(f"- **Baseline** (speedups are relative to it): {base.get('algorithm', '?')}, "
+             f"{n} env runner(s)" + (f", {extra}" if extra else ""))
+    st = spec.get("target") or {}
+    opt = _num(st.get("optimal_return"))
+    frac = _num(st.get("fraction_of_optimal"))
+    txt = f"- **Target**: `{tgt.metric}` ≥ {tgt.value:.6g}"
+    if math.isfinite(opt):
+        txt += f" = {tgt.value / opt:.3g} × the optimal return {opt:.6g} (the env's oracle)"
+    if tgt.overridden:
+        txt += f"; overridden with --target (the sweep ran with {tgt.original:.6g}"
+        txt += f", {frac:.3g} × optimum)" if math.isfinite(frac) else ")"
+    item(txt)
+    bud = spec.get("budget") or {}
+    parts = []
+    if _num(bud.get("time_s")) > 0:
+        parts.append(f"{_fmt_s(float(bud['time_s']))} wall-clock")
+    if _num(bud.get("env_steps")) > 0:
+        parts.append(f"{_fmt_count(float(bud['env_steps']))} env steps")
+    if not parts and len(tm):
+        b = pd.to_numeric(tm["budget_s"], errors="coerce").dropna()
+        parts = [f"{_fmt_s(float(b.iloc[0]))} wall-clock"] if len(b) else []
+    item(f"- **Budget per trial**: {' or '.join(parts) if parts else 'n/a'}"
+         " (a trial that spends it first is censored)")
+    if len(tm):
+        st_counts = tm["status"].value_counts()
+        seeds = data.summary["n_trials"]
+        item(f"- **Trials**: {len(tm)} in {len(data.summary)} configuration(s) "
+             f"({seeds.min()}" + (f"-{seeds.max()}" if seeds.max() != seeds.min() else "")
+             + f" seed(s) each): {int(st_counts.get('reached', 0))} reached the target, "
+             f"{int(st_counts.get('censored', 0))} censored, "
+             f"{int(st_counts.get('error', 0))} error(s)")
+    else:
+        item("- **Trials**: none yet")
+    if env:
+        nodes = env.get("nodes") or []
+        mach = (f"{env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs"
+                + (f", {env['memory_gib']} GiB memory" if env.get("memory_gib") else ""))
+        if nodes:
+            mach += f"; {len(nodes)} node(s) in the Ray cluster (" + ", ".join(
+                f"{_fmt_value(n.get('num_cpus', '?'))} CPUs, {_fmt_value(n.get('num_gpus', 0))}"
+                " GPUs" for n in nodes) + ")"
+        if env.get("platform"):
+            mach += f"; {env['platform']}"
+        item(f"- **Machine**: {mach}")
+        vers = env.get("versions") or {}
+        if vers:
+            item("- **Versions**: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
+        if env.get("git_revision"):
+            item(f"- **Git revision**: `{env['git_revision']}`")
+        t0, t1 = _iso(env.get("started_at")), _iso(env.get("finished_at"))
+        if t0 and t1:
+            item(f"- **Ran**: {env['started_at']} to {env['finished_at']} "
+                 f"(total wall-clock {_fmt_s((t1 - t0).total_seconds())}"
+                 + (f"; the trials themselves ran {_fmt_s(float(tm['elapsed_s'].sum()))}"
+                    if len(tm) and tm["elapsed_s"].notna().any() else "") + ")")
+        else:
+            item(f"- **Ran**: started {env.get('started_at', 'n/a')}, finished "
+                 f"{env.get('finished_at', 'n/a (unfinished, or not recorded)')}")
+        if env.get("command"):
+            item(f"- **Command**: `{_scrub_paths(str(env['command']))}`")
+        if env.get("synthetic"):
+            item("- **Synthetic data** (analysis.synthetic): these numbers describe no real run.")
+    else:
+        item("- **Machine, versions, times**: n/a (environment.json is missing)")
+    return lines
+
+
+def _ci(lo: float, hi: float, fmt) -> str:
+    if math.isnan(lo) and math.isnan(hi):
+        return ""
+    lo_s = fmt(lo) if math.isfinite(lo) else ("0" if lo == 0 else "n/a")
+    hi_s = fmt(hi) if math.isfinite(hi) else "unbounded"
+    return f" [{lo_s}, {hi_s}]"
+
+
+def _few(n: int, base_n: int | None = None) -> str:
+    """Why there is no CI: too few seeds (this configuration's, or the baseline's too)."""
+    if base_n is None or base_n == n:
+        return f" [CI n/a ({n} seed{'s' if n != 1 else ''})]"
+    return f" [CI n/a ({n} seeds, baseline {base_n})]"
+
+
+def _ttt_cell(c: pd.Series) -> str:
+    n = int(c["n_reached"] + c["n_censored"])
+    t = _num(c["ttt_s"])
+    if n == 0 or not c["estimator"]:
+        return "n/a (every trial failed)"
+    if math.isinf(t):
+        cens = _num(c["max_censor_s"])
+        return (f"> {_fmt_s(cens)} (median not reached)" if math.isfinite(cens)
+                else "not reached")
+    km = "KM " if c["estimator"] == "KM median" else ""
+    ci = _few(n) if n < MIN_SEEDS_FOR_CI else _ci(_num(c["ttt_low_s"]), _num(c["ttt_high_s"]),
+                                                   _fmt_s)
+    return f"{km}{_fmt_s(t)}{ci}"
+
+
+def _speedup_cell(r: pd.Series | None, n: int, base_n: int, key: str = "speedup",
+                  ratio: float = 1.0, unit: str = "×", why: bool = True) -> str:
+    if r is None:
+        return "n/a (no baseline)"
+    v = _num(r[key])
+    lb, ub = _num(r["speedup_lower_bound"]), _num(r["speedup_upper_bound"])
+    if math.isinf(v) and math.isfinite(lb):
+        return f"> {lb / ratio:.2f}{unit}" + (" (baseline median not reached)" if why else "")
+    if v == 0.0 and math.isfinite(ub):
+        return f"< {ub / ratio:.2f}{unit}" + (" (median not reached)" if why else "")
+    if math.isnan(v):
+        return "n/a (median not reached)" if why else "n/a"
+    fmt = lambda z: f"{z:.2f}"  # noqa: E731
+    if min(n, base_n) < MIN_SEEDS_FOR_CI:
+        ci = _few(n, base_n)
+    else:
+        ci = _ci(_num(r[f"{key}_low"]), _num(r[f"{key}_high"]), fmt)
+    return f"{fmt(v)}{unit}{ci}"
+
+
+def _efficiency_cell(r: pd.Series | None, n: int, base_n: int, which: str) -> str:
+    if r is None:
+        return "n/a (no baseline)"
+    ratio = _num(r[f"{which}_ratio"])
+    if not math.isfinite(ratio) or ratio <= 0:
+        return ("n/a (baseline samples in the driver)" if which == "runner"
+                else "n/a (no CPU count)")
+    key = "efficiency_per_runner" if which == "runner" else "efficiency_per_cpu"
+    return _speedup_cell(r, n, base_n, key=key, ratio=ratio, unit="", why=False)
+
+
+_SAID_IN_CELLS = ("too few seeds for a CI", "baseline median not reached within",
+                  "median not reached within", "neither reached the target by median",
+                  "oversubscribed: timings not trustworthy",
+                  "no reached seeds: sample efficiency unknown",
+                  "median not reached: fewer than half")
+"""Notes of analysis.stats that a table cell already shows (CI n/a, bounds, flags)."""
+
+
+def _varying(summary: pd.DataFrame) -> list[str]:
+    """Parameter columns (besides env runners and batch) that differ between configurations."""
+    cols = [c for c in ("num_envs_per_env_runner", "rollout_fragment_length", "lr")
+            if c in summary.columns]
+    cols += sorted(c for c in summary.columns if c.startswith("param_"))
+    return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
+
+
+def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]]:
+    """The per-configuration table: headers, one row per configuration, numbered notes.
+
+    Rows follow the sweep's algorithm order, then env runners, batch size and TTT.
+    """
+    s = data.summary
+    headers = ["algorithm", "env runners", "CPUs", "batch", "other params", "seeds",
+               "success", "TTT [95% CI]", "speedup [95% CI]", "efficiency per env runner",
+               "efficiency per CPU", "env steps/s", "steps-to-target", "oversubscribed",
+               "notes"]
+    if s.empty:
+        return headers, [], []
+    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+    base = s[s["is_baseline"]]
+    base_n = (int((base.sort_values("n_trials", ascending=False).iloc[0][["n_reached",
+                                                                          "n_censored"]]).sum())
+              if len(base) else 0)
+    order = [str(a) for a in data.res.spec.get("algorithms") or []]
+    rank = {a: i for i, a in enumerate(order)}
+    s = s.assign(_alg=s["algorithm"].map(lambda a: rank.get(a, len(rank))),
+                 _b=pd.to_numeric(s.get("train_batch_size", np.nan), errors="coerce"),
+                 _t=s["ttt_s"].astype(float).fillna(np.inf), _nb=~s["is_baseline"])
+    s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"],
+                      kind="stable")
+    varying = _varying(data.summary)
+    notes: list[str] = []
+    rows = []
+    for _, c in s.iterrows():
+        n = int(c["n_reached"] + c["n_censored"])
+        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+        other = ", ".join(f"{col.removeprefix('param_')}={_fmt_value(c[col])}"
+                          for col in varying)
+        seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"]
+                                           else "")
+        success = (f"{int(c['n_reached'])}/{n} ({c['success_rate']:.0%})" if n else
+                   "n/a (every trial failed)")
+        row_notes = [x for x in str(c["note"] or "").split("; ") if x]
+        if r is not None:
+            row_notes += [x for x in str(r["speedup_note"] or "").split("; ")
+                          if x and x not in row_notes]
+        row_notes = [x for x in row_notes if not x.startswith(_SAID_IN_CELLS)]
+        refs = []
+        for x in row_notes:
+            if x not in notes:
+                notes.append(x)
+            refs.append(f"[{notes.index(x) + 1}]")
+        rows.append([
+            str(c["algorithm"]) + (" (baseline)" if c["is_baseline"] else ""),
+            str(int(c["num_env_runners"])), _fmt_value(_num(c["num_cpus"])),
+            _fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
+            other or "-", seeds, success, _ttt_cell(c),
+            _speedup_cell(r, n, base_n) if len(base) else "n/a (no baseline)",
+            _efficiency_cell(r, n, base_n, "runner") if len(base) else "n/a (no baseline)",
+            _efficiency_cell(r, n, base_n, "cpu") if len(base) else "n/a (no baseline)",
+            _fmt_count(_num(c["env_steps_per_s"])),
+            _fmt_count(_num(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
+            "**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"])
+    return headers, rows, notes
+
+
+def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
+                    unavailable: dict[str, str] | None = None) -> str:
+    """The Markdown summary of a study (see the module docstring for its parts).
+
+    Args:
+        data: from :func:`analysis.report.analyse`.
+        figures: ``{figure name: image path relative to the Markdown file}`` to link.
+        unavailable: ``{figure name: why it is missing}`` to say in place of the image.
+
+    Returns:
+        Markdown text (GitHub-flavoured tables), ending in a newline.
+    """
+    figures, unavailable = figures or {}, unavailable or {}
+    res = data.res
+    out = [f"<!-- Generated by `python -m analysis.publish` (rl-scaling) from run "
+           f"{res.name}/{res.path.name}; regenerate rather than edit. -->", ""]
+    out += _what_was_run(data)
+    out += ["", "## Results per configuration", ""]
+    headers, rows, notes = config_rows(data)
+    base = data.summary[data.summary["is_baseline"]] if len(data.summary) else data.summary
+    if rows:
+        bl = (f"{base.iloc[0]['algorithm']} with {int(base.iloc[0]['num_env_runners'])} env "
+              "runner(s)" if len(base) else "none (no baseline trials)")
+        out.append(
+            "TTT: wall-clock seconds from trial start (actor start-up included) to the end of "
+            "the first iteration whose metric reached the target; median over seeds, or "
+            "Kaplan-Meier median (KM) when some seeds were censored; 95 % CI by bootstrap over "
+            "seeds (KM: Greenwood), none with fewer than "
+            f"{MIN_SEEDS_FOR_CI} seeds. Speedup S = TTT(baseline) / TTT, baseline: {bl}. "
+            "Parallel efficiency = S / (env runners ratio) and S / (CPUs ratio). Env steps/s: "
+            "median over seeds of total env steps / trial wall-clock. Steps-to-target: median "
+            "over the seeds that reached the target. Oversubscribed: the trial asked for more "
+            "CPUs than the node had, so its timings are not trustworthy.")
+        out += ["", _md_table(headers, rows, right=(1, 2, 3, 5, 11, 12)), ""]
+        if notes:
+            out.append("Notes:")
+            out += [""] + [f"{i}. {x}" for i, x in enumerate(notes, start=1)]
+    else:
+        out.append("No trials yet: nothing to tabulate.")
+    out += ["", "## Recommendation (capacity plan)", ""]
+    plan = data.plan
+    if plan is None or plan.candidates.empty:
+        why = "; ".join(plan.notes) if plan is not None else "no configurations"
+        out.append(f"No recommendation: {why}.")
+    else:
+        out.append("From `analysis.plan` (no deadline or budget given; reproduce or constrain "
+                   f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
+                   "--budget 1usd`):")
+        out += [""] + [f"- {_scrub_paths(x)}" for x in plan_text(plan)]
+    if data.warnings:
+        out += ["", "## Warnings", ""] + [f"- {_scrub_paths(w)}" for w in data.warnings]
+    if figures or unavailable:
+        out += ["", "## Figures", ""]
+        for name in [*figures, *[n for n in unavailable if n not in figures]]:
+            if name in figures:
+                out += [f"![{FIGURES[name]}]({figures[name]})", "",
+                        f"*{_caption(name, data)}*", ""]
+            else:
+                out += [f"*{FIGURES[name]}: not drawn. {unavailable[name]}*", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Publish
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Published:
+    """What :func:`publish` wrote.
+
+    Attributes:
+        markdown_path: ``<out>/<name>_tables.md``.
+        markdown: its text.
+        figures: PNG files written, by figure name.
+        unavailable: figures that could not be drawn from these results, and why.
+        export_error: why the PNGs could not be written (None if they were, or none asked).
+        engine: the export engine used ("kaleido" / "chromium"), "" if none ran.
+        warnings: the analysis' warnings (also in the Markdown).
+    """
+
+    markdown_path: Path
+    markdown: str
+    figures: dict[str, Path] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    export_error: str | None = None
+    engine: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def publish(results_dir: str | Path, out: str | Path, *, name: str | None = None,
+            target: str | float | None = None,
+            figures: tuple[str, ...] | list[str] = DEFAULT_FIGURES, engine: str = "auto",
+            width: int = 1000, scale: float = 2.0) -> Published:
+    """Write the PNG figures and the Markdown tables of a results directory.
+
+    Args:
+        results_dir: a ``results/<sweep>/<run_id>/`` directory.
+        out: output folder (e.g. ``docs/``); figures go to ``<out>/figures/``.
+        name: file name stem (default: the sweep's name); letters, digits, ``_ . -``.
+        target: override the target (absolute, or ``"95%"`` of the optimum).
+        figures: figure names (:data:`FIGURES`); empty for tables only.
+        engine, width, scale: PNG export (see :func:`export_png`).
+
+    Returns:
+        :class:`Published`. A figure export failure does not raise: the tables are written,
+        the failure is in ``export_error`` and the Markdown says the figure is missing.
+
+    Raises:
+        ResultsError: the results directory is missing or unreadable.
+        ValueError: bad name, target, figure name, engine, width or scale; ``out`` is a file.
+    """
+    if engine not in ("auto", "kaleido", "chromium"):
+        raise ValueError(f"--engine {engine!r}: expected auto, kaleido or chromium")
+    if not width >= 100 or not 0 < scale <= 8:
+        raise ValueError(f"--width {width} / --scale {scale}: need width >= 100 (CSS px) and "
+                         "0 < scale <= 8")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a directory")
+    res = load_results(results_dir)
+    stem = name or res.name
+    if not _NAME_RE.fullmatch(stem):
+        raise ValueError(f"--name {stem!r}: use letters, digits, '_', '.' or '-' (it names "
+                         "files)")
+    data = analyse(res, target)
+    built, unavailable = build_figures(data, list(figures))
+    paths = {n: out / "figures" / f"{stem}_{n}.png" for n in built}
+    export_error, used = None, ""
+    if built:
+        try:
+            used = export_png({paths[n]: built[n] for n in built}, width=width, scale=scale,
+                              engine=engine)
+        except ExportError as exc:
+            export_error = str(exc)
+    written = {n: p for n, p in paths.items() if export_error is None and p.is_file()}
+    for n in built:
+        if n not in written:
+            unavailable[n] = f"PNG export failed: {export_error or 'no file written'}"
+    md = markdown_tables(data, {n: f"figures/{p.name}" for n, p in written.items()},
+                         {n: unavailable[n] for n in figures if n in unavailable})
+    out.mkdir(parents=True, exist_ok=True)
+    md_path = out / f"{stem}_tables.md"
+    md_path.write_text(md, encoding="utf-8")
+    return Published(markdown_path=md_path, markdown=md, figures=written,
+                     unavailable=unavailable, export_error=export_error, engine=used,
+                     warnings=list(data.warnings))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (0 ok, 1 figure export failed, 2 bad input)."""
+    p = _Parser(prog="python -m analysis.publish",
+                description="Export the report's figures as PNG and a Markdown summary "
+                            "(what was run, per-configuration table, recommendation) of a "
+                            "results directory, e.g. for docs/.")
+    p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
+    p.add_argument("--out", required=True, help="output folder, e.g. docs/ (figures go to "
+                                                "OUT/figures/)")
+    p.add_argument("--name", help="file name stem (default: the sweep's name)")
+    p.add_argument("--target", help="override the target: absolute value or percent of "
+                                    "optimum (e.g. 95%%)")
+    p.add_argument("--figures", default=",".join(DEFAULT_FIGURES),
+                   help=f"comma-separated, from {', '.join(FIGURES)} "
+                        f"(default {','.join(DEFAULT_FIGURES)})")
+    p.add_argument("--no-figures", action="store_true", help="write the Markdown only")
+    p.add_argument("--engine", default="auto", choices=("auto", "kaleido", "chromium"),
+                   help="PNG export: kaleido (if installed), a chromium screenshot, or auto")
+    p.add_argument("--width", type=int, default=1000, help="figure width in CSS px "
+                                                           "(default 1000)")
+    p.add_argument("--scale", type=float, default=2.0,
+                   help="pixels per CSS px in the PNG (default 2)")
+    args = p.parse_args(argv)
+    names = [] if args.no_figures else [f.strip() for f in args.figures.split(",") if f.strip()]
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        p.error(f"--figures {unknown[0]!r}: unknown; choose from {', '.join(FIGURES)}")
+    try:
+        done = publish(args.results_dir, args.out, name=args.name, target=args.target,
+                       figures=names, engine=args.engine, width=args.width, scale=args.scale)
+    except (ResultsError, ValueError, OSError) as exc:
+        sys.stderr.write(f"{p.prog}: error: {exc}\n")
+        return 2
+    sys.stdout.write(done.markdown)
+    sys.stdout.flush()
+    for path in done.figures.values():
+        sys.stderr.write(f"wrote {path} ({done.engine})\n")
+    for n, why in done.unavailable.items():
+        sys.stderr.write(f"figure {n} not drawn: {why}\n")
+    sys.stderr.write(f"wrote {done.markdown_path}\n")
+    if done.export_error is not None:
+        sys.stderr.write(f"{p.prog}: error: PNG export failed: {done.export_error}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
