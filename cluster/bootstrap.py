@@ -103,6 +103,7 @@ def plan_from_env(
     nodes: int | None = None,
     port: int = DEFAULT_HEAD_PORT,
     rendezvous: Path | None = None,
+    head_host: str | None = None,
 ) -> Plan:
     """Decide this process's role from the MPI variables (or ``--role``).
 
@@ -113,6 +114,7 @@ def plan_from_env(
             outside an MPI job).
         port: the head's GCS port.
         rendezvous: folder shared by head and workers of a two-job layout.
+        head_host: the head's host, overriding ``AZ_BATCHAI_MPI_MASTER_NODE``.
 
     Raises:
         BootstrapError: inconsistent or malformed variables (the message names them).
@@ -128,7 +130,7 @@ def plan_from_env(
             raise BootstrapError(f"{name}={raw!r} is not an integer") from None
 
     rank, size = int_var(RANK_VAR), int_var(SIZE_VAR)
-    master = env.get(MASTER_VAR) or None
+    master = head_host or env.get(MASTER_VAR) or None
     if role == "auto":
         if rank is None:
             return Plan("embedded", -1, 1, None, port)
@@ -441,6 +443,12 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         help="auto: from OMPI_COMM_WORLD_RANK; head/worker: two-job layouts",
     )
     parser.add_argument(
+        "--head-host",
+        default=None,
+        help=f"host of the Ray head (default ${MASTER_VAR}; with --rendezvous and no MPI "
+        "master: the head's outward IP)",
+    )
+    parser.add_argument(
         "--rendezvous",
         type=Path,
         default=None,
@@ -472,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             nodes=args.nodes,
             port=args.port,
             rendezvous=args.rendezvous,
+            head_host=args.head_host,
         )
         if plan.role != "worker" and not cmd:
             raise BootstrapError(f"the {plan.role} needs a command after --")
