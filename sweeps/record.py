@@ -155,12 +155,14 @@ class ResultsRecorder(Callback):
             outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s)[/yellow]"
         else:
             outcome = f"[red]error: {row['error'][:80]}[/red]"
-        best = row["best_return"]
+        batch = row.get("train_batch_size")
+        batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
         self.console.print(
             f"[{len(self._trials):>3}] {row['algorithm']:<6} workers={row['num_env_runners']} "
-            f"batch={row.get('train_batch_size')} seed={row['seed']}  {outcome}  "
-            f"best return {best:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
-            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
+            f"batch={batch} seed={row['seed']}  {outcome}  "
+            f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
+            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else ""),
+            soft_wrap=True,
         )
 
 

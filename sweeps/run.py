@@ -26,7 +26,6 @@ from typing import Any
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("RAY_DEDUP_LOGS", "1")
 os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most ~1 s of state
-os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
 
@@ -48,6 +47,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
     p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    p.add_argument("--verbose", action="store_true",
+                   help="show Ray/RLlib warnings and logs of the trials (hidden by default)")
     return p.parse_args(argv)
 
 
@@ -158,11 +159,6 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
 
 def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: int = 6) -> None:
     """Print the resolved spec, the first sampled trials and their resources."""
-    import optuna
-
-    from sweeps.search import DefineByRun, baseline_params, grid_points, trial_params
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     print("Resolved sweep spec:")
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
@@ -170,29 +166,23 @@ def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: i
     print(f"\nCluster: largest node has {setup['max_node_cpus']:g} CPUs")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))
-    total = (sweep.search.num_samples + (1 if sweep.baseline else 0)) * sweep.search.seeds
-    print(f"\nTrials: {total} = ({sweep.search.num_samples} sampled configs"
-          f"{' + baseline' if sweep.baseline else ''}) x {sweep.search.seeds} seeds; "
-          f"budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
-    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}):")
-    shown = []
-    if sweep.baseline:
-        shown.append(("baseline", baseline_params(sweep)))
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=sweep.search.sampler_seed))
-    if sweep.search.sampler == "grid":
-        for point in grid_points(sweep):
-            study.enqueue_trial(point)
-    space = DefineByRun(sweep)
-    while len(shown) < n_show:
-        t = study.ask()
-        constants = space(t)
-        shown.append(("sampled", trial_params({**t.params, **constants})))
+    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
+          "in the order they would start:")
+    from sweeps.search import SeededSearch, baseline_params, make_optuna_search
     from sweeps.trainable import trial_algorithm_config
 
-    for kind, params in shown:
-        _, info = trial_algorithm_config(params, setup)
-        print(f"  {kind:<8} {json.dumps(params, default=str)}  -> {info['num_cpus']:g} CPUs"
-              + ("  oversubscribed" if info["oversubscribed"] else ""))
+    inner, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
+    search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
+                          num_configs=num_configs)
+    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs"
+          f"{' + baseline' if sweep.baseline else ''}) x {sweep.search.seeds} seeds; budget per "
+          f"trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    for i in range(min(n_show, search.total_trials)):
+        config = search.suggest(f"dry{i}")
+        meta = {k: config.pop(k) for k in ("config_id", "is_baseline", "seed")}
+        _, info = trial_algorithm_config(config, setup)
+        print(f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
+              f"  -> {info['num_cpus']:g} CPUs" + ("  oversubscribed" if info["oversubscribed"] else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     command_start = time.time()
     args = parse_args(argv)
     source = args.file
+    if not args.verbose:
+        quiet_logs()
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = resolve_target(sweep)
@@ -222,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         with ray_session(address) as cluster_info:
-            setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes))
+            setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
+                           quiet=not args.verbose)
             lines = feasibility(sweep, setup, source, strict=not args.dry_run)
             if args.dry_run:
                 dry_run(sweep, target, setup, lines)
@@ -237,8 +230,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _setup(sweep: Sweep, target: dict, max_node_cpus: float) -> dict[str, Any]:
+def quiet_logs() -> None:
+    """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
+    new-API-stack notice, C++ actor-restart notes); trial errors still surface through Tune
+    and the one-line-per-trial progress. ``--verbose`` keeps them."""
+    import logging
+
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # inherited by the embedded Ray
+    for name in ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True) -> dict[str, Any]:
     return {
+        "quiet": quiet,
         "env": sweep.env,
         "env_config": dict(sweep.env_config),
         "target": {"metric": target["metric"], "value": target["value"]},
@@ -304,7 +312,7 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
             tune_config=tune.TuneConfig(
                 search_alg=ConcurrencyLimiter(search, max_concurrent=sweep.search.max_concurrent),
                 metric="objective", mode="min", num_samples=search.total_trials,
-                reuse_actors=False),
+                reuse_actors=False, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
                 progress_reporter=reporter, verbose=1,
@@ -333,6 +341,11 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
     if not args.no_report:
         _write_report(run_dir)
     return 0
+
+
+def trial_dirname(trial) -> str:
+    """Short trial folder names under tune/ (Tune's default spells out the whole config)."""
+    return f"{trial.config.get('algorithm', 'trial')}_{trial.trial_id}"
 
 
 def _count_trials(run_dir: Path) -> int:

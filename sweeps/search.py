@@ -166,7 +166,11 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     else:
         sampler = optuna.samplers.RandomSampler(seed=seed)
         if sweep.search.sampler == "grid":
-            points = grid_points(sweep)
+            # The baseline already runs with every seed; it is not run again as a grid point.
+            base = baseline_params(sweep)
+            points = [p for p in grid_points(sweep)
+                      if base is None or trial_params({**p, "__fixed__": json.dumps(
+                          sweep.fixed_for(p["algorithm"]))}) != base]
             num_configs = min(num_configs, len(points))
     storage = optuna.storages.RDBStorage(storage_url)
     searcher = OptunaSearch(

@@ -49,6 +49,8 @@ def trial_algorithm_config(config: dict[str, Any], setup: dict[str, Any]):
 
     params = algorithm_params(config)
     algo_config = build_config(params, setup["env"], dict(setup["env_config"]))
+    if setup.get("quiet", True):
+        algo_config.debugging(log_level="ERROR")  # RLlib's level in the trial and its env runners
     cpus, gpus = request_totals(algo_config)
     info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False}
     node_cpus = setup.get("max_node_cpus")
@@ -87,6 +89,10 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     ``max_node_cpus``, ``allow_oversubscription``.
     """
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
+    if setup.get("quiet", True):
+        import logging
+
+        logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     import ray
     from ray import tune
 
