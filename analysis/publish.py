@@ -657,8 +657,9 @@ def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
     out += ["", "## Recommendation (capacity plan)", ""]
     plan = data.plan
     if plan is None or plan.candidates.empty:
-        why = "; ".join(plan.notes) if plan is not None else "no configurations"
-        out.append(f"No recommendation: {why}.")
+        out.append("No recommendation:")
+        out += [""] + [f"- {_scrub_paths(x)}" for x in (plan.notes if plan is not None
+                                                        else ["no configurations yet"])]
     else:
         out.append("From `analysis.plan` (no deadline or budget given; reproduce or constrain "
                    f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
