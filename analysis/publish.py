@@ -76,6 +76,7 @@ __all__ = [
     "ExportError",
     "Published",
     "build_figures",
+    "config_rows",
     "export_png",
     "find_browser",
     "main",
