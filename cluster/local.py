@@ -117,7 +117,7 @@ def _embedded_auth() -> None:
         os.environ[AUTH_TOKEN_VAR] = new_token()
 
 
-def _start_embedded(num_cpus: int | None) -> None:
+def _start_embedded(num_cpus: int | None, log_to_driver: bool = True) -> None:
     import ray
 
     _embedded_auth()
@@ -130,6 +130,7 @@ def _start_embedded(num_cpus: int | None) -> None:
             num_cpus=num_cpus or os.cpu_count() or 1,
             include_dashboard=False,
             logging_level=logging.WARNING,
+            log_to_driver=log_to_driver,
         )
     except Exception as exc:
         raise ClusterError(
@@ -139,7 +140,7 @@ def _start_embedded(num_cpus: int | None) -> None:
         auth_logger.setLevel(level)
 
 
-def _connect(address: str, source: str) -> None:
+def _connect(address: str, source: str, log_to_driver: bool = True) -> None:
     import ray
     from ray._private.services import canonicalize_bootstrap_address
 
@@ -169,7 +170,7 @@ def _connect(address: str, source: str) -> None:
     saved = os.environ.get(_GCS_WAIT_VAR)
     os.environ.setdefault(_GCS_WAIT_VAR, str(GCS_CONNECT_ATTEMPTS))
     try:
-        ray.init(address=address, logging_level=logging.WARNING)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=log_to_driver)
     except Exception as exc:
         raise ClusterError(
             f"cannot connect to the Ray cluster at {address} ({source}): "
@@ -190,7 +191,7 @@ def _one_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def ray_session(
-    address: str | None = None, *, num_cpus: int | None = None
+    address: str | None = None, *, num_cpus: int | None = None, log_to_driver: bool = True
 ) -> Iterator[ClusterInfo]:
     """Start or connect to Ray for the duration of a ``with`` block.
 
@@ -203,6 +204,8 @@ def ray_session(
             ``"auto"`` for the cluster ``ray start`` left on this machine.
         num_cpus: CPUs of an embedded Ray (default ``os.cpu_count()``); ignored, as Ray
             requires, when connecting to an existing cluster (its nodes declare their own).
+        log_to_driver: forward the stdout/stderr of Ray workers (trials, env runners) to this
+            process (``ray.init(log_to_driver=...)``); False hides their warnings.
 
     Yields:
         :class:`ClusterInfo` of the cluster.
@@ -227,9 +230,9 @@ def ray_session(
     resolved, source = _resolve_address(address)
     started = time.monotonic()
     if resolved is None:
-        _start_embedded(num_cpus)
+        _start_embedded(num_cpus, log_to_driver)
     else:
-        _connect(resolved, source)
+        _connect(resolved, source, log_to_driver)
     try:
         info = ClusterInfo(
             address=resolved or "local", embedded=resolved is None, nodes=alive_nodes()

@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     try:
-        with ray_session(address) as cluster_info:
+        with ray_session(address, log_to_driver=args.verbose) as cluster_info:
             setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
                            quiet=not args.verbose)
             lines = feasibility(sweep, setup, source, strict=not args.dry_run)
@@ -232,11 +232,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def quiet_logs() -> None:
     """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
-    new-API-stack notice, C++ actor-restart notes); trial errors still surface through Tune
-    and the one-line-per-trial progress. ``--verbose`` keeps them."""
+    new-API-stack notice); with ``log_to_driver=False`` the trials' own output stays in Ray's
+    session logs. Trial errors still surface through Tune and the one-line-per-trial
+    progress. ``--verbose`` keeps all of it."""
     import logging
 
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # inherited by the embedded Ray
+    import ray.rllib  # noqa: F401 - it configures its logger on import; override after
+
     for name in ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"):
         logging.getLogger(name).setLevel(logging.ERROR)
     import optuna
