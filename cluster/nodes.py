@@ -372,6 +372,24 @@ def _run_node(args: argparse.Namespace) -> int:
             return 1
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM this runner when its owner dies (``prctl(PR_SET_PDEATHSIG)``).
+
+    The runner lives in its own session, so a SIGKILLed owner (a cancelled job, a killed test)
+    would otherwise leave a Ray node running with nobody to stop it.
+    """
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the owner died before the request took effect
+        sys.exit(1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the node runner (used by :class:`RayNode`, not meant to be typed)."""
     parser = argparse.ArgumentParser(prog="python -m cluster.nodes", description=__doc__)
@@ -391,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.num_gpus = int(args.num_gpus)
     if not args.head and not args.address:
         parser.error("worker needs --address HOST:PORT")
+    _die_with_parent()
     try:
         return _run_node(args)
     except Exception as exc:  # one line for the owner's log, not a traceback

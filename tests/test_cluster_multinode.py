@@ -180,3 +180,29 @@ def test_losing_a_worker_node_mid_job_loses_no_task(tmp_path):
     assert result == {"done": 6, "alive": 2}
     assert live_sessions(sessions) == []
     assert os.path.exists(flag)
+
+
+def test_nodes_stop_when_their_owner_is_killed(tmp_path):
+    """A SIGKILLed owner cannot clean up; its node processes must still go (PDEATHSIG)."""
+    owner = tmp_path / "owner.py"
+    owner.write_text(
+        "import json, os, sys\n"
+        "from cluster.local_multinode import LoopbackCluster\n"
+        "cluster = LoopbackCluster(nodes=2, cpus_per_node=1).start()\n"
+        "open(sys.argv[1], 'w').write(json.dumps([n.pid for n in cluster.nodes]))\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    record = tmp_path / "sessions.json"
+    proc = subprocess.run(
+        [sys.executable, str(owner), str(record)],
+        cwd=ROOT,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    sessions = json.loads(record.read_text())
+    deadline = time.monotonic() + 30
+    while live_sessions(sessions) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert live_sessions(sessions) == []
