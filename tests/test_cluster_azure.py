@@ -252,11 +252,26 @@ def test_submit_dry_run_prints_yaml_that_load_job_reads(tmp_path):
     assert "RAY_AUTH_TOKEN" not in proc.stdout
 
 
-def test_submit_dry_run_checks_the_sweep_file_first(tmp_path):
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `python -m cluster.azure ARGS` in this process; returns code, stdout, stderr."""
+
+    def run(*args: str, cwd: Path = ROOT) -> SimpleNamespace:
+        monkeypatch.chdir(cwd)
+        for var in [v for v in os.environ if v.startswith("AZURE")]:
+            monkeypatch.delenv(var)
+        code = azure.main(list(args))
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+    return run
+
+
+def test_submit_dry_run_checks_the_sweep_file_first(cli):
     bad = ROOT / "sweeps" / f"_test_bad_{os.getpid()}.py"
     bad.write_text("SWEEP = 42\n")
     try:
-        proc = run_cli("submit", str(bad.relative_to(ROOT)), "--nodes", "2", "--dry-run")
+        proc = cli("submit", str(bad.relative_to(ROOT)), "--nodes", "2", "--dry-run")
     finally:
         bad.unlink()
     assert proc.returncode == 2
@@ -265,8 +280,8 @@ def test_submit_dry_run_checks_the_sweep_file_first(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_compute_dry_run_prints_both_clusters():
-    proc = run_cli(
+def test_compute_dry_run_prints_both_clusters(cli):
+    proc = cli(
         "compute",
         "rls",
         "--layout",
@@ -294,15 +309,15 @@ def test_compute_dry_run_prints_both_clusters():
         (["compute", "rls", "--layout", "gpu-head", "--dry-run"], "needs --vnet"),
     ],
 )
-def test_cli_errors_are_one_line(args, message):
-    proc = run_cli(*args)
+def test_cli_errors_are_one_line(cli, args, message):
+    proc = cli(*args)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_cli_without_workspace_says_how_to_configure_one(tmp_path):
-    proc = run_cli("status", cwd=tmp_path)
+def test_cli_without_workspace_says_how_to_configure_one(cli, tmp_path):
+    proc = cli("status", cwd=tmp_path)
     assert proc.returncode == 2
     assert "no Azure ML workspace" in proc.stderr and "config.json" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

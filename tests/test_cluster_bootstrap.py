@@ -127,7 +127,7 @@ def test_head_reports_missing_nodes_and_stops(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     started = time.monotonic()
-    procs = {0: start_rank(0, 2, free_port(), ["--node-timeout", "8"], ["true"], logs, None)}
+    procs = {0: start_rank(0, 2, free_port(), ["--node-timeout", "4"], ["true"], logs, None)}
     wait_all(procs, timeout_s=90)
     text = (logs / "rank0.log").read_text()
     assert procs[0].returncode == 3, text
