@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -473,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the command's exit code on the head (0 on workers)."""
     args, cmd = _parse(sys.argv[1:] if argv is None else argv)
     plan: Plan | None = None
+    own_tmp: str | None = None
     try:
         plan = plan_from_env(
             os.environ,
@@ -488,8 +490,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(plan, "no MPI job variables: running the command on an embedded Ray")
             return _run_command(cmd, dict(os.environ))
         if args.temp_dir is None and plan.head_host and is_loopback(_resolve(plan.head_host)):
-            # Several nodes on one machine must not share Ray's session folders.
-            args.temp_dir = tempfile.mkdtemp(prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp")
+            # Several nodes on one machine must not share Ray's session folders (short path:
+            # Ray's Unix sockets live under it). Removed once the node is stopped.
+            args.temp_dir = own_tmp = tempfile.mkdtemp(
+                prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp"
+            )
         if args.log_dir:
             args.log_dir.mkdir(parents=True, exist_ok=True)
         # SIGTERM (the job being cancelled) must stop our Ray node too: unwind via SystemExit.
@@ -505,6 +510,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
+    finally:
+        if own_tmp:
+            shutil.rmtree(own_tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -292,6 +292,8 @@ class RayNode:
         """
         if self.proc is None:
             return []
+        if self._ready_file and os.path.exists(self._ready_file):
+            os.unlink(self._ready_file)
         _signal_pids([self.proc.pid], signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:

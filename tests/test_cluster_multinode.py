@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -189,7 +190,8 @@ def test_nodes_stop_when_their_owner_is_killed(tmp_path):
         "import json, os, sys\n"
         "from cluster.local_multinode import LoopbackCluster\n"
         "cluster = LoopbackCluster(nodes=2, cpus_per_node=1).start()\n"
-        "open(sys.argv[1], 'w').write(json.dumps([n.pid for n in cluster.nodes]))\n"
+        "open(sys.argv[1], 'w').write(json.dumps({'sessions': [n.pid for n in cluster.nodes],\n"
+        "                                         'tmp': cluster._tmp}))\n"
         "os.kill(os.getpid(), 9)\n"
     )
     record = tmp_path / "sessions.json"
@@ -201,8 +203,9 @@ def test_nodes_stop_when_their_owner_is_killed(tmp_path):
         text=True,
     )
     assert proc.returncode == -9, proc.stderr[-2000:]
-    sessions = json.loads(record.read_text())
+    owned = json.loads(record.read_text())
     deadline = time.monotonic() + 30
-    while live_sessions(sessions) and time.monotonic() < deadline:
+    while live_sessions(owned["sessions"]) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert live_sessions(sessions) == []
+    assert live_sessions(owned["sessions"]) == []
+    shutil.rmtree(owned["tmp"], ignore_errors=True)  # the killed owner could not
