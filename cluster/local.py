@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cluster.auth import AUTH_MODE_VAR, AUTH_TOKEN_VAR, configured_token, new_token, redact
-from cluster.nodes import grpc_answers, port_open, split_address
+from cluster.nodes import grpc_answers, is_loopback, port_open, split_address
 
 #: Seconds to wait for a TCP answer from an existing cluster's GCS before giving up.
 CONNECT_PROBE_TIMEOUT_S = 5.0
@@ -156,9 +156,16 @@ def _connect(address: str, source: str, log_to_driver: bool = True) -> None:
         except ValueError as exc:
             raise ClusterError(f"bad Ray {source} {address!r}: {exc}") from None
         if not port_open(host, port, timeout_s=CONNECT_PROBE_TIMEOUT_S):
+            hint = ""
+            if is_loopback(split_address(address)[0]) and not is_loopback(host):
+                hint = (
+                    f" (Ray maps a loopback address to this machine's {host}; a cluster bound "
+                    "to 127.0.0.1, like cluster.local_multinode's, also needs "
+                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 here)"
+                )
             raise ClusterError(
                 f"cannot reach a Ray cluster at {address} ({source}): nothing answered on "
-                f"{host}:{port} within {CONNECT_PROBE_TIMEOUT_S:.0f} s"
+                f"{host}:{port} within {CONNECT_PROBE_TIMEOUT_S:.0f} s{hint}"
             )
         if not grpc_answers(host, port, timeout_s=CONNECT_PROBE_TIMEOUT_S):
             raise ClusterError(
