@@ -109,11 +109,15 @@ def _resolve_address(address: str | None) -> tuple[str | None, str]:
 
 
 def _embedded_auth() -> None:
-    """Give an embedded Ray a token in this process's environment, unless one is configured."""
+    """Give an embedded Ray a token in this process's environment, unless one is configured.
+
+    The token stays in ``os.environ`` after the session on purpose: Ray's C++ token loader
+    caches the first token it reads in a process, so every later Ray of this process must
+    find the same one.
+    """
     if os.environ.get(AUTH_MODE_VAR, "token").lower() != "token":
         return  # the user opted out (RAY_AUTH_MODE=disabled): respect it
     if configured_token() is None:
-        # One token per process: Ray's C++ token loader caches the first token it reads.
         os.environ[AUTH_TOKEN_VAR] = new_token()
 
 

@@ -435,3 +435,52 @@ def test_download_merges_run_folders_into_results(monkeypatch, tmp_path):
     # Never overwrites a run that is already there.
     with pytest.raises(azure.AzureError, match="exists already"):
         azure.download_results(client, "job-x", results)
+
+
+class FakeCompute:
+    def __init__(self):
+        self.specs = []
+
+    def begin_create_or_update(self, spec):
+        self.specs.append(spec)
+        return SimpleNamespace(result=lambda: spec)
+
+
+def test_compute_creates_both_clusters_of_the_gpu_head_layout(monkeypatch, capsys):
+    client = SimpleNamespace(compute=FakeCompute(), jobs=FakeJobs())
+    monkeypatch.setattr(azure, "workspace_client", lambda: client)
+    code = azure.main(
+        [
+            "compute",
+            "rls",
+            "--layout",
+            "gpu-head",
+            "--vnet",
+            "v",
+            "--subnet",
+            "s",
+            "--max",
+            "6",
+            "--low-priority",
+        ]
+    )
+    assert code == 0
+    assert [s.name for s in client.compute.specs] == ["rls-head", "rls-workers"]
+    assert [s.tier for s in client.compute.specs] == ["dedicated", "low_priority"]
+    assert capsys.readouterr().out.splitlines() == [
+        "compute rls-head: ready",
+        "compute rls-workers: ready",
+    ]
+
+
+def test_status_lists_only_this_projects_jobs(monkeypatch, capsys):
+    client = fake_client()
+    client.jobs.existing.append(
+        SimpleNamespace(name="other", tags={}, status="Completed", display_name="not ours")
+    )
+    monkeypatch.setattr(azure, "workspace_client", lambda: client)
+    azure.main(["submit", SWEEP, "--nodes", "2", "--compute", "cpu", "--no-check"])
+    capsys.readouterr()
+    assert azure.main(["status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("job-0\tStarting\tcartpole_quick x2")
