@@ -3,8 +3,9 @@
 Runs the same algorithm config for the same env-step budget once through ``sweeps.run`` (a
 one-trial sweep: Tune trial actor, Optuna searcher, results recorder) and once as a bare RLlib
 loop (``build_config(...).build_algo()`` then ``train()`` in this process), interleaved, in one
-process run, ``--reps`` times. Both clocks start before the Algorithm is built and stop at the
-end of the iteration that crossed the env-step budget; throughput = env steps / that time.
+process run, ``--reps`` times. Both clocks start right before ``build_algo()`` (libraries
+imported, config resolved) and stop at the end of the iteration that crossed the env-step
+budget; throughput = env steps / that time.
 
 Target (issue "Cabs scaling study"): overhead ratio = bare throughput / sweep throughput ≤ 1.03.
 Also reports the sweep's start-up: command start → first trial's first iteration.
@@ -37,8 +38,9 @@ def bare_run(params: dict, env_steps: int) -> dict:
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        start = time.perf_counter()
-        algo = build_config(params, ENV, {}).build_algo()
+        config = build_config(params, ENV, {})
+        start = time.perf_counter()  # as sweeps.trainable: right before build_algo()
+        algo = config.build_algo()
         try:
             while True:
                 steps = extract_metrics(params["algorithm"], algo.train())["env_steps"]
