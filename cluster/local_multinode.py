@@ -1,6 +1,6 @@
 """A real multi-node Ray cluster on 127.0.0.1, for tests and demos.
 
-``python -m cluster.local_multinode --nodes 3 -- python -m sweeps.run sweeps/cartpole_quick.py``
+``python -m cluster.local_multinode --nodes 3 --cpus-per-node 2 -- python -m sweeps.run FILE``
 
 starts one head and ``nodes - 1`` worker nodes, each a separate process tree with its own CPU
 count, temp dir and raylet (see :mod:`cluster.nodes`), all bound to 127.0.0.1 and sharing a
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cluster.local_multinode",
         description="Run a command against a multi-node Ray cluster on 127.0.0.1.",
-        epilog="example: python -m cluster.local_multinode --nodes 3 -- "
+        epilog="example: python -m cluster.local_multinode --nodes 3 --cpus-per-node 2 -- "
         "python -m sweeps.run sweeps/cartpole_quick.py",
     )
     parser.add_argument("--nodes", type=int, default=3, help="Ray nodes, head included")
