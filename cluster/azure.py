@@ -2,7 +2,7 @@
 
 Subcommands::
 
-    compute NAME [--size VM] [--min N] [--max N] [--low-priority] [--idle-s S]
+    compute [NAME] [--size VM] [--min N] [--max N] [--low-priority] [--idle-s S]
                  [--layout single|gpu-head] [--head-size VM] [--vnet V --subnet S]
     submit SWEEP_FILE --nodes N [--vm SIZE | --compute NAME] [--head-compute NAME]
                  [--ray-distribution] [--experiment NAME] [--timeout-s S] [--dry-run]
@@ -62,6 +62,9 @@ GPU_IMAGE = "mcr.microsoft.com/azureml/openmpi4.1.0-cuda11.8-cudnn8-ubuntu22.04:
 #: Default VM sizes: compute-optimised CPU workers; one T4 GPU for a GPU head.
 DEFAULT_CPU_VM = "Standard_F8s_v2"
 DEFAULT_GPU_VM = "Standard_NC4as_T4_v3"
+
+#: Name of the compute cluster that ``compute`` creates when none is given.
+DEFAULT_COMPUTE = "rl-scaling-cpu"
 
 #: Tag that marks the jobs of this project (``status`` lists those).
 PROJECT_TAG = "rl-scaling"
@@ -695,10 +698,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("compute", help="create or update an AmlCompute cluster (or a pair)")
-    p.add_argument("name")
-    p.add_argument("--size", default=None, help=f"VM size (default {DEFAULT_CPU_VM})")
-    p.add_argument("--min", type=int, default=0, help="minimum nodes (default 0)")
-    p.add_argument("--max", type=int, default=4, help="maximum nodes (default 4)")
+    p.add_argument(
+        "name", nargs="?", default=DEFAULT_COMPUTE, help=f"cluster name (default {DEFAULT_COMPUTE})"
+    )
+    p.add_argument(
+        "--size", "--vm", dest="size", default=None, help=f"VM size (default {DEFAULT_CPU_VM})"
+    )
+    p.add_argument(
+        "--min", "--min-nodes", dest="min", type=int, default=0, help="minimum nodes (default 0)"
+    )
+    p.add_argument(
+        "--max", "--max-nodes", dest="max", type=int, default=4, help="maximum nodes (default 4)"
+    )
     p.add_argument("--low-priority", action="store_true", help="low-priority (preemptible) VMs")
     p.add_argument("--idle-s", type=int, default=300, help="idle seconds before scale-down")
     p.add_argument(

@@ -484,3 +484,14 @@ def test_status_lists_only_this_projects_jobs(monkeypatch, capsys):
     assert azure.main(["status"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("job-0\tStarting\tcartpole_quick x2")
+
+
+def test_compute_accepts_the_readme_spelling(cli):
+    proc = cli("compute", "--vm", "Standard_D16s_v5", "--max-nodes", "4", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    spec = yaml.safe_load(proc.stdout.split("---\n", 1)[1])
+    assert (spec["name"], spec["size"], spec["max_instances"]) == (
+        azure.DEFAULT_COMPUTE,
+        "Standard_D16s_v5",
+        4,
+    )
