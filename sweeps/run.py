@@ -325,9 +325,11 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
         # Tune restores the callbacks pickled with the first run; use this process's instead
         # (they read what is already recorded in setup() and skip it). No public API for it.
         tuner._local_tuner.get_run_config().callbacks = callbacks
+    _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
+    expected = (num_configs + (1 if sweep.baseline else 0)) * sweep.search.seeds
     interrupted = False
     try:
-        tuner.fit()
+        tuner.fit()  # on Ctrl-C Tune stops the trials, saves its state and returns
     except KeyboardInterrupt:
         interrupted = True
     env_info["finished_at"] = now_iso()
@@ -335,9 +337,9 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
         env_info["startup_to_first_iteration_s"] = round(recorder.first_iteration_s, 2)
     write_json(env_path, env_info)
     n = _count_trials(run_dir)
-    if interrupted:
-        print(f"Interrupted: {n} finished trials are kept in {run_dir}; continue with --resume",
-              file=sys.stderr)
+    if interrupted or n < expected:
+        print(f"Interrupted: {n} of {expected} trials finished and are kept in {run_dir}; "
+              f"continue with: python -m sweeps.run {args.file} --resume", file=sys.stderr)
         return 130
     print(f"Done: {n} trials recorded in {run_dir}")
     if not args.no_report:

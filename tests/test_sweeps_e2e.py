@@ -142,3 +142,33 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
                               storage=f"sqlite:///{trials_file.parent / 'optuna.db'}")
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(complete) == 2
+
+
+def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
+    results = tmp_path / "results"
+    path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=8,
+                       target="Target(fraction_of_optimal=1.2)")
+    proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            runs = list((results / "interrupted").glob("*/trials.parquet"))
+            if runs:
+                break
+            time.sleep(1)
+        assert runs, "no trial recorded in time"
+        os.kill(proc.pid, signal.SIGINT)  # Ctrl-C in the terminal goes to the driver
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == 130, (proc.returncode, out[-2000:], err[-2000:])
+    assert "--resume" in err and "Traceback" not in err, err[-2000:]
+    kept = pd.read_parquet(runs[0])
+    assert len(kept) >= 1 and kept.trial_id.is_unique
+    # the driver shut its embedded Ray down: nothing of its process group is left
+    time.sleep(2)
+    alive = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    assert not alive.strip(), f"processes left in the sweep's group: {alive}"
