@@ -158,7 +158,7 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
                 break
             time.sleep(1)
         assert runs, "no trial recorded in time"
-        os.kill(proc.pid, signal.SIGINT)  # Ctrl-C in the terminal goes to the driver
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal goes to the whole group
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
