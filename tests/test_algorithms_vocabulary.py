@@ -200,3 +200,15 @@ def test_extract_metrics_reads_the_right_keys():
     empty = extract_metrics("IMPALA", {"env_runners": {}})
     assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])
     assert math.isnan(empty["learner_updates"])
+
+
+def test_register_with_tune_makes_apex_a_trainable():
+    from ray.tune.registry import get_trainable_cls
+
+    from sweeps.algorithms import register_with_tune
+    from sweeps.algorithms.apex_dqn import ApexDQN
+
+    register_with_tune()
+    register_with_tune()  # idempotent
+    assert get_trainable_cls("APEX") is ApexDQN
+    assert get_trainable_cls("DQN").__name__ == "DQN"  # RLlib's own names stay RLlib's

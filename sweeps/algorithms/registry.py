@@ -211,18 +211,13 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
     }
 
 
-_registered = False
-
-
 def register_with_tune() -> None:
     """Register ``"APEX"`` (:class:`~sweeps.algorithms.apex_dqn.ApexDQN`) as a Tune trainable.
 
     The other names (``DQN``, ``IMPALA``, ``PPO``, ``APPO``) are RLlib's own. Idempotent.
     """
-    global _registered
     from ray import tune
 
     from sweeps.algorithms.apex_dqn import ApexDQN
 
     tune.register_trainable("APEX", ApexDQN)
-    _registered = True
