@@ -64,6 +64,10 @@ EXIT_BAD_SETUP = 2
 EXIT_NODES_MISSING = 3
 EXIT_NODE_FAILED = 4
 
+#: Seconds a Ray node of this machine may take to start (separate from --node-timeout, the
+#: wait for the other machines).
+NODE_START_TIMEOUT_S = 120.0
+
 #: Consecutive failed probes of the head's port after which a worker declares the head gone.
 HEAD_GONE_PROBES = 3
 PROBE_INTERVAL_S = 1.0
@@ -257,7 +261,7 @@ def run_head(plan: Plan, cmd: Sequence[str], args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         head.start()
-        head.wait_up(args.node_timeout)
+        head.wait_up(NODE_START_TIMEOUT_S)
         address = f"{ip}:{plan.port}"
         _log(plan, f"Ray head up at {address}; waiting for {plan.nodes} nodes")
         if args.rendezvous:
@@ -360,7 +364,7 @@ def run_worker(plan: Plan, args: argparse.Namespace) -> int:
     )
     try:
         node.start()
-        node.wait_up(args.node_timeout)
+        node.wait_up(NODE_START_TIMEOUT_S)
         _log(plan, f"joined the Ray head at {address}")
         failures = 0
         while True:
@@ -428,7 +432,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         "--node-timeout",
         type=float,
         default=600.0,
-        help="seconds to wait for the head, and for all nodes to join",
+        help="seconds to wait for the head, and for all nodes to join (default 600)",
     )
     parser.add_argument(
         "--temp-dir",
