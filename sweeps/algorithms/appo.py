@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.impala import IMPALA_PARAMS
+from sweeps.algorithms.impala import IMPALA_DEFAULTS, IMPALA_PARAMS
 from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: APPO keys: IMPALA's plus the PPO surrogate's, by their RLlib names (APPOConfig.training).
@@ -19,24 +19,8 @@ APPO_PARAMS: dict[str, OwnParam] = {
     "circular_buffer_iterations_per_batch": OwnParam("training", "times each batch is trained on"),
 }
 
-#: Defaults: as IMPALA's (docs/benchmarks.md) with RLlib's APPO surrogate settings.
-APPO_DEFAULTS: dict[str, Any] = {
-    "num_workers": 1,
-    "num_envs_per_worker": 8,
-    "rollout_fragment_length": 32,
-    "train_batch_size": 512,
-    "lr": 1e-3,
-    "gamma": 0.99,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
-    "num_learners": 0,
-    "num_epochs": 4,
-    "minibatch_size": 128,
-    "entropy_coeff": 0.01,
-    "vf_loss_coeff": 0.5,
-    "reward_scale": 0.01,
-    "min_time_s_per_iteration": 1.0,
-}
+#: Defaults: IMPALA's (docs/benchmarks.md), with RLlib's APPO surrogate settings.
+APPO_DEFAULTS: dict[str, Any] = dict(IMPALA_DEFAULTS)
 
 
 def _make_config():
