@@ -36,7 +36,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +51,7 @@ from cluster.nodes import (
     RayNode,
     is_loopback,
     port_open,
+    run_command,
     split_address,
 )
 
@@ -217,25 +217,6 @@ def _wait_for_nodes(
         ray.shutdown()
 
 
-def _run_command(cmd: Sequence[str], env: dict[str, str]) -> int:
-    proc = subprocess.Popen(list(cmd), env=env)
-
-    def forward(signum, _frame):
-        proc.send_signal(signum)
-
-    previous = signal.signal(signal.SIGTERM, forward)
-    try:
-        while True:
-            try:
-                code = proc.wait()
-                break
-            except KeyboardInterrupt:
-                continue
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return code if code >= 0 else 128 - code
-
-
 def run_head(plan: Plan, cmd: Sequence[str], args: argparse.Namespace) -> int:
     """Rank 0: start the head, wait for all nodes, run the command, stop the head."""
     token = _token(os.environ)
@@ -282,7 +263,7 @@ def run_head(plan: Plan, cmd: Sequence[str], args: argparse.Namespace) -> int:
                 },
             )
         _log(plan, f"all {plan.nodes} nodes joined; running: {' '.join(cmd)}")
-        code = _run_command(cmd, _command_env(address, token, loopback))
+        code = run_command(cmd, _command_env(address, token, loopback))
         _log(plan, f"command exited {code}; stopping the Ray head")
         return code
     except NodeStartError as exc:
@@ -492,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BootstrapError(f"the {plan.role} needs a command after --")
         if plan.role == "embedded":
             _log(plan, "no MPI job variables: running the command on an embedded Ray")
-            return _run_command(cmd, dict(os.environ))
+            return run_command(cmd, dict(os.environ))
         if args.temp_dir is None and plan.head_host and is_loopback(_resolve(plan.head_host)):
             # Several nodes on one machine must not share Ray's session folders (short path:
             # Ray's Unix sockets live under it). Removed once the node is stopped.

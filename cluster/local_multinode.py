@@ -17,7 +17,6 @@ import argparse
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cluster.auth import auth_env, new_token
-from cluster.nodes import LOOPBACK_ENV, NodeStartError, RayNode, free_port, stop_all
+from cluster.nodes import (
+    LOOPBACK_ENV,
+    NodeStartError,
+    RayNode,
+    free_port,
+    run_command,
+    stop_all,
+)
 
 #: Object store per node (bytes) unless asked otherwise: Ray's default (30% of RAM per node)
 #: multiplied by several nodes would claim most of a laptop's shared memory.
@@ -158,27 +164,6 @@ class LoopbackCluster:
             )
 
 
-def _run_command(cmd: Sequence[str], env: dict[str, str]) -> int:
-    """Run ``cmd``; forward SIGTERM to it; return its exit code (128+n if killed by signal n)."""
-    proc = subprocess.Popen(list(cmd), env=env)
-
-    def forward(signum, _frame):
-        proc.send_signal(signum)
-
-    previous = signal.signal(signal.SIGTERM, forward)
-    try:
-        while True:
-            try:
-                code = proc.wait()
-                break
-            except KeyboardInterrupt:
-                # Ctrl-C reached the command too (same process group): let it finish cleanly.
-                continue
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return code if code >= 0 else 128 - code
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m cluster.local_multinode [--nodes N] [--cpus-per-node C] -- CMD...``."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -233,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            code = _run_command(cmd, cluster.client_env())
+            code = run_command(cmd, cluster.client_env())
     except NodeStartError as exc:
         print(f"error: local_multinode: {exc}", file=sys.stderr)
         return 1

@@ -392,6 +392,27 @@ def _die_with_parent() -> None:
         sys.exit(1)
 
 
+def run_command(cmd: Sequence[str], env: dict[str, str]) -> int:
+    """Run ``cmd``; forward SIGTERM to it; return its exit code (128+n if killed by signal n)."""
+    proc = subprocess.Popen(list(cmd), env=env)
+
+    def forward(signum, _frame):
+        proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:
+                # Ctrl-C reached the command too (same process group): let it finish cleanly.
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return code if code >= 0 else 128 - code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the node runner (used by :class:`RayNode`, not meant to be typed)."""
     parser = argparse.ArgumentParser(prog="python -m cluster.nodes", description=__doc__)
