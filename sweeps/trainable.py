@@ -83,6 +83,39 @@ def resources_for(setup: dict[str, Any]):
     return _resources
 
 
+def preload_libraries() -> None:
+    """Import what a trial's process needs before its timed region starts.
+
+    torch and RLlib's Algorithm (~1.5 s in a fresh process), and ``scipy.signal``, which RLlib's
+    prioritized episode replay buffer imports lazily at its first ``sample()`` (its n-step
+    discounting uses ``scipy.signal.lfilter``): ~0.5-1 s that would otherwise land inside the
+    first training iteration of every DQN/APEX trial. ``benchmarks/bench_overhead.py`` calls
+    this in its bare RLlib loop too, so both sides of that comparison start their clocks with
+    the same libraries loaded.
+    """
+    import scipy.signal  # noqa: F401
+    import torch  # noqa: F401
+    from ray.rllib.algorithms.algorithm import Algorithm  # noqa: F401
+
+
+def reuse_prestarted_workers() -> None:
+    """Let trial actors and their env runners start in Ray's already-running worker processes.
+
+    Tune gives every trainable actor ``runtime_env={"env_vars": {"PL_DISABLE_FORK": "1"}}``
+    (``ray/tune/execution/class_cache.py``, a PyTorch Lightning workaround, ray#28197), and the
+    actors a trial creates (RLlib's env runners) inherit it. A worker process Ray started for
+    the job's default runtime env cannot host an actor with another one, so every trial and
+    every env runner of it got a freshly spawned Python process: ~0.7-1 s more per env runner,
+    inside the trial's timed region (measured with ``benchmarks/bench_overhead.py``, see
+    docs/benchmarks.md). We use no Lightning, so the variable is dropped; the environment
+    variables Tune copies from the driver (cloud credentials, Ray Train settings) still go.
+    Call it in the driver before the first trial starts.
+    """
+    from ray.tune.execution import class_cache
+
+    getattr(class_cache, "DEFAULT_ENV_VARS", {}).pop("PL_DISABLE_FORK", None)
+
+
 def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     """Tune function trainable: train until the target or the budget, reporting each iteration.
 
@@ -103,12 +136,11 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     target_metric, target = setup["target"]["metric"], float(setup["target"]["value"])
     budget_s = setup["budget"].get("time_s")
     budget_steps = setup["budget"].get("env_steps")
-    # Libraries are imported (RLlib, torch: ~1.5 s in a fresh trial process) and the config is
-    # resolved before the clock starts, as MLPerf's timed region excludes framework start-up;
-    # building the Algorithm (its env runner actors, learner, replay buffer) is timed.
-    import torch  # noqa: F401
-    from ray.rllib.algorithms.algorithm import Algorithm  # noqa: F401
-
+    # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process) and
+    # the config is resolved before the clock starts, as MLPerf's timed region excludes
+    # framework start-up; building the Algorithm (its env runner actors, learner, replay
+    # buffer) is timed.
+    preload_libraries()
     algo_config, info = trial_algorithm_config(config, setup)
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     algo = algo_config.build_algo()

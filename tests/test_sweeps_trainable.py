@@ -1,0 +1,49 @@
+"""The trial's process set-up: Tune's trainable actors start in Ray's ready worker processes
+(no runtime env of Tune's own), and the libraries RLlib loads lazily are loaded before the
+trial's clock starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+@pytest.mark.ray
+def test_trial_actor_has_no_runtime_env_of_tunes_own():
+    """A trainable actor built by Tune's class cache runs with the job's (empty) runtime env, so
+    it and the env runners it creates can take Ray's prestarted worker processes."""
+    import ray
+    from ray.tune.execution.class_cache import _ActorClassCache
+
+    from sweeps.trainable import reuse_prestarted_workers
+
+    class Probe:
+        def runtime_env(self):
+            return ray.get_runtime_context().get_runtime_env_string(), os.getpid()
+
+    reuse_prestarted_workers()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        actor = _ActorClassCache().get(Probe).options(num_cpus=1).remote()
+        env, _ = ray.get(actor.runtime_env.remote(), timeout=60)
+    finally:
+        ray.shutdown()
+    assert "PL_DISABLE_FORK" not in env, env
+    assert env in ("{}", ""), env
+
+
+def test_preload_imports_what_rllib_loads_lazily():
+    """``scipy.signal`` (RLlib's prioritized replay, first ``sample()``) is imported by
+    ``preload_libraries`` in a fresh interpreter, before any trial's clock."""
+    code = textwrap.dedent("""\
+        import sys
+        from sweeps.trainable import preload_libraries
+        assert "scipy.signal" not in sys.modules
+        preload_libraries()
+        assert {"scipy.signal", "torch", "ray.rllib.algorithms.algorithm"} <= set(sys.modules)
+        """)
+    subprocess.run([sys.executable, "-c", code], check=True)
