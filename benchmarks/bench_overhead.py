@@ -2,15 +2,24 @@
 
 Runs the same algorithm config for the same env-step budget once through ``sweeps.run`` (a
 one-trial sweep: Tune trial actor, Optuna searcher, results recorder) and once as a bare RLlib
-loop (``build_config(...).build_algo()`` then ``train()`` in this process), interleaved, in one
-process run, ``--reps`` times. Both clocks start right before ``build_algo()`` (libraries
-imported, config resolved) and stop at the end of the iteration that crossed the env-step
-budget; throughput = env steps / that time.
+loop (``build_config(...).build_algo()`` then ``train()`` in a plain script), interleaved, in
+one benchmark run, ``--reps`` times; the order alternates (sweep first in even repetitions,
+bare first in odd ones) so a drift of the shared machine does not favour one side. Each side
+is a fresh Python process (``python -m sweeps.run ...`` and ``python bench_overhead.py
+--bare-child ...``), so neither inherits modules imported by the other.
 
-Target (issue "Cabs scaling study"): overhead ratio = bare throughput / sweep throughput ≤ 1.03.
-Also reports the sweep's start-up: command start → first trial's first iteration.
+Both clocks start right before ``build_algo()`` with the same libraries already imported
+(``sweeps.trainable.preload_libraries``) and stop at the end of the iteration that crossed the
+env-step budget; throughput = env steps / that time (the timed region of a trial, see
+docs/results.md). Also reported, to show where a difference comes from: the time to the end
+of the first iteration (building the Algorithm: env runner actors, learner, replay buffer)
+and the steady-state throughput after it.
 
-    python benchmarks/bench_overhead.py [--algorithm DQN] [--env-steps 30000] [--reps 3]
+Target (issue "Cabs scaling study"): overhead ratio = bare throughput / sweep throughput
+≤ 1.03 (median over repetitions). Also reports the sweep's start-up: command start (process
+creation) → first trial's first iteration.
+
+    python benchmarks/bench_overhead.py [--algorithm DQN] [--env-steps 30000] [--reps 5]
 
 Prints a table and saves ``benchmarks/results/bench_overhead.json``.
 """
@@ -20,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -27,39 +37,65 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 ENV = "ContosoCabs-v0"
 
 
-def bare_run(params: dict, env_steps: int) -> dict:
-    """One bare RLlib loop on a fresh embedded Ray (2 CPUs); returns steps, seconds, steps/s."""
+def timing(iterations: list[tuple[float, int]]) -> dict:
+    """Throughputs of one timed region from its iterations ``[(wall_s, env_steps), ...]``
+    (cumulative, seconds since the clock started): whole region, first iteration's end, and
+    steady state (after the first iteration)."""
+    (w0, s0), (w1, s1) = iterations[0], iterations[-1]
+    return {"env_steps": int(s1), "seconds": w1, "env_steps_per_s": s1 / w1,
+            "first_iteration_s": w0, "iterations": len(iterations),
+            "steady_env_steps_per_s": (s1 - s0) / (w1 - w0) if w1 > w0 else float("nan")}
+
+
+def bare_child(params: dict, env_steps: int) -> dict:
+    """The bare RLlib loop (run in its own process): a fresh embedded Ray with 2 CPUs, the
+    config built, clock, ``build_algo()``, ``train()`` until the env-step budget."""
     import ray
+    import torch
 
     from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.trainable import preload_libraries
 
+    preload_libraries()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         config = build_config(params, ENV, {})
         start = time.perf_counter()  # as sweeps.trainable: right before build_algo()
         algo = config.build_algo()
+        iterations = []
         try:
             while True:
                 steps = extract_metrics(params["algorithm"], algo.train())["env_steps"]
+                iterations.append((time.perf_counter() - start, int(steps)))
                 if steps >= env_steps:
                     break
-            elapsed = time.perf_counter() - start
         finally:
             algo.stop()
     finally:
         ray.shutdown()
-    return {"env_steps": int(steps), "seconds": elapsed, "env_steps_per_s": steps / elapsed}
+    return {**timing(iterations), "torch_threads": torch.get_num_threads()}
+
+
+def bare_run(params: dict, env_steps: int) -> dict:
+    """Run :func:`bare_child` in a fresh Python process; its result dict."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--bare-child",
+           "--algorithm", params["algorithm"], "--env-steps", str(env_steps)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"bench_overhead: bare loop exited {proc.returncode}: "
+                         f"{proc.stderr.strip().splitlines()[-1:]}")
+    return json.loads(lines[-1])
 
 
 def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
-    """The same config as a one-trial sweep through ``sweeps.run.main``; numbers from its
-    trials.parquet (``total_env_steps / elapsed_s``) and environment.json (start-up)."""
+    """The same config as a one-trial sweep, ``python -m sweeps.run`` in a fresh process;
+    numbers from its progress.parquet (the trial's own clock) and environment.json."""
     import pandas as pd
-
-    from sweeps import run
 
     fixed = {k: v for k, v in params.items() if k != "algorithm"}
     path = workdir / f"overhead_{rep}.py"
@@ -72,15 +108,19 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
         """))
     results = workdir / f"results_{rep}"
     t0 = time.perf_counter()
-    code = run.main([str(path), "--results", str(results), "--no-report"])
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    if code != 0:
-        raise SystemExit(f"bench_overhead: sweeps.run exited {code}")
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_overhead: sweeps.run exited {proc.returncode}: "
+                         f"{proc.stderr.strip().splitlines()[-1:]}")
     run_dir = next((results / "overhead").iterdir())
-    row = pd.read_parquet(run_dir / "trials.parquet").iloc[0]
+    progress = pd.read_parquet(run_dir / "progress.parquet").sort_values("wall_time_s")
     env_info = json.loads((run_dir / "environment.json").read_text())
-    return {"env_steps": int(row.total_env_steps), "seconds": float(row.elapsed_s),
-            "env_steps_per_s": float(row.env_steps_per_s), "command_wall_s": wall,
+    iterations = list(zip(progress.wall_time_s.astype(float), progress.env_steps.astype(int),
+                          strict=True))
+    return {**timing(iterations),
+            "command_wall_s": wall,
             "startup_to_first_iteration_s": env_info.get("startup_to_first_iteration_s")}
 
 
@@ -88,38 +128,59 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithm", default="DQN")
     p.add_argument("--env-steps", type=int, default=30_000)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", default=str(HERE / "results" / "bench_overhead.json"))
+    p.add_argument("--bare-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     params = {"algorithm": args.algorithm, "num_workers": 1, "seed": 0}
+    if args.bare_child:
+        print(json.dumps(bare_child(params, args.env_steps)), flush=True)
+        return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for rep in range(args.reps):  # interleaved: sweep, bare, sweep, bare, ...
-            s = sweep_run(params, args.env_steps, Path(tmp), rep)
-            b = bare_run(params, args.env_steps)
-            rows.append({"rep": rep, "sweep": s, "bare": b,
-                         "ratio": b["env_steps_per_s"] / s["env_steps_per_s"]})
-            print(f"rep {rep}: sweep {s['env_steps_per_s']:.0f} env steps/s "
-                  f"({s['env_steps']} in {s['seconds']:.1f} s), bare {b['env_steps_per_s']:.0f} "
-                  f"env steps/s ({b['env_steps']} in {b['seconds']:.1f} s), ratio {rows[-1]['ratio']:.3f}",
+        for rep in range(args.reps):
+            if rep % 2 == 0:
+                s = sweep_run(params, args.env_steps, Path(tmp), rep)
+                b = bare_run(params, args.env_steps)
+            else:
+                b = bare_run(params, args.env_steps)
+                s = sweep_run(params, args.env_steps, Path(tmp), rep)
+            rows.append({"rep": rep, "order": "sweep,bare" if rep % 2 == 0 else "bare,sweep",
+                         "sweep": s, "bare": b,
+                         "ratio": b["env_steps_per_s"] / s["env_steps_per_s"],
+                         "steady_ratio": b["steady_env_steps_per_s"] / s["steady_env_steps_per_s"]})
+            print(f"rep {rep}: sweep {s['env_steps_per_s']:.0f} env steps/s ({s['env_steps']} in "
+                  f"{s['seconds']:.1f} s, 1st iteration {s['first_iteration_s']:.1f} s), bare "
+                  f"{b['env_steps_per_s']:.0f} env steps/s ({b['env_steps']} in {b['seconds']:.1f} s, "
+                  f"1st iteration {b['first_iteration_s']:.1f} s), ratio {rows[-1]['ratio']:.3f}",
                   flush=True)
+    med = statistics.median
     ratios = [r["ratio"] for r in rows]
     startups = [r["sweep"]["startup_to_first_iteration_s"] for r in rows
                 if r["sweep"]["startup_to_first_iteration_s"] is not None]
     summary = {
         "algorithm": args.algorithm, "env": ENV, "env_steps_budget": args.env_steps,
-        "reps": args.reps, "overhead_ratio_median": statistics.median(ratios),
+        "reps": args.reps, "overhead_ratio_median": med(ratios),
         "overhead_ratio_per_rep": ratios, "target_ratio": 1.03,
-        "startup_to_first_iteration_s_median": statistics.median(startups) if startups else None,
-        "sweep_command_wall_s_median": statistics.median(r["sweep"]["command_wall_s"] for r in rows),
+        "steady_state_ratio_median": med(r["steady_ratio"] for r in rows),
+        "first_iteration_s_median": {k: med(r[k]["first_iteration_s"] for r in rows)
+                                     for k in ("sweep", "bare")},
+        "startup_to_first_iteration_s_median": med(startups) if startups else None,
+        "sweep_command_wall_s_median": med(r["sweep"]["command_wall_s"] for r in rows),
     }
     print("\n| measure | value |\n|---|---|")
     print(f"| overhead ratio (bare / sweep throughput), median of {args.reps} | "
           f"{summary['overhead_ratio_median']:.3f} (target ≤ 1.03) |")
     print(f"| per repetition | {', '.join(f'{r:.3f}' for r in ratios)} |")
-    print(f"| sweep start-up: command start → first iteration (median) | "
-          f"{summary['startup_to_first_iteration_s_median']:.1f} s |")
+    print(f"| steady state after the 1st iteration: ratio (median) | "
+          f"{summary['steady_state_ratio_median']:.3f} |")
+    fi = summary["first_iteration_s_median"]
+    print(f"| end of the 1st iteration (build + 1 iteration), median | sweep {fi['sweep']:.1f} s, "
+          f"bare {fi['bare']:.1f} s |")
+    if startups:
+        print(f"| sweep start-up: command start → first iteration (median) | "
+              f"{summary['startup_to_first_iteration_s_median']:.1f} s |")
     print(f"| whole one-trial sweep command (median) | {summary['sweep_command_wall_s_median']:.1f} s |")
     from sweeps.record import environment_info
 
