@@ -10,6 +10,7 @@ episode returns in the env's own units: only the learner sees scaled rewards.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -19,11 +20,20 @@ from ray.rllib.connectors.connector_v2 import ConnectorV2
 class ScaleRewards(ConnectorV2):
     """Multiply every reward of the episodes a learner trains on by ``scale``.
 
-    It must be the first piece of the learner pipeline (RLlib puts custom pieces first), so
-    that rewards are scaled before they are copied into the train batch, n-step summed (the
-    replay buffer already summed them — the sum scales alike) or used for GAE/V-trace targets.
-    The episodes are the learner's own copies (replay samples or env-runner results), so the
-    env runners' metrics are unaffected.
+    It must be the first of our pieces in the learner pipeline (RLlib puts custom pieces
+    before its defaults), so that rewards are scaled before they are copied into the train
+    batch, n-step summed (the replay buffer already summed them — the sum scales alike) or
+    used for GAE/V-trace targets.
+
+    The episodes a learner receives are not always its own: with no remote env runners
+    (``num_workers=0``) they are the very objects the driver's env runner keeps to sum the
+    returns of episodes that span several ``sample()`` calls. So each episode in the list is
+    replaced by a shallow copy with a new, scaled reward buffer; the originals, and the episode
+    returns the env runners report in the env's own units, are not touched.
+
+    Raises:
+        TypeError: an episode that is not a ``SingleAgentEpisode`` (multi-agent is not
+            supported by ``reward_scale``).
     """
 
     def __init__(self, input_observation_space=None, input_action_space=None, *,
@@ -37,17 +47,35 @@ class ScaleRewards(ConnectorV2):
                  shared_data=None, **kwargs) -> Any:
         if self.scale == 1.0:
             return batch
-        for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
-            buffer = episode.rewards
-            if isinstance(buffer.data, list):
-                buffer.data = [r * self.scale for r in buffer.data]
-            else:  # finalized: a numpy array, possibly read-only (Ray's object store)
-                buffer.data = np.asarray(buffer.data, dtype=np.float32) * np.float32(self.scale)
+        for i, episode in enumerate(episodes):
+            episodes[i] = scaled_copy(episode, self.scale)
         return batch
 
 
+def scaled_copy(episode, scale: float):
+    """A shallow copy of a ``SingleAgentEpisode`` whose rewards (lookback included) are
+    ``scale`` × the original's; every other buffer is shared with the original.
+
+    Raises:
+        TypeError: not a ``SingleAgentEpisode``.
+    """
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    if not isinstance(episode, SingleAgentEpisode):
+        raise TypeError(f"reward_scale supports single-agent episodes only, got "
+                        f"{type(episode).__name__}")
+    rewards = copy.copy(episode.rewards)
+    if isinstance(rewards.data, list):
+        rewards.data = [r * scale for r in rewards.data]
+    else:  # finalized: a numpy array, possibly read-only (Ray's object store)
+        rewards.data = np.asarray(rewards.data, dtype=np.float32) * np.float32(scale)
+    clone = copy.copy(episode)
+    clone.rewards = rewards
+    return clone
+
+
 class RewardScaleConnector:
-    """Picklable ``learner_connector`` builder for ``AlgorithmConfig.training``."""
+    """Picklable ``learner_connector`` builder for ``AlgorithmConfig.learners``."""
 
     def __init__(self, scale: float):
         self.scale = float(scale)
