@@ -3,7 +3,7 @@
 The cabs_scaling study (docs/cabs_scaling.md) found APEX with 1 env runner, batch 128 and
 lr ≈ 1.3e-3 fastest to 95 % of the optimal return, over 2 seeds. This sweep reruns exactly that
 configuration with 5 seeds, so its median time-to-target has a confidence interval (and an
-olympic mean). About 3 minutes on a 2-core laptop.
+olympic mean). About 2 minutes on a 2-core laptop (127 s measured).
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice

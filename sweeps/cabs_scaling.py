@@ -5,7 +5,7 @@ optimal monthly profit (``envs.oracle_return``) fastest in wall-clock, and how d
 with the seed article's DQN baseline (1 env runner)?
 
 Sized for a 2-core laptop: (6 sampled configs + baseline) × 2 seeds = 14 trials of at most
-60 s each; at most ~17 minutes, 9 minutes measured (docs/cabs_scaling.md). Trials with 2 env runners ask for 3 CPUs; on a 2-CPU
+60 s each; at most ~17 minutes, 9–10.3 minutes measured (docs/cabs_scaling.md). Trials with 2 env runners ask for 3 CPUs; on a 2-CPU
 node they run oversubscribed and are flagged as such in every table.
 To scale on a cluster, change only ``search.num_samples``, the ``num_workers`` choices and the
 budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``, ``seeds=3``).
