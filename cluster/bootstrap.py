@@ -53,6 +53,7 @@ from cluster.nodes import (
     port_open,
     run_command,
     split_address,
+    split_command,
 )
 
 RANK_VAR = "OMPI_COMM_WORLD_RANK"
@@ -369,11 +370,7 @@ def run_worker(plan: Plan, args: argparse.Namespace) -> int:
 
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     argv = list(argv)
-    if "--" in argv:
-        split = argv.index("--")
-        own, cmd = argv[:split], argv[split + 1 :]
-    else:
-        own, cmd = argv, []
+    own, cmd = split_command(argv)
     parser = argparse.ArgumentParser(
         prog="python -m cluster.bootstrap",
         description="Form a Ray cluster from the processes of an Azure ML MPI job and run a "

@@ -30,6 +30,7 @@ from cluster.nodes import (
     RayNode,
     free_port,
     run_command,
+    split_command,
     stop_all,
 )
 
@@ -167,11 +168,7 @@ class LoopbackCluster:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: ``python -m cluster.local_multinode [--nodes N] [--cpus-per-node C] -- CMD...``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--" in argv:
-        split = argv.index("--")
-        own, cmd = argv[:split], argv[split + 1 :]
-    else:
-        own, cmd = argv, []
+    own, cmd = split_command(argv)
     parser = argparse.ArgumentParser(
         prog="python -m cluster.local_multinode",
         description="Run a command against a multi-node Ray cluster on 127.0.0.1.",

@@ -392,6 +392,16 @@ def _die_with_parent() -> None:
         sys.exit(1)
 
 
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split a CLI's ``argv`` at the first ``--``: (our own options, the command to run after
+    it); no ``--``: (all of argv, [])."""
+    argv = list(argv)
+    if "--" in argv:
+        split = argv.index("--")
+        return argv[:split], argv[split + 1 :]
+    return argv, []
+
+
 def run_command(cmd: Sequence[str], env: dict[str, str]) -> int:
     """Run ``cmd``; forward SIGTERM to it; return its exit code (128+n if killed by signal n)."""
     proc = subprocess.Popen(list(cmd), env=env)
