@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 
 class ScaleRewards(ConnectorV2):
@@ -59,8 +60,6 @@ def scaled_copy(episode, scale: float):
     Raises:
         TypeError: not a ``SingleAgentEpisode``.
     """
-    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
-
     if not isinstance(episode, SingleAgentEpisode):
         raise TypeError(f"reward_scale supports single-agent episodes only, got "
                         f"{type(episode).__name__}")
