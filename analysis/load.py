@@ -53,6 +53,8 @@ _TRIAL_DEFAULTS: dict[str, Any] = {
     "node_ip": "",
     "error": "",
     "objective": np.nan,
+    "is_reference": False,
+    "eval_time_s": np.nan,
 }
 
 _PROGRESS_COLUMNS = (
@@ -167,6 +169,7 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
         else:
             trials["is_baseline"] = False
     trials["is_baseline"] = trials["is_baseline"].fillna(False).astype(bool)
+    trials["is_reference"] = trials["is_reference"].fillna(False).astype(bool)
     if trials["num_cpus"].isna().any():
         # docs/results.md: driver + env runners (+ learners); the sweep runner always writes it.
         trials["num_cpus"] = trials["num_cpus"].fillna(1.0 + trials["num_env_runners"])

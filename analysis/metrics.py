@@ -32,6 +32,7 @@ from analysis.load import Results
 
 __all__ = [
     "Target",
+    "describe_metric",
     "first_crossing",
     "metric_column",
     "parse_target",
@@ -67,6 +68,23 @@ class Target:
     def overridden(self) -> bool:
         """True when ``value`` differs from the target the sweep ran with."""
         return math.isfinite(self.original) and not math.isclose(self.value, self.original)
+
+
+def describe_metric(metric: str, spec: dict[str, Any]) -> str:
+    """One phrase saying what the target metric measures, for every table and figure.
+
+    Args:
+        metric: the sweep's ``target.metric`` (``evaluation``, ``training``, or an RLlib key).
+        spec: spec.json (its ``evaluation`` section gives the episodes and seeds).
+    """
+    if metric == "evaluation":
+        ev = spec.get("evaluation") or {}
+        n, seed = ev.get("episodes", "?"), ev.get("seed", "?")
+        return (f"greedy evaluation return (mean of {n} episodes, seeds {seed}..; "
+                "the same protocol for every algorithm)")
+    if metric in ("training", "episode_return_mean"):
+        return "training return (exploring episodes, as each implementation explores)"
+    return f"RLlib metric {metric}"
 
 
 def metric_column(metric: str) -> str:
@@ -200,7 +218,8 @@ def trial_metrics(res: Results, target: str | float | None = None
         censoring time = seconds the trial ran), ``env_steps_per_s`` (total env steps / elapsed
         seconds), ``best_return``, ``final_return``, ``has_episodes``, ``n_iterations``,
         ``num_cpus``, ``num_gpus``, ``oversubscribed``, ``budget_s``, ``elapsed_s``,
-        ``total_env_steps``, ``config_label`` and the configuration's parameter columns.
+        ``total_env_steps``, ``is_reference``, ``eval_time_s`` (seconds of evaluation inside
+        the trial's wall-clock), ``config_label`` and the configuration's parameter columns.
 
     Raises:
         ValueError: no usable target (see :func:`resolve_target`).
@@ -270,7 +289,8 @@ def trial_metrics(res: Results, target: str | float | None = None
         row = {
             "trial_id": t["trial_id"], "config_id": t["config_id"],
             "algorithm": t["algorithm"], "num_env_runners": int(t["num_env_runners"]),
-            "seed": t["seed"], "is_baseline": bool(t["is_baseline"]), "status": status,
+            "seed": t["seed"], "is_baseline": bool(t["is_baseline"]),
+            "is_reference": bool(t["is_reference"]), "status": status,
             "reached": reached, "time_to_target_s": ttt if reached else math.nan,
             "steps_to_target": steps if reached else math.nan, "duration_s": duration,
             "env_steps_per_s": tput, "best_return": best, "final_return": final,
@@ -278,6 +298,7 @@ def trial_metrics(res: Results, target: str | float | None = None
             "num_cpus": float(t["num_cpus"]), "num_gpus": float(t["num_gpus"]),
             "oversubscribed": bool(t["oversubscribed"]), "budget_s": t["budget_s"],
             "elapsed_s": elapsed, "total_env_steps": total_steps,
+            "eval_time_s": float(t["eval_time_s"]) if pd.notna(t["eval_time_s"]) else math.nan,
             "node_count": t["node_count"], "error": t["error"],
             "config_label": _describe(t, param_cols),
         }
@@ -288,7 +309,7 @@ def trial_metrics(res: Results, target: str | float | None = None
     tm = pd.DataFrame(rows)
     if tm.empty:
         tm = pd.DataFrame(columns=["trial_id", "config_id", "algorithm", "num_env_runners",
-                                   "seed", "is_baseline", "status", "reached",
+                                   "seed", "is_baseline", "is_reference", "status", "reached",
                                    "time_to_target_s", "steps_to_target", "duration_s",
                                    "env_steps_per_s", "best_return", "final_return",
                                    "has_episodes", "n_iterations", "num_cpus", "num_gpus",

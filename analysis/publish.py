@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import ResultsError, load_results
+from analysis.metrics import describe_metric
 from analysis.plan import _fmt_s, plan_text
 from analysis.report import (
     FIGURE_HEIGHT,
@@ -68,7 +69,7 @@ from analysis.report import (
     throughput_figure,
     ttt_figure,
 )
-from analysis.stats import MIN_SEEDS_FOR_CI
+from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -514,11 +515,15 @@ def _speedup_cell(r: pd.Series | None, n: int, base_n: int, key: str = "speedup"
     if r is None:
         return "n/a (no baseline)"
     v = _num(r[key])
-    lb, ub = _num(r["speedup_lower_bound"]), _num(r["speedup_upper_bound"])
+    bound = "abs_speedup" if key == "abs_speedup" else "speedup"
+    who = "reference" if key == "abs_speedup" else "baseline"
+    lb, ub = _num(r[f"{bound}_lower_bound"]), _num(r[f"{bound}_upper_bound"])
+    # bounds are rounded outwards never: a lower bound down, an upper bound up
     if math.isinf(v) and math.isfinite(lb):
-        return f"> {lb / ratio:.2f}{unit}" + (" (baseline median not reached)" if why else "")
+        return (f"> {floor_to(lb / ratio, 2):.2f}{unit}"
+                + (f" ({who} median not reached)" if why else ""))
     if v == 0.0 and math.isfinite(ub):
-        return f"< {ub / ratio:.2f}{unit}" + (" (median not reached)" if why else "")
+        return f"< {ceil_to(ub / ratio, 2):.2f}{unit}" + (" (median not reached)" if why else "")
     if math.isnan(v):
         return "n/a (median not reached)" if why else "n/a"
     fmt = lambda z: f"{z:.2f}"  # noqa: E731
@@ -529,9 +534,12 @@ def _speedup_cell(r: pd.Series | None, n: int, base_n: int, key: str = "speedup"
     return f"{fmt(v)}{unit}{ci}"
 
 
-def _efficiency_cell(r: pd.Series | None, n: int, base_n: int, which: str) -> str:
+def _efficiency_cell(r: pd.Series | None, n: int, base_n: int, which: str,
+                     same_algorithm: bool = True) -> str:
     if r is None:
         return "n/a (no baseline)"
+    if not same_algorithm:
+        return "n/a (not the baseline's algorithm)"
     ratio = _num(r[f"{which}_ratio"])
     if not math.isfinite(ratio) or ratio <= 0:
         return ("n/a (baseline samples in the driver)" if which == "runner"
@@ -541,6 +549,8 @@ def _efficiency_cell(r: pd.Series | None, n: int, base_n: int, which: str) -> st
 
 
 _SAID_IN_CELLS = ("too few seeds for a CI", "baseline median not reached within",
+                  "absolute: reference median not reached within",
+                  "absolute: median not reached within",
                   "median not reached within", "neither reached the target by median",
                   "oversubscribed: timings not trustworthy",
                   "no reached seeds: sample efficiency unknown",
@@ -563,7 +573,8 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
     """
     s = data.summary
     headers = ["algorithm", "env runners", "CPUs", "batch", "other params", "seeds",
-               "success", "TTT [95% CI]", "speedup [95% CI]", "efficiency per env runner",
+               "success", "TTT [95% CI]", "speedup [95% CI]", "absolute speedup [95% CI]",
+               "efficiency per env runner",
                "efficiency per CPU", "env steps/s", "steps-to-target", "oversubscribed",
                "notes"]
     if s.empty:
@@ -573,6 +584,8 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
     base_n = (int((base.sort_values("n_trials", ascending=False).iloc[0][["n_reached",
                                                                           "n_censored"]]).sum())
               if len(base) else 0)
+    ref = s[s["is_reference"]] if "is_reference" in s else s.iloc[0:0]
+    ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
     rank = {a: i for i, a in enumerate(order)}
     s = s.assign(_alg=s["algorithm"].map(lambda a: rank.get(a, len(rank))),
@@ -603,13 +616,18 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
                 notes.append(x)
             refs.append(f"[{notes.index(x) + 1}]")
         rows.append([
-            str(c["algorithm"]) + (" (baseline)" if c["is_baseline"] else ""),
+            str(c["algorithm"]) + (" (baseline)" if c["is_baseline"] else "")
+            + (" (reference)" if c["is_reference"] else ""),
             str(int(c["num_env_runners"])), _fmt_value(_num(c["num_cpus"])),
             _fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
             other or "-", seeds, success, _ttt_cell(c),
-            _speedup_cell(r, n, base_n) if len(base) else "n/a (no baseline)",
-            _efficiency_cell(r, n, base_n, "runner") if len(base) else "n/a (no baseline)",
-            _efficiency_cell(r, n, base_n, "cpu") if len(base) else "n/a (no baseline)",
+            _speedup_cell(r, n, base_n) if len(base) and not c["is_reference"]
+            else "n/a (no baseline)" if not len(base) else "-",
+            ("-" if c["is_reference"] else _speedup_cell(r, n, ref_n, key="abs_speedup"))
+            if len(ref) else "n/a (no reference)",
+            *(["-", "-"] if c["is_reference"] else
+              [_efficiency_cell(r, n, base_n, w, c["algorithm"] == base.iloc[0]["algorithm"])
+               if len(base) else "n/a (no baseline)" for w in ("runner", "cpu")]),
             _fmt_count(_num(c["env_steps_per_s"])),
             _fmt_count(_num(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
             "**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"])
@@ -645,11 +663,14 @@ def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
             "Kaplan-Meier median (KM) when some seeds were censored; 95 % CI by bootstrap over "
             "seeds (KM: Greenwood), none with fewer than "
             f"{MIN_SEEDS_FOR_CI} seeds. Speedup S = TTT(baseline) / TTT, baseline: {bl}. "
-            "Parallel efficiency = S / (env runners ratio) and S / (CPUs ratio). Env steps/s: "
+            "Absolute speedup = TTT(single-process reference) / TTT. "
+            "Parallel efficiency = S / (env runners ratio) and S / (CPUs ratio), only for the "
+            "baseline's algorithm. Target metric: "
+            f"{describe_metric(data.target.metric, res.spec)}. Env steps/s: "
             "median over seeds of total env steps / trial wall-clock. Steps-to-target: median "
             "over the seeds that reached the target. Oversubscribed: the trial asked for more "
             "CPUs than the node had, so its timings are not trustworthy.")
-        out += ["", _md_table(headers, rows, right=(1, 2, 3, 5, 11, 12)), ""]
+        out += ["", _md_table(headers, rows, right=(1, 2, 3, 5, 12, 13)), ""]
         if notes:
             out.append("Notes:")
             out += [""] + [f"{i}. {x}" for i, x in enumerate(notes, start=1)]

@@ -43,10 +43,17 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Results, ResultsError, load_results
-from analysis.metrics import Target, trial_metrics
+from analysis.metrics import Target, describe_metric, trial_metrics
 from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
 from analysis.scaling import fit_scaling
-from analysis.stats import MIN_SEEDS_FOR_CI, best_configs, speedup_table, summarize_configs
+from analysis.stats import (
+    MIN_SEEDS_FOR_CI,
+    best_configs,
+    ceil_to,
+    floor_to,
+    speedup_table,
+    summarize_configs,
+)
 
 __all__ = [
     "FIGURE_HEIGHT",
@@ -157,15 +164,51 @@ def _fmt_ci(v: float, lo: float, hi: float, fmt=lambda z: f"{z:.2f}") -> str:
 
 
 def _fmt_speedup(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
-    """Speedup (or an efficiency: ``ratio`` = resources ratio) with its CI or its bound."""
+    """Speedup (``key`` ``speedup`` relative, ``abs_speedup`` absolute, or an efficiency:
+    ``ratio`` = resources ratio) with its CI or its bound (lower bounds rounded down, upper
+    bounds up, so a bound never claims more than the data show)."""
     v = r[key]
-    if isinstance(v, float) and math.isinf(v) and math.isfinite(r["speedup_lower_bound"]):
-        return f"&gt; {r['speedup_lower_bound'] / ratio:.2f}"
-    if v == 0.0 and math.isfinite(r["speedup_upper_bound"]):
-        return f"&lt; {r['speedup_upper_bound'] / ratio:.2f}"
-    if key == "speedup":
-        return _fmt_ci(v, r["speedup_low"], r["speedup_high"])
+    base = "abs_speedup" if key == "abs_speedup" else "speedup"
+    if isinstance(v, float) and math.isinf(v) and math.isfinite(r[f"{base}_lower_bound"]):
+        return f"&gt; {floor_to(r[f'{base}_lower_bound'] / ratio, 2):.2f}"
+    if v == 0.0 and math.isfinite(r[f"{base}_upper_bound"]):
+        return f"&lt; {ceil_to(r[f'{base}_upper_bound'] / ratio, 2):.2f}"
+    if key in ("speedup", "abs_speedup"):
+        return _fmt_ci(v, r[f"{key}_low"], r[f"{key}_high"])
     return _fmt_num(v, 2)
+
+
+def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
+    """One plain sentence: does any distributed configuration beat the single-process
+    reference on this hardware? None when the sweep ran no reference.
+
+    A configuration beats it when its absolute speedup's point estimate is > 1 (its lower
+    bound when the reference's median was censored); the sentence gives the fastest
+    configuration's absolute speedup either way.
+    """
+    if "is_reference" not in summary or not summary["is_reference"].any() or speed.empty:
+        return None
+    ref = summary[summary["is_reference"]].iloc[0]
+    sp = speed.set_index("config_id")
+    others = summary[~summary["is_reference"]]
+    others = others.assign(_t=others["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
+    if others.empty:
+        return None
+    top = others.iloc[0]
+    r = sp.loc[top["config_id"]]
+    name = f"{top['algorithm']} with {top['num_env_runners']} env runner(s)"
+    ref_name = f"the single-process reference ({ref['algorithm']})"
+    s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
+    if (math.isfinite(s) and s > 1) or (math.isinf(s) and lb > 1):
+        return (f"{name} beats {ref_name}: absolute speedup {_fmt_speedup(r, 'abs_speedup')}x"
+                .replace("&gt;", ">"))
+    if math.isnan(s):
+        return (f"Neither {ref_name} nor any distributed configuration reached the target by "
+                "median: no absolute speedup can be stated.")
+    return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
+            f"{name}, has an absolute speedup of "
+            f"{_fmt_speedup(r, 'abs_speedup').replace('&gt;', '>').replace('&lt;', '<')}x "
+            f"(TTT {_fmt_s(float(top['ttt_s']))} against {_fmt_s(float(ref['ttt_s']))}).")
 
 
 def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,),
@@ -261,7 +304,8 @@ def _summary(ctx: ReportData) -> str:
     parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
              f'(from {_esc(ctx.target.source)}'
              + (f"; the sweep ran with {ctx.target.original:g}" if ctx.target.overridden else "")
-             + f'). {len(tm)} trials in {len(s)} configurations: '
+             + f'). Metric: <span id="target-metric">'
+             f'{_esc(describe_metric(ctx.target.metric, ctx.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: '
              f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
              f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
              f'{int((tm["status"] == "error").sum()) if len(tm) else 0} errors.</p>']
@@ -274,7 +318,16 @@ def _summary(ctx: ReportData) -> str:
         top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
         if math.isfinite(top["ttt_s"]):
             cards.append(("Fastest configuration", f"{top['algorithm']}, "
-                          f"{top['num_env_runners']} env runner(s)", f"TTT {_fmt_ttt(top)}"))
+                          + ("single process (reference)" if top["is_reference"] else
+                             f"{top['num_env_runners']} env runner(s)"),
+                          f"TTT {_fmt_ttt(top)}"))
+        ref = s[s["is_reference"]]
+        if len(ref):
+            ref = ref.iloc[0]
+            cards.append(("Single-process reference", f"{ref['algorithm']}",
+                          f"TTT {_fmt_ttt(ref)}; "
+                          f"{ref['n_reached']}/{ref['n_reached'] + ref['n_censored']} seeds "
+                          "reached the target"))
         else:
             n_tr = int((s["n_reached"] + s["n_censored"]).sum())
             cards.append(("Target not reached", f"{int(s['n_reached'].sum())} of {n_tr} trials",
@@ -289,6 +342,12 @@ def _summary(ctx: ReportData) -> str:
                 ("efficiency_per_cpu", "cpu_ratio", "CPU")) if math.isfinite(r[ratio])]
             cards.append(("Speedup vs baseline", _fmt_speedup(r) + "x",
                           "efficiency " + ", ".join(effs) if effs else ""))
+        if top["config_id"] in sp.index and not top["is_reference"] and (
+                math.isfinite(sp.at[top["config_id"], "abs_speedup"])
+                or math.isfinite(sp.at[top["config_id"], "abs_speedup_lower_bound"])):
+            cards.append(("Absolute speedup (vs reference)",
+                          _fmt_speedup(sp.loc[top["config_id"]], "abs_speedup") + "x",
+                          "TTT(reference) / TTT(fastest configuration)"))
         if ctx.plan is not None and ctx.plan.cheapest is not None:
             c = ctx.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
@@ -313,6 +372,15 @@ def _summary(ctx: ReportData) -> str:
             f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
             f'<div class="s">{_esc(sub) if "&" not in sub else sub}</div></div>'
             for k, v, sub in cards) + "</div>")
+        verdict = reference_verdict(s, ctx.speed)
+        if verdict:
+            parts.append(f'<p class="banner" id="reference-verdict">{_esc(verdict)}</p>')
+        share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
+        share = share[np.isfinite(share.astype(float))] if len(share) else share
+        if len(share):
+            parts.append(f'<p class="note">The evaluation protocol took a median '
+                         f'{share.median():.1%} (at most {share.max():.1%}) of a trial\'s '
+                         'wall-clock; it is inside every time-to-target.</p>')
         rows = []
         for _, b in best.iterrows():
             r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
@@ -324,12 +392,14 @@ def _summary(ctx: ReportData) -> str:
                     c = c.sort_values("cost_usd").iloc[0]
                     cost = f"{_fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
             rows.append([
-                b["algorithm"] + (" (baseline)" if b["is_baseline"] else ""),
+                b["algorithm"] + (" (baseline)" if b["is_baseline"] else "")
+                + (" (reference)" if b["is_reference"] else ""),
                 str(b["num_env_runners"]), _esc(b["config_label"]),
                 f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
                 + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
                 _esc(b["estimator"] or "-"), _fmt_ttt(b),
                 _fmt_speedup(r) if r is not None else "-",
+                _fmt_speedup(r, "abs_speedup") if r is not None else "-",
                 _fmt_speedup(r, "efficiency_per_runner", r["runner_ratio"])
                 if r is not None and math.isfinite(r["runner_ratio"]) else "-",
                 _fmt_speedup(r, "efficiency_per_cpu", r["cpu_ratio"])
@@ -339,13 +409,16 @@ def _summary(ctx: ReportData) -> str:
         parts.append('<p class="note">Best = lowest median time-to-target (Kaplan-Meier median '
                      'when some seeds were censored) over all sampled configurations of the '
                      'algorithm. Brackets: 95 % confidence intervals (bootstrap over seeds; '
-                     'Kaplan-Meier/Greenwood with censoring). Efficiency = speedup / resources '
-                     'ratio, per env runner and per CPU. Cost: one run at the measured TTT on '
+                     'Kaplan-Meier/Greenwood with censoring). Speedup = TTT(baseline) / TTT; '
+                     'absolute speedup = TTT(single-process reference) / TTT. Efficiency = '
+                     'speedup / resources ratio, per env runner and per CPU, only for the '
+                     'baseline\'s algorithm. Cost: one run at the measured TTT on '
                      'the cheapest VM size that fits it (pay-as-you-go).</p>')
         parts.append(_table(["algorithm", "env runners", "configuration", "reached",
                              "estimator", "TTT [95% CI]", "speedup [95% CI]",
+                             "absolute speedup [95% CI]",
                              "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
-                            rows, left=(0, 2, 4, 9, 10), raw=True))
+                            rows, left=(0, 2, 4, 10, 11), raw=True))
     if ctx.warnings:
         parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(
             f"<li>{_esc(w)}</li>" for w in ctx.warnings) + "</ul>")
@@ -355,6 +428,9 @@ def _summary(ctx: ReportData) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 2: learning curves
 # ---------------------------------------------------------------------------------------------
+_METRIC_AXIS = {"evaluation": "evaluation return (greedy, fixed seeds)",
+                "training": "training return (exploring episodes)",
+                "episode_return_mean": "training return (exploring episodes)"}
 _CURVE_AXES = {"wall_time_s": ("wall-clock since trial start (s)", "Episode return vs wall-clock"),
                "env_steps": ("env steps sampled", "Episode return vs env steps")}
 
@@ -417,7 +493,7 @@ def learning_curve_figure(data: ReportData, x: str = "wall_time_s") -> Any:
                   annotation_text=f"target {data.target.value:g}",
                   annotation_position="top left")
     fig.update_layout(title=title, xaxis_title=xlabel,
-                      yaxis_title=f"{data.target.metric}")
+                      yaxis_title=_METRIC_AXIS.get(data.target.metric, data.target.metric))
     return fig
 
 
@@ -500,7 +576,8 @@ def ttt_figure(data: ReportData) -> Any:
                 x=inf["num_env_runners"], y=inf["max_censor_s"], mode="markers",
                 name=f"{alg}: not reached (> budget)", marker={
                     "symbol": "triangle-up", "size": 11, "color": data.alg_color[alg]}))
-    fig.update_layout(title="Time-to-target vs env runners (median, 95% CI)", xaxis=axis,
+    fig.update_layout(title="Time-to-target vs env runners (median, 95% CI; target metric: "
+                            f"{data.target.metric})", xaxis=axis,
                       yaxis_title="time-to-target (s)")
     return fig
 

@@ -202,6 +202,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "config_id": cid, "algorithm": g["algorithm"].iloc[0],
             "num_env_runners": int(g["num_env_runners"].iloc[0]),
             "is_baseline": bool(g["is_baseline"].any()),
+            "is_reference": bool(g["is_reference"].any()) if "is_reference" in g else False,
             "config_label": g["config_label"].iloc[0], "n_trials": len(g),
             "n_reached": int(r.sum()), "n_censored": int((~r).sum()),
             "n_error": int((g["status"] == "error").sum()),
@@ -213,6 +214,9 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "steps_to_target": float(ok.loc[ok["reached"], "steps_to_target"].median())
             if r.any() else math.nan,
             "env_steps_per_s": float(ok["env_steps_per_s"].median()) if n else math.nan,
+            # share of the trials' wall-clock spent in the evaluation protocol (median)
+            "eval_share": float((ok["eval_time_s"] / ok["elapsed_s"]).median())
+            if n and "eval_time_s" in ok else math.nan,
             "num_cpus": float(g["num_cpus"].median()),
             "num_gpus": float(g["num_gpus"].median()),
             "oversubscribed": bool(g["oversubscribed"].any()),
@@ -256,11 +260,12 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             notes.append("oversubscribed: timings not trustworthy")
         row["note"] = "; ".join(notes)
         rows.append(row)
-    cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "config_label",
+    cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "is_reference",
+            "config_label",
             "n_trials", "n_reached", "n_censored", "n_error", "success_rate", "estimator",
             "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
             "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
-            "num_gpus", "oversubscribed", "note"]
+            "num_gpus", "oversubscribed", "eval_share", "note"]
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=cols)
@@ -301,6 +306,82 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where(both_inf, np.nan, out)
 
 
+def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: np.ndarray,
+            cr: np.ndarray, rng: np.random.Generator, *, confidence: float, n_resamples: int,
+            who: str) -> tuple[dict[str, float], list[str]]:
+    """S = TTT(base) / TTT(c) with its bootstrap CI, or a bound when a median is censored.
+
+    Args:
+        base, c: rows of :func:`summarize_configs` (``ttt_s``).
+        bd, br / cd, cr: shape (n,) durations (s) and reached flags of their trials.
+        who: the base's name in the notes ("baseline", "reference").
+
+    Returns:
+        ``({"speedup", "low", "high", "lower_bound", "upper_bound"}, notes)``.
+    """
+    out = dict.fromkeys(("speedup", "low", "high", "lower_bound", "upper_bound"), math.nan)
+    notes: list[str] = []
+    s = float(_ratio(np.array(base["ttt_s"]), np.array(c["ttt_s"])))
+    out["speedup"] = s
+    if math.isnan(s):
+        notes.append(f"neither this nor the {who} reached the target by median")
+    elif math.isinf(s):
+        # the base's median TTT is beyond everything observed: only a lower bound
+        out["lower_bound"] = float(np.max(bd)) / float(c["ttt_s"])
+        notes.append(f"{who} median not reached within {np.max(bd):.0f} s: "
+                     f"S > {floor_to(out['lower_bound'], 2):.2f}")
+    elif s == 0.0:
+        out["upper_bound"] = float(base["ttt_s"]) / float(np.max(cd))
+        notes.append(f"median not reached within {np.max(cd):.0f} s: "
+                     f"S < {ceil_to(out['upper_bound'], 2):.2f} against the {who}")
+    if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
+        ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
+        ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))
+        boot = _ratio(_boot_stat(bd, br, ib), _boot_stat(cd, cr, ic))
+        boot = boot[~np.isnan(boot)]
+        if boot.size >= n_resamples // 2:
+            a = (1.0 - confidence) / 2.0
+            out["low"] = float(np.quantile(boot, a, method="inverted_cdf"))
+            out["high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
+            if not math.isfinite(out["high"]) or out["low"] == 0:
+                notes.append("CI unbounded: censored seeds (some resamples never reach "
+                             "the target)")
+        else:
+            notes.append(f"CI undefined: most resamples reach the target in neither this "
+                         f"nor the {who}")
+    else:
+        notes.append(f"too few seeds for a CI ({who} {len(bd)}, this {len(cd)})")
+    return out, notes
+
+
+def floor_to(x: float, digits: int) -> float:
+    """``x`` rounded *down* to ``digits`` decimals: how a lower bound is printed (a bound
+    rounded up would claim more than the data show: S > 3.07 must not read "> 3.1")."""
+    f = 10.0 ** digits
+    return math.floor(x * f) / f
+
+
+def ceil_to(x: float, digits: int) -> float:
+    """``x`` rounded *up* to ``digits`` decimals: how an upper bound is printed."""
+    f = 10.0 ** digits
+    return math.ceil(x * f) / f
+
+
+def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Series | None:
+    rows = summary[summary[flag]] if flag in summary.columns else summary.iloc[0:0]
+    if rows.empty:
+        return None
+    if len(rows) > 1:
+        warns.append(f"{len(rows)} configurations are marked {who}; using the one with the "
+                     "most trials")
+    return rows.sort_values("n_trials", ascending=False).iloc[0]
+
+
+def _durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.ndarray]:
+    t = tm[(tm["config_id"] == config_id) & (tm["status"] != "error")]
+    return t["duration_s"].to_numpy(dtype=float), t["reached"].to_numpy(dtype=bool)
+
+
 def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float = 0.95,
                   n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
     """Speedup, parallel efficiency and its decomposition for every configuration.
@@ -312,88 +393,83 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
 
     Returns:
         ``(table, warnings)``. ``table`` has one row per ``config_id`` with ``speedup,
-        speedup_low, speedup_high`` (S = TTT(baseline)/TTT(config)), ``runner_ratio,
-        efficiency_per_runner`` (+ ``_low/_high``), ``cpu_ratio, efficiency_per_cpu``
-        (+ ``_low/_high``), ``throughput_ratio, sample_efficiency_ratio, residual``,
-        ``speedup_lower_bound`` (when the baseline's median TTT was not reached: S > the
-        baseline's longest observed time / this TTT), ``speedup_upper_bound`` (when this
-        configuration's was not: S < baseline TTT / its longest observed time) and a
-        ``speedup_note``. Empty values mean "not computable" and the note says why.
+        speedup_low, speedup_high`` (relative speedup S = TTT(baseline)/TTT(config)),
+        ``abs_speedup, abs_speedup_low, abs_speedup_high`` (absolute speedup =
+        TTT(reference)/TTT(config), the single-process reference of DESIGN.md; NaN without
+        one), ``runner_ratio, efficiency_per_runner`` (+ ``_low/_high``), ``cpu_ratio,
+        efficiency_per_cpu`` (+ ``_low/_high``) — parallel efficiency E = S / resources ratio,
+        only for configurations of the baseline's algorithm (across algorithms it would mix
+        the algorithm with the resources) — ``throughput_ratio, sample_efficiency_ratio,
+        residual``, ``speedup_lower_bound`` / ``abs_speedup_lower_bound`` (when the base's
+        median TTT was not reached: S > the base's longest observed time / this TTT),
+        ``speedup_upper_bound`` / ``abs_speedup_upper_bound`` (when this configuration's was
+        not: S < base TTT / its longest observed time) and a ``speedup_note``. Empty values
+        mean "not computable" and the note says why.
     """
     warns: list[str] = []
     cols = ["config_id", "speedup", "speedup_low", "speedup_high", "runner_ratio",
             "efficiency_per_runner", "efficiency_per_runner_low", "efficiency_per_runner_high",
             "cpu_ratio", "efficiency_per_cpu", "efficiency_per_cpu_low",
             "efficiency_per_cpu_high", "throughput_ratio", "sample_efficiency_ratio",
-            "residual", "speedup_lower_bound", "speedup_upper_bound", "speedup_note"]
-    base_rows = summary[summary["is_baseline"]]
-    if base_rows.empty:
-        warns.append("no baseline trials (is_baseline): speedups and efficiencies are not shown")
+            "residual", "speedup_lower_bound", "speedup_upper_bound", "abs_speedup",
+            "abs_speedup_low", "abs_speedup_high", "abs_speedup_lower_bound",
+            "abs_speedup_upper_bound", "speedup_note"]
+    base = _pick(summary, "is_baseline", "baseline", warns)
+    ref = _pick(summary, "is_reference", "reference", warns)
+    if base is None:
+        warns.append("no baseline trials (is_baseline): relative speedups and efficiencies are "
+                     "not shown")
+    if base is None and ref is None:
         return pd.DataFrame({"config_id": summary["config_id"]}).reindex(columns=cols), warns
-    if len(base_rows) > 1:
-        warns.append(f"{len(base_rows)} configurations are marked baseline; using the one with "
-                     "the most trials")
-    base = base_rows.sort_values("n_trials", ascending=False).iloc[0]
-    bt = tm[(tm["config_id"] == base["config_id"]) & (tm["status"] != "error")]
-    bd = bt["duration_s"].to_numpy(dtype=float)
-    br = bt["reached"].to_numpy(dtype=bool)
+    bd, br = _durations(tm, base["config_id"]) if base is not None else (None, None)
+    rd, rr = _durations(tm, ref["config_id"]) if ref is not None else (None, None)
     rng = np.random.default_rng(seed)
     rows = []
+    kw = {"confidence": confidence, "n_resamples": n_resamples}
     for _, c in summary.iterrows():
-        ct = tm[(tm["config_id"] == c["config_id"]) & (tm["status"] != "error")]
-        cd = ct["duration_s"].to_numpy(dtype=float)
-        cr = ct["reached"].to_numpy(dtype=bool)
+        cd, cr = _durations(tm, c["config_id"])
         notes: list[str] = []
         row = dict.fromkeys(cols, math.nan)
         row["config_id"] = c["config_id"]
-        if len(bd) == 0 or len(cd) == 0:
+        if len(cd) == 0:
             row["speedup_note"] = "no finished trials"
             rows.append(row)
             continue
-        s = float(_ratio(np.array(base["ttt_s"]), np.array(c["ttt_s"])))
-        row["speedup"] = s
-        if math.isnan(s):
-            notes.append("neither reached the target by median")
-        elif math.isinf(s):
-            # the baseline's median TTT is beyond everything observed: only a lower bound
-            row["speedup_lower_bound"] = float(np.max(bd)) / float(c["ttt_s"])
-            notes.append(f"baseline median not reached within {np.max(bd):.0f} s: "
-                         f"S > {row['speedup_lower_bound']:.2f}")
-        elif s == 0.0:
-            row["speedup_upper_bound"] = float(base["ttt_s"]) / float(np.max(cd))
-            notes.append(f"median not reached within {np.max(cd):.0f} s: "
-                         f"S < {row['speedup_upper_bound']:.2f}")
-        if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
-            ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
-            ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))
-            sb = _boot_stat(bd, br, ib)
-            sc = _boot_stat(cd, cr, ic)
-            boot = _ratio(sb, sc)
-            boot = boot[~np.isnan(boot)]
-            if boot.size >= n_resamples // 2:
-                a = (1.0 - confidence) / 2.0
-                row["speedup_low"] = float(np.quantile(boot, a, method="inverted_cdf"))
-                row["speedup_high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
-                if not math.isfinite(row["speedup_high"]) or row["speedup_low"] == 0:
-                    notes.append("CI unbounded: censored seeds (some resamples never reach "
-                                 "the target)")
+        if ref is not None and len(rd) and c["config_id"] != ref["config_id"]:
+            v, n = _versus(ref, rd, rr, c, cd, cr, rng, who="reference", **kw)
+            row.update({"abs_speedup": v["speedup"], "abs_speedup_low": v["low"],
+                        "abs_speedup_high": v["high"],
+                        "abs_speedup_lower_bound": v["lower_bound"],
+                        "abs_speedup_upper_bound": v["upper_bound"]})
+            notes += [f"absolute: {x}" for x in n if not x.startswith("too few seeds")]
+        if base is None or len(bd) == 0 or c["config_id"] == (ref["config_id"] if ref is not
+                                                             None else None):
+            row["speedup_note"] = "; ".join(notes)
+            rows.append(row)
+            continue
+        v, n = _versus(base, bd, br, c, cd, cr, rng, who="baseline", **kw)
+        row.update({"speedup": v["speedup"], "speedup_low": v["low"], "speedup_high": v["high"],
+                    "speedup_lower_bound": v["lower_bound"],
+                    "speedup_upper_bound": v["upper_bound"]})
+        notes = n + notes
+        s = v["speedup"]
+        if c["algorithm"] != base["algorithm"]:
+            notes.append(f"no parallel efficiency: {c['algorithm']} is not the baseline's "
+                         f"algorithm ({base['algorithm']})")
+        else:
+            nb, nc = float(base["num_env_runners"]), float(c["num_env_runners"])
+            if nb > 0:
+                row["runner_ratio"] = nc / nb
+                for k in ("", "_low", "_high"):
+                    row[f"efficiency_per_runner{k}"] = row[f"speedup{k}"] / row["runner_ratio"] \
+                        if row["runner_ratio"] > 0 else math.nan
             else:
-                notes.append("CI undefined: most resamples reach the target in neither")
-        else:
-            notes.append(f"too few seeds for a CI (baseline {len(bd)}, this {len(cd)})")
-        nb, nc = float(base["num_env_runners"]), float(c["num_env_runners"])
-        if nb > 0:
-            row["runner_ratio"] = nc / nb
-            for k in ("", "_low", "_high"):
-                row[f"efficiency_per_runner{k}"] = row[f"speedup{k}"] / row["runner_ratio"] \
-                    if row["runner_ratio"] > 0 else math.nan
-        else:
-            notes.append("per-runner efficiency undefined: the baseline samples in the driver "
-                         "(0 env runners)")
-        if base["num_cpus"] > 0:
-            row["cpu_ratio"] = float(c["num_cpus"]) / float(base["num_cpus"])
-            for k in ("", "_low", "_high"):
-                row[f"efficiency_per_cpu{k}"] = row[f"speedup{k}"] / row["cpu_ratio"]
+                notes.append("per-runner efficiency undefined: the baseline samples in the "
+                             "driver (0 env runners)")
+            if base["num_cpus"] > 0:
+                row["cpu_ratio"] = float(c["num_cpus"]) / float(base["num_cpus"])
+                for k in ("", "_low", "_high"):
+                    row[f"efficiency_per_cpu{k}"] = row[f"speedup{k}"] / row["cpu_ratio"]
         row["throughput_ratio"] = float(c["env_steps_per_s"]) / float(base["env_steps_per_s"]) \
             if base["env_steps_per_s"] > 0 else math.nan
         if c["n_reached"] and base["n_reached"]:

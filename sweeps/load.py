@@ -14,22 +14,33 @@ from typing import Any
 
 import pydantic
 
-from sweeps.spec import EPISODE_RETURN, Choice, IntRange, LogUniform, Sweep, Uniform
+from sweeps.spec import (
+    EPISODE_RETURN,
+    EVALUATION,
+    TRAINING,
+    Choice,
+    IntRange,
+    LogUniform,
+    Sweep,
+    Uniform,
+)
 
 
 class SpecError(ValueError):
     """A sweep file is missing, malformed or inconsistent. ``str()`` is one line."""
 
 
-# RLlib result keys any algorithm reports on any env (plus the canonical EPISODE_RETURN).
+# Target metrics: the evaluation protocol's, the exploring return (and its deprecated name),
+# and RLlib result keys any algorithm reports on any env.
 KNOWN_METRICS = frozenset(
     {
+        EVALUATION,
+        TRAINING,
         EPISODE_RETURN,
         "env_runners/episode_return_mean",
         "env_runners/episode_return_max",
         "env_runners/episode_return_min",
         "env_runners/episode_len_mean",
-        "evaluation/env_runners/episode_return_mean",
     }
 )
 
@@ -178,6 +189,16 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
     if sweep.target.metric not in KNOWN_METRICS:
         raise fail("target.metric", f"{sweep.target.metric!r} is not produced by env {sweep.env} "
                                     f"(known: {', '.join(sorted(KNOWN_METRICS))})")
+    if sweep.reference is not None:
+        from sweeps.reference import check_reference
+
+        try:
+            check_reference(sweep.reference)
+        except ValueError as e:  # "key: reason"
+            raise SpecError(f"{source}: reference.{e}") from None
+        if sweep.target.metric not in (EVALUATION, TRAINING, EPISODE_RETURN):
+            raise fail("reference", f"a reference is judged on target metric 'evaluation' or "
+                                    f"'training', not the RLlib key {sweep.target.metric!r}")
     if sweep.target.fraction_of_optimal is not None:
         if envs.oracle_return(sweep.env, sweep.env_config) is None:
             raise fail("target.fraction_of_optimal",

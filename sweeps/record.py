@@ -28,7 +28,8 @@ from sweeps.search import META_KEYS
 
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
-    "learner_updates", "env_steps_per_s", "target_metric_value",
+    "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
+    "target_metric_value",
 ]
 VOCAB_COLUMNS = {  # trial-config key -> trials.parquet column
     "num_workers": "num_env_runners",
@@ -123,6 +124,8 @@ class ResultsRecorder(Callback):
             "env_steps": int(result["env_steps"]),
             "episodes": int(result["episodes"]),
             "episode_return_mean": float(result["episode_return_mean"]),
+            "evaluation_return": float(result.get("evaluation_return", math.nan)),
+            "eval_time_s": float(result.get("eval_time_s", 0.0)),
             "learner_updates": float(result["learner_updates"]),
             "env_steps_per_s": float(result["env_steps_per_s_iter"]),
             "target_metric_value": float(result["target_metric_value"]),
@@ -158,7 +161,8 @@ class ResultsRecorder(Callback):
         batch = row.get("train_batch_size")
         batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
         self.console.print(
-            f"[{len(self._trials):>3}] {row['algorithm']:<6} workers={row['num_env_runners']} "
+            f"[{len(self._trials):>3}] {row['algorithm']:<7} env_runners={row['num_env_runners']}"
+            + (" (reference)" if row["is_reference"] else "") + " "
             f"batch={batch} seed={row['seed']}  {outcome}  "
             f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
             + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else ""),
@@ -202,8 +206,11 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "trial_id": trial_id,
         "config_id": config.get("config_id", ""),
         "is_baseline": bool(config.get("is_baseline", False)),
+        "is_reference": bool(config.get("is_reference", False)),
         "algorithm": config["algorithm"],
-        "num_env_runners": int(config.get("num_workers", -1)),
+        # the reference samples in its own (the trial's) process: 0 env runners
+        "num_env_runners": int(config.get("num_workers",
+                                          0 if config.get("is_reference") else -1)),
         "num_envs_per_env_runner": int(config.get("num_envs_per_worker", 1)),
         "train_batch_size": config.get("train_batch_size"),
         "rollout_fragment_length": config.get("rollout_fragment_length"),
@@ -222,6 +229,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "best_return": max(values) if values else nan,
         "env_steps_per_s": steps / elapsed if progress and elapsed > 0 else nan,
         "learner_updates": progress[-1]["learner_updates"] if progress else nan,
+        "eval_time_s": progress[-1]["eval_time_s"] if progress else nan,
         "num_cpus": float(last.get("num_cpus", nan)),
         "num_gpus": float(last.get("num_gpus", nan)),
         "oversubscribed": bool(last.get("oversubscribed", False)),

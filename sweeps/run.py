@@ -179,13 +179,16 @@ def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: i
 
     inner, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
     search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                          num_configs=num_configs)
+                          num_configs=num_configs, reference=sweep.reference)
     print(f"Trials: {search.total_trials} = ({num_configs} sampled configs"
-          f"{' + baseline' if sweep.baseline else ''}) x {sweep.search.seeds} seeds; budget per "
+          f"{' + baseline' if sweep.baseline else ''}"
+          f"{' + reference' if sweep.reference else ''}) x {sweep.search.seeds} seeds; budget per "
           f"trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
     for i in range(min(n_show, search.total_trials)):
         config = search.suggest(f"dry{i}")
-        meta = {k: config.pop(k) for k in ("config_id", "is_baseline", "seed")}
+        meta = {k: config.pop(k) for k in ("config_id", "is_baseline", "is_reference", "seed")}
+        if meta["is_reference"]:
+            config["is_reference"] = True
         _, info = trial_algorithm_config(config, setup)
         print(f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
               f"  -> {info['num_cpus']:g} CPUs" + ("  oversubscribed" if info["oversubscribed"] else ""))
@@ -265,6 +268,7 @@ def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True)
         "env_config": dict(sweep.env_config),
         "target": {"metric": target["metric"], "value": target["value"]},
         "budget": {"time_s": sweep.budget.time_s, "env_steps": sweep.budget.env_steps},
+        "evaluation": sweep.evaluation.model_dump(),
         "max_node_cpus": max_node_cpus,
         "allow_oversubscription": sweep.allow_oversubscription,
     }
@@ -315,7 +319,7 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
     else:
         inner, num_configs = make_optuna_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
         search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                              num_configs=num_configs)
+                              num_configs=num_configs, reference=sweep.reference)
         reporter = tune.CLIReporter(
             metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
                             "best_return": "best return", "reached": "reached"},
@@ -339,7 +343,8 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
         # (they read what is already recorded in setup() and skip it). No public API for it.
         tuner._local_tuner.get_run_config().callbacks = callbacks
     _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
-    expected = (num_configs + (1 if sweep.baseline else 0)) * sweep.search.seeds
+    expected = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
+                ) * sweep.search.seeds
     interrupted = False
     try:
         tuner.fit()  # on Ctrl-C Tune stops the trials, saves its state and returns

@@ -2,7 +2,9 @@
 
 Tune asks a searcher for one config per trial. A scaling study needs more structure:
 
-1. the **baseline** configuration runs first, once per seed (speedups are relative to it);
+1. the single-process **reference** (if the sweep declares one) runs first, once per seed
+   (absolute speedups are relative to it), then the **baseline** configuration, once per
+   seed (relative speedups are relative to it);
 2. each configuration Optuna samples runs once per **seed**; Optuna is told one objective per
    configuration (the mean over its seeds) once all its seeds finished, so model-based search
    (TPE) learns from seed-averaged numbers and is never fed a half-measured config;
@@ -30,7 +32,7 @@ from ray.tune.search.optuna import OptunaSearch
 from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
-META_KEYS = ("config_id", "is_baseline", "seed")
+META_KEYS = ("config_id", "is_baseline", "is_reference", "seed")
 
 # Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
 # does not set them), so results tables and Tune's status table always have them.
@@ -42,6 +44,10 @@ def complete_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with the algorithm's defaults filled in for :data:`RECORDED_PARAMS`."""
     from sweeps.algorithms import ALGORITHMS
 
+    if params["algorithm"] not in ALGORITHMS:  # the reference: SB3's own parameters
+        from sweeps.reference import recorded_params
+
+        return {**params, **recorded_params(params)}
     defaults = ALGORITHMS[params["algorithm"]].defaults
     filled = {k: defaults[k] for k in RECORDED_PARAMS if k in defaults and k not in params}
     return {**params, **filled}
@@ -186,20 +192,25 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
 
 
 class SeededSearch(Searcher):
-    """Baseline first, then each sampled configuration once per seed (see module docstring).
+    """Reference and baseline first, then each sampled configuration once per seed (see module
+    docstring).
 
     Args:
         inner: the searcher that samples configurations (an ``OptunaSearch``).
         seeds: trials per configuration, seeds ``0 .. seeds-1``.
         baseline: flat params of the baseline configuration, or None.
+        reference: flat params of the single-process reference (``{"algorithm": "SB3-DQN",
+            ...}``), or None.
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
     def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
-                 num_configs: int, metric: str = "objective", mode: str = "min"):
+                 num_configs: int, reference: dict[str, Any] | None = None,
+                 metric: str = "objective", mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
+        self._reference = reference
         self.seeds = seeds
         self.num_configs = num_configs
         self._queue: list[dict[str, Any]] = []
@@ -211,25 +222,32 @@ class SeededSearch(Searcher):
 
     @property
     def total_trials(self) -> int:
-        """Trials this search will start: (configs + baseline) × seeds."""
-        return (self.num_configs + (1 if self._baseline else 0)) * self.seeds
+        """Trials this search will start: (configs + baseline + reference) × seeds."""
+        extra = (1 if self._baseline else 0) + (1 if getattr(self, "_reference", None) else 0)
+        return (self.num_configs + extra) * self.seeds
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         super().set_search_properties(metric, mode, config, **spec)
         return self.inner.set_search_properties(metric, mode, config, **spec)
 
-    def _enqueue(self, group: str, params: dict[str, Any], is_baseline: bool) -> None:
-        cid = "baseline" if is_baseline else config_id(params["algorithm"], params)
+    def _enqueue(self, group: str, params: dict[str, Any], is_baseline: bool,
+                 is_reference: bool = False) -> None:
+        cid = group if group in ("baseline", "reference") else config_id(params["algorithm"],
+                                                                          params)
         params = complete_params(params)
         self._group_size[group] = self.seeds
         self._group_results[group] = []
         for seed in range(self.seeds):
             self._queue.append({**params, "seed": seed, "config_id": cid,
-                                "is_baseline": is_baseline, "__group__": group})
+                                "is_baseline": is_baseline, "is_reference": is_reference,
+                                "__group__": group})
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         if not self._queue:
-            if self._baseline is not None:
+            if getattr(self, "_reference", None) is not None:
+                self._enqueue("reference", self._reference, is_baseline=False, is_reference=True)
+                self._reference = None
+            elif self._baseline is not None:
                 self._enqueue("baseline", self._baseline, is_baseline=True)
                 self._baseline = None
             elif self._sampled < self.num_configs:
@@ -252,7 +270,7 @@ class SeededSearch(Searcher):
         value = None if (error or not result) else result.get(self.metric)
         self._group_results[group].append(value)
         done = self._group_results[group]
-        if len(done) < self._group_size[group] or group == "baseline":
+        if len(done) < self._group_size[group] or group in ("baseline", "reference"):
             return
         values = [v for v in done if v is not None and math.isfinite(v)]
         if values:

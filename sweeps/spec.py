@@ -31,8 +31,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# The canonical target metric: the episode return of the policy being learned (mean over
-# RLlib's smoothing window). Each algorithm maps it (sweeps.algorithms.extract_metrics).
+# Target metrics (DESIGN.md, *evaluation protocol*). EVALUATION: the mean return of the current
+# policy acting greedily on fixed evaluation episodes, measured the same way for every algorithm
+# and the reference (sweeps.evaluation). TRAINING: the mean return of the exploring training
+# episodes (RLlib's env_runners/episode_return_mean; the reference's last 100 episodes).
+EVALUATION = "evaluation"
+TRAINING = "training"
+#: Deprecated spelling of TRAINING (before the evaluation protocol it meant "as each algorithm
+#: defines it"); accepted and read as TRAINING.
 EPISODE_RETURN = "episode_return_mean"
 
 
@@ -142,10 +148,11 @@ class Target(_Strict):
     """
 
     metric: str = Field(
-        EPISODE_RETURN,
-        description="metric compared with the target: 'episode_return_mean' (the return of the "
-        "policy being learned, as each algorithm defines it) or an RLlib result key such as "
-        "'env_runners/episode_return_mean'",
+        EVALUATION,
+        description="metric compared with the target: 'evaluation' (default: the greedy "
+        "policy's mean return over the sweep's fixed evaluation episodes, the same protocol "
+        "for every algorithm), 'training' (the exploring training episodes' mean return), or "
+        "an RLlib result key such as 'env_runners/episode_return_mean'",
     )
     value: float | None = Field(None, description="absolute threshold on the metric")
     fraction_of_optimal: float | None = Field(
@@ -177,6 +184,16 @@ class Budget(_Strict):
         if self.env_steps is not None and not self.env_steps > 0:
             raise ValueError(f"env_steps must be > 0, got {self.env_steps}")
         return self
+
+
+class Evaluation(_Strict):
+    """The evaluation protocol (:mod:`sweeps.evaluation`): greedy episodes with fixed seeds at
+    the end of every training iteration, timed inside the trial."""
+
+    episodes: int = Field(
+        20, ge=1, le=1000, description="evaluation episodes per evaluation (run as one batch)")
+    seed: int = Field(
+        10_000, ge=0, description="episode i of every evaluation starts from reset(seed=seed+i)")
 
 
 class Search(_Strict):
@@ -231,6 +248,15 @@ class Sweep(_Strict):
         description="configuration speedups are relative to (run first, with every seed); "
         "parameters it does not name take the fixed values, then the algorithm's defaults",
     )
+    reference: dict[str, Any] | None = Field(
+        None,
+        description="single-process reference implementation run on the same env, target, "
+        "evaluation protocol, budget and seeds (first, with every seed): {'algorithm': "
+        "'SB3-DQN' or 'SB3-PPO', <Stable-Baselines3 parameters>}; absolute speedups are "
+        "relative to it",
+    )
+    evaluation: Evaluation = Field(
+        default_factory=Evaluation, description="the evaluation protocol of target 'evaluation'")
     results_dir: str = Field("results", description="root folder for results")
     allow_oversubscription: bool = Field(
         False,
@@ -264,6 +290,8 @@ class Sweep(_Strict):
                     )
         if self.baseline is not None and "algorithm" not in self.baseline:
             raise ValueError("baseline must name its 'algorithm'")
+        if self.reference is not None and "algorithm" not in self.reference:
+            raise ValueError("reference must name its 'algorithm' (e.g. 'SB3-DQN')")
         return self
 
     def params_for(self, algorithm: str) -> dict[str, Param]:

@@ -1,12 +1,16 @@
-"""One trial = one RLlib Algorithm on one env, timed from before it is built.
+"""One trial = one RLlib Algorithm (or the single-process reference) on one env, timed from
+before it is built.
 
 The Tune function trainable :func:`run_trial` starts its clock (``time.perf_counter``) right
 before ``build_algo()``, so the Algorithm's start-up (env runner actors, learner, replay
-buffer) counts, as in MLPerf's timed region; importing RLlib/torch into the trial's process
-and resolving its config happen before the clock starts. It then calls
-``Algorithm.train()`` until the target metric is ≥ the target (time-to-target = wall-clock at
-the end of that iteration) or the per-trial budget (seconds, env steps) is spent (censored).
-Every iteration is reported to Tune with the progress columns of docs/results.md.
+buffer) counts, as in MLPerf's timed region; importing RLlib/torch into the trial's process,
+resolving its config and building the evaluation envs happen before the clock starts. It then
+calls ``Algorithm.train()`` and, after every iteration, runs the evaluation protocol
+(:mod:`sweeps.evaluation`, inside the timed region) until the target metric is ≥ the target
+(time-to-target = wall-clock at the end of that iteration and its evaluation) or the per-trial
+budget (seconds, env steps) is spent (censored). A reference trial (``is_reference``) runs
+:func:`sweeps.reference.run_reference` instead, timed the same way. Every iteration is reported
+to Tune with the progress columns of docs/results.md.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import time
 from typing import Any
 
 from sweeps.search import META_KEYS, censored_objective
-from sweeps.spec import EPISODE_RETURN
+from sweeps.spec import EPISODE_RETURN, EVALUATION, TRAINING
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
@@ -47,6 +51,9 @@ def trial_algorithm_config(config: dict[str, Any], setup: dict[str, Any]):
         (algorithm_config, info): info = ``{"num_cpus", "num_gpus", "oversubscribed",
         "requested_cpus"}`` (CPUs of the whole trial: driver + env runners + learners).
     """
+    if config.get("is_reference"):  # single process: the trial's own CPU, no actors
+        return None, {"requested_cpus": 1.0, "num_cpus": 1.0, "num_gpus": 0.0,
+                      "oversubscribed": False}
     from sweeps.algorithms import build_config
 
     params = algorithm_params(config)
@@ -78,6 +85,10 @@ def resources_for(setup: dict[str, Any]):
 
     def _resources(config: dict[str, Any]):
         algo_config, _ = trial_algorithm_config(config, setup)
+        if algo_config is None:  # the reference: one process, one CPU
+            from ray import tune
+
+            return tune.PlacementGroupFactory([{"CPU": 1}])
         return algo_config.algo_class.default_resource_request(algo_config)
 
     return _resources
@@ -118,74 +129,134 @@ def reuse_prestarted_workers() -> None:
     getattr(class_cache, "DEFAULT_ENV_VARS", {}).pop("PL_DISABLE_FORK", None)
 
 
+def _outcome(wall: float, steps: int, value: float, best: float, target: float,
+             budget: dict[str, Any]) -> dict[str, Any]:
+    """Whether an iteration ends the trial, and the Optuna objective so far."""
+    budget_s, budget_steps = budget.get("time_s"), budget.get("env_steps")
+    reached = math.isfinite(value) and value >= target
+    out_of_budget = (budget_s is not None and wall >= budget_s) or (
+        budget_steps is not None and steps >= budget_steps)
+    return {
+        "reached": bool(reached),
+        "done": bool(reached or out_of_budget),
+        "objective": wall if reached else censored_objective(budget_s or wall, best, target),
+        "best_return": best if math.isfinite(best) else math.nan,
+    }
+
+
 def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     """Tune function trainable: train until the target or the budget, reporting each iteration.
 
     ``setup`` (bound with ``tune.with_parameters``): ``env``, ``env_config``, ``target``
-    (``{"metric", "value"}``), ``budget`` (``{"time_s", "env_steps"}``),
-    ``max_node_cpus``, ``allow_oversubscription``.
+    (``{"metric", "value"}``), ``budget`` (``{"time_s", "env_steps"}``), ``evaluation``
+    (``{"episodes", "seed"}``), ``max_node_cpus``, ``allow_oversubscription``.
     """
     if setup.get("quiet", True):
         import logging
 
         logging.getLogger("ray.rllib").setLevel(logging.ERROR)
+    if config.get("is_reference"):
+        return _run_reference_trial(config, setup)
     import ray
     from ray import tune
 
     from sweeps.algorithms import extract_metrics
+    from sweeps.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     algo_name = config["algorithm"]
     target_metric, target = setup["target"]["metric"], float(setup["target"]["value"])
-    budget_s = setup["budget"].get("time_s")
-    budget_steps = setup["budget"].get("env_steps")
-    # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process) and
-    # the config is resolved before the clock starts, as MLPerf's timed region excludes
-    # framework start-up; building the Algorithm (its env runner actors, learner, replay
-    # buffer) is timed.
+    # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process),
+    # the config is resolved and the evaluation envs are built before the clock starts, as
+    # MLPerf's timed region excludes framework start-up; building the Algorithm (its env
+    # runner actors, learner, replay buffer) is timed, and so is every evaluation.
     preload_libraries()
     algo_config, info = trial_algorithm_config(config, setup)
+    evaluator = None
+    if target_metric == EVALUATION:
+        evaluator = GreedyEvaluator(setup["env"], setup["env_config"],
+                                    episodes=int(setup["evaluation"]["episodes"]),
+                                    seed=int(setup["evaluation"]["seed"]))
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     algo = algo_config.build_algo()
     node_ip = ray.util.get_node_ip_address()
+    greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
     best = -math.inf
     last_steps, last_wall = 0, time.perf_counter() - start
     try:
         while True:
             result = algo.train()
-            wall = time.perf_counter() - start
             m = extract_metrics(algo_name, result)
-            value = (m["episode_return_mean"] if target_metric == EPISODE_RETURN
-                     else lookup_metric(result, target_metric))
+            evaluation_return = math.nan
+            if evaluator is not None:  # ALGO-INDEPENDENT: the evaluation protocol
+                evaluation_return = evaluator.evaluate(greedy_policy())
+            wall = time.perf_counter() - start
+            if target_metric == EVALUATION:
+                value = evaluation_return
+            elif target_metric in (TRAINING, EPISODE_RETURN):
+                value = m["episode_return_mean"]
+            else:
+                value = lookup_metric(result, target_metric)
             if math.isfinite(value):
                 best = max(best, value)
             steps = int(m["env_steps"])
-            reached = math.isfinite(value) and value >= target
-            out_of_budget = (budget_s is not None and wall >= budget_s) or (
-                budget_steps is not None and steps >= budget_steps)
-            done = reached or out_of_budget
-            if reached:
-                objective = wall
-            else:
-                objective = censored_objective(budget_s or wall, best, target)
+            outcome = _outcome(wall, steps, value, best, target, setup["budget"])
             tune.report({
                 "wall_time_s": wall,
                 "env_steps": steps,
                 "episodes": int(m["episodes"]),
                 "episode_return_mean": float(m["episode_return_mean"]),
+                "evaluation_return": evaluation_return,
+                "eval_time_s": evaluator.total_time_s if evaluator else 0.0,
                 "target_metric_value": value,
                 "learner_updates": float(m.get("learner_updates", math.nan)),
                 "env_steps_per_s_iter": (steps - last_steps) / max(wall - last_wall, 1e-9),
-                "best_return": best if math.isfinite(best) else math.nan,
-                "reached": bool(reached),
-                "done": bool(done),
-                "objective": objective,
+                **outcome,
                 "node_ip": node_ip,
                 "num_cpus": info["num_cpus"],
                 "num_gpus": info["num_gpus"],
                 "oversubscribed": info["oversubscribed"],
             })
             last_steps, last_wall = steps, wall
-            if done:
+            if outcome["done"]:
                 break
     finally:
         algo.stop()
+        if evaluator is not None:
+            evaluator.close()
+
+
+def _run_reference_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
+    """A reference trial (:mod:`sweeps.reference`), reported like an RLlib trial."""
+    import ray
+    from ray import tune
+
+    from sweeps.reference import run_reference
+
+    target_metric, target = setup["target"]["metric"], float(setup["target"]["value"])
+    node_ip = ray.util.get_node_ip_address()
+    params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
+    state = {"best": -math.inf, "steps": 0, "wall": 0.0}
+
+    def report(r: dict[str, Any]) -> None:
+        value = r["evaluation_return"] if target_metric == EVALUATION else r["training_return"]
+        if math.isfinite(value):
+            state["best"] = max(state["best"], value)
+        outcome = _outcome(r["wall_time_s"], r["env_steps"], value, state["best"], target,
+                           setup["budget"])
+        outcome["done"] = outcome["done"] or r["done"]
+        tune.report({
+            "wall_time_s": r["wall_time_s"], "env_steps": r["env_steps"],
+            "episodes": r["episodes"], "episode_return_mean": r["training_return"],
+            "evaluation_return": r["evaluation_return"], "eval_time_s": r["eval_time_s"],
+            "target_metric_value": value, "learner_updates": r["learner_updates"],
+            "env_steps_per_s_iter": (r["env_steps"] - state["steps"])
+            / max(r["wall_time_s"] - state["wall"], 1e-9),
+            **outcome, "node_ip": node_ip, "num_cpus": 1.0, "num_gpus": 0.0,
+            "oversubscribed": False,
+        })
+        state.update(steps=r["env_steps"], wall=r["wall_time_s"])
+        return outcome["done"]
+
+    run_reference(params, env_id=setup["env"], env_config=setup["env_config"],
+                  evaluation=setup["evaluation"], report=report,
+                  budget_env_steps=setup["budget"].get("env_steps"))

@@ -65,8 +65,6 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
         assert want[1] == pytest.approx(0.4) and want[3] == pytest.approx(0.4**8)
         result = algo.train()
         assert result["apex"]["actor_epsilons"] == pytest.approx(want)
-        # Greedy evaluation episodes are reported apart from the exploring ones.
-        assert "episode_return_mean" in result["evaluation"]["env_runners"]
     finally:
         algo.stop()
 
@@ -80,8 +78,7 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
 
     config = build_config(
         {"algorithm": "APEX", "num_workers": 2, "num_envs_per_worker": 8,
-         "rollout_fragment_length": 8, "num_steps_sampled_before_learning_starts": 256,
-         "evaluation_interval": 1000},
+         "rollout_fragment_length": 8, "num_steps_sampled_before_learning_starts": 256},
         SLOW_ENV)
     config.env_runners(num_cpus_per_env_runner=0.5)
     algo = config.build_algo()

@@ -178,7 +178,8 @@ def test_apex_config_is_a_dqn_config_with_apex_defaults():
     assert (c.weights_sync_period, c.epsilon, c.epsilon_alpha) == (5, 0.3, 7.0)
     assert c.n_step == 3 and c.double_q and c.dueling
     assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
-    assert c.evaluation_interval == 1 and c.evaluation_config["explore"] is False
+    # No RLlib evaluation of its own: the suite's evaluation protocol measures every algorithm.
+    assert not c.evaluation_interval
 
 
 def test_extract_metrics_reads_the_right_keys():
@@ -193,9 +194,9 @@ def test_extract_metrics_reads_the_right_keys():
     }
     m = extract_metrics("DQN", result)
     assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
-                 "exploring_return_mean": 100.0, "learner_updates": 100.0}
+                 "learner_updates": 100.0}
     m = extract_metrics("APEX", {**result, "apex": {"learner_updates_lifetime": 77}})
-    assert m["episode_return_mean"] == 250.0 and m["exploring_return_mean"] == 100.0
+    assert m["episode_return_mean"] == 100.0  # the exploring episodes', for APEX too
     assert m["learner_updates"] == 77
     empty = extract_metrics("IMPALA", {"env_runners": {}})
     assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])

@@ -23,16 +23,17 @@ TRIAL_COLUMNS = [
     "status", "time_to_target_s", "steps_to_target", "budget_s", "budget_env_steps", "elapsed_s",
     "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
-    "node_ip", "error", "objective",
+    "node_ip", "error", "objective", "is_reference", "eval_time_s",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
-    "learner_updates", "env_steps_per_s", "target_metric_value",
+    "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
+    "target_metric_value",
 ]
 
 
 def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budget_s: float,
-                target: str = "Target(fraction_of_optimal=0.5)") -> Path:
+                target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False) -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
@@ -43,6 +44,7 @@ def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budg
             target={target}, budget=Budget(time_s={budget_s}),
             search=Search(sampler="random", num_samples={num_samples}, seeds={seeds}),
             baseline={{"algorithm": "DQN", "num_workers": 0}},
+            reference={{"algorithm": "SB3-DQN"}} if {reference} else None,
         )
         """))
     return path
@@ -61,7 +63,7 @@ def only_run_dir(results: Path, name: str) -> Path:
 
 def test_tiny_sweep_writes_every_column(tmp_path):
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15)
+    path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True)
     t0 = time.time()
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -72,9 +74,19 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert list(progress.columns) == PROGRESS_COLUMNS
     for col in TRIAL_COLUMNS:
         assert col in trials.columns, col
-    assert len(trials) == 3  # (2 configs + baseline) × 1 seed
+    assert len(trials) == 4  # (2 configs + baseline + reference) × 1 seed
     assert trials.trial_id.is_unique
     assert trials.is_baseline.sum() == 1
+    # The single-process reference: one row, first, one CPU, no env runners.
+    ref = trials[trials.is_reference]
+    assert len(ref) == 1 and ref.iloc[0].algorithm == "SB3-DQN" and trials.iloc[0].is_reference
+    assert ref.iloc[0].num_env_runners == 0 and ref.iloc[0].num_cpus == 1
+    # One evaluation protocol: every row is judged on the same metric, and evaluation time
+    # was spent and recorded inside every trial.
+    assert set(trials.target_metric) == {"evaluation"}
+    assert (trials.eval_time_s > 0).all() and (trials.eval_time_s < trials.elapsed_s).all()
+    assert progress.evaluation_return.notna().all()
+    assert (progress.target_metric_value == progress.evaluation_return).all()
     assert set(trials.status) <= {"reached", "censored"}, trials[["status", "error"]]
     assert (trials.total_env_steps > 0).all() and (trials.env_steps_per_s > 0).all()
     assert (trials.num_cpus >= 1).all() and (trials.node_count >= 1).all()

@@ -26,8 +26,6 @@ APEX_PARAMS: dict[str, OwnParam] = {
     "weights_sync_period": OwnParam("training", "learner updates between weight broadcasts"),
     "training_intensity": OwnParam(
         "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
-    "evaluation_duration": OwnParam("evaluation", "greedy evaluation episodes per iteration"),
-    "evaluation_interval": OwnParam("evaluation", "iterations between greedy evaluations"),
 }
 
 #: Tuned defaults (Contoso Cabs, docs/benchmarks.md).
@@ -66,5 +64,4 @@ SPEC = AlgorithmSpec(
     own_params=APEX_PARAMS,
     defaults=APEX_DEFAULTS,
     translate=lambda p: replay_buffer_config(p, APEX_DEFAULTS),
-    return_source="evaluation",
 )

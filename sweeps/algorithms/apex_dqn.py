@@ -22,9 +22,8 @@ Deviations from the paper, on purpose:
   initial priorities.
 - The target network is copied every ``target_network_update_freq`` *env steps sampled*
   (RLlib's DQN learner), not every 2500 learner updates.
-- ``episode_return_mean`` of :func:`sweeps.algorithms.extract_metrics` is the return of greedy
-  (ε = 0) evaluation episodes run in the driver after each iteration; the actors' exploring
-  episodes are reported separately (``env_runners/episode_return_mean``).
+- No evaluation of its own: the greedy (ε = 0) return a sweep compares is measured by the
+  suite's evaluation protocol, the same for every algorithm (:mod:`sweeps.evaluation`).
 """
 
 from __future__ import annotations
@@ -148,13 +147,6 @@ class ApexDQNConfig(DQNConfig):
         self._dont_auto_sync_env_runner_states = True
         self.min_sample_timesteps_per_iteration = 0
         self.min_time_s_per_iteration = 1.0
-        # Greedy evaluation in the driver after every iteration, reported under "evaluation".
-        self.evaluation_interval = 1
-        self.evaluation_num_env_runners = 0
-        self.evaluation_duration = 10
-        self.evaluation_duration_unit = "episodes"
-        self.evaluation_config = AlgorithmConfig.overrides(
-            explore=False, num_envs_per_env_runner=10, metrics_num_episodes_for_smoothing=10)
 
     def training(self, *, epsilon_alpha=NotProvided, weights_sync_period=NotProvided, **kwargs):
         super().training(**kwargs)
@@ -181,8 +173,7 @@ class ApexDQN(DQN):
     """Ape-X DQN: asynchronous ε_i-greedy actors → prioritized replay → one learner.
 
     Registered for Tune as ``"APEX"`` (:func:`sweeps.algorithms.register_with_tune`).
-    Result keys: DQN's, plus ``evaluation/env_runners/episode_return_mean`` (greedy episodes)
-    and ``apex/``: ``learner_updates_lifetime``, ``learner_updates_per_s``,
+    Result keys: DQN's, plus ``apex/``: ``learner_updates_lifetime``, ``learner_updates_per_s``,
     ``env_steps_sampled_per_s``, ``replay_ratio`` (replayed / sampled transitions, lifetime),
     ``actor_epsilons`` (ε_i by env runner index).
     """

@@ -183,30 +183,23 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
     Returns:
         ``env_steps`` (int, lifetime env steps sampled by the training env runners),
         ``episodes`` (int, lifetime training episodes), ``episode_return_mean`` (float, the
-        learned policy's mean episode return: RLlib's ``env_runners/episode_return_mean`` — for
-        APEX the greedy evaluation episodes' ``evaluation/env_runners/episode_return_mean``;
-        NaN before any episode ended), ``exploring_return_mean`` (float, the training env
-        runners' episodes, exploration included), ``learner_updates`` (float, lifetime
-        gradient updates; NaN if unknown).
+        training env runners' mean episode return, exploration included: RLlib's
+        ``env_runners/episode_return_mean``; NaN before any episode ended; the greedy return
+        of the evaluation protocol is measured apart, :mod:`sweeps.evaluation`),
+        ``learner_updates`` (float, lifetime gradient updates; NaN if unknown).
 
     Raises:
         ValueError: for an unknown algorithm.
     """
-    spec = _spec(algorithm)
+    _spec(algorithm)
     runners = result.get("env_runners", {}) or {}
     env_steps = _get(result, "num_env_steps_sampled_lifetime", default=None)
     if env_steps is None:
         env_steps = runners.get("num_env_steps_sampled_lifetime", 0)
-    exploring = _float(runners.get("episode_return_mean", math.nan))
-    if spec.return_source == "evaluation":
-        ret = _float(_get(result, "evaluation", "env_runners", "episode_return_mean"))
-    else:
-        ret = exploring
     return {
         "env_steps": int(_float(env_steps) if math.isfinite(_float(env_steps)) else 0),
         "episodes": int(_float(runners.get("num_episodes_lifetime", 0)) or 0),
-        "episode_return_mean": ret,
-        "exploring_return_mean": exploring,
+        "episode_return_mean": _float(runners.get("episode_return_mean", math.nan)),
         "learner_updates": _learner_updates(result),
     }
 

@@ -94,8 +94,6 @@ class AlgorithmSpec:
         translate: optional hook ``(params) -> params`` for own keys that are conveniences over
             nested RLlib settings (e.g. ``prioritized_replay`` → ``replay_buffer_config``);
             returns builder-method kwargs keyed ``"<section>.<rllib_name>"``.
-        return_source: ``"env_runners"`` (the exploring episodes' return is the learned policy's
-            return, as RLlib reports it) or ``"evaluation"`` (greedy evaluation episodes).
     """
 
     name: str
@@ -104,7 +102,6 @@ class AlgorithmSpec:
     own_params: Mapping[str, OwnParam]
     defaults: Mapping[str, Any]
     translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    return_source: str = "env_runners"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def known_params(self) -> frozenset[str]:

@@ -1,0 +1,159 @@
+"""The evaluation protocol: one greedy-policy measurement, identical for every algorithm.
+
+Comparing algorithms on different metrics is a defect (DESIGN.md, *evaluation protocol*). The
+target metric ``"evaluation"`` is therefore measured here, by our code, the same way for RLlib's
+DQN, APEX, IMPALA, PPO and APPO and for the single-process reference (:mod:`sweeps.reference`):
+
+1. **what**: the mean undiscounted episode return of the *current* policy acting greedily
+   (argmax Q for DQN/APEX; the action distribution's mode for policy-gradient methods), no
+   exploration;
+2. **on which episodes**: ``episodes`` evaluation envs of their own (never the training envs),
+   episode ``i`` started with ``reset(seed=seed + i)``, so every evaluation of every trial and
+   every algorithm starts from the same states;
+3. **when**: at the end of every training iteration (an iteration lasts at least
+   ``min_time_s_per_iteration`` seconds, 1 s by default, for RLlib and the reference alike);
+4. **whose time**: it runs in the trial's own process, inside the timed region (as MLPerf counts
+   its evaluations); its seconds are also summed into ``eval_time_s``.
+
+The episodes run as one batch: one forward pass of the policy per step for all episodes
+still running, on the trial's CPU. On the default Contoso Cabs (10 episodes of ~140 steps)
+one evaluation takes ~0.05-0.1 s (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+__all__ = ["GreedyEvaluator", "make_env", "rllib_greedy_policy"]
+
+#: A batched greedy policy: observations of shape (B, *obs_shape) -> actions of shape (B,).
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+def make_env(env_id: str, env_config: Mapping[str, Any] | None = None):
+    """One gymnasium env as RLlib's env runners build it: our creator for the names in
+    :data:`envs.RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), else ``gymnasium.make(env_id,
+    **env_config)`` (what RLlib falls back to for other registered ids)."""
+    import gymnasium
+
+    import envs
+
+    creator = envs.RLLIB_ENVS.get(env_id)
+    if creator is not None:
+        return creator(dict(env_config or {}))
+    return gymnasium.make(env_id, **dict(env_config or {}))
+
+
+class GreedyEvaluator:
+    """Runs the evaluation protocol (module docstring) for one trial.
+
+    Args:
+        env_id, env_config: the sweep's env, built with :func:`make_env`.
+        episodes: evaluation episodes per evaluation (≥ 1).
+        seed: episode ``i`` starts from ``reset(seed=seed + i)``.
+        max_steps: safety cap on steps per episode (an episode still running is cut there and
+            counted with the return it has).
+
+    Attributes:
+        total_time_s: seconds spent in :meth:`evaluate` so far (the trial's ``eval_time_s``).
+        evaluations: how many evaluations ran.
+    """
+
+    def __init__(self, env_id: str, env_config: Mapping[str, Any] | None, *, episodes: int,
+                 seed: int, max_steps: int = 1_000_000):
+        if episodes < 1:
+            raise ValueError(f"evaluation episodes must be >= 1, got {episodes}")
+        self.envs = [make_env(env_id, env_config) for _ in range(episodes)]
+        self.seed = int(seed)
+        self.max_steps = int(max_steps)
+        self.total_time_s = 0.0
+        self.evaluations = 0
+
+    @property
+    def observation_space(self):
+        return self.envs[0].observation_space
+
+    @property
+    def action_space(self):
+        return self.envs[0].action_space
+
+    def evaluate(self, policy: Policy) -> float:
+        """Mean episode return of ``policy`` over the fixed evaluation episodes.
+
+        Args:
+            policy: batched greedy policy, (B, *obs_shape) -> (B,) actions.
+
+        Returns:
+            The mean undiscounted return (env units, e.g. dollars for Contoso Cabs).
+        """
+        t0 = time.perf_counter()
+        n = len(self.envs)
+        obs = [env.reset(seed=self.seed + i)[0] for i, env in enumerate(self.envs)]
+        returns = np.zeros(n)
+        running = list(range(n))
+        steps = 0
+        while running and steps < self.max_steps:
+            actions = np.asarray(policy(np.stack([obs[i] for i in running])))
+            still = []
+            for i, a in zip(running, actions.reshape(len(running), *actions.shape[1:]),
+                            strict=True):
+                o, r, terminated, truncated, _ = self.envs[i].step(a.item() if a.ndim == 0 else a)
+                returns[i] += float(r)
+                obs[i] = o
+                if not (terminated or truncated):
+                    still.append(i)
+            running = still
+            steps += 1
+        self.total_time_s += time.perf_counter() - t0
+        self.evaluations += 1
+        return float(returns.mean())
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy]:
+    """A factory of greedy policies holding the RLlib ``algo``'s current learner weights.
+
+    Builds one copy of the algorithm's RLModule (its full, learner-side version) in this
+    process; each call of the returned factory loads the learner's newest weights
+    (``LearnerGroup.get_weights``) into it and returns the batched greedy policy: the
+    module's ``forward_inference`` actions when it outputs them (DQN/APEX: argmax Q), else the
+    mode of its inference action distribution (PPO/IMPALA/APPO:
+    ``from_logits(...).to_deterministic()``).
+
+    Args:
+        algo: a built RLlib ``Algorithm`` (new API stack, one module).
+        evaluator: supplies the observation and action spaces.
+    """
+    import torch
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.columns import Columns
+
+    spec = algo.config.get_rl_module_spec(
+        spaces={DEFAULT_MODULE_ID: (evaluator.observation_space, evaluator.action_space)},
+        inference_only=False)
+    module = spec.build()
+    module.eval()
+    dist_cls = module.get_inference_action_dist_cls()
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            out = module.forward_inference({Columns.OBS: torch.as_tensor(obs)})
+            if Columns.ACTIONS in out:
+                return out[Columns.ACTIONS].cpu().numpy()
+            dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
+            return dist.sample().cpu().numpy()
+
+    def current() -> Policy:
+        weights = algo.learner_group.get_weights(module_ids=[DEFAULT_MODULE_ID])
+        module.set_state(weights[DEFAULT_MODULE_ID])
+        return act
+
+    return current
+

@@ -1,0 +1,205 @@
+"""The single-process reference: Stable-Baselines3 DQN or PPO, timed like every other trial.
+
+In HPC, *absolute* speedup is measured against the best serial implementation, not against the
+parallel code run on one worker (DESIGN.md, *reference*). A sweep that declares
+``reference={"algorithm": "SB3-DQN", ...}`` runs this well-kept single-process implementation
+on the same env, target, evaluation protocol (:mod:`sweeps.evaluation`), budget and seeds as
+its RLlib trials: one Python process (the trial's own), no Ray actors, torch on the trial's one
+CPU. Its trials are ordinary rows of ``trials.parquet`` with ``is_reference = True``.
+
+Timing, as for RLlib trials (:mod:`sweeps.trainable`): libraries are imported before the clock;
+the clock starts right before the model is built; an *iteration* is at least
+``min_time_s_per_iteration`` seconds of training (checked after every env step), and the
+greedy evaluation at its end counts inside the timed region.
+
+Parameters are Stable-Baselines3's own names (a user who knows SB3 recognises them); defaults
+(:data:`REFERENCE_DEFAULTS`) are the settings measured on Contoso Cabs (docs/cabs_scaling.md).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["REFERENCE_ALGORITHMS", "REFERENCE_DEFAULTS", "check_reference", "run_reference"]
+
+#: Reference implementations a sweep can name → the SB3 class name.
+REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO"}
+
+#: Parameters common to both references (not SB3 constructor arguments).
+_OWN = {
+    "seed": "RNG seed of the trial (SB3 seed=...)",
+    "reward_scale": "factor on rewards seen by the learner only (evaluation stays in env units)",
+    "total_timesteps": "SB3 learn(total_timesteps): the horizon of its schedules (exploration); "
+                       "training stops there at the latest",
+    "min_time_s_per_iteration": "minimum wall-clock seconds of training between evaluations",
+    "hidden_sizes": "hidden layer widths of the MLP (SB3 policy_kwargs net_arch)",
+}
+
+#: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
+#: optimum in 2-4 k env steps (MLP 64x64, lr 1e-3, batch 64, train_freq 4, buffer 50 k,
+#: learning_starts 1000, target update 1000, rewards x0.01 for the learner).
+REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "SB3-DQN": {
+        "learning_rate": 1e-3, "batch_size": 64, "train_freq": 4, "gradient_steps": 1,
+        "buffer_size": 50_000, "learning_starts": 1000, "target_update_interval": 1000,
+        "exploration_fraction": 0.1, "exploration_initial_eps": 1.0,
+        "exploration_final_eps": 0.05, "gamma": 0.99, "hidden_sizes": [64, 64],
+        "reward_scale": 0.01, "total_timesteps": 20_000, "min_time_s_per_iteration": 1.0,
+    },
+    "SB3-PPO": {
+        "learning_rate": 3e-4, "n_steps": 2048, "batch_size": 64, "n_epochs": 10,
+        "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0,
+        "hidden_sizes": [64, 64], "reward_scale": 0.01, "total_timesteps": 200_000,
+        "min_time_s_per_iteration": 1.0,
+    },
+}
+
+#: SB3 constructor arguments a sweep may set, per reference.
+_SB3_ARGS = {
+    "SB3-DQN": ("learning_rate", "batch_size", "train_freq", "gradient_steps", "buffer_size",
+                "learning_starts", "target_update_interval", "exploration_fraction",
+                "exploration_initial_eps", "exploration_final_eps", "gamma", "tau",
+                "max_grad_norm"),
+    "SB3-PPO": ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
+                "clip_range", "ent_coef", "vf_coef", "max_grad_norm"),
+}
+
+
+def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The vocabulary columns a reference trial is recorded with: ``num_workers`` 0 (it samples
+    in its own process) and ``train_batch_size`` = its minibatch (SB3 ``batch_size``; PPO:
+    ``n_steps``, the on-policy batch). :func:`run_reference` ignores them."""
+    algo = config["algorithm"]
+    params = {**REFERENCE_DEFAULTS[algo], **config}
+    return {"num_workers": 0,
+            "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"]}
+
+
+def known_params(algorithm: str) -> frozenset[str]:
+    """Keys a reference trial config may hold (besides ``algorithm``)."""
+    return frozenset(_SB3_ARGS[algorithm]) | frozenset(_OWN)
+
+
+def check_reference(reference: Mapping[str, Any]) -> None:
+    """Validate a sweep's ``reference`` dict.
+
+    Raises:
+        ValueError: one line naming the bad key: no or an unknown ``algorithm``, an unknown
+            parameter, or a numeric value that is not a positive finite number where one is
+            needed.
+    """
+    algo = reference.get("algorithm")
+    if algo not in REFERENCE_ALGORITHMS:
+        raise ValueError(f"algorithm: unknown reference {algo!r} "
+                         f"(known: {', '.join(REFERENCE_ALGORITHMS)})")
+    known = known_params(algo)
+    for key, value in reference.items():
+        if key == "algorithm":
+            continue
+        if key not in known:
+            raise ValueError(f"{key}: unknown parameter for reference {algo} "
+                             f"(known: {', '.join(sorted(known))})")
+        if key in ("learning_rate", "batch_size", "buffer_size", "n_steps", "n_epochs",
+                   "total_timesteps", "min_time_s_per_iteration", "reward_scale",
+                   "train_freq", "target_update_interval"):
+            if (isinstance(value, bool) or not isinstance(value, (int, float))
+                    or not math.isfinite(value) or value <= 0):
+                raise ValueError(f"{key}: must be a positive number, got {value!r}")
+
+
+def _build_model(algo: str, params: dict[str, Any], env, seed: int):
+    import stable_baselines3 as sb3
+
+    cls = getattr(sb3, REFERENCE_ALGORITHMS[algo])
+    kwargs = {k: params[k] for k in _SB3_ARGS[algo] if k in params}
+    return cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
+               policy_kwargs={"net_arch": list(params["hidden_sizes"])}, **kwargs)
+
+
+def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping[str, Any],
+                  evaluation: Mapping[str, Any], budget_env_steps: int | None,
+                  report: Callable[[dict[str, Any]], bool]) -> None:
+    """Train one reference trial, evaluating and reporting at the end of every iteration.
+
+    Args:
+        config: ``algorithm`` (a key of :data:`REFERENCE_ALGORITHMS`), ``seed`` and SB3
+            parameters; missing ones take :data:`REFERENCE_DEFAULTS`.
+        env_id, env_config: the sweep's env (built by :func:`sweeps.evaluation.make_env`).
+        evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol.
+        budget_env_steps: env-step budget (caps ``total_timesteps``), or None.
+        report: called once per iteration with ``wall_time_s`` (seconds since the clock
+            started), ``env_steps``, ``episodes``, ``learner_updates`` (gradient steps),
+            ``evaluation_return`` (the protocol's greedy mean return), ``eval_time_s``
+            (cumulative seconds of evaluation), ``training_return`` (mean of the last 100
+            exploring episodes, NaN before one ends) and ``done`` (True when
+            ``total_timesteps`` are used up); training stops when it returns True.
+    """
+    import gymnasium
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
+
+    from sweeps.evaluation import GreedyEvaluator, make_env
+
+    algo = config["algorithm"]
+    params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
+                                             if k not in ("algorithm", "num_workers",
+                                                          "train_batch_size")}}
+    seed = int(params.pop("seed", 0))
+    torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests
+    scale = float(params["reward_scale"])
+    iteration_s = float(params["min_time_s_per_iteration"])
+    total = int(params["total_timesteps"])
+    if budget_env_steps is not None:
+        total = min(total, int(budget_env_steps))
+    evaluator = GreedyEvaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
+                                seed=int(evaluation["seed"]))
+    monitor = train_env = Monitor(make_env(env_id, env_config))  # records unscaled returns
+    if scale != 1.0:
+        train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
+
+    def greedy(obs):
+        return model.policy.predict(obs, deterministic=True)[0]
+
+    class Protocol(BaseCallback):
+        """Ends an iteration every ``iteration_s`` seconds: evaluate, report, maybe stop."""
+
+        def __init__(self):
+            super().__init__()
+            self.last = 0.0
+            self.stop = False
+
+        def _on_step(self) -> bool:
+            if time.perf_counter() - start - self.last < iteration_s and self.num_timesteps < total:
+                return True
+            self.end_iteration()
+            return not self.stop
+
+        def end_iteration(self) -> None:
+            value = evaluator.evaluate(greedy)
+            wall = time.perf_counter() - start
+            self.last = wall
+            episodes = self.model.ep_info_buffer or []
+            self.stop = bool(report({
+                "wall_time_s": wall, "env_steps": int(self.num_timesteps),
+                "episodes": len(monitor.get_episode_rewards()),
+                "learner_updates": float(getattr(self.model, "_n_updates", math.nan)),
+                "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
+                "training_return": (sum(e["r"] for e in episodes) / len(episodes)
+                                    if episodes else math.nan),
+                "done": self.num_timesteps >= total,
+            })) or self.num_timesteps >= total
+
+    start = time.perf_counter()  # the timed region starts before the model is built
+    model = _build_model(algo, params, train_env, seed)
+    callback = Protocol()
+    try:
+        model.learn(total_timesteps=total, callback=callback)
+        if not callback.stop:  # learn() ended between two iterations: close the last one
+            callback.end_iteration()
+    finally:
+        evaluator.close()
+        train_env.close()
