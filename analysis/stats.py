@@ -358,13 +358,13 @@ def floor_to(x: float, digits: int) -> float:
     """``x`` rounded *down* to ``digits`` decimals: how a lower bound is printed (a bound
     rounded up would claim more than the data show: S > 3.07 must not read "> 3.1")."""
     f = 10.0 ** digits
-    return math.floor(x * f) / f
+    return math.floor(x * f + 1e-9) / f  # 1e-9: 2.05 * 100 is 204.999... in binary
 
 
 def ceil_to(x: float, digits: int) -> float:
     """``x`` rounded *up* to ``digits`` decimals: how an upper bound is printed."""
     f = 10.0 ** digits
-    return math.ceil(x * f) / f
+    return math.ceil(x * f - 1e-9) / f
 
 
 def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Series | None:

@@ -1,12 +1,14 @@
 """Learning checks on Contoso Cabs with the tuned defaults, on a real local Ray (2 CPUs).
 
-Each of DQN, APEX and IMPALA (1 env runner) must lift its mean episode return from the random
+Each of DQN, APEX and IMPALA (1 env runner, seed 0) must lift the *evaluation* return — the
+suite's evaluation protocol (:mod:`sweeps.evaluation`): the greedy policy's mean return over 20
+fixed-seed episodes after every training iteration, the metric sweeps compare — from the random
 policy's (≈ −40 dollars for the default Cabs) to at least halfway to the exact optimum
-(≈ 2966 dollars), i.e. ≥ ≈ 1463 dollars, within 75 s of training. Measured on a 2-core
-machine (docs/benchmarks.md, section Algorithms): they passed the bar after 4–17 s of
-training (44 s once for IMPALA on a heavily loaded machine); the whole file takes ~1.5–2.5 min.
-APEX's return is its greedy evaluation episodes'; DQN's and IMPALA's are their exploring
-episodes' (RLlib's ``env_runners/episode_return_mean``).
+(≈ 2966 dollars), i.e. ≥ ≈ 1463 dollars, within 75 s of training. Fixed seeds (the trial's
+RLlib seed and the evaluation seeds) remove the evaluation's own noise; what is left is the
+scheduling noise of Ray on 2 cores. Measured spread, 5 runs each on this 2-core machine
+(seconds of training until the bar was passed): see RUNS below; the bar is passed with a wide
+margin of time in every run. The whole file takes ~1.5–2.5 min.
 
 Run under the machine's Ray lock: ``flock /tmp/ray_workload.lock python -m pytest ...``.
 """
@@ -43,20 +45,26 @@ def cabs_bar():
 
 
 def _train(name: str, env: str, budget_s: float, stop_at: float = math.inf, stop_when=None,
-           **overrides):
+           evaluate: bool = False, **overrides):
     """Train until the return reaches ``stop_at``, ``stop_when(metrics)`` holds or ``budget_s``
-    passes; the metrics history."""
+    passes; the metrics history. With ``evaluate``, each iteration also runs the evaluation
+    protocol (20 episodes, seeds 10000..) and ``stop_at`` applies to its ``evaluation_return``."""
     from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     algo = build_config({"algorithm": name, **overrides}, env).build_algo()
+    evaluator = GreedyEvaluator(env, {}, episodes=20, seed=10_000) if evaluate else None
+    policy = rllib_greedy_policy(algo, evaluator) if evaluate else None
     history = []
     try:
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < budget_s:
             m = extract_metrics(name, algo.train())
+            m["evaluation_return"] = evaluator.evaluate(policy()) if evaluate else math.nan
             m["wall_s"] = time.perf_counter() - t0
             history.append(m)
-            if m["episode_return_mean"] >= stop_at or (stop_when and stop_when(m)):
+            value = m["evaluation_return"] if evaluate else m["episode_return_mean"]
+            if value >= stop_at or (stop_when and stop_when(m)):
                 break
     finally:
         algo.stop()
@@ -67,8 +75,8 @@ def _train(name: str, env: str, budget_s: float, stop_at: float = math.inf, stop
 @pytest.mark.parametrize("name", ["DQN", "APEX", "IMPALA"])
 def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
     rand, opt, bar = cabs_bar
-    history = _train(name, CABS, BUDGET_S, stop_at=bar)
-    best = max((r for m in history if math.isfinite(r := m["episode_return_mean"])),
+    history = _train(name, CABS, BUDGET_S, stop_at=bar, evaluate=True, seed=0)
+    best = max((r for m in history if math.isfinite(r := m["evaluation_return"])),
                default=math.nan)
     last = history[-1]
     print(f"{name}: best return {best:.0f} (random {rand:.0f}, optimum {opt:.0f}, bar {bar:.0f}) "
@@ -79,7 +87,7 @@ def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
     steps = [m["env_steps"] for m in history]
     assert steps == sorted(steps) and steps[-1] > 0
     assert last["episodes"] > 0 and last["learner_updates"] > 0
-    assert math.isfinite(last["exploring_return_mean"])
+    assert math.isfinite(last["episode_return_mean"])
 
 
 @pytest.mark.timeout(90)
@@ -104,7 +112,8 @@ def test_ppo_on_cartpole_in_three_lines(ray_local):
     algo = build_config({"algorithm": "PPO"}, "CartPole-v1").build_algo()
     returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(3)]
     algo.stop()
-    assert all(math.isfinite(r) and r > 0 for r in returns)
+    # A random CartPole policy averages ~22; three PPO iterations must already do better.
+    assert all(math.isfinite(r) for r in returns) and max(returns) > 30, returns
 
 
 @pytest.mark.timeout(90)

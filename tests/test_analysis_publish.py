@@ -142,8 +142,11 @@ def test_target_override_and_driver_baseline(tmp_path: Path) -> None:
     assert "≥ 237.5" in md and "overridden with --target (the sweep ran with 200" in md
     _, rows = _table(md)
     assert len(rows) == 6
-    assert all(r["efficiency per env runner"] == "n/a (baseline samples in the driver)"
-               for r in rows)
+    # parallel efficiency only within the baseline's algorithm (DQN); others say why not
+    for r in rows:
+        want = ("n/a (baseline samples in the driver)" if r["algorithm"].startswith("DQN")
+                else "n/a (not the baseline's algorithm)")
+        assert r["efficiency per env runner"] == want, r
 
 
 # ---------------------------------------------------------------------------------------------

@@ -180,3 +180,43 @@ def test_best_configs_prefers_lowest_ttt_then_success() -> None:
                     make_tm("never", [99.0, 99.0, 99.0], [False] * 3)], ignore_index=True)
     best = best_configs(summarize_configs(tm))
     assert list(best["config_id"]) == ["fast"]
+
+
+def test_absolute_speedup_against_the_reference_and_efficiency_within_one_algorithm() -> None:
+    ref = make_tm("reference", [2.0, 2.0, 2.0], [True] * 3, n=0, alg="SB3-DQN", cpus=1.0)
+    ref["is_reference"] = True
+    tm = pd.concat([
+        ref,
+        make_tm("base", [20.0, 20.0, 20.0], [True] * 3, n=1, baseline=True),
+        make_tm("dqn2", [10.0, 10.0, 10.0], [True] * 3, n=2),
+        make_tm("apex1", [4.0, 4.0, 4.0], [True] * 3, n=1, alg="APEX"),
+    ], ignore_index=True)
+    tm["is_reference"] = tm["is_reference"].fillna(False).astype(bool)
+    summary = summarize_configs(tm)
+    assert summary.set_index("config_id").at["reference", "is_reference"]
+    sp = speedup_table(tm, summary)[0].set_index("config_id")
+    # absolute speedup = TTT(reference) / TTT(config): every configuration here is slower
+    assert sp.at["base", "abs_speedup"] == pytest.approx(0.1)
+    assert sp.at["apex1", "abs_speedup"] == pytest.approx(0.5)
+    assert (sp.at["apex1", "abs_speedup_low"], sp.at["apex1", "abs_speedup_high"]) == (0.5, 0.5)
+    assert math.isnan(sp.at["reference", "abs_speedup"]) and math.isnan(
+        sp.at["reference", "speedup"])
+    # parallel efficiency only within the baseline's algorithm: DQN 2 runners, not APEX
+    assert sp.at["dqn2", "efficiency_per_runner"] == pytest.approx(1.0)
+    assert sp.at["apex1", "speedup"] == pytest.approx(5.0)
+    assert math.isnan(sp.at["apex1", "efficiency_per_runner"])
+    assert math.isnan(sp.at["apex1", "efficiency_per_cpu"])
+    assert "not the baseline's algorithm" in sp.at["apex1", "speedup_note"]
+
+
+def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
+    from analysis.stats import ceil_to, floor_to
+
+    assert floor_to(3.0699, 2) == 3.06 and floor_to(3.07, 1) == 3.0
+    assert floor_to(41.0 / 20.0, 2) == 2.05  # exact values stay exact
+    assert ceil_to(0.321, 2) == 0.33 and ceil_to(0.3, 2) == pytest.approx(0.3)
+    tm = pd.concat([make_tm("base", [40.0, 40.0, 61.4], [False] * 3, baseline=True),
+                    make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2)], ignore_index=True)
+    sp = speedup_table(tm, summarize_configs(tm))[0].set_index("config_id")
+    assert sp.at["fast", "speedup_lower_bound"] == pytest.approx(3.07)
+    assert "S > 3.07" in sp.at["fast", "speedup_note"]  # the data's 3.07, not "3.1"
