@@ -70,11 +70,12 @@ _SB3_ARGS = {
 
 def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
     """The vocabulary columns a reference trial is recorded with: ``num_workers`` 0 (it samples
-    in its own process) and ``train_batch_size`` = its minibatch (SB3 ``batch_size``; PPO:
-    ``n_steps``, the on-policy batch). :func:`run_reference` ignores them."""
+    in its own process), ``lr`` = SB3 ``learning_rate`` and ``train_batch_size`` = its
+    minibatch (SB3 ``batch_size``; PPO: ``n_steps``, the on-policy batch).
+    :func:`run_reference` ignores them."""
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **config}
-    return {"num_workers": 0,
+    return {"num_workers": 0, "lr": params["learning_rate"],
             "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"]}
 
 
@@ -147,7 +148,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
                                              if k not in ("algorithm", "num_workers",
-                                                          "train_batch_size")}}
+                                                          "train_batch_size", "lr")}}
     seed = int(params.pop("seed", 0))
     torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests
     scale = float(params["reward_scale"])

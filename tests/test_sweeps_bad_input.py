@@ -127,3 +127,20 @@ def test_unreachable_address(tmp_path):
     path = sweep_file(tmp_path)
     proc = run(str(path), "--address", "127.0.0.1:1", timeout=90)
     assert_one_line_error(proc, "bad_sweep.py", "--address", "127.0.0.1:1")
+
+
+@pytest.mark.parametrize("reference, fragments", [
+    ('{"algorithm": "SB3-A2C"}', ("reference.algorithm", "SB3-A2C")),
+    ('{"algorithm": "SB3-DQN", "num_epochs": 3}', ("reference.num_epochs", "unknown parameter")),
+    ('{"algorithm": "SB3-DQN", "learning_rate": -1}', ("reference.learning_rate", "positive")),
+    ('{"learning_rate": 1e-3}', ("reference", "must name its 'algorithm'")),
+])
+def test_bad_reference(tmp_path, reference, fragments):
+    path = sweep_file(tmp_path, extra=f", reference={reference}")
+    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", *fragments)
+
+
+def test_reference_needs_a_protocol_metric(tmp_path):
+    path = sweep_file(tmp_path, target='Target(metric="env_runners/episode_return_max", value=1.0)',
+                      extra=', reference={"algorithm": "SB3-DQN"}')
+    assert_one_line_error(run(str(path), "--dry-run"), "reference", "'evaluation' or 'training'")

@@ -1,0 +1,74 @@
+"""The evaluation protocol and the single-process reference, without Ray."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sweeps.evaluation import GreedyEvaluator
+
+CABS = "ContosoCabs-v0"
+
+
+def _fixed_policy(obs: np.ndarray) -> np.ndarray:
+    """A deterministic, state-dependent policy: (B, 36) one-hot observations -> (B,) rides."""
+    w = np.random.default_rng(0).normal(size=(obs.shape[1], 25))
+    return np.argmax(obs @ w, axis=1)
+
+
+def test_fixed_seeds_make_every_evaluation_of_a_policy_identical() -> None:
+    a = GreedyEvaluator(CABS, {}, episodes=5, seed=10_000)
+    b = GreedyEvaluator(CABS, {}, episodes=5, seed=10_000)
+    other = GreedyEvaluator(CABS, {}, episodes=5, seed=20_000)
+    first = a.evaluate(_fixed_policy)
+    assert a.evaluate(_fixed_policy) == first == b.evaluate(_fixed_policy)
+    assert other.evaluate(_fixed_policy) != first  # other start states, other return
+    assert a.evaluations == 2 and 0 < a.total_time_s < 5
+
+
+def test_every_episode_runs_to_its_end() -> None:
+    """The mean is over whole episodes: a constant 'no ride' policy earns nothing but runs
+    every episode to the end of its month."""
+    ev = GreedyEvaluator(CABS, {}, episodes=3, seed=1)
+    steps = []
+
+    def no_ride(obs):
+        steps.append(len(obs))
+        loc = np.argmax(obs[:, :5], axis=1)
+        return loc * 6  # action p*m + q with p == q == loc: stay put
+    ret = ev.evaluate(no_ride)
+    assert math.isfinite(ret) and len(steps) > 10 and steps[-1] >= 1
+
+
+def test_sb3_reference_reports_iterations_and_stops_when_told() -> None:
+    from sweeps.reference import run_reference
+
+    reports = []
+
+    def report(r):
+        reports.append(r)
+        return len(reports) >= 2  # stop after the second iteration
+
+    run_reference({"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 0.3},
+                  env_id=CABS, env_config={}, evaluation={"episodes": 4, "seed": 10_000},
+                  budget_env_steps=None, report=report)
+    assert len(reports) == 2
+    first, second = reports
+    assert 0.3 <= first["wall_time_s"] < second["wall_time_s"]
+    assert 0 < first["env_steps"] < second["env_steps"]
+    assert second["eval_time_s"] > first["eval_time_s"] > 0
+    assert math.isfinite(second["evaluation_return"])
+
+
+def test_reference_params_are_checked() -> None:
+    from sweeps.reference import check_reference
+
+    check_reference({"algorithm": "SB3-DQN", "learning_rate": 5e-4})
+    with pytest.raises(ValueError, match="unknown reference 'SB3-A2C'"):
+        check_reference({"algorithm": "SB3-A2C"})
+    with pytest.raises(ValueError, match="^n_epochs: unknown parameter for reference SB3-DQN"):
+        check_reference({"algorithm": "SB3-DQN", "n_epochs": 3})
+    with pytest.raises(ValueError, match="^batch_size: must be a positive number"):
+        check_reference({"algorithm": "SB3-PPO", "batch_size": 0})
