@@ -4,8 +4,7 @@ DQN baseline, 1 env runner) against the single-process reference (Stable-Baselin
 The cabs_scaling study (docs/cabs_scaling.md) found, over 3 seeds, that no configuration beats
 the single-process reference on a 2-core machine; this sweep reruns just those two with 5
 seeds each, on the same evaluation protocol, so both medians have tighter intervals and an
-olympic mean. About 2-3 minutes on a 2-core laptop (docs/cabs_scaling.md gives the measured
-time).
+olympic mean. 10 trials of at most 45 s; expected 2-3 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice
