@@ -61,7 +61,9 @@ __all__ = [
     "parse_duration",
     "parse_money",
     "plan_text",
+    "per_runner_throughput",
     "run_cost_usd",
+    "steps_plan",
 ]
 
 DEFAULT_CANDIDATE_N = (1, 2, 4, 8, 16, 32, 64)
@@ -579,6 +581,95 @@ def _print_table(plan: Plan, console: Any) -> None:
     console.print(t)
 
 
+def per_runner_throughput(tm: pd.DataFrame) -> tuple[float, float, float]:
+    """Env steps per second per env runner measured in a run (trials with N >= 1, errors left
+    out): ``(median, min, max)`` of each trial's ``env_steps_per_s / num_env_runners``.
+
+    Raises:
+        ValueError: no trial with an env runner and a throughput.
+    """
+    ok = tm[(tm["status"] != "error") & (tm["num_env_runners"] >= 1)]
+    per = (ok["env_steps_per_s"].astype(float) / ok["num_env_runners"].astype(float)).dropna()
+    per = per[np.isfinite(per) & (per > 0)]
+    if per.empty:
+        raise ValueError("the run has no trial with env runners and a measured throughput")
+    return float(per.median()), float(per.min()), float(per.max())
+
+
+def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
+               startup_s: float = 0.0, learner_gpus: float = 0.0,
+               candidates: tuple[int, ...] = DEFAULT_CANDIDATE_N, low_priority: bool = False
+               ) -> pd.DataFrame:
+    """Plan from a known sample budget: TTT(N) = startup + steps / (N x per-runner throughput).
+
+    For a study measured elsewhere (e.g. RLlib's tuned Pong IMPALA examples record the env steps
+    to a return of 18), this turns the env steps/s per env runner measured *here* into run time
+    and cost per N and VM size. It assumes sampling throughput grows linearly with N and that
+    the learner keeps up (no learner bottleneck, no loss of sample efficiency with N): an
+    optimistic bound, to be checked by a measurement at the chosen N.
+
+    Args:
+        steps_to_target: env steps a run needs to reach the target.
+        per_runner: env steps per second per env runner (see :func:`per_runner_throughput`).
+        vms: VM sizes to consider.
+        startup_s: seconds before sampling starts (node provisioning, Ray, actor start-up).
+        learner_gpus: GPUs the learner needs (0: it runs on a CPU of the head).
+        candidates: env runner counts.
+        low_priority: price low-priority capacity.
+
+    Returns:
+        One row per (N, VM size) that fits: ``num_env_runners, vm, nodes, cpus, ttt_s,
+        cost_usd``.
+    """
+    rows = []
+    for n in candidates:
+        ttt = startup_s + steps_to_target / (n * per_runner)
+        for vm in vms:
+            nodes = nodes_for(1 + n, learner_gpus, vm)
+            if nodes is None:
+                continue
+            rows.append({"num_env_runners": n, "vm": vm.name, "nodes": nodes, "cpus": 1 + n,
+                         "ttt_s": ttt, "cost_usd": run_cost_usd(ttt, nodes, vm, low_priority)})
+    return pd.DataFrame(rows)
+
+
+def _steps_main(args, res, tm, vms, deadline, console) -> int:
+    median, lo, hi = per_runner_throughput(tm)
+    startup = parse_duration(args.startup) if args.startup else 0.0
+    gpus = float(tm["num_gpus"].max() or 0.0)
+    plan = steps_plan(args.steps_to_target, median, vms, startup_s=startup, learner_gpus=gpus,
+                      low_priority=args.low_priority,
+                      candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128)
+                                       if n <= args.max_workers))
+    console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
+                  f"steps to the target at {median:,.0f} env steps/s per env runner (measured in "
+                  f"{res.path.name}: {lo:,.0f}-{hi:,.0f} over its trials), start-up "
+                  f"{_fmt_s(startup)}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
+                  " prices")
+    if plan.empty:
+        console.print("No VM size in the table fits these runs.")
+        return 0
+    fits = plan if deadline is None else plan[plan["ttt_s"] <= deadline]
+    console.print(f"{'env runners':>11} {'VM size':<22} {'nodes':>5} {'TTT':>10} {'cost':>9}")
+    for _, r in plan.sort_values(["num_env_runners", "cost_usd"]).iterrows():
+        mark = "" if deadline is None or r["ttt_s"] <= deadline else "  misses the deadline"
+        console.print(f"{r['num_env_runners']:>11} {r['vm']:<22} {r['nodes']:>5} "
+                      f"{_fmt_s(r['ttt_s']):>10} {_fmt_usd(r['cost_usd']):>9}{mark}",
+                      highlight=False)
+    if len(fits):
+        c = fits.sort_values(["cost_usd", "ttt_s"]).iloc[0]
+        console.print(f"Cheapest{' within the deadline' if deadline else ''}: "
+                      f"{c['num_env_runners']} env runners on {c['nodes']} x {c['vm']}: "
+                      f"{_fmt_s(c['ttt_s'])}, {_fmt_usd(c['cost_usd'])}", highlight=False)
+    else:
+        console.print("No candidate meets the deadline.")
+    console.print("Assumes: sampling throughput linear in env runners at the measured rate per "
+                  "runner, a learner that keeps up, sample efficiency independent of N, a VM "
+                  "vCPU as fast as the measured machine's. Predicted, not measured.",
+                  highlight=False)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
     p = _Parser(prog="python -m analysis.plan",
@@ -595,6 +686,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-workers", type=int, default=64,
                    help="largest env runner count considered (default 64)")
     p.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
+    p.add_argument("--steps-to-target", type=float,
+                   help="plan from a known sample budget instead of the run's TTTs: env steps a "
+                        "run needs (e.g. from a published tuned example); the run supplies its "
+                        "measured env steps/s per env runner")
+    p.add_argument("--startup", help="with --steps-to-target: seconds before sampling starts, "
+                                     "e.g. 5m (node provisioning, Ray start-up)")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -618,12 +715,20 @@ def main(argv: list[str] | None = None) -> int:
             vms = list(table.values())
         if args.max_workers < 1:
             raise ValueError(f"--max-workers {args.max_workers}: must be >= 1")
+        if args.steps_to_target is not None and not args.steps_to_target > 0:
+            raise ValueError(f"--steps-to-target {args.steps_to_target:g}: must be > 0")
         res = load_results(args.results_dir)
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")
         return 2
     console = Console(width=max(Console().width, 120))
+    if args.steps_to_target is not None:
+        try:
+            return _steps_main(args, res, tm, vms, deadline, console)
+        except ValueError as exc:
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            return 2
     summary = summarize_configs(tm)
     plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
                      low_priority=args.low_priority, max_workers=args.max_workers,

@@ -236,3 +236,60 @@ def resolve_target(sweep: Sweep) -> dict[str, Any]:
         "fraction_of_optimal": sweep.target.fraction_of_optimal,
         "optimal_return": None if optimal is None or not math.isfinite(optimal) else float(optimal),
     }
+
+
+#: At most this many points per algorithm are built by :func:`check_points` (a product of
+#: many parameters can be huge; the first points of the product are checked).
+MAX_CHECKED_POINTS = 512
+
+
+def sweep_points(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
+    """Every trial config a sweep can produce, up to the bounds of its ranges.
+
+    Returns:
+        ``[(where, params)]``: for each algorithm, the product of every ``choice`` value and
+        both bounds of every range (merged over its fixed values), then the baseline; ``where``
+        names the point for error messages (``"APEX point {'lr': 0.003}"``, ``"baseline"``).
+    """
+    import itertools
+
+    from sweeps.search import baseline_params
+
+    points: list[tuple[str, dict[str, Any]]] = []
+    for algo in sweep.algorithms:
+        names, values = [], []
+        for name, p in sweep.params_for(algo).items():
+            names.append(name)
+            values.append(list(p.values) if isinstance(p, Choice) else [p.low, p.high])
+        fixed = sweep.fixed_for(algo)
+        for combo in itertools.islice(itertools.product(*values), MAX_CHECKED_POINTS):
+            point = dict(zip(names, combo, strict=True))
+            points.append((f"{algo} point {point}", {"algorithm": algo, **fixed, **point}))
+    base = baseline_params(sweep)
+    if base is not None:
+        points.append(("baseline", base))
+    return points
+
+
+def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
+    """Build and validate the RLlib config of every point of :func:`sweep_points` on the
+    sweep's env, with RLlib's own ``AlgorithmConfig.validate()``; no Ray cluster is needed.
+
+    Returns:
+        The number of points checked.
+
+    Raises:
+        SpecError: one line naming ``source``, the point and RLlib's (or our vocabulary's)
+            reason, e.g. a ``minibatch_size`` that is not a multiple of the
+            ``rollout_fragment_length``.
+    """
+    from sweeps.algorithms import build_config
+
+    points = sweep_points(sweep)
+    for where, params in points:
+        try:
+            build_config(params, sweep.env, dict(sweep.env_config)).validate()
+        except Exception as e:  # noqa: BLE001 - RLlib raises ValueError and others; one line
+            msg = " ".join(str(e).split())
+            raise SpecError(f"{source}: {where}: RLlib rejects this config: {msg[:300]}") from None
+    return len(points)

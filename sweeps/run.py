@@ -35,7 +35,7 @@ os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
 
-from sweeps.load import SpecError, load_sweep, resolve_target  # noqa: E402
+from sweeps.load import SpecError, check_points, load_sweep, resolve_target  # noqa: E402
 from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
 
 
@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = resolve_target(sweep)
+        check_points(sweep, source)  # RLlib's own validation of every point, before Ray
         root = Path(args.results or sweep.results_dir)
         check_writable(root, source)
     except SpecError as e:

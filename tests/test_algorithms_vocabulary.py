@@ -141,18 +141,22 @@ def test_seed_baseline_preset_is_the_seed_articles_agent():
     assert eps[0][1] > eps[-1][1]  # ε decays
 
 
-def test_pong_seed001_preset():
-    import os
+def test_pong_impala_sweep_settings_build_the_how_to_config():
+    """The shipped Pong study's settings (one source: sweeps/pong_impala.py) build and pass
+    RLlib's own validation (its minibatch must divide into fragments of 50)."""
+    from pathlib import Path
 
-    p = PRESETS["pong_seed001"]
-    assert p["env"] == "PongNoFrameskip-v4"
-    assert p["num_workers"] == max(1, len(os.sched_getaffinity(0)) - 1)
-    c = build_config(p, "PongNoFrameskip-v4")
+    from sweeps.load import load_sweep
+
+    sweep = load_sweep(Path(__file__).parents[1] / "sweeps" / "pong_impala.py")
+    c = build_config({"algorithm": "IMPALA", "num_workers": 15, **sweep.fixed}, sweep.env,
+                     sweep.env_config)
+    c.validate()
     assert c.algo_class.__name__ == "IMPALA"
     assert c.rollout_fragment_length == 50 and c.total_train_batch_size == 1000
-    assert c.num_epochs == 2 and c.env_config["frame_size"] == 42
-    with pytest.raises(ValueError, match="for env 'PongNoFrameskip-v4' but the trial's env is"):
-        build_config(p, CABS)
+    assert c.num_epochs == 2 and c.env_config == {"frame_size": 42, "framestack": 4}
+    assert c.minibatch_size is None and c.num_env_runners == 15
+    assert c._learner_connector is None  # reward_scale 1.0: Pong's rewards reach the learner as is
 
 
 def test_actor_epsilons_follow_horgan_et_al():

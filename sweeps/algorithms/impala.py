@@ -2,13 +2,12 @@
 
 Env runners sample asynchronously; the learner corrects the policy lag of their samples with
 V-trace. The defaults below are tuned for wall-clock speed on Contoso Cabs
-(docs/benchmarks.md, section Algorithms); :data:`PONG_SEED001` reproduces the seed article's
-Atari Pong run.
+(docs/benchmarks.md, section Algorithms); the seed article's Atari Pong settings are in the
+sweep file ``sweeps/pong_impala.py``.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
@@ -62,48 +61,3 @@ SPEC = AlgorithmSpec(
     own_params=IMPALA_PARAMS,
     defaults=IMPALA_DEFAULTS,
 )
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _gpu_available() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except ImportError:
-        return False
-
-
-def pong_seed001() -> dict[str, Any]:
-    """Seed 001's IMPALA on Atari Pong, for the machine this runs on.
-
-    ``PongNoFrameskip-v4`` with DeepMind preprocessing at 42×42 (``envs.atari``); num_workers =
-    available CPUs − 1 (the seed's rule, at least 1); rollout_fragment_length 50;
-    train_batch_size 1000; 2 passes over each batch; one GPU learner when a GPU exists (else the
-    learner runs in the driver). ``stop``: episode return mean 18 or 3600 s, whichever first.
-    """
-    gpu = _gpu_available()
-    return {
-        "algorithm": "IMPALA",
-        "env": "PongNoFrameskip-v4",
-        "env_config": {"frame_size": 42, "framestack": 4},
-        "num_workers": max(1, _available_cpus() - 1),
-        "num_envs_per_worker": 1,
-        "rollout_fragment_length": 50,
-        "train_batch_size": 1000,
-        "num_epochs": 2,
-        "minibatch_size": None,  # each pass is one update on the whole batch
-        "lr": 5e-4,
-        "gamma": 0.99,
-        "reward_scale": 1.0,  # Pong's rewards are already ±1
-        "num_learners": 1 if gpu else 0,
-        "num_gpus_per_learner": 1 if gpu else 0,
-        "min_time_s_per_iteration": 10,
-        "stop": {"episode_return_mean": 18.0, "time_s": 3600},
-    }

@@ -32,11 +32,10 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
     s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC)
 }
 
-#: Named trial configs. ``seed_baseline``: the seed article's DQN agent. ``pong_seed001``: seed
-#: 001's IMPALA on Atari Pong (also carries ``env``, ``env_config`` and ``stop``).
+#: Named trial configs. ``seed_baseline``: the seed article's DQN agent. (Seed 001's IMPALA on
+#: Atari Pong is a sweep file, ``sweeps/pong_impala.py``: one source for its settings.)
 PRESETS: dict[str, dict[str, Any]] = {
     "seed_baseline": dict(dqn.SEED_BASELINE),
-    "pong_seed001": impala.pong_seed001(),
 }
 
 #: Keys a preset may carry that describe the run rather than the algorithm; build_config

@@ -1,0 +1,31 @@
+"""A short Pong IMPALA run that fits a 2-core laptop: the Atari path end to end.
+
+The how-to's IMPALA settings (``sweeps/pong_impala.py``) with 1 env runner, for 4 minutes or
+until the mean training return exceeds -20 (a random policy scores about -20.5; Pong's range
+is -21..21), one seed. A newcomer sees env steps/s, a learning curve and a report:
+``python -m sweeps.run sweeps/pong_quick.py``. Measured throughput: docs/benchmarks.md.
+"""
+
+import importlib.util
+from pathlib import Path
+
+from sweeps.spec import Budget, Search, Sweep, Target, choice
+
+# The settings live in pong_impala.py; load it by path (sweep files are not a package).
+_spec = importlib.util.spec_from_file_location("_pong_impala", Path(__file__).with_name(
+    "pong_impala.py"))
+_pong = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_pong)
+
+SWEEP = Sweep(
+    name="pong_quick",
+    env="PongNoFrameskip-v4",
+    env_config=_pong.PONG_ENV_CONFIG,
+    algorithms=["IMPALA"],
+    search_space={"num_workers": choice([1])},
+    fixed={**_pong.PONG_IMPALA, "min_time_s_per_iteration": 5},
+    target=Target(metric="training", value=-20.0),
+    budget=Budget(time_s=240),
+    search=Search(sampler="grid", num_samples=1, seeds=1, max_concurrent=1),
+    baseline={"algorithm": "IMPALA", "num_workers": 1},
+)
