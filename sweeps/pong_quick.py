@@ -1,8 +1,10 @@
 """A short Pong IMPALA run that fits a 2-core laptop: the Atari path end to end.
 
 The how-to's IMPALA settings (``sweeps/pong_impala.py``) with 1 env runner, for 4 minutes or
-until the mean training return exceeds -20 (a random policy scores about -20.5; Pong's range
-is -21..21), one seed. A newcomer sees env steps/s, a learning curve and a report:
+until the mean training return reaches -19 (a random policy scores about -20.5; Pong's range
+is -21..21; -20 is reached by one lucky first episode), one seed. On 2 CPUs the run is
+usually censored at its budget: the CPU learner (1000-step batches, a CNN, 2 passes) shares
+the cores with the env runner. A newcomer sees env steps/s, a learning curve and a report:
 ``python -m sweeps.run sweeps/pong_quick.py``. Measured throughput: docs/benchmarks.md.
 """
 
@@ -24,7 +26,7 @@ SWEEP = Sweep(
     algorithms=["IMPALA"],
     search_space={"num_workers": choice([1])},
     fixed={**_pong.PONG_IMPALA, "min_time_s_per_iteration": 5},
-    target=Target(metric="training", value=-20.0),
+    target=Target(metric="training", value=-19.0),
     budget=Budget(time_s=240),
     search=Search(sampler="grid", num_samples=1, seeds=1, max_concurrent=1),
     baseline={"algorithm": "IMPALA", "num_workers": 1},
