@@ -635,6 +635,10 @@ def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
 
 def _steps_main(args, res, tm, vms, deadline, console) -> int:
     median, lo, hi = per_runner_throughput(tm)
+    source = f"measured in {res.path.name}: {lo:,.0f}-{hi:,.0f} over its trials"
+    if args.env_steps_per_s_per_runner is not None:
+        source = f"given; the run measured {median:,.0f}"
+        median = args.env_steps_per_s_per_runner
     startup = parse_duration(args.startup) if args.startup else 0.0
     gpus = float(tm["num_gpus"].max() or 0.0)
     plan = steps_plan(args.steps_to_target, median, vms, startup_s=startup, learner_gpus=gpus,
@@ -642,8 +646,8 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
                       candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128)
                                        if n <= args.max_workers))
     console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
-                  f"steps to the target at {median:,.0f} env steps/s per env runner (measured in "
-                  f"{res.path.name}: {lo:,.0f}-{hi:,.0f} over its trials), start-up "
+                  f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
+                  f"start-up "
                   f"{_fmt_s(startup)}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
                   " prices")
     if plan.empty:
@@ -692,6 +696,10 @@ def main(argv: list[str] | None = None) -> int:
                         "measured env steps/s per env runner")
     p.add_argument("--startup", help="with --steps-to-target: seconds before sampling starts, "
                                      "e.g. 5m (node provisioning, Ray start-up)")
+    p.add_argument("--env-steps-per-s-per-runner", type=float,
+                   help="with --steps-to-target: the sampling rate per env runner to assume "
+                        "instead of the run's measured end-to-end rate (e.g. the sampler's own "
+                        "rate when the measured run was learner-bound)")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -717,6 +725,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--max-workers {args.max_workers}: must be >= 1")
         if args.steps_to_target is not None and not args.steps_to_target > 0:
             raise ValueError(f"--steps-to-target {args.steps_to_target:g}: must be > 0")
+        if args.env_steps_per_s_per_runner is not None and not args.env_steps_per_s_per_runner > 0:
+            raise ValueError(f"--env-steps-per-s-per-runner {args.env_steps_per_s_per_runner:g}: "
+                             "must be > 0")
         res = load_results(args.results_dir)
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:

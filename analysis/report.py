@@ -377,7 +377,7 @@ def _summary(ctx: ReportData) -> str:
             parts.append(f'<p class="banner" id="reference-verdict">{_esc(verdict)}</p>')
         share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
         share = share[np.isfinite(share.astype(float))] if len(share) else share
-        if len(share):
+        if len(share) and ctx.target.metric == "evaluation":
             parts.append(f'<p class="note">The evaluation protocol took a median '
                          f'{share.median():.1%} (at most {share.max():.1%}) of a trial\'s '
                          'wall-clock; it is inside every time-to-target.</p>')
@@ -419,6 +419,26 @@ def _summary(ctx: ReportData) -> str:
                              "absolute speedup [95% CI]",
                              "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
                             rows, left=(0, 2, 4, 10, 11), raw=True))
+    if not s.empty:
+        sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+        rows = []
+        for _, c in s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf)).sort_values(
+                ["algorithm", "num_env_runners", "_t"]).iterrows():
+            r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+            rows.append([
+                c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
+                + (" (reference)" if c["is_reference"] else ""),
+                str(c["num_env_runners"]), _esc(c["config_label"]),
+                f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _fmt_ttt(c),
+                _fmt_speedup(r) if r is not None else "-",
+                _fmt_speedup(r, "abs_speedup") if r is not None else "-",
+                f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-"])
+        parts.append(f'<details id="all-configurations"><summary>All {len(s)} configurations '
+                     '(time-to-target, speedup, absolute speedup)</summary>')
+        parts.append(_table(["algorithm", "env runners", "configuration", "reached",
+                             "TTT [95% CI]", "speedup [95% CI]", "absolute speedup [95% CI]",
+                             "evaluation share of wall-clock"], rows, left=(0, 2), raw=True))
+        parts.append("</details>")
     if ctx.warnings:
         parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(
             f"<li>{_esc(w)}</li>" for w in ctx.warnings) + "</ul>")
@@ -478,6 +498,7 @@ def learning_curve_figure(data: ReportData, x: str = "wall_time_s") -> Any:
         name = f"{key[0]}, {key[1]} env runner(s)"
         fig.add_trace(go.Scatter(
             x=g[x], y=g[col], mode="lines", name=name, legendgroup=name,
+            connectgaps=True,  # an iteration in which no episode ended has no return (NaN)
             showlegend=False, line={"color": data.colors[key], "width": 1.5,
                                     "dash": "dot" if t["status"] != "reached"
                                     else "solid"},

@@ -158,3 +158,28 @@ def test_module_entry_point(results: Path) -> None:
     assert proc.stderr.strip().splitlines() == [
         "python -m analysis.plan: error: deadline '10x': expected a duration like 10m, 90s, "
         "1h30m or seconds"]
+
+
+def test_plan_from_a_sample_budget_by_hand() -> None:
+    from analysis.plan import steps_plan
+
+    vms = load_vm_sizes()
+    d4 = vms["Standard_D4s_v5"]
+    plan = steps_plan(1_000_000, 100.0, [d4], startup_s=60.0, candidates=(1, 10))
+    one = plan[plan["num_env_runners"] == 1].iloc[0]
+    ten = plan[plan["num_env_runners"] == 10].iloc[0]
+    assert one["ttt_s"] == pytest.approx(60 + 10_000) and one["nodes"] == 1
+    assert ten["ttt_s"] == pytest.approx(60 + 1_000) and ten["nodes"] == 3  # 11 CPUs / 4
+    assert ten["cost_usd"] == pytest.approx(3 * d4.price_per_hour_usd * 1_060 / 3600)
+    # a GPU learner rules out CPU-only sizes
+    assert steps_plan(1e6, 100.0, [d4], learner_gpus=1.0).empty
+
+
+def test_cli_plan_from_a_sample_budget(results: Path, capsys) -> None:
+    assert main([str(results), "--steps-to-target", "5e6", "--deadline", "1h", "--startup",
+                 "5m", "--vm", "Standard_D4s_v5"]) == 0
+    out = capsys.readouterr().out
+    assert "5,000,000 env steps to the target" in out and "Predicted, not measured" in out
+    assert "Cheapest within the deadline" in out or "No candidate meets the deadline" in out
+    assert main([str(results), "--steps-to-target", "-1"]) == 2
+    assert "--steps-to-target -1: must be > 0" in capsys.readouterr().err

@@ -161,3 +161,28 @@ def test_report_renders_in_headless_chromium(rich_results: Path) -> None:
 
     with Image.open(shot) as im:
         assert im.size == (1400, 9000)
+
+
+def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup(
+        tmp_path: Path) -> None:
+    """On the committed Cabs study (docs/data): the summary says which metric was compared,
+    the single-process reference's TTT, the absolute speedup of every configuration, and, in
+    plain words, that no configuration beats the reference."""
+    src = Path(__file__).parents[1] / "docs" / "data" / "cabs_scaling" / "20261122-203334"
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    page = write_report(run).read_text()
+    _sections_ok(page)
+    assert re.search(r'id="target-metric">greedy evaluation return \(mean of 20 episodes', page)
+    assert re.search(r"Single-process reference.*?SB3-DQN.*?TTT 2\.0 s", page, re.S)
+    verdict = re.search(r'id="reference-verdict">([^<]*)<', page).group(1)
+    assert verdict.startswith("No configuration of the sweep beats the single-process "
+                              "reference (SB3-DQN) on this hardware"), verdict
+    table = re.search(r'id="all-configurations">(.*?)</details>', page, re.S).group(1)
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    assert len(rows) == 8  # 6 sampled configurations + baseline + reference
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        if "(reference)" in cells[0]:
+            continue
+        assert re.match(r"0\.\d\d( \[|$)", cells[6]), cells  # every one slower than the reference
