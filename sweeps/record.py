@@ -41,7 +41,9 @@ VOCAB_COLUMNS = {  # trial-config key -> trials.parquet column
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_suffix(".parquet.tmp")
+    """Write ``df`` to ``path`` atomically: a temporary file of this process (its pid in the
+    name, so two processes never share one), then ``os.replace``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     df.to_parquet(tmp, index=False)
     os.replace(tmp, path)
 
@@ -88,6 +90,8 @@ class ResultsRecorder(Callback):
     def setup(self, **info):
         trials = self.run_dir / "trials.parquet"
         progress = self.run_dir / "progress.parquet"
+        for stray in self.run_dir.glob(".*.tmp"):  # left by a writer that was killed
+            stray.unlink(missing_ok=True)
         if trials.exists():
             self._trials = pd.read_parquet(trials).to_dict("records")
             self._recorded = {r["trial_id"] for r in self._trials}
@@ -96,11 +100,14 @@ class ResultsRecorder(Callback):
             self._progress = df[df.trial_id.isin(self._recorded)].to_dict("records")
 
     def _flush(self) -> None:
-        if self._trials:
-            _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+        # Progress first, the trial's row last: a kill between the two writes leaves progress
+        # rows of a trial with no row (ignored, and rewritten when the trial reruns on
+        # --resume), never a recorded trial whose learning curve is lost.
         if self._progress:
             _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
                            self.run_dir / "progress.parquet")
+        if self._trials:
+            _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
 
     @property
     def num_recorded(self) -> int:
@@ -306,6 +313,6 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
 
 def write_json(path: Path, data: dict) -> None:
     """Write ``data`` as indented JSON atomically."""
-    tmp = Path(str(path) + ".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
     os.replace(tmp, path)

@@ -53,6 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
     p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    p.add_argument("--allow-changed-spec", action="store_true",
+                   help="with --resume: continue even though the sweep file changed (the new "
+                        "settings apply to the trials still to run; spec.json keeps what ran)")
     p.add_argument("--verbose", action="store_true",
                    help="show Ray/RLlib warnings and logs of the trials (hidden by default)")
     return p.parse_args(argv)
@@ -86,21 +89,108 @@ def _first_msg(e) -> str:
     return e.errors()[0]["msg"].removeprefix("Value error, ")
 
 
+def _started_at(run: Path) -> str:
+    """A run's recorded start (environment.json ``started_at``, ISO 8601 UTC), or ``""``."""
+    try:
+        return str(json.loads((run / "environment.json").read_text()).get("started_at") or "")
+    except (OSError, ValueError):
+        return ""
+
+
 def run_dir_for(root: Path, sweep: Sweep, resume: bool, source: str) -> Path:
-    """``<root>/<name>/<run_id>``: a new run id (UTC time), or the latest run on --resume."""
+    """``<root>/<name>/<run_id>``: a new run directory, or the latest run on --resume.
+
+    A new run id is the UTC start time (``YYYYmmdd-HHMMSS``), suffixed ``-2``, ``-3``, ... when
+    taken; the directory is created here (``mkdir`` fails if it exists), so two processes
+    starting in the same second never share one. On ``--resume`` the latest run is the one
+    with the newest recorded start time (``environment.json``), not the last name: a copy
+    named ``backup`` does not win.
+
+    Raises:
+        SpecError: ``--resume`` and no earlier run with a Tune state.
+    """
     base = root / sweep.name
     if resume:
-        runs = sorted(p for p in base.glob("*") if (p / "tune").is_dir()) if base.is_dir() else []
+        runs = [p for p in base.glob("*") if (p / "tune").is_dir()] if base.is_dir() else []
         if not runs:
             raise SpecError(f"{source}: --resume: no earlier run of sweep {sweep.name!r} under {base}")
-        return runs[-1]
+        return max(runs, key=lambda p: (_started_at(p), p.stat().st_mtime))
     run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    path = base / run_id
-    n = 1
-    while path.exists():
-        n += 1
-        path = base / f"{run_id}-{n}"
-    return path
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = base / (run_id if n == 1 else f"{run_id}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise SpecError(f"{source}: results: no free run id under {base}")
+
+
+def lock_run_dir(run_dir: Path, source: str):
+    """Take the run directory's lock (``<run_dir>/.lock``, the ``filelock`` library) for this
+    process: one ``sweeps.run`` per results directory, on ``--resume`` too.
+
+    Returns:
+        The held ``filelock.FileLock`` (release it, or use it as a context manager).
+
+    Raises:
+        SpecError: another process holds it; the message names its pid.
+    """
+    import filelock
+
+    lock = filelock.FileLock(str(run_dir / ".lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        try:
+            holder = (run_dir / ".lock.pid").read_text().strip()
+        except OSError:
+            holder = "unknown"
+        raise SpecError(f"{source}: results: {run_dir} is in use by another sweeps.run "
+                        f"(pid {holder}); wait for it to finish or choose another --results") from None
+    (run_dir / ".lock.pid").write_text(f"{os.getpid()}\n")
+    return lock
+
+
+def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
+    """spec.json's content: the sweep as resolved (JSON types), with the absolute target."""
+    spec = json.loads(sweep.model_dump_json())
+    spec["target"] = target
+    spec["baseline"] = sweep.baseline
+    spec["source_file"] = Path(file).name
+    return json.loads(json.dumps(spec, default=str))
+
+
+def spec_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the fields that differ between two spec.json dicts, with both values."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += spec_changes(a, b, f"{name}.")
+        elif a != b:
+            out.append(f"{name} ({json.dumps(a, default=str)} -> {json.dumps(b, default=str)})")
+    return out
+
+
+def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: bool) -> None:
+    """Refuse to resume a run whose sweep file changed since it started.
+
+    Raises:
+        SpecError: one line listing the changed fields, unless ``allow``.
+    """
+    try:
+        old = json.loads((run_dir / "spec.json").read_text())
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{source}: --resume: {run_dir / 'spec.json'} is missing or corrupt "
+                        f"({type(e).__name__}); this is not a run of this tool to resume") from None
+    changes = spec_changes(old, spec)
+    if changes and not allow:
+        raise SpecError(f"{source}: --resume: the sweep changed since run {run_dir.name} "
+                        f"started: {'; '.join(changes)}; resume with the original file, start a "
+                        "new run, or pass --allow-changed-spec (spec.json keeps what ran)")
 
 
 def check_writable(root: Path, source: str) -> None:
@@ -213,7 +303,16 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
         root = Path(args.results or sweep.results_dir)
         check_writable(root, source)
+        spec = resolved_spec(sweep, target, args.file)
+        run_dir = lock = None
+        if not args.dry_run:  # claimed and locked before Ray starts
+            run_dir = run_dir_for(root, sweep, args.resume, source)
+            lock = lock_run_dir(run_dir, source)
+            if args.resume:
+                check_resume_spec(run_dir, spec, source, args.allow_changed_spec)
     except SpecError as e:
+        if lock is not None:
+            lock.release()
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -236,14 +335,16 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             if args.dry_run:
                 dry_run(sweep, target, setup, lines)
                 return 0
-            run_dir = run_dir_for(root, sweep, args.resume, source)
-            return _run(sweep, target, setup, run_dir, args, cluster_info, command_start, argv)
+            return _run(sweep, spec, setup, run_dir, args, cluster_info, command_start, argv)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except ClusterError as e:
         print(f"error: {source}: --address: {e}", file=sys.stderr)
         return 2
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def quiet_logs() -> None:
@@ -275,7 +376,7 @@ def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True)
     }
 
 
-def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start, argv) -> int:
+def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, argv) -> int:
     from ray import tune
     from ray.tune.search import ConcurrencyLimiter
 
@@ -286,12 +387,8 @@ def _run(sweep, target, setup, run_dir: Path, args, cluster_info, command_start,
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    spec = json.loads(sweep.model_dump_json())
-    spec["target"] = target
-    spec["baseline"] = sweep.baseline
-    spec["source_file"] = Path(args.file).name
-    write_json(run_dir / "spec.json", spec)
+    if not (args.resume and (run_dir / "spec.json").exists()):  # spec.json keeps what ran
+        write_json(run_dir / "spec.json", spec)
     env_path = run_dir / "environment.json"
     env_info = environment_info(sys.argv[1:] if argv is None else argv, cluster_info.address,
                                 cluster_info.nodes)

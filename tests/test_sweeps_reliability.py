@@ -1,0 +1,154 @@
+"""Results that survive kills, concurrent runs and edited sweep files (no Ray needed: each of
+these is decided before Ray starts, or inside the recorder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeps.record import ResultsRecorder
+
+
+def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
+    path = tmp_path / "rel.py"
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="rel", env="CartPole-v1", algorithms=["PPO"],
+                      search_space={{"num_workers": choice([0])}},
+                      target=Target(value=100.0), budget=Budget(time_s={budget}),
+                      search=Search(sampler="grid", num_samples=1, seeds=1),
+                      baseline={{"algorithm": "PPO", "num_workers": 0}})
+        """))
+    return path
+
+
+def _fake_run(results: Path, name: str, started_at: str, spec: dict) -> Path:
+    run = results / "rel" / name
+    (run / "tune").mkdir(parents=True)
+    (run / "environment.json").write_text(json.dumps({"started_at": started_at}))
+    (run / "spec.json").write_text(json.dumps(spec))
+    return run
+
+
+def _spec_of(path: Path, results: Path) -> dict:
+    from sweeps.load import load_sweep, resolve_target
+    from sweeps.run import resolved_spec
+
+    sweep = load_sweep(path)
+    return resolved_spec(sweep, resolve_target(sweep), str(path))
+
+
+def _run(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sweeps.run", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
+    results = tmp_path / "results"
+    path = _sweep(tmp_path, budget=10.0)
+    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    path.write_text(path.read_text().replace("time_s=10.0", "time_s=20.0"))  # the user edits it
+    proc = _run(path, "--results", results, "--resume")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--resume: the sweep changed since run 20260101-000000 started: budget.time_s " \
+           "(10.0 -> 20.0)" in lines[0]
+    assert json.loads((run / "spec.json").read_text())["budget"]["time_s"] == 10.0  # kept
+
+
+def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(tmp_path):
+    from sweeps.run import lock_run_dir
+
+    results = tmp_path / "results"
+    path = _sweep(tmp_path)
+    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    lock = lock_run_dir(run, "test")  # this process is the running sweep
+    try:
+        proc = _run(path, "--results", results, "--resume")
+    finally:
+        lock.release()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"is in use by another sweeps.run (pid {os.getpid()})" in proc.stderr
+
+
+def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
+    from sweeps.load import load_sweep
+    from sweeps.run import run_dir_for
+
+    results = tmp_path / "results"
+    path = _sweep(tmp_path)
+    spec = _spec_of(path, results)
+    _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", spec)
+    newest = _fake_run(results, "20260102-000000", "2026-01-02T00:00:00Z", spec)
+    _fake_run(results, "zz-backup-copy", "2025-12-31T00:00:00Z", spec)
+    assert run_dir_for(results, load_sweep(path), True, "t") == newest
+
+
+def test_new_run_ids_are_unique_within_one_second(tmp_path):
+    from sweeps.load import load_sweep
+    from sweeps.run import run_dir_for
+
+    sweep = load_sweep(_sweep(tmp_path))
+    dirs = {run_dir_for(tmp_path, sweep, False, "t") for _ in range(5)}
+    assert len(dirs) == 5 and all(d.is_dir() for d in dirs)
+
+
+class _Trial:
+    def __init__(self, tid: str):
+        self.trial_id = tid
+        self.config = {"algorithm": "PPO", "num_workers": 0, "seed": 0, "config_id": "c"}
+        self.last_result = {"num_cpus": 1.0, "num_gpus": 0.0, "objective": 1.0}
+
+
+def _result(i: int) -> dict:
+    return {"training_iteration": i, "wall_time_s": float(i), "env_steps": 100 * i,
+            "episodes": i, "episode_return_mean": 10.0 * i, "evaluation_return": 10.0 * i,
+            "eval_time_s": 0.01 * i, "learner_updates": float(i),
+            "env_steps_per_s_iter": 100.0, "target_metric_value": 10.0 * i}
+
+
+def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
+        tmp_path, monkeypatch):
+    """Progress is written before the trial's row: dying between the two writes leaves a trial
+    that is not recorded (it reruns on --resume) with orphan progress rows that a resume
+    ignores, never a recorded trial without its learning curve."""
+    import sweeps.record as record
+
+    target, budget = {"metric": "training", "value": 25.0}, {"time_s": 60.0, "env_steps": None}
+    rec = ResultsRecorder(tmp_path, target=target, budget=budget, command_start=0.0)
+    rec.setup()
+    first = _Trial("t1")
+    for i in (1, 2, 3):
+        rec.on_trial_result(0, [], first, _result(i))
+    rec.on_trial_complete(0, [], first)
+    real = record._write_parquet
+
+    def die_after_progress(df, path):
+        real(df, path)
+        if path.name == "progress.parquet":
+            raise KeyboardInterrupt("killed between the writes")
+
+    monkeypatch.setattr(record, "_write_parquet", die_after_progress)
+    second = _Trial("t2")
+    rec.on_trial_result(0, [], second, _result(1))
+    with pytest.raises(KeyboardInterrupt):
+        rec.on_trial_complete(0, [], second)
+    monkeypatch.setattr(record, "_write_parquet", real)
+    trials = pd.read_parquet(tmp_path / "trials.parquet")
+    progress = pd.read_parquet(tmp_path / "progress.parquet")
+    assert list(trials.trial_id) == ["t1"]  # t2's row never landed ...
+    assert set(progress.trial_id) == {"t1", "t2"}  # ... its progress did, t1's is intact
+    assert len(progress[progress.trial_id == "t1"]) == 3
+    (tmp_path / ".trials.parquet.999.tmp").write_text("stray")  # a killed writer's leftover
+    resumed = ResultsRecorder(tmp_path, target=target, budget=budget, command_start=0.0)
+    resumed.setup()  # --resume: the orphan rows are dropped, the stray temp file removed
+    assert {r["trial_id"] for r in resumed._progress} == {"t1"}
+    assert not list(tmp_path.glob(".*.tmp"))
