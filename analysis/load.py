@@ -55,6 +55,7 @@ _TRIAL_DEFAULTS: dict[str, Any] = {
     "objective": np.nan,
     "is_reference": False,
     "eval_time_s": np.nan,
+    "attempts": 1,
 }
 
 _PROGRESS_COLUMNS = (

@@ -976,6 +976,10 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
     if n_o:
         w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
                  "their timings are not trustworthy")
+    retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
+    if len(retried):
+        w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
+                 "their time-to-target counts from the first attempt's start")
     errs = tm[tm["status"] == "error"]
     if len(errs):
         first = str(errs["error"].iloc[0]) if "error" in errs else ""

@@ -128,9 +128,17 @@ def _load_yaml(path: Path) -> Sweep:
         raise SpecError(f"{path}: {_pydantic_line(e)}") from None
 
 
+#: A sweep field's name for each nested model: an error raised while a sweep file builds
+#: ``Budget(...)`` itself (before the Sweep exists) still names ``budget``.
+_MODEL_FIELD = {"Budget": "budget", "Target": "target", "Search": "search",
+                "Evaluation": "evaluation"}
+
+
 def _pydantic_line(e: pydantic.ValidationError) -> str:
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform"))
+    if e.title in _MODEL_FIELD:
+        loc = ".".join(x for x in (_MODEL_FIELD[e.title], loc) if x)
     msg = err["msg"].removeprefix("Value error, ")
     more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
     return f"{loc or 'SWEEP'}: {msg}{more}"
@@ -183,6 +191,11 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
                           "registered gymnasium id")
     try:
         envs.check_env_config(sweep.env, sweep.env_config)
+        if sweep.env not in envs.RLLIB_ENVS:
+            check_gym_env_config(sweep.env, dict(sweep.env_config))
+        elif sweep.env in envs.atari.PONG_IDS:  # the keys that go on to ale-py's constructor
+            _, ale_kwargs = envs.atari.check_atari_config(sweep.env, sweep.env_config)
+            check_gym_env_config(sweep.env, dict(ale_kwargs))
     except ValueError as e:
         raise fail("env_config", str(e)) from None
 
@@ -199,10 +212,101 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         if sweep.target.metric not in (EVALUATION, TRAINING, EPISODE_RETURN):
             raise fail("reference", f"a reference is judged on target metric 'evaluation' or "
                                     f"'training', not the RLlib key {sweep.target.metric!r}")
+    optimal = envs.oracle_return(sweep.env, sweep.env_config)
     if sweep.target.fraction_of_optimal is not None:
-        if envs.oracle_return(sweep.env, sweep.env_config) is None:
+        if optimal is None:
             raise fail("target.fraction_of_optimal",
                        f"env {sweep.env} has no oracle optimum; give target value= instead")
+        if sweep.target.fraction_of_optimal > 1 and sweep.target.metric in RETURN_METRICS:
+            raise fail("target.fraction_of_optimal",
+                       f"{sweep.target.fraction_of_optimal:g} is above the env's exact optimum "
+                       "(1.0): no policy can reach it")
+    elif (optimal is not None and sweep.target.metric in RETURN_METRICS
+          and sweep.target.value > optimal):
+        raise fail("target.value", f"{sweep.target.value:g} is above the env's exact optimal "
+                                   f"return {optimal:.2f}: no policy can reach it")
+    if sweep.search.sampler == "grid":
+        for algo in sweep.algorithms:
+            for name, p in sweep.params_for(algo).items():
+                if not isinstance(p, Choice):
+                    section = ("search_space" if name in sweep.search_space
+                               else f"per_algorithm.{algo}")
+                    raise fail(f"{section}.{name}", f"the grid sampler needs choice() values, "
+                                                    f"got a {p.kind} range")
+    _check_action_space(sweep, fail)
+
+
+#: Target metrics that are episode returns (compared with an env's exact optimum).
+RETURN_METRICS = frozenset({EVALUATION, TRAINING, EPISODE_RETURN,
+                            "env_runners/episode_return_mean", "env_runners/episode_return_max"})
+
+#: Algorithms that act in a discrete action space only (Q-learning: argmax over actions).
+DISCRETE_ONLY = frozenset({"DQN", "APEX", "SB3-DQN"})
+
+
+def _check_action_space(sweep: Sweep, fail) -> None:
+    """DQN, APEX and SB3-DQN pick actions by argmax over Q-values: they need a Discrete action
+    space. The env is built once (cheap for every env shipped here) to read its space."""
+    names = list(sweep.algorithms)
+    if sweep.baseline:
+        names.append(sweep.baseline["algorithm"])
+    if sweep.reference:
+        names.append(sweep.reference.get("algorithm"))
+    q_learners = [a for a in names if a in DISCRETE_ONLY]
+    if not q_learners:
+        return
+    import gymnasium
+
+    from sweeps.evaluation import make_env
+
+    try:
+        env = make_env(sweep.env, sweep.env_config)
+    except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
+        raise fail("env_config", f"env {sweep.env} cannot be built with it: "
+                                 f"{type(e).__name__}: {e}") from None
+    space = env.action_space
+    env.close()
+    if not isinstance(space, gymnasium.spaces.Discrete):
+        raise fail("algorithms", f"{q_learners[0]} needs a discrete action space, but "
+                                 f"{sweep.env}'s is {space}")
+
+
+def check_gym_env_config(env_id: str, env_config: dict[str, Any]) -> None:
+    """Reject ``env_config`` keys a gymnasium env's constructor does not take.
+
+    The env is built as ``gymnasium.make(env_id, **env_config)``; keys go to its entry point's
+    ``__init__`` (and ``gymnasium.make``'s own keywords). A constructor with ``**kwargs``
+    accepts anything.
+
+    Raises:
+        ValueError: naming the first unknown key and the accepted ones.
+    """
+    import inspect
+
+    import gymnasium
+
+    import envs  # noqa: F401 - registers ale-py's Atari ids
+
+    spec = gymnasium.spec(env_id)
+    entry = spec.entry_point
+    if isinstance(entry, str):
+        mod, _, attr = entry.partition(":")
+        import importlib
+
+        entry = getattr(importlib.import_module(mod), attr)
+    try:
+        params = inspect.signature(entry).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    make_keys = {"max_episode_steps", "autoreset", "apply_api_compatibility",
+                 "disable_env_checker", "render_mode"}
+    accepted = (set(params) - {"self"}) | make_keys | set(spec.kwargs)
+    for key in env_config:
+        if key not in accepted:
+            raise ValueError(f"{key!r} is not a parameter of {env_id} "
+                             f"(accepted: {', '.join(sorted(accepted))})")
 
 
 def env_exists(env_id: str) -> bool:
@@ -289,7 +393,11 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
     for where, params in points:
         try:
             build_config(params, sweep.env, dict(sweep.env_config)).validate()
-        except Exception as e:  # noqa: BLE001 - RLlib raises ValueError and others; one line
+        except ValueError as e:  # our vocabulary's checks and RLlib's validate()
             msg = " ".join(str(e).split())
-            raise SpecError(f"{source}: {where}: RLlib rejects this config: {msg[:300]}") from None
+            raise SpecError(f"{source}: {where}: invalid config: {msg[:300]}") from None
+        except Exception as e:  # noqa: BLE001 - anything else RLlib raises: still one line
+            msg = " ".join(str(e).split())
+            raise SpecError(f"{source}: {where}: invalid config: {type(e).__name__}: "
+                            f"{msg[:300]}") from None
     return len(points)

@@ -73,6 +73,7 @@ class ResultsRecorder(Callback):
         self._progress: list[dict[str, Any]] = []
         self._pending: dict[str, list[dict[str, Any]]] = {}
         self._recorded: set[str] = set()
+        self._starts: dict[str, list[float]] = {}  # trial id -> time.time() of each attempt
         self.first_iteration_s: float | None = None
 
     def __getstate__(self):  # Tune pickles its callbacks into the experiment state
@@ -115,6 +116,17 @@ class ResultsRecorder(Callback):
         return len(self._trials)
 
     # -- Tune hooks ------------------------------------------------------------------------
+    def on_trial_start(self, iteration, trials, trial, **info):
+        """Each start of a trial's actor: the first attempt, and again for every retry Tune
+        makes after an error (``FailureConfig(max_failures=...)``)."""
+        self._starts.setdefault(trial.trial_id, []).append(time.time())
+
+    def _attempt_offset_s(self, tid: str) -> float:
+        """Seconds from the first attempt's start to this attempt's (0 for the first): a
+        retried trial's time-to-target counts from its first attempt, never only the retry."""
+        starts = self._starts.get(tid) or [0.0]
+        return starts[-1] - starts[0]
+
     def on_trial_result(self, iteration, trials, trial, result, **info):
         tid = trial.trial_id
         if tid in self._recorded:
@@ -127,7 +139,7 @@ class ResultsRecorder(Callback):
         rows.append({
             "trial_id": tid,
             "iteration": it,
-            "wall_time_s": float(result["wall_time_s"]),
+            "wall_time_s": float(result["wall_time_s"]) + self._attempt_offset_s(tid),
             "env_steps": int(result["env_steps"]),
             "episodes": int(result["episodes"]),
             "episode_return_mean": float(result["episode_return_mean"]),
@@ -152,6 +164,7 @@ class ResultsRecorder(Callback):
         last = trial.last_result or {}
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error)
         row["node_count"] = _node_count()
+        row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
         self._progress.extend(rows)
         self._recorded.add(tid)

@@ -240,6 +240,12 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
             cfg.update(sweep.baseline)
         _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
         cpus = info["requested_cpus"]
+        node_gpus = setup.get("max_node_gpus")
+        if node_gpus is not None and info["num_gpus"] > node_gpus:
+            raise SpecError(
+                f"{source}: num_gpus_per_learner: a {algo} trial asks for {info['num_gpus']:g} "
+                f"GPU(s) but the largest node has {node_gpus:g}; drop the GPU request or run on "
+                "a cluster with GPUs")
         fits = cpus <= node_cpus
         if not fits and not sweep.allow_oversubscription and strict:
             raise SpecError(
@@ -297,6 +303,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     source = args.file
     if not args.verbose:
         quiet_logs()
+    run_dir = lock = None
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = resolve_target(sweep)
@@ -304,7 +311,6 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         root = Path(args.results or sweep.results_dir)
         check_writable(root, source)
         spec = resolved_spec(sweep, target, args.file)
-        run_dir = lock = None
         if not args.dry_run:  # claimed and locked before Ray starts
             run_dir = run_dir_for(root, sweep, args.resume, source)
             lock = lock_run_dir(run_dir, source)
@@ -320,7 +326,8 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if args.dry_run and address is None:
-        setup = _setup(sweep, target, max_node_cpus=float(os.cpu_count() or 1))
+        setup = _setup(sweep, target, max_node_cpus=float(os.cpu_count() or 1),
+                       max_node_gpus=_local_gpus())
         try:
             dry_run(sweep, target, setup, feasibility(sweep, setup, source, strict=False))
         except SpecError as e:
@@ -330,7 +337,8 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     try:
         with ray_session(address, log_to_driver=args.verbose) as cluster_info:
             setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
-                           quiet=not args.verbose)
+                           quiet=not args.verbose,
+                           max_node_gpus=max(n["num_gpus"] for n in cluster_info.nodes))
             lines = feasibility(sweep, setup, source, strict=not args.dry_run)
             if args.dry_run:
                 dry_run(sweep, target, setup, lines)
@@ -345,6 +353,16 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     finally:
         if lock is not None:
             lock.release()
+
+
+def _local_gpus() -> float:
+    """GPUs an embedded Ray would see here (torch's CUDA device count; 0 without CUDA)."""
+    try:
+        import torch
+
+        return float(torch.cuda.device_count())
+    except Exception:  # noqa: BLE001 - no usable torch/CUDA: no GPU
+        return 0.0
 
 
 def quiet_logs() -> None:
@@ -363,8 +381,10 @@ def quiet_logs() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True) -> dict[str, Any]:
+def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True,
+           max_node_gpus: float | None = None) -> dict[str, Any]:
     return {
+        "max_node_gpus": max_node_gpus,
         "quiet": quiet,
         "env": sweep.env,
         "env_config": dict(sweep.env_config),

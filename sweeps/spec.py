@@ -179,8 +179,8 @@ class Budget(_Strict):
     def _positive(self) -> Budget:
         if self.time_s is None and self.env_steps is None:
             raise ValueError("give time_s and/or env_steps")
-        if self.time_s is not None and not self.time_s > 0:
-            raise ValueError(f"time_s must be > 0, got {self.time_s}")
+        if self.time_s is not None and not (self.time_s > 0 and math.isfinite(self.time_s)):
+            raise ValueError(f"time_s must be a finite number > 0, got {self.time_s}")
         if self.env_steps is not None and not self.env_steps > 0:
             raise ValueError(f"env_steps must be > 0, got {self.env_steps}")
         return self

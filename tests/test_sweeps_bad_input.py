@@ -12,7 +12,7 @@ import pytest
 GOOD = dict(
     name='"t"', env='"CartPole-v1"', algorithms='["PPO"]',
     search_space='{"num_workers": choice([0])}', target="Target(value=100.0)",
-    budget="Budget(time_s=10)", extra="",
+    budget="Budget(time_s=10)", extra="", baseline='{"algorithm": "PPO", "num_workers": 0}',
 )
 
 
@@ -22,7 +22,7 @@ def sweep_file(tmp_path: Path, **overrides) -> Path:
         from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform, randint
         SWEEP = Sweep(name={f['name']}, env={f['env']}, algorithms={f['algorithms']},
                       search_space={f['search_space']}, target={f['target']},
-                      budget={f['budget']}, baseline={{"algorithm": "PPO", "num_workers": 0}}
+                      budget={f['budget']}, baseline={f['baseline']}
                       {f['extra']})
         """)
     path = tmp_path / "bad_sweep.py"
@@ -144,3 +144,77 @@ def test_reference_needs_a_protocol_metric(tmp_path):
     path = sweep_file(tmp_path, target='Target(metric="env_runners/episode_return_max", value=1.0)',
                       extra=', reference={"algorithm": "SB3-DQN"}')
     assert_one_line_error(run(str(path), "--dry-run"), "reference", "'evaluation' or 'training'")
+
+
+CABS = '"ContosoCabs-v0"'
+
+# One case per class of bad input a user writes (issue: "every bad input rejected before Ray
+# starts"): sweep-file overrides, then fragments the one-line error must contain.
+BAD_INPUT = {
+    "negative env runners in a choice": (
+        dict(search_space='{"num_workers": choice([-1, 1])}'), ("num_workers", "-1")),
+    "negative lower bound of a range": (
+        dict(search_space='{"num_workers": randint(-2, 2)}'), ("num_workers", "-2")),
+    "fractional env runners": (
+        dict(search_space='{"num_workers": choice([1.5])}'), ("num_workers", "integer")),
+    "zero train batch": (
+        dict(search_space='{"num_workers": choice([0]), "train_batch_size": choice([0, 64])}'),
+        ("train_batch_size", "0")),
+    "gamma range beyond 1": (
+        dict(search_space='{"num_workers": choice([0]), "gamma": uniform(0.9, 1.5)}'),
+        ("gamma", "1.5")),
+    "zero envs per env runner": (
+        dict(search_space='{"num_workers": choice([0]), "num_envs_per_worker": choice([0])}'),
+        ("num_envs_per_worker",)),
+    "zero rollout fragment": (
+        dict(search_space='{"num_workers": choice([0]), "rollout_fragment_length": choice([0])}'),
+        ("rollout_fragment_length",)),
+    "zero learning rate in fixed": (dict(extra=', fixed={"lr": 0}'), ("lr", "positive")),
+    "bad hidden sizes in fixed": (
+        dict(extra=', fixed={"hidden_sizes": [0]}'), ("hidden_sizes",)),
+    "negative lr in per_algorithm_fixed": (
+        dict(extra=', per_algorithm_fixed={"PPO": {"lr": -1.0}}'), ("lr", "-1")),
+    "minibatch larger than the train batch": (
+        dict(extra=', fixed={"train_batch_size": 100, "minibatch_size": 200}'),
+        ("minibatch_size",)),
+    "negative env runners in the baseline": (
+        dict(baseline='{"algorithm": "PPO", "num_workers": -1}'), ("baseline", "num_workers")),
+    "infinite time budget": (dict(budget='Budget(time_s=float("inf"))'), ("budget", "finite")),
+    "NaN time budget": (dict(budget='Budget(time_s=float("nan"))'), ("budget",)),
+    "fraction of optimal above 1": (
+        dict(env=CABS, target="Target(fraction_of_optimal=1.2)"),
+        ("target.fraction_of_optimal", "above the env's exact optimum")),
+    "target value above the optimum": (
+        dict(env=CABS, target="Target(value=5000.0)"),
+        ("target.value", "above the env's exact optimal return 2966.36")),
+    "DQN on a continuous action space": (
+        dict(env='"Pendulum-v1"', algorithms='["DQN"]',
+             baseline='{"algorithm": "DQN", "num_workers": 0}'),
+        ("algorithms", "DQN needs a discrete action space")),
+    "unknown env_config key of a gymnasium env": (
+        dict(extra=', env_config={"gravity": 9.8}'),
+        ("env_config", "'gravity' is not a parameter of CartPole-v1")),
+    "unknown env_config key of Contoso Cabs": (
+        dict(env=CABS, extra=', env_config={"num_citys": 5}'), ("env_config", "num_citys")),
+    "unknown env_config key of Pong": (
+        dict(env='"PongNoFrameskip-v4"', target='Target(metric="training", value=18.0)',
+             extra=', env_config={"frame_siz": 42}'), ("env_config", "frame_siz")),
+    "grid sampler over a range": (
+        dict(search_space='{"num_workers": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
+             extra=', search=Search(sampler="grid")'),
+        ("search_space.lr", "grid sampler needs choice()")),
+    "GPU learner on a machine without GPUs": (
+        dict(extra=', fixed={"num_gpus_per_learner": 1}'), ("GPU", "largest node has 0")),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUT), ids=lambda c: c.replace(" ", "-"))
+def test_bad_input_is_one_line_before_ray_starts(tmp_path, case):
+    overrides, fragments = BAD_INPUT[case]
+    text = sweep_file(tmp_path, **overrides).read_text()
+    path = tmp_path / "bad_sweep.py"
+    path.write_text(text.replace("choice, loguniform, randint",
+                                 "choice, loguniform, randint, uniform, Search"))
+    proc = run(str(path), "--dry-run")
+    assert_one_line_error(proc, "bad_sweep.py", *fragments)
+    assert not (tmp_path / "results").exists()  # nothing written

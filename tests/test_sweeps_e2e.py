@@ -32,6 +32,10 @@ PROGRESS_COLUMNS = [
 ]
 
 
+# Episodes of Cabs are ~140 steps: a target no trial reaches, so trials run their budget.
+UNREACHABLE = 'Target(metric="env_runners/episode_len_mean", value=1e9)'
+
+
 def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budget_s: float,
                 target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False) -> Path:
     path = tmp_path / f"{name}.py"
@@ -114,7 +118,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "resumable", num_samples=2, seeds=2, budget_s=6,
-                       target="Target(fraction_of_optimal=1.2)")  # unreachable: fixed-length trials
+                       target=UNREACHABLE)  # fixed-length trials
     expected = (2 + 1) * 2
     # Own process group, so the driver and the Ray it started are killed together.
     proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.DEVNULL,
@@ -159,7 +163,7 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
 def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=8,
-                       target="Target(fraction_of_optimal=1.2)")
+                       target=UNREACHABLE)
     proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -184,3 +188,63 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     time.sleep(2)
     alive = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout
     assert not alive.strip(), f"processes left in the sweep's group: {alive}"
+
+
+FLAKY_ENV = '''\
+import os
+
+import gymnasium
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+
+class FlakyCartPole(CartPoleEnv):
+    """CartPole whose first reset in any process fails once (the marker file says whether
+    that happened): the trial's first attempt errors, Tune's retry runs normally."""
+
+    def __init__(self, marker: str = "", render_mode=None):
+        super().__init__(render_mode=render_mode)
+        self.marker = marker
+
+    def reset(self, *, seed=None, options=None):
+        if self.marker and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            raise RuntimeError("flaky env: the first attempt fails")
+        return super().reset(seed=seed, options=options)
+
+
+if "FlakyCartPole-v0" not in gymnasium.registry:
+    gymnasium.register("FlakyCartPole-v0", entry_point=FlakyCartPole)
+'''
+
+
+def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(tmp_path):
+    """A real trial fails once (its env raises at the first reset) and Tune retries it
+    (max_failures=1): its row says attempts=2 and its times count from the first attempt."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "flaky_env.py").write_text(FLAKY_ENV)
+    # every Python process of this sweep (driver, Ray workers) registers the env
+    (site / "sitecustomize.py").write_text("import flaky_env  # noqa: F401\n")
+    marker = tmp_path / "failed-once"
+    path = tmp_path / "flaky.py"
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
+                      algorithms=["PPO"], search_space={{"num_workers": choice([0])}},
+                      target={UNREACHABLE}, budget=Budget(time_s=6),
+                      search=Search(sampler="grid", num_samples=1, seeds=1),
+                      baseline={{"algorithm": "PPO", "num_workers": 0}})
+        """))
+    results = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH",
+                                                                                  "")])}
+    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert marker.exists()  # the first attempt did fail
+    trials = pd.read_parquet(only_run_dir(results, "flaky") / "trials.parquet")
+    assert len(trials) == 1
+    row = trials.iloc[0]
+    assert row.attempts == 2 and row.status == "censored", row.to_dict()
+    # the retry ran its 6 s budget; the recorded time also counts the failed first attempt
+    assert row.elapsed_s > row.budget_s + 0.5, row.to_dict()

@@ -52,7 +52,7 @@ def test_an_invalid_point_is_one_line_naming_it(tmp_path):
         "    target=Target(metric='training', value=18.0), budget=Budget(time_s=60),\n"
         "    baseline={'algorithm': 'IMPALA', 'num_workers': 1})\n")
     with pytest.raises(SpecError, match=r"bad_pong.py: IMPALA point \{'num_workers': 1\}: "
-                                        r"RLlib rejects this config: .*minibatch_size"):
+                                        r"invalid config: .*minibatch_size"):
         check_points(load_sweep(path), str(path))
     proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],
                           capture_output=True, text=True, timeout=180)
