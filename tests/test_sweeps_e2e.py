@@ -32,7 +32,8 @@ PROGRESS_COLUMNS = [
 ]
 
 
-# Episodes of Cabs are ~140 steps: a target no trial reaches, so trials run their budget.
+# A Cabs episode has at most 720 steps (a month of hours): a target no trial reaches, so
+# trials run their budget.
 UNREACHABLE = 'Target(metric="env_runners/episode_len_mean", value=1e9)'
 
 
