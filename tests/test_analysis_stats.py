@@ -191,7 +191,7 @@ def test_absolute_speedup_against_the_reference_and_efficiency_within_one_algori
         make_tm("dqn2", [10.0, 10.0, 10.0], [True] * 3, n=2),
         make_tm("apex1", [4.0, 4.0, 4.0], [True] * 3, n=1, alg="APEX"),
     ], ignore_index=True)
-    tm["is_reference"] = tm["is_reference"].fillna(False).astype(bool)
+    tm["is_reference"] = tm["is_reference"].eq(True)  # NaN (not the reference) -> False
     summary = summarize_configs(tm)
     assert summary.set_index("config_id").at["reference", "is_reference"]
     sp = speedup_table(tm, summary)[0].set_index("config_id")
