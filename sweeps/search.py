@@ -223,17 +223,18 @@ class SeededSearch(Searcher):
     @property
     def total_trials(self) -> int:
         """Trials this search will start: (configs + baseline + reference) × seeds."""
-        extra = (1 if self._baseline else 0) + (1 if getattr(self, "_reference", None) else 0)
+        extra = (1 if self._baseline else 0) + (1 if self._reference else 0)
         return (self.num_configs + extra) * self.seeds
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         super().set_search_properties(metric, mode, config, **spec)
         return self.inner.set_search_properties(metric, mode, config, **spec)
 
-    def _enqueue(self, group: str, params: dict[str, Any], is_baseline: bool,
-                 is_reference: bool = False) -> None:
-        cid = group if group in ("baseline", "reference") else config_id(params["algorithm"],
-                                                                          params)
+    def _enqueue(self, group: str, params: dict[str, Any]) -> None:
+        """Queue one configuration once per seed; ``group`` is ``"reference"``, ``"baseline"``
+        (their config ids) or a sampled configuration's (config id from its params)."""
+        is_baseline, is_reference = group == "baseline", group == "reference"
+        cid = group if is_baseline or is_reference else config_id(params["algorithm"], params)
         params = complete_params(params)
         self._group_size[group] = self.seeds
         self._group_results[group] = []
@@ -244,11 +245,11 @@ class SeededSearch(Searcher):
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         if not self._queue:
-            if getattr(self, "_reference", None) is not None:
-                self._enqueue("reference", self._reference, is_baseline=False, is_reference=True)
+            if self._reference is not None:
+                self._enqueue("reference", self._reference)
                 self._reference = None
             elif self._baseline is not None:
-                self._enqueue("baseline", self._baseline, is_baseline=True)
+                self._enqueue("baseline", self._baseline)
                 self._baseline = None
             elif self._sampled < self.num_configs:
                 group = f"config{self._sampled}"
@@ -256,7 +257,7 @@ class SeededSearch(Searcher):
                 if suggestion is None or suggestion == Searcher.FINISHED:
                     return suggestion
                 self._sampled += 1
-                self._enqueue(group, trial_params(suggestion), is_baseline=False)
+                self._enqueue(group, trial_params(suggestion))
             else:
                 return Searcher.FINISHED
         config = dict(self._queue.pop(0))

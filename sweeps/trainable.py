@@ -129,19 +129,44 @@ def reuse_prestarted_workers() -> None:
     getattr(class_cache, "DEFAULT_ENV_VARS", {}).pop("PL_DISABLE_FORK", None)
 
 
-def _outcome(wall: float, steps: int, value: float, best: float, target: float,
-             budget: dict[str, Any]) -> dict[str, Any]:
-    """Whether an iteration ends the trial, and the Optuna objective so far."""
-    budget_s, budget_steps = budget.get("time_s"), budget.get("env_steps")
-    reached = math.isfinite(value) and value >= target
-    out_of_budget = (budget_s is not None and wall >= budget_s) or (
-        budget_steps is not None and steps >= budget_steps)
-    return {
-        "reached": bool(reached),
-        "done": bool(reached or out_of_budget),
-        "objective": wall if reached else censored_objective(budget_s or wall, best, target),
-        "best_return": best if math.isfinite(best) else math.nan,
-    }
+class _IterationReporter:
+    """Reports one trial's iterations to Tune (the progress columns of docs/results.md), for
+    RLlib trials and the reference alike: tracks the best target metric and the env steps/s
+    of each iteration, and decides whether an iteration ends the trial (target reached or
+    budget spent) and the Optuna objective so far."""
+
+    def __init__(self, setup: dict[str, Any], info: dict[str, Any], node_ip: str,
+                 wall: float = 0.0):
+        self.target = float(setup["target"]["value"])
+        self.budget = setup["budget"]
+        self.fixed = {"node_ip": node_ip, "num_cpus": info["num_cpus"],
+                      "num_gpus": info["num_gpus"], "oversubscribed": info["oversubscribed"]}
+        self.best = -math.inf
+        self.last_steps, self.last_wall = 0, wall  # wall: when sampling could start
+
+    def report(self, *, wall: float, steps: int, value: float, out_of_steps: bool = False,
+               **columns: Any) -> bool:
+        """Report one iteration (``columns``: episodes, episode_return_mean,
+        evaluation_return, eval_time_s, learner_updates); returns True when the trial ends."""
+        from ray import tune
+
+        if math.isfinite(value):
+            self.best = max(self.best, value)
+        budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
+        reached = math.isfinite(value) and value >= self.target
+        done = reached or out_of_steps or (budget_s is not None and wall >= budget_s) or (
+            budget_steps is not None and steps >= budget_steps)
+        tune.report({
+            "wall_time_s": wall, "env_steps": steps, **columns, "target_metric_value": value,
+            "env_steps_per_s_iter": (steps - self.last_steps) / max(wall - self.last_wall, 1e-9),
+            "best_return": self.best if math.isfinite(self.best) else math.nan,
+            "reached": bool(reached), "done": bool(done),
+            "objective": wall if reached else censored_objective(budget_s or wall, self.best,
+                                                                 self.target),
+            **self.fixed,
+        })
+        self.last_steps, self.last_wall = steps, wall
+        return bool(done)
 
 
 def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
@@ -158,13 +183,12 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     if config.get("is_reference"):
         return _run_reference_trial(config, setup)
     import ray
-    from ray import tune
 
     from sweeps.algorithms import extract_metrics
     from sweeps.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     algo_name = config["algorithm"]
-    target_metric, target = setup["target"]["metric"], float(setup["target"]["value"])
+    target_metric = setup["target"]["metric"]
     # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process),
     # the config is resolved and the evaluation envs are built before the clock starts, as
     # MLPerf's timed region excludes framework start-up; building the Algorithm (its env
@@ -178,10 +202,9 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
                                     seed=int(setup["evaluation"]["seed"]))
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     algo = algo_config.build_algo()
-    node_ip = ray.util.get_node_ip_address()
+    reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(),
+                                  wall=time.perf_counter() - start)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
-    best = -math.inf
-    last_steps, last_wall = 0, time.perf_counter() - start
     try:
         while True:
             result = algo.train()
@@ -196,28 +219,13 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
                 value = m["episode_return_mean"]
             else:
                 value = lookup_metric(result, target_metric)
-            if math.isfinite(value):
-                best = max(best, value)
-            steps = int(m["env_steps"])
-            outcome = _outcome(wall, steps, value, best, target, setup["budget"])
-            tune.report({
-                "wall_time_s": wall,
-                "env_steps": steps,
-                "episodes": int(m["episodes"]),
-                "episode_return_mean": float(m["episode_return_mean"]),
-                "evaluation_return": evaluation_return,
-                "eval_time_s": evaluator.total_time_s if evaluator else 0.0,
-                "target_metric_value": value,
-                "learner_updates": float(m.get("learner_updates", math.nan)),
-                "env_steps_per_s_iter": (steps - last_steps) / max(wall - last_wall, 1e-9),
-                **outcome,
-                "node_ip": node_ip,
-                "num_cpus": info["num_cpus"],
-                "num_gpus": info["num_gpus"],
-                "oversubscribed": info["oversubscribed"],
-            })
-            last_steps, last_wall = steps, wall
-            if outcome["done"]:
+            if reporter.report(
+                    wall=wall, steps=int(m["env_steps"]), value=value,
+                    episodes=int(m["episodes"]),
+                    episode_return_mean=float(m["episode_return_mean"]),
+                    evaluation_return=evaluation_return,
+                    eval_time_s=evaluator.total_time_s if evaluator else 0.0,
+                    learner_updates=float(m.get("learner_updates", math.nan))):
                 break
     finally:
         algo.stop()
@@ -228,34 +236,21 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
 def _run_reference_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     """A reference trial (:mod:`sweeps.reference`), reported like an RLlib trial."""
     import ray
-    from ray import tune
 
     from sweeps.reference import run_reference
 
-    target_metric, target = setup["target"]["metric"], float(setup["target"]["value"])
-    node_ip = ray.util.get_node_ip_address()
+    evaluation = setup["target"]["metric"] == EVALUATION
+    _, info = trial_algorithm_config(config, setup)
+    reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())
     params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
-    state = {"best": -math.inf, "steps": 0, "wall": 0.0}
 
-    def report(r: dict[str, Any]) -> None:
-        value = r["evaluation_return"] if target_metric == EVALUATION else r["training_return"]
-        if math.isfinite(value):
-            state["best"] = max(state["best"], value)
-        outcome = _outcome(r["wall_time_s"], r["env_steps"], value, state["best"], target,
-                           setup["budget"])
-        outcome["done"] = outcome["done"] or r["done"]
-        tune.report({
-            "wall_time_s": r["wall_time_s"], "env_steps": r["env_steps"],
-            "episodes": r["episodes"], "episode_return_mean": r["training_return"],
-            "evaluation_return": r["evaluation_return"], "eval_time_s": r["eval_time_s"],
-            "target_metric_value": value, "learner_updates": r["learner_updates"],
-            "env_steps_per_s_iter": (r["env_steps"] - state["steps"])
-            / max(r["wall_time_s"] - state["wall"], 1e-9),
-            **outcome, "node_ip": node_ip, "num_cpus": 1.0, "num_gpus": 0.0,
-            "oversubscribed": False,
-        })
-        state.update(steps=r["env_steps"], wall=r["wall_time_s"])
-        return outcome["done"]
+    def report(r: dict[str, Any]) -> bool:
+        return reporter.report(
+            wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
+            value=r["evaluation_return"] if evaluation else r["training_return"],
+            episodes=r["episodes"], episode_return_mean=r["training_return"],
+            evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
+            learner_updates=r["learner_updates"])
 
     run_reference(params, env_id=setup["env"], env_config=setup["env_config"],
                   evaluation=setup["evaluation"], report=report,
