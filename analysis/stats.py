@@ -435,15 +435,15 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
             row["speedup_note"] = "no finished trials"
             rows.append(row)
             continue
-        if ref is not None and len(rd) and c["config_id"] != ref["config_id"]:
+        is_ref = ref is not None and c["config_id"] == ref["config_id"]
+        if ref is not None and len(rd) and not is_ref:
             v, n = _versus(ref, rd, rr, c, cd, cr, rng, who="reference", **kw)
             row.update({"abs_speedup": v["speedup"], "abs_speedup_low": v["low"],
                         "abs_speedup_high": v["high"],
                         "abs_speedup_lower_bound": v["lower_bound"],
                         "abs_speedup_upper_bound": v["upper_bound"]})
             notes += [f"absolute: {x}" for x in n if not x.startswith("too few seeds")]
-        if base is None or len(bd) == 0 or c["config_id"] == (ref["config_id"] if ref is not
-                                                             None else None):
+        if base is None or len(bd) == 0 or is_ref:
             row["speedup_note"] = "; ".join(notes)
             rows.append(row)
             continue
