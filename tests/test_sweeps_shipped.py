@@ -6,6 +6,7 @@ sweep whose trials do not fit this machine is checked for config validity all th
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,12 +33,24 @@ def test_every_point_builds_a_valid_rllib_config(path):
     assert check_points(sweep, str(path)) == len(points)
 
 
+def _asks_for_gpus(path: Path) -> bool:
+    return any(float(p.get("num_gpus_per_learner") or 0) > 0
+               for _, p in sweep_points(load_sweep(path)))
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run(path):
+    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line."""
     proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],
                           capture_output=True, text=True, timeout=180)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if _asks_for_gpus(path) and shutil.which("nvidia-smi") is None:
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+        assert "GPU(s) but the largest node has 0" in lines[0], lines
+        return
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr and "First trials" in proc.stdout
+    assert "First trials" in proc.stdout
 
 
 def test_an_invalid_point_is_one_line_naming_it(tmp_path):
