@@ -759,4 +759,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from sweeps.cli import guard
+
+    raise SystemExit(guard("python -m analysis.plan", main))

@@ -226,4 +226,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sweeps.cli import guard
+
+    raise SystemExit(guard("python -m cluster.local_multinode", main))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from ray.tune import Callback
+from ray.tune import Callback, Stopper
 from rich.console import Console
 
 from sweeps.search import META_KEYS
@@ -44,13 +44,31 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> None:
     """Write ``df`` to ``path`` atomically: a temporary file of this process (its pid in the
     name, so two processes never share one), then ``os.replace``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # the previous version of ``path`` is intact
+        raise
 
 
 def now_iso() -> str:
     """Current UTC time, ISO 8601 with a Z."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StopOnWriteError(Stopper):
+    """A Tune stopper that ends the whole sweep once ``recorder`` failed to write its results
+    (:attr:`ResultsRecorder.write_error`): trials that could not be recorded are not run."""
+
+    def __init__(self, recorder: ResultsRecorder):
+        self.recorder = recorder
+
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return self.recorder.write_error is not None
 
 
 class ResultsRecorder(Callback):
@@ -75,6 +93,10 @@ class ResultsRecorder(Callback):
         self._recorded: set[str] = set()
         self._starts: dict[str, list[float]] = {}  # trial id -> time.time() of each attempt
         self.first_iteration_s: float | None = None
+        #: The first OSError a write of the results met (disk full, permissions), or None.
+        #: Set instead of raising (Tune would log a traceback and go on); ``sweeps.run``
+        #: stops the sweep on it (:class:`StopOnWriteError`) and exits 3.
+        self.write_error: OSError | None = None
 
     def __getstate__(self):  # Tune pickles its callbacks into the experiment state
         state = dict(self.__dict__)
@@ -104,11 +126,15 @@ class ResultsRecorder(Callback):
         # Progress first, the trial's row last: a kill between the two writes leaves progress
         # rows of a trial with no row (ignored, and rewritten when the trial reruns on
         # --resume), never a recorded trial whose learning curve is lost.
-        if self._progress:
-            _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
-                           self.run_dir / "progress.parquet")
-        if self._trials:
-            _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+        try:
+            if self._progress:
+                _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
+                               self.run_dir / "progress.parquet")
+            if self._trials:
+                _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+        except OSError as e:
+            if self.write_error is None:
+                self.write_error = e
 
     @property
     def num_recorded(self) -> int:
@@ -152,6 +178,42 @@ class ResultsRecorder(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._record(trial, error=None)
+
+    def on_step_begin(self, iteration, trials, **info):
+        if not getattr(self, "_reconciled", False):
+            self._reconciled = True
+            self._reconcile(trials)
+
+    def on_experiment_end(self, trials, **info):
+        self._reconcile(trials)
+
+    def _reconcile(self, trials) -> None:
+        """Record the trials Tune's restored state calls finished but ``trials.parquet`` lacks.
+
+        That happens when the results could not be written (disk full) or the driver died
+        between Tune saving its state and the recorder writing: Tune will not run such a trial
+        again on ``--resume``, so its row and learning curve are rebuilt from the results Tune
+        kept in the trial's folder (``result.json``, one reported result per line).
+        """
+        for trial in trials:
+            if trial.trial_id in self._recorded or trial.status not in ("TERMINATED", "ERROR"):
+                continue
+            path = Path(trial.local_path or "") / "result.json"
+            results = []
+            if path.is_file():
+                for line in path.read_text().splitlines():
+                    try:
+                        results.append(json.loads(line))
+                    except ValueError:  # a line cut short by a kill
+                        break
+            self._pending.pop(trial.trial_id, None)
+            first_iteration_s = self.first_iteration_s  # a replay, not this run's first result
+            for result in results:
+                if "wall_time_s" in result:
+                    self.on_trial_result(0, trials, trial, result)
+            self.first_iteration_s = first_iteration_s
+            self._starts.setdefault(trial.trial_id, [0.0] * (1 + int(trial.num_failures or 0)))
+            self._record(trial, error=_error_line(trial) if trial.status == "ERROR" else None)
 
     def on_trial_error(self, iteration, trials, trial, **info):
         self._record(trial, error=_error_line(trial))

@@ -7,8 +7,11 @@ configuration once per seed. Each trial is one RLlib Algorithm timed from before
 (:mod:`sweeps.trainable`); results land in ``results/<sweep>/<run_id>/`` as they finish
 (docs/results.md), and the HTML report is written at the end.
 
-Exit codes: 0 done; 2 bad input (one line on stderr naming file, field and reason);
-130 interrupted (what finished is kept; continue with ``--resume``).
+Exit codes (:mod:`sweeps.cli`): 0 done; 1 internal error (one line; ``--verbose`` for the
+traceback); 2 bad input (one line on stderr naming file, field and reason), also a results
+directory in use by another ``sweeps.run`` or too damaged to resume; 3 the results could not
+be written (disk full: what finished is kept, ``--resume`` continues); 130 interrupted by
+Ctrl-C or SIGTERM (what finished is kept; continue with ``--resume``).
 """
 
 from __future__ import annotations
@@ -175,6 +178,39 @@ def spec_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> 
     return out
 
 
+def check_resume_dir(run_dir: Path, source: str) -> None:
+    """Refuse, before Ray starts, to resume a run directory that is damaged or foreign.
+
+    Checks what ``--resume`` reads: Tune's saved state (``tune/tuner.pkl``, what
+    ``tune.Tuner.can_restore`` looks for), the recorded ``trials.parquet`` and
+    ``progress.parquet`` (readable Parquet files, when present: a run killed before its first
+    trial finished has none) and ``environment.json``. Stray ``*.tmp`` files of a killed
+    writer are not damage (the recorder removes them).
+
+    Raises:
+        SpecError: one line naming the file and what is wrong with it.
+    """
+    import pyarrow.parquet as pq
+
+    def bad(name: str, why: str) -> SpecError:
+        return SpecError(f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
+                         "move it aside and start a new run")
+
+    if not (run_dir / "tune" / "tuner.pkl").is_file():
+        raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
+    for name in ("trials.parquet", "progress.parquet"):
+        path = run_dir / name
+        if path.exists():
+            try:
+                pq.read_schema(path)
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several types for bad files
+                raise bad(name, f"not a readable Parquet file ({type(e).__name__})") from None
+    try:
+        json.loads((run_dir / "environment.json").read_text())
+    except (OSError, ValueError) as e:
+        raise bad("environment.json", f"missing or not JSON ({type(e).__name__})") from None
+
+
 def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: bool) -> None:
     """Refuse to resume a run whose sweep file changed since it started.
 
@@ -316,6 +352,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             lock = lock_run_dir(run_dir, source)
             if args.resume:
                 check_resume_spec(run_dir, spec, source, args.allow_changed_spec)
+                check_resume_dir(run_dir, source)
     except SpecError as e:
         if lock is not None:
             lock.release()
@@ -401,7 +438,13 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     from ray.tune.search import ConcurrencyLimiter
 
     from sweeps import algorithms
-    from sweeps.record import ResultsRecorder, environment_info, now_iso, write_json
+    from sweeps.record import (
+        ResultsRecorder,
+        StopOnWriteError,
+        environment_info,
+        now_iso,
+        write_json,
+    )
     from sweeps.search import SeededSearch, baseline_params, make_optuna_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
@@ -452,6 +495,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
                 reuse_actors=False, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
+                stop=StopOnWriteError(recorder),
                 progress_reporter=reporter, verbose=1,
                 failure_config=tune.FailureConfig(max_failures=1),
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
@@ -460,14 +504,27 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         # Tune restores the callbacks pickled with the first run; use this process's instead
         # (they read what is already recorded in setup() and skip it). No public API for it.
         tuner._local_tuner.get_run_config().callbacks = callbacks
+        tuner._local_tuner.get_run_config().stop = StopOnWriteError(recorder)
     _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
     expected = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
                 ) * sweep.search.seeds
     interrupted = False
+    from sweeps.cli import EXIT_WRITE_FAILED, describe_os_error, find_os_error, sigterm_as_interrupt
+
+    sigterm_as_interrupt()  # again: Ray's core worker replaced the handler when it started
     try:
-        tuner.fit()  # on Ctrl-C Tune stops the trials, saves its state and returns
+        tuner.fit()  # on Ctrl-C (and SIGTERM) Tune stops the trials, saves its state, returns
     except KeyboardInterrupt:
         interrupted = True
+    except Exception as exc:
+        if find_os_error(exc) is None or args.verbose:
+            raise
+        recorder.write_error = recorder.write_error or find_os_error(exc)
+    if recorder.write_error is not None:
+        print(f"error: {args.file}: results: {describe_os_error(recorder.write_error)}; the "
+              f"{_count_trials(run_dir)} trial(s) recorded before it are kept in {run_dir}; "
+              f"continue with: python -m sweeps.run {args.file} --resume", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     env_info["finished_at"] = now_iso()
     if recorder.first_iteration_s is not None:
         env_info["startup_to_first_iteration_s"] = round(recorder.first_iteration_s, 2)
@@ -511,4 +568,6 @@ def _write_report(run_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(command_start=COMMAND_START))
+    from sweeps.cli import guard
+
+    sys.exit(guard("python -m sweeps.run", lambda: main(command_start=COMMAND_START)))

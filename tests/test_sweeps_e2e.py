@@ -191,6 +191,112 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     assert not alive.strip(), f"processes left in the sweep's group: {alive}"
 
 
+
+def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 240) -> Path:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        runs = list((results / name).glob("*/trials.parquet"))
+        if runs:
+            return runs[0]
+        time.sleep(1)
+    raise AssertionError(f"no trial recorded in time (exit {proc.poll()})")
+
+
+def test_sigterm_and_a_concurrent_second_run_keep_results_and_resume(tmp_path):
+    """Two real ``sweeps.run`` processes on one results directory, then a SIGTERM (``kill``,
+    ``timeout``, a batch scheduler): the second process is refused in one line naming the
+    first's pid while the first runs; SIGTERM ends the first with its one "Interrupted" line
+    and exit 130 (no native stack dump); ``--resume`` then finishes the sweep with no trial
+    lost or duplicated."""
+    results = tmp_path / "results"
+    path = write_sweep(tmp_path, "terminated", num_samples=2, seeds=1, budget_s=6,
+                       target=UNREACHABLE)
+    first = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        trials_file = _wait_for_recorded_trial(results, "terminated", first)
+        second = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
+                                text=True, timeout=120)
+        assert first.poll() is None, "the first run ended before the second was tried"
+        first.send_signal(signal.SIGTERM)  # the driver only, as `timeout` and `kill` do
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert second.stderr.strip().count("\n") == 0, second.stderr
+    assert f"is in use by another sweeps.run (pid {first.pid})" in second.stderr
+    assert first.returncode == 130, (first.returncode, out[-2000:], err[-3000:])
+    assert "Interrupted:" in err and "--resume" in err, err[-2000:]
+    assert "Traceback" not in err and "SIGTERM received" not in err, err[-3000:]
+    kept = pd.read_parquet(trials_file)
+    assert len(kept) >= 1
+    resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    after = pd.read_parquet(trials_file)
+    assert len(after) == 3 and after.trial_id.is_unique  # baseline + 2 sampled, 1 seed
+    assert set(kept.trial_id) <= set(after.trial_id)
+
+
+DISK_FULL = """\
+import errno
+import os
+
+_real_replace = os.replace
+_count = {"trials": 0}
+
+
+def _replace(src, dst, *args, **kwargs):
+    # The results disk fills up after the first trial's row is written.
+    if str(dst).endswith("trials.parquet"):
+        _count["trials"] += 1
+        if _count["trials"] > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+    return _real_replace(src, dst, *args, **kwargs)
+
+
+if os.environ.get("DISK_FULL_AFTER_ONE_TRIAL"):
+    os.replace = _replace
+"""
+
+
+def test_a_full_disk_ends_in_one_line_and_keeps_what_was_recorded(tmp_path):
+    """The results disk fills up mid-sweep (the OS refuses the second trial's write with
+    ENOSPC; injected at ``os.replace``, the OS boundary, in the driver only): the real sweep
+    ends with one line and exit 3, the first trial's row is intact, and ``--resume`` once there
+    is room records the rest."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DISK_FULL)
+    results = tmp_path / "results"
+    path = write_sweep(tmp_path, "diskfull", num_samples=1, seeds=1, budget_s=5,
+                       target=UNREACHABLE)
+    env = {**os.environ, "DISK_FULL_AFTER_ONE_TRIAL": "1",
+           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 3, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "No space left on device" in lines[0], proc.stderr[-3000:]
+    assert "1 trial(s) recorded before it are kept" in lines[0] and "--resume" in lines[0]
+    run = only_run_dir(results, "diskfull")
+    assert len(pd.read_parquet(run / "trials.parquet")) == 1
+    resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    after = pd.read_parquet(run / "trials.parquet")
+    assert len(after) == 2 and after.trial_id.is_unique
+    # the trial whose row could not be written finished in Tune's state; its row and learning
+    # curve were rebuilt from what Tune kept, not lost
+    progress = pd.read_parquet(run / "progress.parquet")
+    assert set(progress.trial_id) == set(after.trial_id)
+    assert (after.status == "censored").all() and (after.elapsed_s >= 5).all()
+    assert not list(run.glob("*.tmp")) and not list(run.glob(".*.tmp"))
+
+
 FLAKY_ENV = '''\
 import os
 

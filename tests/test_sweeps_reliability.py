@@ -79,6 +79,33 @@ def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(t
     assert f"is in use by another sweeps.run (pid {os.getpid()})" in proc.stderr
 
 
+@pytest.mark.parametrize("damage", ["no_tune_state", "corrupt_trials", "corrupt_environment"])
+def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
+    """Decided before Ray starts: exit 2, one line naming the damaged file; nothing written."""
+    results = tmp_path / "results"
+    path = _sweep(tmp_path)
+    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    if damage != "no_tune_state":
+        (run / "tune" / "tuner.pkl").write_bytes(b"state")
+    if damage == "corrupt_trials":
+        (run / "trials.parquet").write_bytes(b"PAR1 cut short by a full disk")
+    if damage == "corrupt_environment":
+        (run / "environment.json").write_text('{"started_at": "2026-01-01T00:0')
+    def files():  # the run's files, less the lock sweeps.run takes before it checks anything
+        return sorted(p.name for p in run.rglob("*") if not p.name.startswith(".lock"))
+
+    before = files()
+    proc = _run(path, "--results", results, "--resume")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    named = {"no_tune_state": "tune/tuner.pkl: missing", "corrupt_trials":
+             "trials.parquet: not a readable Parquet file",
+             "corrupt_environment": "environment.json: missing or not JSON"}[damage]
+    assert f"run {run} cannot be resumed: {named}" in lines[0], lines[0]
+    assert files() == before
+
+
 def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
     from sweeps.load import load_sweep
     from sweeps.run import run_dir_for

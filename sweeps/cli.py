@@ -1,0 +1,99 @@
+"""One exit-code convention for every command of the suite (``sweeps.run``, ``analysis.*``,
+``cluster.*``): an error is one line on stderr, never a traceback, unless asked for.
+
+Exit codes (documented in README.md and docs/results.md):
+
+==== ==========================================================================================
+0    done
+1    an internal error (a bug, or a failure of a library the suite calls): one line naming the
+     exception; ``--verbose`` or ``RL_SCALING_TRACEBACK=1`` shows the traceback
+2    bad input: a sweep file, flag, results directory or address that cannot be used
+3    the results could not be written (disk full, permissions): what was recorded before is
+     kept, and ``sweeps.run --resume`` continues once there is room
+130  interrupted (Ctrl-C or SIGTERM): what finished is kept; ``sweeps.run --resume`` continues
+==== ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
+def want_traceback(argv: Sequence[str] | None = None) -> bool:
+    """True when the user asked for tracebacks: ``--verbose`` on the command line or
+    ``RL_SCALING_TRACEBACK=1`` in the environment."""
+    argv = sys.argv[1:] if argv is None else argv
+    return "--verbose" in argv or os.environ.get("RL_SCALING_TRACEBACK", "") not in ("", "0")
+
+
+def find_os_error(exc: BaseException) -> OSError | None:
+    """The first :class:`OSError` in ``exc``'s cause/context chain (Ray Tune wraps what a
+    callback raised), or None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, OSError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``"No space left on device: results/x/trials.parquet"`` (strerror and file name when
+    the error has them, else ``str(exc)``)."""
+    what = exc.strerror or str(exc)
+    return f"{what}: {exc.filename}" if exc.filename else what
+
+
+def sigterm_as_interrupt() -> None:
+    """Treat SIGTERM (``kill``, a batch scheduler's time limit, ``timeout``) like Ctrl-C: the
+    process gets SIGINT, so Ray Tune stops its trials and saves its state, and the command ends
+    with its one "interrupted" line and exit 130 instead of a native stack dump.
+
+    Call it after ``ray.init`` too: Ray's core worker installs its own SIGTERM handler (which
+    prints a stack trace) when it starts. Main thread only (Python's ``signal`` rule).
+    """
+    def _handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        os.kill(os.getpid(), signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, _handler)
+
+
+def guard(prog: str, main: Callable[[], int]) -> int:
+    """Run a CLI ``main`` and map what escapes it to one stderr line and an exit code.
+
+    ``main`` handles the errors it expects (bad input: exit 2) itself; this catches the rest:
+    KeyboardInterrupt → 130, an :class:`OSError` → 3, anything else → 1 (re-raised with its
+    traceback when :func:`want_traceback`). ``SystemExit`` (argparse) passes through.
+
+    Returns:
+        The process exit code.
+    """
+    sigterm_as_interrupt()
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one place that turns a crash into one line
+        if want_traceback():
+            raise
+        os_error = find_os_error(exc)
+        if os_error is not None:
+            print(f"{prog}: error: {describe_os_error(os_error)}", file=sys.stderr)
+            return EXIT_WRITE_FAILED
+        msg = " ".join(str(exc).split()) or "(no message)"
+        if len(msg) > 300:
+            msg = msg[:297] + "..."
+        print(f"{prog}: internal error: {type(exc).__name__}: {msg} (rerun with --verbose or "
+              "RL_SCALING_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,68 @@
+"""One exit-code convention for every command (sweeps.cli): what escapes a command's main is
+one stderr line and a documented exit code, never a traceback unless asked for."""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeps.cli import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_WRITE_FAILED, find_os_error, guard
+
+RUN = Path(__file__).parents[1] / "docs" / "data" / "cabs_scaling" / "20261122-203334"
+
+
+def _raises(exc: BaseException):
+    def main() -> int:
+        raise exc
+    return main
+
+
+def test_an_internal_error_is_one_line_and_exit_1(capsys, monkeypatch):
+    monkeypatch.delenv("RL_SCALING_TRACEBACK", raising=False)
+    monkeypatch.setattr(sys, "argv", ["prog"])
+    assert guard("prog", _raises(RuntimeError("no such column\n  in a foreign file"))) == EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("prog: internal error: RuntimeError: ")
+    assert "no such column in a foreign file" in err and "--verbose" in err
+
+
+def test_the_traceback_is_shown_when_asked_for(monkeypatch):
+    monkeypatch.setenv("RL_SCALING_TRACEBACK", "1")
+    with pytest.raises(KeyError):
+        guard("prog", _raises(KeyError("x")))
+
+
+def test_a_write_failure_anywhere_in_the_cause_chain_is_exit_3(capsys, monkeypatch):
+    monkeypatch.delenv("RL_SCALING_TRACEBACK", raising=False)
+    monkeypatch.setattr(sys, "argv", ["prog"])
+    disk_full = OSError(errno.ENOSPC, "No space left on device", "results/x/trials.parquet")
+    try:
+        try:
+            raise disk_full
+        except OSError as e:
+            raise RuntimeError("Tune wrapped it") from e
+    except RuntimeError as wrapped:
+        assert find_os_error(wrapped) is disk_full
+        assert guard("prog", _raises(wrapped)) == EXIT_WRITE_FAILED
+    assert capsys.readouterr().err == \
+        "prog: error: No space left on device: results/x/trials.parquet\n"
+
+
+def test_an_interrupt_is_exit_130(capsys):
+    assert guard("prog", _raises(KeyboardInterrupt())) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "prog: interrupted\n"
+
+
+def test_a_report_written_to_a_full_disk_is_one_line():
+    """The real command and the real kernel: /dev/full refuses every write with ENOSPC."""
+    if not Path("/dev/full").exists():
+        pytest.fail("/dev/full is part of every Linux system this suite supports")
+    proc = subprocess.run([sys.executable, "-m", "analysis.report", str(RUN), "-o", "/dev/full"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr
