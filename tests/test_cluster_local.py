@@ -275,3 +275,45 @@ def test_embedded_session_is_sized_and_shut_down(monkeypatch):
         with ray_session(num_cpus=1):
             raise KeyboardInterrupt
     assert not ray.is_initialized()
+
+
+EMBEDDED_HOLDER = """\
+import sys, time
+import ray
+from cluster.local import ray_session
+with ray_session(None, num_cpus=1, log_to_driver=False):
+    print(ray.get_runtime_context().gcs_address, flush=True)
+    sys.stdin.read()  # hold the cluster until the test closes stdin
+"""
+
+
+@pytest.mark.ray
+def test_the_embedded_ray_refuses_a_process_without_its_token():
+    """Ray 2.60's gRPC servers listen on every interface (its binaries add a 0.0.0.0 listener;
+    there is no loopback-only option), so what keeps other processes and hosts out of the
+    default embedded Ray is its per-run token. A real embedded Ray, and a real stranger that
+    knows its address but not its token: refused, in one line, quickly."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    holder = subprocess.Popen([sys.executable, "-c", EMBEDDED_HOLDER], cwd=ROOT, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        gcs = holder.stdout.readline().strip()
+        assert gcs, "the embedded Ray did not start"
+        stranger = "\n".join([
+            "from cluster.local import ClusterError, ray_session",
+            "try:",
+            f"    with ray_session({gcs!r}, log_to_driver=False): print('CONNECTED')",
+            "except ClusterError as e: print('REFUSED', e)",
+        ])
+        for name, stranger_env in [("no token", env),
+                                   ("another token", {**env, **auth_env(new_token())})]:
+            start = time.time()
+            proc = subprocess.run([sys.executable, "-c", stranger], cwd=ROOT, env=stranger_env,
+                                  capture_output=True, text=True, timeout=120)
+            assert proc.stdout.startswith("REFUSED"), (name, proc.stdout, proc.stderr[-2000:])
+            assert "RAY_AUTH" in proc.stdout or "token" in proc.stdout.lower(), (name, proc.stdout)
+            assert time.time() - start < 60, name
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
