@@ -54,7 +54,7 @@ gym.register_envs(ale_py)
 PONG_IDS = ("PongNoFrameskip-v4", "ALE/Pong-v5")
 #: Frame sizes RLlib's default Atari CNN encoders support.
 FRAME_SIZES = (42, 64)
-_DEFAULTS = {"frame_size": 42, "framestack": 4, "frameskip": 4}
+PREPROCESSING_DEFAULTS = {"frame_size": 42, "framestack": 4, "frameskip": 4}
 
 
 def _positive_int(env_id: str, key: str, value: Any) -> int:
@@ -82,7 +82,7 @@ def check_atari_config(
     """
     config = dict(env_config or {})
     config.pop("num_envs", None)  # RLlib adds it in its (unused here) vector_entry_point mode
-    settings = {key: config.pop(key, default) for key, default in _DEFAULTS.items()}
+    settings = {key: config.pop(key, default) for key, default in PREPROCESSING_DEFAULTS.items()}
     if settings["frame_size"] not in FRAME_SIZES or isinstance(settings["frame_size"], bool):
         raise ValueError(
             f"{env_id} env_config 'frame_size': must be one of {FRAME_SIZES}, "

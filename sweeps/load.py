@@ -195,7 +195,8 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
             check_gym_env_config(sweep.env, dict(sweep.env_config))
         elif sweep.env in envs.atari.PONG_IDS:  # the keys that go on to ale-py's constructor
             _, ale_kwargs = envs.atari.check_atari_config(sweep.env, sweep.env_config)
-            check_gym_env_config(sweep.env, dict(ale_kwargs))
+            check_gym_env_config(sweep.env, dict(ale_kwargs),
+                                 also_accepted=set(envs.atari.PREPROCESSING_DEFAULTS))
     except ValueError as e:
         raise fail("env_config", str(e)) from None
 
@@ -271,12 +272,16 @@ def _check_action_space(sweep: Sweep, fail) -> None:
                                  f"{sweep.env}'s is {space}")
 
 
-def check_gym_env_config(env_id: str, env_config: dict[str, Any]) -> None:
+def check_gym_env_config(env_id: str, env_config: dict[str, Any],
+                         also_accepted: set[str] = frozenset()) -> None:
     """Reject ``env_config`` keys a gymnasium env's constructor does not take.
 
     The env is built as ``gymnasium.make(env_id, **env_config)``; keys go to its entry point's
     ``__init__`` (and ``gymnasium.make``'s own keywords). A constructor with ``**kwargs``
     accepts anything.
+
+    ``also_accepted``: keys the suite's own env wrapper takes before the constructor (Pong's
+    ``frame_size``, ``framestack``), listed among the accepted ones in the error.
 
     Raises:
         ValueError: naming the first unknown key and the accepted ones.
@@ -302,7 +307,7 @@ def check_gym_env_config(env_id: str, env_config: dict[str, Any]) -> None:
         return
     make_keys = {"max_episode_steps", "autoreset", "apply_api_compatibility",
                  "disable_env_checker", "render_mode"}
-    accepted = (set(params) - {"self"}) | make_keys | set(spec.kwargs)
+    accepted = (set(params) - {"self"}) | make_keys | set(spec.kwargs) | set(also_accepted)
     for key in env_config:
         if key not in accepted:
             raise ValueError(f"{key!r} is not a parameter of {env_id} "
