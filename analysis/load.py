@@ -56,6 +56,7 @@ _TRIAL_DEFAULTS: dict[str, Any] = {
     "is_reference": False,
     "eval_time_s": np.nan,
     "attempts": 1,
+    "censor_reason": "",  # runs recorded before adaptive capping: every censoring was "budget"
 }
 
 _PROGRESS_COLUMNS = (
@@ -138,6 +139,9 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
     trials["algorithm"] = trials["algorithm"].astype(str)
     trials["num_env_runners"] = pd.to_numeric(trials["num_env_runners"]).astype(int)
     trials["status"] = trials["status"].astype(str)
+    trials["censor_reason"] = trials["censor_reason"].fillna("").astype(str)
+    trials.loc[(trials["status"] == "censored") & (trials["censor_reason"] == ""),
+               "censor_reason"] = "budget"
     trials["oversubscribed"] = trials["oversubscribed"].fillna(False).astype(bool)
     trials["num_gpus"] = pd.to_numeric(trials["num_gpus"]).fillna(0.0)
     bad = sorted(set(trials["status"]) - {"reached", "censored", "error"})

@@ -291,6 +291,9 @@ def trial_metrics(res: Results, target: str | float | None = None
             "algorithm": t["algorithm"], "num_env_runners": int(t["num_env_runners"]),
             "seed": t["seed"], "is_baseline": bool(t["is_baseline"]),
             "is_reference": bool(t["is_reference"]), "status": status,
+            # why a censored trial stopped: "budget", or "capped" by adaptive capping
+            "censor_reason": (str(t["censor_reason"]) or "budget") if status == "censored"
+            else "",
             "reached": reached, "time_to_target_s": ttt if reached else math.nan,
             "steps_to_target": steps if reached else math.nan, "duration_s": duration,
             "env_steps_per_s": tput, "best_return": best, "final_return": final,

@@ -976,6 +976,11 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
     if n_o:
         w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
                  "their timings are not trustworthy")
+    n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
+    if n_capped:
+        w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
+                 "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
+                 "so they could no longer be the fastest; counted as censored at that time")
     retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
     if len(retried):
         w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "

@@ -248,6 +248,10 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             elif math.isinf(med):
                 notes.append("median not reached: fewer than half the seeds reached the target")
             notes.append(f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM")
+            n_capped = int((ok["censor_reason"] == "capped").sum()) if "censor_reason" in ok else 0
+            if n_capped:
+                notes.append(f"{n_capped} of {n} capped: stopped when they could no longer beat "
+                             "the fastest configuration (adaptive capping), censored there")
         if 0 < n < MIN_SEEDS_FOR_CI:
             notes.append(f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})")
         if n >= OLYMPIC_MIN_SEEDS:

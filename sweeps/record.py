@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -57,6 +58,47 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Capper(Stopper):
+    """Adaptive capping (:class:`sweeps.spec.Capping`) as a Ray Tune stopper.
+
+    After every reported iteration of a trial: stop it when its elapsed wall-clock (since the
+    first attempt's start) exceeds ``margin`` × :meth:`ResultsRecorder.incumbent_ttt_s`, unless
+    it reached the target, is the baseline or the reference, or matches a ``protect`` entry.
+    The trial is recorded as censored with ``censor_reason = "capped"``; Optuna gets the
+    censored objective of its last iteration (:func:`sweeps.search.censored_objective`, ≥ the
+    budget), so it still learns that the configuration is slow.
+    """
+
+    def __init__(self, recorder: ResultsRecorder, margin: float,
+                 protect: list[dict[str, Any]] | None = None):
+        self.recorder = recorder
+        self.margin = float(margin)
+        self.protect = list(protect or [])
+
+    def protected(self, config: dict[str, Any]) -> bool:
+        """True for the baseline, the reference and configs matching a ``protect`` entry."""
+        if config.get("is_baseline") or config.get("is_reference"):
+            return True
+        return any(all(config.get(k) == v for k, v in entry.items()) for entry in self.protect)
+
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        if result.get("reached") or self.protected(result.get("config") or {}):
+            return False
+        incumbent = self.recorder.incumbent_ttt_s()
+        if incumbent is None:
+            return False
+        cap = self.margin * incumbent
+        elapsed = float(result.get("wall_time_s", 0.0)) + self.recorder._attempt_offset_s(
+            trial_id)
+        if elapsed > cap:
+            self.recorder.capped[trial_id] = cap
+            return True
+        return False
+
+    def stop_all(self) -> bool:
+        return False
+
+
 class StopOnWriteError(Stopper):
     """A Tune stopper that ends the whole sweep once ``recorder`` failed to write its results
     (:attr:`ResultsRecorder.write_error`): trials that could not be recorded are not run."""
@@ -97,6 +139,24 @@ class ResultsRecorder(Callback):
         #: Set instead of raising (Tune would log a traceback and go on); ``sweeps.run``
         #: stops the sweep on it (:class:`StopOnWriteError`) and exits 3.
         self.write_error: OSError | None = None
+        #: trial id -> the cap (seconds) at which adaptive capping stopped it (:class:`Capper`)
+        self.capped: dict[str, float] = {}
+
+    def incumbent_ttt_s(self) -> float | None:
+        """TTT (seconds) of the fastest configuration recorded so far, or None.
+
+        Per configuration (``config_id``, the reference excluded) whose recorded seeds all
+        reached the target: the median of their TTTs; the incumbent is the smallest.
+        """
+        by_config: dict[str, list[float]] = {}
+        for row in self._trials:
+            if row.get("is_reference"):
+                continue
+            ttt = row["time_to_target_s"] if row["status"] == "reached" else math.nan
+            by_config.setdefault(row["config_id"], []).append(ttt)
+        medians = [statistics.median(v) for v in by_config.values()
+                   if v and all(math.isfinite(t) for t in v)]
+        return min(medians) if medians else None
 
     def __getstate__(self):  # Tune pickles its callbacks into the experiment state
         state = dict(self.__dict__)
@@ -224,7 +284,8 @@ class ResultsRecorder(Callback):
             return
         rows = self._pending.pop(tid, [])
         last = trial.last_result or {}
-        row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error)
+        row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
+                        capped=tid in self.capped)
         row["node_count"] = _node_count()
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
@@ -275,8 +336,12 @@ def _node_count() -> int:
 
 
 def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, target: dict,
-              budget: dict, error: str | None) -> dict[str, Any]:
-    """One trials.parquet row from a trial's config, its progress rows and last result."""
+              budget: dict, error: str | None, capped: bool = False) -> dict[str, Any]:
+    """One trials.parquet row from a trial's config, its progress rows and last result.
+
+    ``capped``: adaptive capping stopped the trial (:class:`Capper`); a censored trial's
+    ``censor_reason`` is then ``"capped"``, else ``"budget"`` (empty when not censored).
+    """
     nan = math.nan
     reached_rows = [r for r in progress if r["target_metric_value"] >= target["value"]]
     first = reached_rows[0] if reached_rows else None
@@ -318,6 +383,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "node_ip": str(last.get("node_ip", "")),
         "error": error or "",
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
+        "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",
     }
     for key, value in config.items():
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:

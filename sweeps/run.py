@@ -439,6 +439,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
 
     from sweeps import algorithms
     from sweeps.record import (
+        Capper,
         ResultsRecorder,
         StopOnWriteError,
         environment_info,
@@ -469,6 +470,11 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         callbacks += azure_ml_callbacks()
     except ImportError:
         pass
+    from ray.tune.stopper import CombinedStopper
+
+    capping = sweep.search.capping
+    stopper = CombinedStopper(StopOnWriteError(recorder), *(
+        [Capper(recorder, capping.margin, capping.protect)] if capping is not None else []))
     trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
                                     resources_for(setup))
     tune_dir = run_dir / "tune"
@@ -495,7 +501,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
                 reuse_actors=False, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
-                stop=StopOnWriteError(recorder),
+                stop=stopper,
                 progress_reporter=reporter, verbose=1,
                 failure_config=tune.FailureConfig(max_failures=1),
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
@@ -504,7 +510,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         # Tune restores the callbacks pickled with the first run; use this process's instead
         # (they read what is already recorded in setup() and skip it). No public API for it.
         tuner._local_tuner.get_run_config().callbacks = callbacks
-        tuner._local_tuner.get_run_config().stop = StopOnWriteError(recorder)
+        tuner._local_tuner.get_run_config().stop = stopper
     _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
     expected = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
                 ) * sweep.search.seeds

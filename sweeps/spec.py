@@ -196,6 +196,29 @@ class Evaluation(_Strict):
         10_000, ge=0, description="episode i of every evaluation starts from reset(seed=seed+i)")
 
 
+class Capping(_Strict):
+    """Adaptive capping of the time-to-target objective (Hutter, Hoos, Leyton-Brown and
+    Stuetzle, "ParamILS: an automatic algorithm configuration framework", JAIR 36, 2009,
+    section 5; SMAC's runtime minimisation).
+
+    The *incumbent* is the fastest configuration so far: the smallest median TTT over the
+    configurations all of whose recorded seeds reached the target (the reference excluded: it
+    is not a candidate). A running trial whose elapsed wall-clock exceeds ``margin`` × the
+    incumbent's TTT can no longer make its configuration the fastest by that margin; it is
+    stopped and recorded as censored at that time with ``censor_reason = "capped"``
+    (``"budget"`` when the budget ran out). Never capped: the baseline, the reference, and the
+    trials matching one of ``protect`` (partial configurations, e.g. ``{"algorithm": "APEX"}``
+    or ``{"num_workers": 8}``: the points a scaling curve needs).
+    """
+
+    margin: float = Field(
+        2.0, ge=1.0, le=100.0,
+        description="cap = margin × the incumbent's TTT (ParamILS's bound multiplier, 2 there)")
+    protect: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="partial configs never capped, e.g. [{'algorithm': 'APEX'}, {'num_workers': 8}]")
+
+
 class Search(_Strict):
     """How configurations are sampled (Optuna) and repeated (seeds)."""
 
@@ -210,6 +233,9 @@ class Search(_Strict):
         1, ge=1, description="trials running at once (1 keeps timings clean and TPE model-based)"
     )
     sampler_seed: int = Field(0, description="seed of the Optuna sampler")
+    capping: Capping | None = Field(
+        default_factory=Capping,
+        description="adaptive capping of trials that can no longer be the fastest; None: off")
 
 
 # ---------------------------------------------------------------------------------------------

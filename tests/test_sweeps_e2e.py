@@ -23,7 +23,7 @@ TRIAL_COLUMNS = [
     "status", "time_to_target_s", "steps_to_target", "budget_s", "budget_env_steps", "elapsed_s",
     "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
-    "node_ip", "error", "objective", "is_reference", "eval_time_s",
+    "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
@@ -355,3 +355,30 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     assert row.attempts == 2 and row.status == "censored", row.to_dict()
     # the retry ran its 6 s budget; the recorded time also counts the failed first attempt
     assert row.elapsed_s > row.budget_s + 0.5, row.to_dict()
+
+
+def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_path):
+    """A real sweep: the baseline (DQN, Cabs, half the optimum) reaches the target in seconds;
+    a configuration that cannot learn (lr 1e-9) is stopped at margin x the incumbent's TTT,
+    well inside its 60 s budget, and recorded as censored with censor_reason 'capped'."""
+    path = tmp_path / "capped.py"
+    path.write_text(textwrap.dedent("""\
+        from sweeps.spec import Budget, Capping, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
+                      search_space={"num_workers": choice([0]), "lr": choice([1e-9])},
+                      target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
+                      search=Search(sampler="grid", num_samples=1, seeds=1,
+                                    capping=Capping(margin=1.5)),
+                      baseline={"algorithm": "DQN", "num_workers": 0})
+        """))
+    results = tmp_path / "results"
+    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    trials = pd.read_parquet(only_run_dir(results, "capped") / "trials.parquet")
+    base = trials[trials.is_baseline].iloc[0]
+    slow = trials[~trials.is_baseline].iloc[0]
+    assert base.status == "reached" and base.censor_reason == "", base.to_dict()
+    assert slow.status == "censored" and slow.censor_reason == "capped", slow.to_dict()
+    cap = 1.5 * base.time_to_target_s
+    # stopped at the first iteration past the cap (iterations last ~1 s), not at the budget
+    assert cap < slow.elapsed_s < cap + 10 and slow.elapsed_s < slow.budget_s, slow.to_dict()

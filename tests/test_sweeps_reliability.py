@@ -179,3 +179,36 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
     resumed.setup()  # --resume: the orphan rows are dropped, the stray temp file removed
     assert {r["trial_id"] for r in resumed._progress} == {"t1"}
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protected_trials(
+        tmp_path):
+    """Adaptive capping's decision (sweeps.record.Capper) on recorded rows: the incumbent is
+    the smallest median TTT among configurations whose seeds all reached the target (the
+    reference is not a candidate); the baseline, the reference and `protect` matches are never
+    capped; a trial that reached is never capped."""
+    from sweeps.record import Capper
+
+    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
+                          budget={"time_s": 60.0, "env_steps": None}, command_start=0.0)
+    row = dict(is_reference=False)
+    rec._trials = [
+        {**row, "config_id": "ref", "is_reference": True, "status": "reached",
+         "time_to_target_s": 1.0},
+        {**row, "config_id": "a", "status": "reached", "time_to_target_s": 10.0},
+        {**row, "config_id": "a", "status": "reached", "time_to_target_s": 14.0},
+        {**row, "config_id": "b", "status": "reached", "time_to_target_s": 5.0},
+        {**row, "config_id": "b", "status": "censored", "time_to_target_s": float("nan")},
+    ]
+    assert rec.incumbent_ttt_s() == 12.0  # a's median; b has a censored seed, ref is excluded
+    capper = Capper(rec, margin=2.0, protect=[{"algorithm": "APEX", "num_workers": 8}])
+    cfg = {"algorithm": "DQN", "num_workers": 1}
+    assert not capper("t1", {"wall_time_s": 23.9, "config": cfg})
+    assert capper("t1", {"wall_time_s": 24.1, "config": cfg}) and rec.capped == {"t1": 24.0}
+    assert not capper("t2", {"wall_time_s": 30.0, "reached": True, "config": cfg})
+    for spared in ({**cfg, "is_baseline": True}, {**cfg, "is_reference": True},
+                   {"algorithm": "APEX", "num_workers": 8, "lr": 1e-3}):
+        assert not capper("t3", {"wall_time_s": 59.0, "config": spared})
+    assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_workers": 4}})
+    assert not Capper(ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0), 2.0)(
+        "t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped
