@@ -251,6 +251,27 @@ def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
     return [int(fixed)] if fixed is not None else []
 
 
+def trial_requests(sweep: Sweep, setup: dict[str, Any]) -> list[tuple[str, Any, float, float]]:
+    """What each kind of trial asks Ray for: ``[(algorithm, num_workers, CPUs, GPUs)]``, one
+    entry per algorithm × ``num_workers`` value the sweep can produce (the baseline first),
+    RLlib's own placement-group request (:func:`sweeps.trainable.trial_algorithm_config`)."""
+    from sweeps.trainable import trial_algorithm_config
+
+    combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
+    if sweep.baseline:
+        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_workers")))
+    out = []
+    for algo, n in dict.fromkeys(combos):
+        cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
+        if n is not None:
+            cfg["num_workers"] = n
+        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_workers"):
+            cfg.update(sweep.baseline)
+        _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
+        out.append((algo, n, float(info["requested_cpus"]), float(info["num_gpus"])))
+    return out
+
+
 def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool = True) -> list[str]:
     """Check every algorithm × num_workers against the largest node.
 
@@ -260,26 +281,13 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
         SpecError: a trial would ask for more CPUs than any node has and the sweep does not
             allow oversubscription.
     """
-    from sweeps.trainable import trial_algorithm_config
-
     node_cpus = setup["max_node_cpus"]
     lines = []
-    combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
-    if sweep.baseline:
-        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_workers")))
-    combos = list(dict.fromkeys(combos))
-    for algo, n in combos:
-        cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
-        if n is not None:
-            cfg["num_workers"] = n
-        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_workers"):
-            cfg.update(sweep.baseline)
-        _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
-        cpus = info["requested_cpus"]
+    for algo, n, cpus, gpus in trial_requests(sweep, setup):
         node_gpus = setup.get("max_node_gpus")
-        if node_gpus is not None and info["num_gpus"] > node_gpus:
+        if node_gpus is not None and gpus > node_gpus:
             raise SpecError(
-                f"{source}: num_gpus_per_learner: a {algo} trial asks for {info['num_gpus']:g} "
+                f"{source}: num_gpus_per_learner: a {algo} trial asks for {gpus:g} "
                 f"GPU(s) but the largest node has {node_gpus:g}; drop the GPU request or run on "
                 "a cluster with GPUs")
         fits = cpus <= node_cpus
@@ -288,7 +296,7 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
                 f"{source}: num_workers: a {algo} trial with num_workers={n} asks for {cpus:g} CPUs "
                 f"but the largest node has {node_cpus:g}; lower it or set allow_oversubscription=True"
             )
-        lines.append(f"  {algo:<7} num_workers={n}: {cpus:g} CPUs, {info['num_gpus']:g} GPUs  "
+        lines.append(f"  {algo:<7} num_workers={n}: {cpus:g} CPUs, {gpus:g} GPUs  "
                      + ("fits" if fits else
                         f"OVERSUBSCRIBED (node has {node_cpus:g}; flagged)" if sweep.allow_oversubscription
                         else f"DOES NOT FIT (largest node has {node_cpus:g} CPUs)"))

@@ -1,0 +1,294 @@
+"""A sweep as a KubeRay ``RayJob`` on Kubernetes (AKS with its managed KubeRay extension, or
+any cluster running the KubeRay operator).
+
+Usage::
+
+    python -m cluster.kuberay rayjob FILE --workers 4 --cpus-per-worker 8 [--memory 32Gi]
+        [--gpus-per-worker 0] [--image IMAGE] [--results-pvc CLAIM] [--working-dir URI]
+        [--namespace NS] [--name NAME] [--apply]
+
+prints a ``kind: RayJob`` manifest (``apiVersion: ray.io/v1``, KubeRay's RayJob CRD) that runs
+``python -m sweeps.run FILE`` as the job's entrypoint on a Ray cluster the operator creates for
+it and deletes when the job ends (``shutdownAfterJobFinishes``):
+
+- **head group**: one pod that runs the driver (``sweeps.run``, Optuna, the recorder) and no
+  trials (``num-cpus: "0"``), 2 CPUs and 8 GiB;
+- **worker group**: ``--workers`` pods of ``--cpus-per-worker`` CPUs (requests = limits, so
+  Ray counts exactly those), ``--memory`` and ``--gpus-per-worker`` (``nvidia.com/gpu``);
+  every kind of trial the sweep can produce must fit one worker pod
+  (:func:`sweeps.run.trial_requests`): if one does not, the command says which and exits 2;
+- **the project as the runtime environment**: the image (default ``rl-scaling:<version>``,
+  built from ``cluster/Dockerfile``) holds the project at ``/home/ray/rl-scaling``; the job's
+  ``runtimeEnvYAML`` makes that folder the job's ``working_dir``, so every pod runs the code
+  the job was submitted with (``--working-dir URI`` uses a zip of the project instead,
+  ``git archive`` uploaded to Blob storage or any HTTPS/S3 URI Ray can fetch);
+- **results**: written on the head pod; ``--results-pvc CLAIM`` mounts a PersistentVolumeClaim
+  (Azure Files or Blob CSI on AKS) at ``/home/ray/results`` and writes there, so the results
+  outlive the cluster. Without it they are deleted with the head pod (a warning says so);
+- **deadline**: ``activeDeadlineSeconds`` = the sweep's trials × (budget + 60 s start-up) /
+  concurrent trials + 15 min for pods to start, so a stuck job cannot bill forever;
+- **Ray version**: ``rayVersion`` is the Ray the project pins (``ray.__version__``);
+- **authentication**: ``authOptions: {mode: token}``: the operator keeps Ray's token in a
+  Kubernetes Secret and gives it to every pod (Ray 2.60's token authentication).
+
+``--apply`` pipes the manifest to ``kubectl apply -f -`` when a kubeconfig exists
+(``$KUBECONFIG`` or ``~/.kube/config``) and ``kubectl`` is on PATH; otherwise one line says
+what is missing (exit 2). Offline, the manifest is validated against the RayJob CRD's OpenAPI
+schema in the tests (tests/data/kuberay/), as the API server would validate it.
+
+Exit codes (:mod:`sweeps.cli`): 0 printed (or applied); 2 bad input, a trial that does not fit
+a worker pod, or no kubeconfig for ``--apply``; 1 ``kubectl`` failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Where cluster/Dockerfile puts the project in the image, and where results go on the head.
+PROJECT_DIR = "/home/ray/rl-scaling"
+RESULTS_DIR = "/home/ray/results"
+#: Seconds allowed per trial on top of its budget (actor start-up, evaluation, Tune's turn).
+TRIAL_STARTUP_S = 60.0
+#: Seconds for the operator to schedule pods, pull images and start Ray.
+CLUSTER_STARTUP_S = 900.0
+HEAD_CPUS = 2
+HEAD_MEMORY = "8Gi"
+
+
+class KubeRayError(Exception):
+    """Bad input or an unusable environment; the message is one line."""
+
+
+def _dns_name(text: str) -> str:
+    """A Kubernetes object name (DNS-1123 label, at most 63 characters) from ``text``."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return (name or "sweep")[:63].rstrip("-")
+
+
+def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dict[str, Any]:
+    """Load and check a sweep file against a worker pod's size.
+
+    Returns:
+        ``{"sweep": Sweep, "trials": int, "deadline_s": int, "largest": (algorithm,
+        num_workers, CPUs, GPUs)}`` (CPUs and GPUs of the largest trial).
+
+    Raises:
+        KubeRayError: the file is bad (the loader's one line) or a trial does not fit a
+            worker pod (which one, and what it asks for).
+    """
+    from sweeps.load import SpecError, check_points, load_sweep, resolve_target
+    from sweeps.run import _setup, trial_requests
+    from sweeps.search import make_optuna_search
+
+    try:
+        sweep = load_sweep(file)
+        target = resolve_target(sweep)
+        check_points(sweep, file)
+        requests = trial_requests(sweep, _setup(sweep, target, cpus_per_worker,
+                                                max_node_gpus=gpus_per_worker))
+    except SpecError as e:
+        raise KubeRayError(str(e)) from None
+    largest = max(requests, key=lambda r: (r[2], r[3]))
+    algo, n, cpus, gpus = largest
+    if cpus > cpus_per_worker or gpus > gpus_per_worker:
+        raise KubeRayError(
+            f"{file}: its largest trial ({algo}, num_workers={n}) asks for {cpus:g} CPUs and "
+            f"{gpus:g} GPUs, more than a worker pod has ({cpus_per_worker:g} CPUs, "
+            f"{gpus_per_worker:g} GPUs): raise --cpus-per-worker/--gpus-per-worker "
+            "(a trial runs on one pod)")
+    _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
+    trials = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)) \
+        * sweep.search.seeds
+    budget = sweep.budget.time_s or 3600.0
+    waves = math.ceil(trials / sweep.search.max_concurrent)
+    deadline = int(waves * (budget + TRIAL_STARTUP_S) + CLUSTER_STARTUP_S)
+    return {"sweep": sweep, "trials": trials, "deadline_s": deadline, "largest": largest}
+
+
+def _container(image: str, cpus: float, memory: str, gpus: float,
+               mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    limits: dict[str, Any] = {"cpu": f"{cpus:g}", "memory": memory}
+    if gpus:
+        limits["nvidia.com/gpu"] = f"{gpus:g}"
+    c: dict[str, Any] = {"name": "ray", "image": image,
+                         "resources": {"requests": dict(limits), "limits": limits}}
+    if mounts:
+        c["volumeMounts"] = mounts
+    return c
+
+
+def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: str = "32Gi",
+                    gpus_per_worker: float = 0, image: str | None = None,
+                    results_pvc: str | None = None, working_dir: str | None = None,
+                    namespace: str | None = None, name: str | None = None) -> dict[str, Any]:
+    """The ``RayJob`` manifest (a dict, ``yaml.safe_dump`` it) that runs ``file`` on KubeRay.
+
+    Args:
+        file: the sweep file, relative to the project root (as the image holds it).
+        workers: worker pods (``replicas = minReplicas = maxReplicas``), ≥ 1.
+        cpus_per_worker: CPUs per worker pod (Kubernetes requests = limits), > 0.
+        memory: memory per worker pod, a Kubernetes quantity (``32Gi``).
+        gpus_per_worker: ``nvidia.com/gpu`` per worker pod.
+        image: container image with the project at :data:`PROJECT_DIR` (default
+            ``rl-scaling:<version>``, built from cluster/Dockerfile).
+        results_pvc: a PersistentVolumeClaim mounted at :data:`RESULTS_DIR` on the head.
+        working_dir: a zip URI of the project for the runtime env (default: the image's copy).
+        namespace, name: the RayJob's metadata (default name ``rl-scaling-<sweep name>``).
+
+    Raises:
+        KubeRayError: bad sizes, or a trial that does not fit a worker pod.
+    """
+    import ray
+
+    if workers < 1:
+        raise KubeRayError(f"--workers: must be >= 1, got {workers}")
+    if not cpus_per_worker > 0:
+        raise KubeRayError(f"--cpus-per-worker: must be > 0, got {cpus_per_worker:g}")
+    if gpus_per_worker < 0:
+        raise KubeRayError(f"--gpus-per-worker: must be >= 0, got {gpus_per_worker:g}")
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?", memory):
+        raise KubeRayError(f"--memory: {memory!r} is not a Kubernetes quantity (e.g. 32Gi)")
+    plan = sweep_plan(file, cpus_per_worker, gpus_per_worker)
+    sweep = plan["sweep"]
+    image = image or f"rl-scaling:{project_version()}"
+    entry = ["python", "-m", "sweeps.run", file, "--address", "auto"]
+    head_mounts, head_volumes = [], []
+    if results_pvc:
+        entry += ["--results", RESULTS_DIR]
+        head_mounts = [{"name": "results", "mountPath": RESULTS_DIR}]
+        head_volumes = [{"name": "results",
+                         "persistentVolumeClaim": {"claimName": results_pvc}}]
+    runtime_env = {"working_dir": working_dir or PROJECT_DIR}
+    head_pod: dict[str, Any] = {"containers": [_container(image, HEAD_CPUS, HEAD_MEMORY, 0,
+                                                          head_mounts)]}
+    if head_volumes:
+        head_pod["volumes"] = head_volumes
+    metadata: dict[str, Any] = {
+        "name": _dns_name(name or f"rl-scaling-{sweep.name}"),
+        "labels": {"app.kubernetes.io/name": "rl-scaling",
+                   "rl-scaling/sweep": _dns_name(sweep.name)},
+    }
+    if namespace:
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": metadata,
+        "spec": {
+            "entrypoint": " ".join(entry),
+            "runtimeEnvYAML": yaml.safe_dump(runtime_env, sort_keys=False),
+            "shutdownAfterJobFinishes": True,
+            "ttlSecondsAfterFinished": 600,
+            "activeDeadlineSeconds": plan["deadline_s"],
+            "submissionMode": "K8sJobMode",
+            "rayClusterSpec": {
+                "rayVersion": ray.__version__,
+                # Ray 2.60's token authentication, the token kept in a Secret the operator
+                # creates and mounts into every pod (never in the manifest or a log)
+                "authOptions": {"mode": "token"},
+                "headGroupSpec": {
+                    # the driver only: trials go to the workers
+                    "rayStartParams": {"num-cpus": "0"},
+                    "template": {"spec": head_pod},
+                },
+                "workerGroupSpecs": [{
+                    "groupName": "workers",
+                    "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
+                    "rayStartParams": {},
+                    "template": {"spec": {"containers": [
+                        _container(image, cpus_per_worker, memory, gpus_per_worker, [])]}},
+                }],
+            },
+        },
+    }
+
+
+def project_version() -> str:
+    """The project's version: installed metadata, else pyproject.toml's (a source checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rl-scaling")
+    except PackageNotFoundError:
+        text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+        return re.search(r'^version = "([^"]+)"', text, re.MULTILINE).group(1)
+
+
+def kubeconfig() -> Path | None:
+    """The kubeconfig ``kubectl`` would use (``$KUBECONFIG``'s first file, else
+    ``~/.kube/config``), or None when there is none."""
+    env = os.environ.get("KUBECONFIG")
+    candidates = [Path(p) for p in env.split(os.pathsep) if p] if env else \
+        [Path.home() / ".kube" / "config"]
+    return next((p for p in candidates if p.is_file()), None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m cluster.kuberay",
+                                description="Run a sweep as a KubeRay RayJob on Kubernetes.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("rayjob", help="print (or --apply) the RayJob manifest of a sweep")
+    r.add_argument("file", help="sweep file, relative to the project root")
+    r.add_argument("--workers", type=int, required=True, help="worker pods")
+    r.add_argument("--cpus-per-worker", type=float, required=True, help="CPUs per worker pod")
+    r.add_argument("--memory", default="32Gi", help="memory per worker pod (default 32Gi)")
+    r.add_argument("--gpus-per-worker", type=float, default=0, help="GPUs per worker pod")
+    r.add_argument("--image", default=None,
+                   help="image with the project at /home/ray/rl-scaling (cluster/Dockerfile)")
+    r.add_argument("--results-pvc", default=None,
+                   help="PersistentVolumeClaim for the results (else they die with the head pod)")
+    r.add_argument("--working-dir", default=None,
+                   help="zip URI of the project for the runtime env (default: the image's copy)")
+    r.add_argument("--namespace", default=None)
+    r.add_argument("--name", default=None, help="RayJob name (default rl-scaling-<sweep>)")
+    r.add_argument("--apply", action="store_true", help="kubectl apply -f - the manifest")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit code (see the module docstring)."""
+    args = build_parser().parse_args(argv)
+    from sweeps.run import quiet_logs
+
+    quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are checked
+    try:
+        manifest = rayjob_manifest(
+            args.file, workers=args.workers, cpus_per_worker=args.cpus_per_worker,
+            memory=args.memory, gpus_per_worker=args.gpus_per_worker, image=args.image,
+            results_pvc=args.results_pvc, working_dir=args.working_dir,
+            namespace=args.namespace, name=args.name)
+        if args.apply:
+            if shutil.which("kubectl") is None:
+                raise KubeRayError("--apply: kubectl is not on PATH (print the manifest "
+                                   "without --apply and apply it where kubectl is)")
+            if kubeconfig() is None:
+                raise KubeRayError("--apply: no kubeconfig ($KUBECONFIG or ~/.kube/config); "
+                                   "for AKS: az aks get-credentials -g GROUP -n CLUSTER")
+    except KubeRayError as e:
+        print(f"error: cluster.kuberay {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    text = yaml.safe_dump(manifest, sort_keys=False)
+    if not args.results_pvc:
+        print("warning: no --results-pvc: the results stay on the head pod and are deleted "
+              "with it when the job ends", file=sys.stderr)
+    if not args.apply:
+        sys.stdout.write(text)
+        return 0
+    proc = subprocess.run(["kubectl", "apply", "-f", "-"], input=text, text=True)
+    return 0 if proc.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    from sweeps.cli import guard
+
+    raise SystemExit(guard("python -m cluster.kuberay", main))

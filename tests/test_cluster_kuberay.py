@@ -1,0 +1,124 @@
+"""cluster.kuberay: the RayJob manifest of a sweep, validated offline against KubeRay's RayJob
+CRD (tests/data/kuberay/, Apache-2.0) as a Kubernetes API server with the operator would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD = ROOT / "tests" / "data" / "kuberay" / "ray.io_rayjobs.yaml"
+
+
+@pytest.fixture(scope="module")
+def rayjob_schema() -> dict:
+    crd = yaml.safe_load(CRD.read_text())
+    assert crd["spec"]["names"]["kind"] == "RayJob"
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    return v1["schema"]["openAPIV3Schema"]
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cluster.kuberay", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180, env=env)
+
+
+def test_the_issue_command_prints_a_manifest_the_crd_accepts(rayjob_schema):
+    proc = _cli("rayjob", "sweeps/cabs_scaling.py", "--workers", "4", "--cpus-per-worker", "8")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # stderr: only the warning that results die with the head pod without --results-pvc
+    assert proc.stderr.strip().splitlines() == [
+        "warning: no --results-pvc: the results stay on the head pod and are deleted with it "
+        "when the job ends"], proc.stderr
+    manifest = yaml.safe_load(proc.stdout)
+    jsonschema.validate(manifest, rayjob_schema)
+    assert manifest["apiVersion"] == "ray.io/v1" and manifest["kind"] == "RayJob"
+    spec = manifest["spec"]
+    assert spec["entrypoint"] == "python -m sweeps.run sweeps/cabs_scaling.py --address auto"
+    assert spec["shutdownAfterJobFinishes"] is True
+    assert yaml.safe_load(spec["runtimeEnvYAML"]) == {"working_dir": "/home/ray/rl-scaling"}
+    # 8 configs x 3 seeds of <= 45 s (+60 s each) one at a time, + 15 min for the pods
+    assert spec["activeDeadlineSeconds"] == 24 * (45 + 60) + 900
+    cluster = spec["rayClusterSpec"]
+    import ray
+
+    assert cluster["rayVersion"] == ray.__version__
+    assert cluster["authOptions"] == {"mode": "token"}
+    assert cluster["headGroupSpec"]["rayStartParams"] == {"num-cpus": "0"}
+    (workers,) = cluster["workerGroupSpecs"]
+    assert workers["replicas"] == workers["minReplicas"] == workers["maxReplicas"] == 4
+    (container,) = workers["template"]["spec"]["containers"]
+    assert container["resources"]["limits"] == {"cpu": "8", "memory": "32Gi"}
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+
+
+def test_a_gpu_sweep_with_results_on_a_volume_validates_too(rayjob_schema):
+    proc = _cli("rayjob", "sweeps/pong_impala_16cpu.py", "--workers", "1",
+                "--cpus-per-worker", "16", "--gpus-per-worker", "1", "--memory", "64Gi",
+                "--image", "myacr.azurecr.io/rl-scaling:0.1.0", "--results-pvc", "rl-results",
+                "--namespace", "rl", "--name", "Pong_IMPALA 16")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    manifest = yaml.safe_load(proc.stdout)
+    jsonschema.validate(manifest, rayjob_schema)
+    assert manifest["metadata"]["name"] == "pong-impala-16"
+    assert manifest["metadata"]["namespace"] == "rl"
+    assert manifest["spec"]["entrypoint"].endswith("--results /home/ray/results")
+    head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert head["volumes"] == [{"name": "results",
+                                "persistentVolumeClaim": {"claimName": "rl-results"}}]
+    worker = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert worker["containers"][0]["image"] == "myacr.azurecr.io/rl-scaling:0.1.0"
+
+
+def test_the_schema_check_is_not_vacuous(rayjob_schema):
+    """What the API server would refuse, the offline validation refuses too."""
+    from cluster.kuberay import rayjob_manifest
+
+    manifest = rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=4)
+    jsonschema.validate(manifest, rayjob_schema)
+    bad = yaml.safe_load(yaml.safe_dump(manifest))
+    bad["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] = "four"
+    with pytest.raises(jsonschema.ValidationError, match="'four' is not of type 'integer'"):
+        jsonschema.validate(bad, rayjob_schema)
+    bad = yaml.safe_load(yaml.safe_dump(manifest))
+    bad["spec"]["rayClusterSpec"]["authOptions"]["mode"] = "password"
+    with pytest.raises(jsonschema.ValidationError, match="'password' is not one of"):
+        jsonschema.validate(bad, rayjob_schema)
+
+
+def test_a_trial_larger_than_a_worker_pod_is_one_line():
+    proc = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4",
+                "--cpus-per-worker", "8")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "its largest trial (APEX, num_workers=15) asks for 16 CPUs and 0 GPUs, more than a " \
+        "worker pod has (8 CPUs, 0 GPUs)" in lines[0], lines[0]
+
+
+def test_apply_without_a_kubeconfig_is_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["HOME"] = str(tmp_path)  # no ~/.kube/config
+    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "1", "--cpus-per-worker",
+                "4", "--results-pvc", "r", "--apply", env=env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--apply:" in lines[0], lines
+    assert "kubectl is not on PATH" in lines[0] or "no kubeconfig" in lines[0]
+
+
+def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job_looks():
+    import ray
+
+    from cluster.kuberay import PROJECT_DIR
+
+    text = (ROOT / "cluster" / "Dockerfile").read_text()
+    assert f"FROM rayproject/ray:{ray.__version__}-" in text
+    assert f"WORKDIR {PROJECT_DIR}" in text
