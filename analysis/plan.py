@@ -558,6 +558,34 @@ def plan_text(plan: Plan) -> list[str]:
     return lines
 
 
+def sweep_file_of(environment: dict[str, Any]) -> str:
+    """The sweep file a run was started with (from ``environment.json``'s ``command``), or
+    ``"FILE"`` when it cannot be told."""
+    words = str(environment.get("command", "")).split()
+    if "sweeps.run" in words and words.index("sweeps.run") + 1 < len(words):
+        return words[words.index("sweeps.run") + 1]
+    return "FILE"
+
+
+def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file: str) -> list[str]:
+    """The commands that would run the sweep on a plan's cluster shape (``row``: a candidate
+    with ``vm`` and ``nodes``), one per launcher: Azure ML (:mod:`cluster.azure`, serverless
+    VMs of that size) and Kubernetes (:mod:`cluster.kuberay`, one worker pod per node, one vCPU
+    left to each node's kubelet and system pods, so ``--cpus-per-worker`` = vCPUs − 1)."""
+    vm = next((v for v in vms if v.name == row["vm"]), None)
+    if vm is None:
+        return []
+    nodes = int(row["nodes"])
+    gpus = f" --gpus-per-worker {vm.gpus}" if vm.gpus else ""
+    return [
+        f"Run it on Azure ML: python -m cluster.azure submit {sweep_file} --nodes {nodes} "
+        f"--vm {vm.name}",
+        f"Run it on AKS (KubeRay): python -m cluster.kuberay rayjob {sweep_file} --workers "
+        f"{nodes} --cpus-per-worker {max(1, vm.vcpus - 1)}{gpus} --results-pvc rl-results "
+        f"(node pool: {nodes} x {vm.name}, plus one node for the head pod)",
+    ]
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         sys.stderr.write(f"{self.prog}: error: {message}\n")
@@ -755,6 +783,10 @@ def main(argv: list[str] | None = None) -> int:
     _print_table(plan, console)
     for line in plan_text(plan):
         console.print(line, highlight=False)
+    pick = plan.cheapest if plan.cheapest is not None else plan.fastest
+    if pick is not None:
+        for line in launch_lines(pick, vms, sweep_file_of(res.environment)):
+            console.print(line, highlight=False, soft_wrap=True)
     return 0
 
 

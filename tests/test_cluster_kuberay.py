@@ -122,3 +122,24 @@ def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job
     text = (ROOT / "cluster" / "Dockerfile").read_text()
     assert f"FROM rayproject/ray:{ray.__version__}-" in text
     assert f"WORKDIR {PROJECT_DIR}" in text
+
+
+def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
+    """A plan of 4 x Standard_D16s_v5 names the Azure ML and KubeRay commands that would run
+    the sweep; the KubeRay one, run as printed, gives a manifest the CRD accepts."""
+    import shlex
+
+    from analysis.plan import launch_lines, load_vm_sizes, sweep_file_of
+
+    vms = list(load_vm_sizes().values())
+    file = sweep_file_of({"command": "python -m sweeps.run sweeps/cabs_scaling.py --seeds 3"})
+    assert file == "sweeps/cabs_scaling.py"
+    azure, kuberay = launch_lines({"vm": "Standard_D16s_v5", "nodes": 4}, vms, file)
+    assert azure == ("Run it on Azure ML: python -m cluster.azure submit sweeps/cabs_scaling.py "
+                     "--nodes 4 --vm Standard_D16s_v5")
+    command = kuberay.split(": ", 1)[1].split(" (node pool")[0]
+    assert command == ("python -m cluster.kuberay rayjob sweeps/cabs_scaling.py --workers 4 "
+                       "--cpus-per-worker 15 --results-pvc rl-results")
+    proc = _cli(*shlex.split(command)[3:])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    jsonschema.validate(yaml.safe_load(proc.stdout), rayjob_schema)
