@@ -166,6 +166,9 @@ class RayNode:
         object_store_memory: bytes of object store; None for Ray's default (30% of memory).
         log_path: file that receives the node's output; None discards it.
         extra_env: more environment variables for the node's processes.
+        dashboard_port: head only: serve Ray's dashboard and its job server (the Ray Jobs
+            API, :mod:`cluster.jobs`) on ``node_ip`` (default 127.0.0.1) at this port; None:
+            no dashboard. Needs ``ray[default]``.
     """
 
     head: bool
@@ -179,6 +182,7 @@ class RayNode:
     object_store_memory: int | None = None
     log_path: Path | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    dashboard_port: int | None = None
     proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
     _ready_file: str | None = field(default=None, init=False, repr=False)
 
@@ -187,6 +191,8 @@ class RayNode:
         cmd = [sys.executable, "-m", "cluster.nodes"]
         if self.head:
             cmd += ["head", f"--port={self.port}"]
+            if self.dashboard_port:
+                cmd.append(f"--dashboard-port={self.dashboard_port}")
         else:
             if not self.address:
                 raise ValueError("a worker RayNode needs the head's address")
@@ -217,6 +223,9 @@ class RayNode:
         # Python must find this package in the runner and in Ray's worker processes.
         root = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # A job's `python ...` entrypoint (cluster.jobs) runs the node's own interpreter.
+        bindir = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join(p for p in (bindir, env.get("PATH")) if p)
         return env
 
     def start(self) -> RayNode:
@@ -348,7 +357,9 @@ def _run_node(args: argparse.Namespace) -> int:
         num_gpus=args.num_gpus,
         object_store_memory=args.object_store_memory,
         temp_dir=args.temp_dir,
-        include_dashboard=False,
+        include_dashboard=bool(args.head and args.dashboard_port),
+        dashboard_host=args.node_ip or "127.0.0.1",
+        **({"dashboard_port": args.dashboard_port} if args.head and args.dashboard_port else {}),
         # Several nodes on one machine: let the OS pick every port (fixed defaults would clash).
         dashboard_agent_listen_port=free_port("" if not loopback else "127.0.0.1"),
         min_worker_port=0 if loopback else None,
@@ -435,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--temp-dir", default=None)
     parser.add_argument("--object-store-memory", type=int, default=None)
     parser.add_argument("--ready-file", default=None, help="created once the node is up")
+    parser.add_argument("--dashboard-port", type=int, default=None,
+                        help="head: serve the dashboard and the Ray Jobs API at this port")
     args = parser.parse_args(argv)
     args.head = args.role == "head"
     args.num_cpus = int(args.num_cpus) if args.num_cpus == int(args.num_cpus) else args.num_cpus

@@ -258,9 +258,12 @@ class ResultsRecorder(Callback):
         for trial in trials:
             if trial.trial_id in self._recorded or trial.status not in ("TERMINATED", "ERROR"):
                 continue
-            path = Path(trial.local_path or "") / "result.json"
+            # the trial's folder in the run's storage (tune/<trial>/), not the driver's staging
+            # copy under the old Ray session's temp dir (gone after a restart)
+            candidates = [Path(p) / "result.json" for p in (trial.path, trial.local_path) if p]
+            path = next((c for c in candidates if c.is_file()), None)
             results = []
-            if path.is_file():
+            if path is not None:
                 for line in path.read_text().splitlines():
                     try:
                         results.append(json.loads(line))
