@@ -240,7 +240,8 @@ def load_results(path: str | Path) -> Results:
     """Read one results directory.
 
     Args:
-        path: a ``results/<sweep>/<run_id>/`` directory (docs/results.md).
+        path: a ``results/<sweep>/<run_id>/`` directory (docs/results.md), or its URI in
+            object storage (``s3://bucket/results/<sweep>/<run_id>``, :mod:`sweeps.storage`).
 
     Returns:
         :class:`Results`; optional files that are missing become empty values and a warning.
@@ -249,7 +250,14 @@ def load_results(path: str | Path) -> Results:
         ResultsError: the directory or ``trials.parquet`` is missing, a file is unreadable, or
             a required column (``trial_id, algorithm, num_env_runners, seed, status``) is absent.
     """
-    path = Path(path)
+    from sweeps import storage
+
+    if storage.is_uri(path):  # object storage: read a local copy of the run's files
+        try:
+            path = storage.fetch_run(str(path))
+        except OSError as e:
+            raise ResultsError(f"{path}: {e.strerror or e}") from None
+    path = storage.local_path(path)
     if not path.exists():
         raise ResultsError(f"{path}: no such results directory")
     if not path.is_dir():

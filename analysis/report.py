@@ -1081,22 +1081,28 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
     """Write the self-contained HTML report of a results directory.
 
     Args:
-        results_dir: a ``results/<sweep>/<run_id>/`` directory.
-        output: file to write (default ``<results_dir>/report.html``).
+        results_dir: a ``results/<sweep>/<run_id>/`` directory, or its URI in object storage.
+        output: file to write (default ``<results_dir>/report.html``, uploaded there for a URI).
         target: override the target (absolute value or percent of optimum, e.g. ``"95%"``).
 
     Returns:
-        Path of the written file.
+        Path of the written file (its URI, a str, when it went to object storage).
 
     Raises:
         ResultsError: the directory or its trials.parquet is missing or unreadable.
         ValueError: no usable target or a bad ``target``.
     """
+    from sweeps import storage
+
     res = load_results(results_dir)
     out = Path(output) if output is not None else res.path / "report.html"
     page = build_report(res, target)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
+    if output is None and storage.is_uri(results_dir):  # next to the run, in the store
+        uri = f"{str(results_dir).rstrip('/')}/report.html"
+        storage.upload_file(out, uri)
+        return uri
     return out
 
 

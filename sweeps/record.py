@@ -124,8 +124,11 @@ class ResultsRecorder(Callback):
         command_start: ``time.time()`` when the command started (for the start-up time).
     """
 
-    def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float):
+    def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
+                 mirror=None):
         self.run_dir = Path(run_dir)
+        #: a :class:`sweeps.storage.Mirror` uploading every file written, or None
+        self.mirror = mirror
         self.target = target
         self.budget = budget
         self.command_start = command_start
@@ -190,8 +193,12 @@ class ResultsRecorder(Callback):
             if self._progress:
                 _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
                                self.run_dir / "progress.parquet")
+                if self.mirror is not None:
+                    self.mirror.put(self.run_dir / "progress.parquet")
             if self._trials:
                 _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+                if self.mirror is not None:  # progress first, the rows last, there too
+                    self.mirror.put(self.run_dir / "trials.parquet")
         except OSError as e:
             if self.write_error is None:
                 self.write_error = e

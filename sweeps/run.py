@@ -229,6 +229,27 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
                         "new run, or pass --allow-changed-spec (spec.json keeps what ran)")
 
 
+def results_root(results: str, source: str):
+    """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
+    the :class:`sweeps.storage.Mirror` that uploads each file written under it.
+
+    Returns:
+        ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
+    Raises:
+        SpecError: the URI's store cannot be reached or written (checked before Ray starts).
+    """
+    from sweeps import storage
+
+    if not storage.is_uri(results):
+        return storage.local_path(results), None
+    try:
+        storage.check_writable(results)
+    except OSError as e:
+        raise SpecError(f"{source}: --results: {e.strerror or e}") from None
+    root = storage.staging_root(results)
+    return root, storage.Mirror(results, root)
+
+
 def check_writable(root: Path, source: str) -> None:
     """Raise SpecError if results cannot be written under ``root``."""
     try:
@@ -352,7 +373,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = resolve_target(sweep)
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
-        root = Path(args.results or sweep.results_dir)
+        root, mirror = results_root(args.results or sweep.results_dir, source)
         check_writable(root, source)
         spec = resolved_spec(sweep, target, args.file)
         if not args.dry_run:  # claimed and locked before Ray starts
@@ -388,7 +409,8 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             if args.dry_run:
                 dry_run(sweep, target, setup, lines)
                 return 0
-            return _run(sweep, spec, setup, run_dir, args, cluster_info, command_start, argv)
+            return _run(sweep, spec, setup, run_dir, args, cluster_info, command_start, argv,
+                        mirror)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -441,7 +463,8 @@ def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True,
     }
 
 
-def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, argv) -> int:
+def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, argv,
+         mirror=None) -> int:
     from ray import tune
     from ray.tune.search import ConcurrencyLimiter
 
@@ -461,6 +484,8 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     reuse_prestarted_workers()
     if not (args.resume and (run_dir / "spec.json").exists()):  # spec.json keeps what ran
         write_json(run_dir / "spec.json", spec)
+        if mirror is not None:
+            mirror.put(run_dir / "spec.json")
     env_path = run_dir / "environment.json"
     env_info = environment_info(sys.argv[1:] if argv is None else argv, cluster_info.address,
                                 cluster_info.nodes)
@@ -468,8 +493,11 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         env_info["started_at"] = json.loads(env_path.read_text()).get("started_at")
         env_info["resumed_at"] = now_iso()
     write_json(env_path, env_info)
+    if mirror is not None:
+        mirror.put(env_path)
 
     recorder = ResultsRecorder(run_dir, target=setup["target"], budget=setup["budget"],
+                               mirror=mirror,
                                command_start=command_start)
     callbacks = [recorder]
     try:
@@ -486,7 +514,10 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
                                     resources_for(setup))
     tune_dir = run_dir / "tune"
-    print(f"Sweep {sweep.name}: results in {run_dir}")
+    where = mirror.uri_of(run_dir) if mirror is not None else run_dir
+    print(f"Sweep {sweep.name}: results in {where}")
+    if mirror is not None:
+        print(f"(staged locally in {run_dir}; each file is uploaded as soon as it is written)")
     if args.resume:
         print(f"Resuming {tune_dir} (finished trials are kept, unfinished ones restart)")
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
@@ -543,14 +574,19 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     if recorder.first_iteration_s is not None:
         env_info["startup_to_first_iteration_s"] = round(recorder.first_iteration_s, 2)
     write_json(env_path, env_info)
+    if mirror is not None:
+        for name in ("environment.json", "optuna.db"):
+            mirror.put(run_dir / name)
     n = _count_trials(run_dir)
     if interrupted or n < expected:
         print(f"Interrupted: {n} of {expected} trials finished and are kept in {run_dir}; "
               f"continue with: python -m sweeps.run {args.file} --resume", file=sys.stderr)
         return 130
-    print(f"Done: {n} trials recorded in {run_dir}")
+    print(f"Done: {n} trials recorded in {where}")
     if not args.no_report:
         _write_report(run_dir)
+        if mirror is not None and (run_dir / "report.html").is_file():
+            mirror.put(run_dir / "report.html")
     return 0
 
 
