@@ -406,3 +406,20 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             raise SpecError(f"{source}: {where}: invalid config: {type(e).__name__}: "
                             f"{msg[:300]}") from None
     return len(points)
+
+
+def sibling_module(sweep_file: str, name: str):
+    """Load ``name`` (a ``.py`` file beside ``sweep_file``) as a module, by path: sweep files
+    are not a package, and one may share settings with another (``sweeps/pong_quick.py``
+    reuses ``pong_impala.py``'s).
+
+    Raises:
+        FileNotFoundError: no such file beside ``sweep_file``.
+    """
+    import importlib.util
+
+    path = Path(sweep_file).with_name(name)
+    spec = importlib.util.spec_from_file_location(f"_sweep_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

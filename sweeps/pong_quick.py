@@ -8,16 +8,11 @@ the cores with the env runner. A newcomer sees env steps/s, a learning curve and
 ``python -m sweeps.run sweeps/pong_quick.py``. Measured throughput: docs/benchmarks.md.
 """
 
-import importlib.util
-from pathlib import Path
-
+from sweeps.load import sibling_module
 from sweeps.spec import Budget, Search, Sweep, Target, choice
 
-# The settings live in pong_impala.py; load it by path (sweep files are not a package).
-_spec = importlib.util.spec_from_file_location("_pong_impala", Path(__file__).with_name(
-    "pong_impala.py"))
-_pong = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_pong)
+# The settings live in pong_impala.py (sweep files are not a package: loaded by path).
+_pong = sibling_module(__file__, "pong_impala.py")
 
 SWEEP = Sweep(
     name="pong_quick",

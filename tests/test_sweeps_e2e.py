@@ -161,6 +161,16 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     assert len(complete) == 2
 
 
+def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 240) -> Path:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        runs = list((results / name).glob("*/trials.parquet"))
+        if runs:
+            return runs[0]
+        time.sleep(1)
+    raise AssertionError(f"no trial recorded in time (exit {proc.poll()})")
+
+
 def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=8,
@@ -168,13 +178,7 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            runs = list((results / "interrupted").glob("*/trials.parquet"))
-            if runs:
-                break
-            time.sleep(1)
-        assert runs, "no trial recorded in time"
+        runs = [_wait_for_recorded_trial(results, "interrupted", proc)]
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal goes to the whole group
         out, err = proc.communicate(timeout=120)
     finally:
@@ -189,17 +193,6 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     time.sleep(2)
     alive = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout
     assert not alive.strip(), f"processes left in the sweep's group: {alive}"
-
-
-
-def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 240) -> Path:
-    deadline = time.time() + timeout
-    while time.time() < deadline and proc.poll() is None:
-        runs = list((results / name).glob("*/trials.parquet"))
-        if runs:
-            return runs[0]
-        time.sleep(1)
-    raise AssertionError(f"no trial recorded in time (exit {proc.poll()})")
 
 
 def test_sigterm_and_a_concurrent_second_run_keep_results_and_resume(tmp_path):
