@@ -122,3 +122,24 @@ def test_bootstrap_prediction_carries_seed_uncertainty() -> None:
     point = 1.0 / usl(np.array([3.0, 8.0]), 0.02, 0.1, 0.01)
     assert frac > 0.9
     assert np.all(lo < hi) and np.all(lo < point * 1.2) and np.all(hi > point * 0.8)
+
+
+def test_rllib_pong_impala_fast_external_check():
+    """RLlib's tuned example impala/pong-impala-fast.yaml (ray-project/ray; its comments: Pong
+    to 18-19 in 7 min with 32 workers, 4 with 64, 3 with 128, p3.16xlarge head with m4.16xlarge
+    workers), fitted as capacity 1/TTT. USL is exactly determined by the three points: it puts
+    the peak near 143 workers (2.98 min) and predicts a slower 3.5 min at 256 (retrograde);
+    Amdahl (one residual degree of freedom) predicts 2.4 min at 256 and a 105 s floor.
+    Quoted in docs/cluster.md."""
+    n = np.array([32.0, 64.0, 128.0])
+    ttt_s = np.array([7 * 60.0, 4 * 60.0, 3 * 60.0])
+    fits = fit_scaling(n, 1.0 / ttt_s)
+    u, a = fits["usl"], fits["amdahl"]
+    assert u.ok and a.ok
+    assert u.r2 == pytest.approx(1.0, abs=1e-9) and "exactly determined" in u.reason
+    assert 140 < u.peak_n < 146
+    assert 1.0 / u.predict(np.array([u.peak_n]))[0] == pytest.approx(178.9, abs=0.5)
+    assert 1.0 / u.predict(np.array([256.0]))[0] == pytest.approx(210.0, abs=1.0)
+    assert a.r2 == pytest.approx(0.989, abs=0.002) and math.isinf(a.peak_n)
+    assert 1.0 / a.predict(np.array([256.0]))[0] == pytest.approx(141.8, abs=1.0)
+    assert a.alpha / a.gamma == pytest.approx(105.0, abs=2.0)  # Amdahl's TTT floor, seconds
