@@ -19,8 +19,14 @@ Model (explicit, so it can be checked by hand):
    env runner) plus the GPUs its learner asked for (``num_gpus`` in trials.parquet).
 3. **Nodes** of a VM size: ``ceil(CPUs / vCPUs per VM)``, and at least
    ``ceil(GPUs / GPUs per VM)``; a size without GPUs cannot host a GPU learner.
-4. **Cost** of one run to the target:
-   ``nodes x price per hour x (1 - low-priority discount if --low-priority) x TTT / 3600``
+4. **Start-up and billing** of the launcher (``--launcher``, :data:`LAUNCHERS`): a run on
+   rented machines pays a start-up time before its first trial (node provisioning, image
+   pull, Ray start-up) and is billed in whole units of a granularity. The plan's time is
+   ``startup + TTT`` and the billed time ``ceil((startup + TTT) / granularity) x
+   granularity``. The defaults are assumptions, not measurements (``--startup`` and
+   ``--billing`` override them); the plan says which it used.
+5. **Cost** of one run to the target:
+   ``nodes x price per hour x (1 - low-priority discount if --low-priority) x billed time / 3600``
    (US dollars; pay-as-you-go Linux prices from ``analysis/vm_sizes.csv``, which records the
    source, region and date of every price and can be edited).
 
@@ -321,6 +327,47 @@ def kneedle(n: np.ndarray, s: np.ndarray) -> tuple[float, float]:
     return float(n[i]), float(diff[i])
 
 
+@dataclass(frozen=True)
+class Launcher:
+    """Where a planned run would start, and what that adds to its time and bill.
+
+    Attributes:
+        name: ``azure-ml``, ``aks``, ``ray-cluster`` or ``none``.
+        startup_s: seconds from asking for the cluster to the first trial starting.
+        billing_s: billing granularity in seconds (time is billed in whole units of it;
+            0: continuous).
+        source: where the numbers come from (one line, printed with the plan).
+    """
+
+    name: str
+    startup_s: float
+    billing_s: float
+    source: str
+
+    def billed_s(self, ttt_s: float) -> float:
+        """Seconds billed for a run of ``startup_s + ttt_s`` (NaN stays NaN, inf stays inf)."""
+        t = self.startup_s + ttt_s
+        if not math.isfinite(t) or self.billing_s <= 0:
+            return t
+        return math.ceil(t / self.billing_s - 1e-9) * self.billing_s
+
+
+#: Documented defaults per launcher. Assumptions (no cloud was reachable to measure them):
+#: Azure ML compute scaling from 0 nodes typically takes minutes (VM allocation, image pull,
+#: the MPI bootstrap); an AKS node pool that must scale up, likewise; Azure bills Linux VMs
+#: by the minute here (change ``--billing`` to your agreement's unit).
+LAUNCHERS = {
+    "azure-ml": Launcher("azure-ml", 300.0, 60.0,
+                         "assumed: compute cluster scaling from 0 nodes, image pull, Ray start"),
+    "aks": Launcher("aks", 180.0, 60.0,
+                    "assumed: node pool scale-up, image pull, KubeRay's Ray cluster start"),
+    "ray-cluster": Launcher("ray-cluster", 0.0, 0.0,
+                            "an already running Ray cluster: no start-up, no billing unit"),
+    "none": Launcher("none", 0.0, 0.0, "TTT only, as if machines appeared instantly"),
+}
+DEFAULT_LAUNCHER = "azure-ml"
+
+
 @dataclass
 class Plan:
     """A capacity plan (see the module docstring for the model).
@@ -345,12 +392,14 @@ class Plan:
     budget_usd: float | None = None
     low_priority: bool = False
     notes: list[str] = field(default_factory=list)
+    launcher: Launcher = field(default_factory=lambda: LAUNCHERS[DEFAULT_LAUNCHER])
 
 
 def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | None = None,
               budget_usd: float | None = None, vms: list[VMSize] | None = None,
               low_priority: bool = False, max_workers: int = 64, n_resamples: int = 200,
-              seed: int = 0, cpu_model: str = "") -> Plan:
+              seed: int = 0, cpu_model: str = "",
+              launcher: Launcher | None = None) -> Plan:
     """Build the capacity plan.
 
     Args:
@@ -363,13 +412,20 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         max_workers: largest env runner count considered.
         n_resamples, seed: bootstrap of the prediction intervals.
         cpu_model: the measured machine's CPU (for the notes).
+        launcher: start-up and billing to add (default :data:`LAUNCHERS` ``azure-ml``);
+            ``ttt_s`` and its bounds in the candidates include the start-up.
 
     Returns:
         :class:`Plan`.
     """
     vms = list(load_vm_sizes().values()) if vms is None else vms
+    launcher = launcher or LAUNCHERS[DEFAULT_LAUNCHER]
     models = model_algorithms(tm, summary)
-    notes: list[str] = []
+    notes: list[str] = [
+        f"launcher {launcher.name}: {_fmt_s(launcher.startup_s)} start-up added to every TTT "
+        + (f"and billing by {_fmt_s(launcher.billing_s)} units" if launcher.billing_s > 0
+           else "and continuous billing")
+        + f" ({launcher.source}); change with --launcher, --startup, --billing"]
     rows = []
     for alg, m in models.items():
         cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
@@ -398,13 +454,14 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
                 if nodes is None:
                     continue
                 price = vm.hourly_usd(low_priority)
+                up = launcher.startup_s
                 rows.append({
                     "algorithm": alg, "num_env_runners": n, "vm": vm.name, "nodes": nodes,
-                    "cpus": cpus, "gpus": gpus, "ttt_s": p["ttt_s"],
-                    "ttt_low_s": p["ttt_low_s"], "ttt_high_s": p["ttt_high_s"],
-                    "cost_usd": nodes * price * p["ttt_s"] / 3600.0,
-                    "cost_low_usd": nodes * price * p["ttt_low_s"] / 3600.0,
-                    "cost_high_usd": nodes * price * p["ttt_high_s"] / 3600.0,
+                    "cpus": cpus, "gpus": gpus, "ttt_s": up + p["ttt_s"],
+                    "ttt_low_s": up + p["ttt_low_s"], "ttt_high_s": up + p["ttt_high_s"],
+                    "cost_usd": nodes * price * launcher.billed_s(p["ttt_s"]) / 3600.0,
+                    "cost_low_usd": nodes * price * launcher.billed_s(p["ttt_low_s"]) / 3600.0,
+                    "cost_high_usd": nodes * price * launcher.billed_s(p["ttt_high_s"]) / 3600.0,
                     "source": p["source"], "extrapolated": bool(p["extrapolated"]),
                     "config_id": p["config_id"]})
     cols = ["algorithm", "num_env_runners", "vm", "nodes", "cpus", "gpus", "ttt_s", "ttt_low_s",
@@ -416,7 +473,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         notes.append("nothing to plan: no configuration reached the target in at least half "
                      "of its seeds")
         cands["pareto"] = pd.Series(dtype=bool)
-        return Plan(cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes)
+        return Plan(cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes,
+                    launcher)
     cands["pareto"] = pareto_front(cands)
 
     def pick(df: pd.DataFrame, key: list[str]) -> dict[str, Any] | None:
@@ -433,7 +491,7 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         notes.append(f"no candidate is predicted to cost under ${budget_usd:.2f} "
                      f"(cheapest: ${cands['cost_usd'].min():.4f})")
     best_alg = (fastest or cheapest or cands.sort_values("ttt_s").iloc[0].to_dict())["algorithm"]
-    knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg])
+    knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg], launcher.startup_s)
     if knee is None:
         notes.append(f"{best_alg}: no knee (fewer than 3 env runner counts >= 1 on its curve)")
     elif knee["strength"] < 0.05:
@@ -459,11 +517,14 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     if low_priority:
         notes.append("low-priority prices use the documented upper-bound discount ('up to "
                      "80%'); evictions and restarts are not modelled")
-    return Plan(cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes)
+    return Plan(cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes,
+                launcher)
 
 
-def _knee(model: AlgorithmModel, cands: pd.DataFrame) -> dict[str, Any] | None:
-    curve = cands.groupby("num_env_runners")["ttt_s"].first().sort_index()
+def _knee(model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
+          ) -> dict[str, Any] | None:
+    # the scaling curve itself: the launcher's start-up is the same at every N
+    curve = (cands.groupby("num_env_runners")["ttt_s"].first() - startup_s).sort_index()
     curve = curve[curve.index >= 1]
     if model.fit is not None and math.isfinite(model.fit.peak_n):
         curve = curve[curve.index <= max(model.fit.peak_n, curve.index.min())]
@@ -626,8 +687,8 @@ def per_runner_throughput(tm: pd.DataFrame) -> tuple[float, float, float]:
 
 def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
                startup_s: float = 0.0, learner_gpus: float = 0.0,
-               candidates: tuple[int, ...] = DEFAULT_CANDIDATE_N, low_priority: bool = False
-               ) -> pd.DataFrame:
+               candidates: tuple[int, ...] = DEFAULT_CANDIDATE_N, low_priority: bool = False,
+               billing_s: float = 0.0) -> pd.DataFrame:
     """Plan from a known sample budget: TTT(N) = startup + steps / (N x per-runner throughput).
 
     For a study measured elsewhere (e.g. RLlib's tuned Pong IMPALA examples record the env steps
@@ -644,6 +705,7 @@ def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
         learner_gpus: GPUs the learner needs (0: it runs on a CPU of the head).
         candidates: env runner counts.
         low_priority: price low-priority capacity.
+        billing_s: billing granularity in seconds (0: continuous; see :class:`Launcher`).
 
     Returns:
         One row per (N, VM size) that fits: ``num_env_runners, vm, nodes, cpus, ttt_s,
@@ -652,12 +714,14 @@ def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
     rows = []
     for n in candidates:
         ttt = startup_s + steps_to_target / (n * per_runner)
+        billed = Launcher("", 0.0, billing_s, "").billed_s(ttt)
         for vm in vms:
             nodes = nodes_for(1 + n, learner_gpus, vm)
             if nodes is None:
                 continue
             rows.append({"num_env_runners": n, "vm": vm.name, "nodes": nodes, "cpus": 1 + n,
-                         "ttt_s": ttt, "cost_usd": run_cost_usd(ttt, nodes, vm, low_priority)})
+                         "ttt_s": ttt,
+                         "cost_usd": run_cost_usd(billed, nodes, vm, low_priority)})
     return pd.DataFrame(rows)
 
 
@@ -667,16 +731,17 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     if args.env_steps_per_s_per_runner is not None:
         source = f"given; the run measured {median:,.0f}"
         median = args.env_steps_per_s_per_runner
-    startup = parse_duration(args.startup) if args.startup else 0.0
+    startup = parse_duration(args.startup) if args.startup else LAUNCHERS[args.launcher].startup_s
+    billing = parse_duration(args.billing) if args.billing else LAUNCHERS[args.launcher].billing_s
     gpus = float(tm["num_gpus"].max() or 0.0)
     plan = steps_plan(args.steps_to_target, median, vms, startup_s=startup, learner_gpus=gpus,
-                      low_priority=args.low_priority,
+                      low_priority=args.low_priority, billing_s=billing,
                       candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128)
                                        if n <= args.max_workers))
     console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
                   f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
                   f"start-up "
-                  f"{_fmt_s(startup)}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
+                  f"{_fmt_s(startup)}, billing unit {_fmt_s(billing) if billing else 'none'}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
                   " prices")
     if plan.empty:
         console.print("No VM size in the table fits these runs.")
@@ -722,8 +787,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="plan from a known sample budget instead of the run's TTTs: env steps a "
                         "run needs (e.g. from a published tuned example); the run supplies its "
                         "measured env steps/s per env runner")
-    p.add_argument("--startup", help="with --steps-to-target: seconds before sampling starts, "
-                                     "e.g. 5m (node provisioning, Ray start-up)")
+    p.add_argument("--launcher", choices=sorted(LAUNCHERS), default=DEFAULT_LAUNCHER,
+                   help="where the run would start: its assumed start-up and billing unit "
+                        f"(default {DEFAULT_LAUNCHER}: 5 min, per minute)")
+    p.add_argument("--startup", help="seconds before the first trial starts, e.g. 5m (node "
+                                     "provisioning, image pull, Ray start-up); overrides the "
+                                     "launcher's")
+    p.add_argument("--billing", help="billing granularity, e.g. 1m or 1s; overrides the "
+                                     "launcher's")
     p.add_argument("--env-steps-per-s-per-runner", type=float,
                    help="with --steps-to-target: the sampling rate per env runner to assume "
                         "instead of the run's measured end-to-end rate (e.g. the sampler's own "
@@ -756,6 +827,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.env_steps_per_s_per_runner is not None and not args.env_steps_per_s_per_runner > 0:
             raise ValueError(f"--env-steps-per-s-per-runner {args.env_steps_per_s_per_runner:g}: "
                              "must be > 0")
+        base = LAUNCHERS[args.launcher]
+        launcher = Launcher(
+            base.name,
+            parse_duration(args.startup) if args.startup else base.startup_s,
+            parse_duration(args.billing) if args.billing else base.billing_s,
+            base.source if not (args.startup or args.billing) else "given on the command line")
         res = load_results(args.results_dir)
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
@@ -771,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize_configs(tm)
     plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
                      low_priority=args.low_priority, max_workers=args.max_workers,
-                     cpu_model=str(res.environment.get("cpu_model", "")))
+                     cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher)
     console.print(f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
                   f"{target.value:g} ({target.source}); "
                   f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 from analysis.load import load_results
 from analysis.metrics import trial_metrics
 from analysis.plan import (
+    LAUNCHERS,
+    Launcher,
     load_vm_sizes,
     main,
     make_plan,
@@ -87,7 +90,8 @@ def test_cost_model_by_hand() -> None:
 
 def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
     tm, summary = metrics
-    plan = make_plan(tm, summary, deadline_s=60.0, budget_usd=0.01, n_resamples=50)
+    plan = make_plan(tm, summary, deadline_s=60.0, budget_usd=0.01, n_resamples=50,
+                     launcher=LAUNCHERS["none"])
     c = plan.candidates
     assert set(c["vm"]) == set(REQUIRED_SIZES)
     assert plan.cheapest is not None and plan.cheapest["ttt_s"] <= 60.0
@@ -110,13 +114,39 @@ def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
 def test_plan_low_priority_and_impossible_deadline(metrics) -> None:
     tm, summary = metrics
     d4 = load_vm_sizes()["Standard_D4s_v5"]
-    full = make_plan(tm, summary, vms=[d4], n_resamples=20)
-    cheap = make_plan(tm, summary, vms=[d4], low_priority=True, n_resamples=20)
+    full = make_plan(tm, summary, vms=[d4], n_resamples=20, launcher=LAUNCHERS["none"])
+    cheap = make_plan(tm, summary, vms=[d4], low_priority=True, n_resamples=20,
+                      launcher=LAUNCHERS["none"])
     assert cheap.candidates["cost_usd"].sum() == pytest.approx(
         full.candidates["cost_usd"].sum() * (1 - d4.low_priority_discount))
-    none = make_plan(tm, summary, vms=[d4], deadline_s=0.5, n_resamples=20)
+    none = make_plan(tm, summary, vms=[d4], deadline_s=0.5, n_resamples=20,
+                     launcher=LAUNCHERS["none"])
     assert none.cheapest is None
     assert any("no candidate is predicted to reach the target within" in n for n in none.notes)
+
+
+def test_launcher_start_up_and_billing_are_added_and_stated(metrics) -> None:
+    """A run on rented machines pays a start-up and whole billing units (issue: a 13 s run was
+    priced as if VMs appeared instantly and billed by the second)."""
+    tm, summary = metrics
+    d4 = load_vm_sizes()["Standard_D4s_v5"]
+    bare = make_plan(tm, summary, vms=[d4], n_resamples=20, launcher=LAUNCHERS["none"])
+    aml = make_plan(tm, summary, vms=[d4], n_resamples=20)  # the default: azure-ml
+    assert aml.launcher == LAUNCHERS["azure-ml"] and aml.launcher.startup_s == 300.0
+    b, a = bare.candidates.iloc[0], aml.candidates.iloc[0]
+    assert a["ttt_s"] == pytest.approx(b["ttt_s"] + 300.0)
+    assert a["ttt_low_s"] == pytest.approx(b["ttt_low_s"] + 300.0)
+    billed = math.ceil((300.0 + b["ttt_s"]) / 60.0) * 60.0  # whole minutes
+    assert a["cost_usd"] == pytest.approx(a["nodes"] * d4.price_per_hour_usd * billed / 3600)
+    assert aml.notes[0].startswith("launcher azure-ml: 5.0 min start-up added to every TTT "
+                                   "and billing by 60.0 s units")
+    # the scaling curve itself is unchanged
+    assert aml.knee["num_env_runners"] == bare.knee["num_env_runners"]
+    assert aml.knee["speedup"] == pytest.approx(bare.knee["speedup"])
+    assert bare.notes[0].startswith("launcher none: 0.0 s start-up added to every TTT and "
+                                    "continuous billing")
+    mine = Launcher("aks", 30.0, 1.0, "given")
+    assert mine.billed_s(2.2) == pytest.approx(33.0) and math.isnan(mine.billed_s(math.nan))
 
 
 def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
@@ -129,7 +159,7 @@ def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
 
 
 def test_cli_prints_recommendation_with_interval(results: Path, capsys) -> None:
-    assert main([str(results), "--deadline", "1m", "--budget", "1usd",
+    assert main([str(results), "--deadline", "1m", "--budget", "1usd", "--launcher", "none",
                  "--vm", "Standard_D4s_v5", "--vm", "Standard_D16s_v5"]) == 0
     out = capsys.readouterr().out
     assert "Cheapest meeting the deadline 60.0 s" in out and "95%" in out
