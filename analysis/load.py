@@ -57,6 +57,8 @@ _TRIAL_DEFAULTS: dict[str, Any] = {
     "eval_time_s": np.nan,
     "attempts": 1,
     "censor_reason": "",  # runs recorded before adaptive capping: every censoring was "budget"
+    "step_latency_ms": 0.0,
+    "peak_rss_mib": np.nan,
 }
 
 _PROGRESS_COLUMNS = (

@@ -21,10 +21,16 @@ import gymnasium
 
 from envs.atari import PONG_IDS, check_atari_config, make_pong_noframeskip_v4, make_pong_v5
 from envs.contoso_cabs import ContosoCabs, optimal_return, resolve_config
+from envs.latency import STEP_LATENCY_KEY, StepLatency, split_step_latency
 
 __all__ = [
     "CABS_ID",
     "RLLIB_ENVS",
+    "STEP_LATENCY_KEY",
+    "StepLatency",
+    "split_step_latency",
+    "latency_env_name",
+    "make_env",
     "check_env_config",
     "oracle_return",
     "register_rllib_envs",
@@ -50,6 +56,40 @@ RLLIB_ENVS: dict[str, Callable[[dict], gymnasium.Env]] = {
 }
 
 
+def make_env(env_id: str, env_config: Mapping[str, Any] | None = None,
+             with_latency: bool = True) -> gymnasium.Env:
+    """One env as the suite's env runners build it.
+
+    Our creator for the names in :data:`RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), else
+    ``gymnasium.make(env_id, **env_config)``; wrapped in :class:`envs.latency.StepLatency` when
+    ``env_config`` has ``step_latency_ms > 0`` and ``with_latency`` (the evaluation protocol
+    builds its envs without it).
+
+    Raises:
+        ValueError: a bad ``step_latency_ms``.
+    """
+    latency_ms, rest = split_step_latency(env_config)
+    creator = RLLIB_ENVS.get(env_id)
+    env = creator(rest) if creator is not None else gymnasium.make(env_id, **rest)
+    return StepLatency(env, latency_ms) if with_latency and latency_ms > 0 else env
+
+
+def latency_env_name(env_id: str) -> str:
+    """The RLlib env name under which :func:`register_latency_env` registers ``env_id`` with
+    its step latency (RLlib's own fallback, ``gymnasium.make``, would not take the key)."""
+    return f"{env_id}+{STEP_LATENCY_KEY}"
+
+
+def register_latency_env(env_id: str) -> str:
+    """Register :func:`make_env` for ``env_id`` with Tune's registry under
+    :func:`latency_env_name` (idempotent; any process of a running Ray); returns the name."""
+    from ray.tune.registry import register_env
+
+    name = latency_env_name(env_id)
+    register_env(name, lambda cfg, _id=env_id: make_env(_id, cfg))
+    return name
+
+
 def register_rllib_envs() -> None:
     """Register every :data:`RLLIB_ENVS` name with ``ray.tune.registry.register_env``.
 
@@ -65,13 +105,15 @@ def register_rllib_envs() -> None:
 def check_env_config(env_id: str, env_config: Mapping[str, Any] | None) -> None:
     """Validate ``env_config`` for ``env_id`` before any Ray starts.
 
-    Checks Contoso Cabs configs fully (:func:`envs.contoso_cabs.resolve_config`) and the
-    preprocessing keys of the RLlib Pong names (:func:`envs.atari.check_atari_config`); a no-op
-    for any other env.
+    Checks ``step_latency_ms`` (any env), Contoso Cabs configs fully
+    (:func:`envs.contoso_cabs.resolve_config`) and the preprocessing keys of the RLlib Pong
+    names (:func:`envs.atari.check_atari_config`); the rest of a gymnasium env's keys are
+    checked by :func:`sweeps.load.check_gym_env_config`.
 
     Raises:
         ValueError: naming the bad key.
     """
+    _, env_config = split_step_latency(env_config)  # every env accepts step_latency_ms
     if env_id == CABS_ID:
         resolve_config(env_config)
     elif env_id in PONG_IDS:
@@ -92,5 +134,5 @@ def oracle_return(env_id: str, env_config: Mapping[str, Any] | None) -> float | 
     """
     if env_id != CABS_ID:
         return None
-    config = resolve_config(env_config)
+    config = resolve_config(split_step_latency(env_config)[1])  # latency changes no return
     return None if config.requests else optimal_return(config)

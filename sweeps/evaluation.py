@@ -36,17 +36,11 @@ Policy = Callable[[np.ndarray], np.ndarray]
 
 
 def make_env(env_id: str, env_config: Mapping[str, Any] | None = None):
-    """One gymnasium env as RLlib's env runners build it: our creator for the names in
-    :data:`envs.RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), else ``gymnasium.make(env_id,
-    **env_config)`` (what RLlib falls back to for other registered ids)."""
-    import gymnasium
-
+    """One env for the evaluation protocol: :func:`envs.make_env` without the step latency
+    (:mod:`envs.latency`: the protocol measures the policy, not the simulator)."""
     import envs
 
-    creator = envs.RLLIB_ENVS.get(env_id)
-    if creator is not None:
-        return creator(dict(env_config or {}))
-    return gymnasium.make(env_id, **dict(env_config or {}))
+    return envs.make_env(env_id, env_config, with_latency=False)
 
 
 class GreedyEvaluator:

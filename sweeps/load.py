@@ -192,9 +192,11 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
     try:
         envs.check_env_config(sweep.env, sweep.env_config)
         if sweep.env not in envs.RLLIB_ENVS:
-            check_gym_env_config(sweep.env, dict(sweep.env_config))
+            _, own = envs.latency.split_step_latency(sweep.env_config)
+            check_gym_env_config(sweep.env, own)
         elif sweep.env in envs.atari.PONG_IDS:  # the keys that go on to ale-py's constructor
-            _, ale_kwargs = envs.atari.check_atari_config(sweep.env, sweep.env_config)
+            _, ale_kwargs = envs.atari.check_atari_config(
+                sweep.env, envs.latency.split_step_latency(sweep.env_config)[1])
             check_gym_env_config(sweep.env, dict(ale_kwargs),
                                  also_accepted=set(envs.atari.PREPROCESSING_DEFAULTS))
     except ValueError as e:

@@ -125,8 +125,10 @@ class ResultsRecorder(Callback):
     """
 
     def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
-                 mirror=None):
+                 mirror=None, step_latency_ms: float = 0.0):
         self.run_dir = Path(run_dir)
+        #: the env's modelled step latency (envs.latency), recorded in every trial row
+        self.step_latency_ms = float(step_latency_ms)
         #: a :class:`sweeps.storage.Mirror` uploading every file written, or None
         self.mirror = mirror
         self.target = target
@@ -297,6 +299,7 @@ class ResultsRecorder(Callback):
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
                         capped=tid in self.capped)
         row["node_count"] = _node_count()
+        row["step_latency_ms"] = getattr(self, "step_latency_ms", 0.0)
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
         self._progress.extend(rows)
@@ -394,6 +397,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "error": error or "",
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
         "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",
+        "peak_rss_mib": float(last.get("peak_rss_mib", nan)),
     }
     for key, value in config.items():
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:

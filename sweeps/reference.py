@@ -128,7 +128,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     Args:
         config: ``algorithm`` (a key of :data:`REFERENCE_ALGORITHMS`), ``seed`` and SB3
             parameters; missing ones take :data:`REFERENCE_DEFAULTS`.
-        env_id, env_config: the sweep's env (built by :func:`sweeps.evaluation.make_env`).
+        env_id, env_config: the sweep's env (built by :func:`envs.make_env`, with any step latency).
         evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol.
         budget_env_steps: env-step budget (caps ``total_timesteps``), or None.
         report: called once per iteration with ``wall_time_s`` (seconds since the clock
@@ -143,7 +143,8 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
 
-    from sweeps.evaluation import GreedyEvaluator, make_env
+    import envs
+    from sweeps.evaluation import GreedyEvaluator
 
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
@@ -158,7 +159,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         total = min(total, int(budget_env_steps))
     evaluator = GreedyEvaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
                                 seed=int(evaluation["seed"]))
-    monitor = train_env = Monitor(make_env(env_id, env_config))  # records unscaled returns
+    monitor = train_env = Monitor(envs.make_env(env_id, env_config))  # unscaled returns; step latency
     if scale != 1.0:
         train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
 

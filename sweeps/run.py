@@ -496,8 +496,11 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     if mirror is not None:
         mirror.put(env_path)
 
+    import envs
+
     recorder = ResultsRecorder(run_dir, target=setup["target"], budget=setup["budget"],
                                mirror=mirror,
+                               step_latency_ms=envs.split_step_latency(sweep.env_config)[0],
                                command_start=command_start)
     callbacks = [recorder]
     try:

@@ -129,6 +129,34 @@ def reuse_prestarted_workers() -> None:
     getattr(class_cache, "DEFAULT_ENV_VARS", {}).pop("PL_DISABLE_FORK", None)
 
 
+def process_peak_rss_mib() -> float:
+    """Peak resident set size of the calling process so far, MiB (``getrusage``'s
+    ``ru_maxrss``: KiB on Linux)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def trial_peak_rss_mib(algo) -> float:
+    """Peak RSS (MiB) of a trial's processes: its own (driver side: the Algorithm, a local
+    learner, the evaluation envs) plus each remote env runner's and learner's, each its own
+    peak so far (``ru_maxrss``), summed: an upper bound on the trial's simultaneous peak.
+    NaN parts (an actor that cannot answer) are left out."""
+    total = process_peak_rss_mib()
+    groups = [getattr(algo, "env_runner_group", None)]
+    learners = getattr(algo, "learner_group", None)
+    try:
+        if groups[0] is not None and groups[0].num_remote_env_runners() > 0:
+            total += sum(groups[0].foreach_env_runner(
+                lambda _runner: process_peak_rss_mib(), local_env_runner=False))
+        if learners is not None and not learners.is_local:
+            results = learners.foreach_learner(lambda _learner: process_peak_rss_mib())
+            total += sum(r.get() for r in results if r.ok)  # RemoteCallResults
+    except Exception:  # noqa: BLE001 - memory is reported, never a reason to fail a trial
+        pass
+    return float(total)
+
+
 class _IterationReporter:
     """Reports one trial's iterations to Tune (the progress columns of docs/results.md), for
     RLlib trials and the reference alike: tracks the best target metric and the env steps/s
@@ -225,7 +253,8 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
                     episode_return_mean=float(m["episode_return_mean"]),
                     evaluation_return=evaluation_return,
                     eval_time_s=evaluator.total_time_s if evaluator else 0.0,
-                    learner_updates=float(m.get("learner_updates", math.nan))):
+                    learner_updates=float(m.get("learner_updates", math.nan)),
+                    peak_rss_mib=trial_peak_rss_mib(algo)):
                 break
     finally:
         algo.stop()
@@ -250,7 +279,7 @@ def _run_reference_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
             value=r["evaluation_return"] if evaluation else r["training_return"],
             episodes=r["episodes"], episode_return_mean=r["training_return"],
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
-            learner_updates=r["learner_updates"])
+            learner_updates=r["learner_updates"], peak_rss_mib=process_peak_rss_mib())
 
     run_reference(params, env_id=setup["env"], env_config=setup["env_config"],
                   evaluation=setup["evaluation"], report=report,

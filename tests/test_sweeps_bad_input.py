@@ -203,6 +203,12 @@ BAD_INPUT = {
         dict(search_space='{"num_workers": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
              extra=', search=Search(sampler="grid")'),
         ("search_space.lr", "grid sampler needs choice()")),
+    "negative CPUs per env runner": (
+        dict(extra=', fixed={"num_cpus_per_env_runner": -1}'),
+        ("num_cpus_per_env_runner", "positive number")),
+    "negative step latency": (
+        dict(env=CABS, extra=', env_config={"step_latency_ms": -2}'),
+        ("env_config", "step_latency_ms: must be a finite number of milliseconds >= 0")),
     "GPU learner on a machine without GPUs": (
         dict(extra=', fixed={"num_gpus_per_learner": 1}'), ("GPU", "largest node has 0")),
 }

@@ -24,6 +24,7 @@ TRIAL_COLUMNS = [
     "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
     "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
+    "step_latency_ms", "peak_rss_mib",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
@@ -375,3 +376,27 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
     cap = 1.5 * base.time_to_target_s
     # stopped at the first iteration past the cap (iterations last ~1 s), not at the budget
     assert cap < slow.elapsed_s < cap + 10 and slow.elapsed_s < slow.budget_s, slow.to_dict()
+
+
+def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
+    """A real sweep of the latency-bound regime: 4 env runners of 1/4 CPU each on CartPole
+    with a 5 ms step latency fit a 2-CPU node honestly (not oversubscribed); the latency caps
+    sampling at 4 x 200 env steps/s; the trial's peak memory covers its 5 processes."""
+    path = tmp_path / "latency.py"
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5}},
+                      algorithms=["PPO"], search_space={{"num_workers": choice([4])}},
+                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_worker": 1}},
+                      target={UNREACHABLE}, budget=Budget(time_s=8),
+                      search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
+                      baseline={{"algorithm": "PPO", "num_workers": 4}})
+        """))
+    results = tmp_path / "results"
+    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (row,) = pd.read_parquet(only_run_dir(results, "latency") / "trials.parquet").itertuples()
+    assert row.num_cpus == 2.0 and not row.oversubscribed  # 1 + 4 x 0.25
+    assert row.step_latency_ms == 5.0
+    assert 0 < row.env_steps_per_s < 4 * 200  # each env step waited 5 ms
+    assert row.peak_rss_mib > 4 * 100  # the trial process and 4 env runner processes

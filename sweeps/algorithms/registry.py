@@ -127,6 +127,10 @@ def build_config(trial_config: Mapping[str, Any], env: str,
 
     _register_envs()
     config = spec.make_config()
+    import envs
+
+    if envs.split_step_latency(env_config)[0] > 0:  # RLlib's gymnasium.make would not take it
+        env = envs.register_latency_env(env)
     config.environment(env, env_config=dict(env_config or {}))
     config.framework("torch")
     config.api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)

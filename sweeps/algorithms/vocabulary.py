@@ -76,6 +76,10 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
     "fcnet_activation": OwnParam("rl_module", "activation of the fully connected torso: relu, tanh, ..."),
     "reward_scale": OwnParam(
         "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
+    "num_cpus_per_env_runner": OwnParam(
+        "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
+        "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
+        "not oversubscription)"),
 }
 
 
@@ -159,6 +163,9 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
         v = p.pop("rollout_fragment_length")
         runner_kwargs["rollout_fragment_length"] = (
             v if v == "auto" else _int("rollout_fragment_length", v, name, 1))
+    if "num_cpus_per_env_runner" in p:
+        runner_kwargs["num_cpus_per_env_runner"] = _positive_float(
+            "num_cpus_per_env_runner", p.pop("num_cpus_per_env_runner"), name)
     learner_kwargs: dict[str, Any] = {}
     if "num_learners" in p:
         learner_kwargs["num_learners"] = _int("num_learners", p.pop("num_learners"), name, 0)

@@ -1,0 +1,45 @@
+"""env_config={"step_latency_ms": L} for every env of the suite (envs.latency): each step waits
+L ms without using a CPU; the evaluation protocol's envs do not wait; bad values are refused."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import envs
+from sweeps.evaluation import make_env as evaluation_env
+
+EVERY_ENV = [("CartPole-v1", {}), ("ContosoCabs-v0", {"num_cities": 3}),
+             ("PongNoFrameskip-v4", {"frame_size": 42})]
+
+
+@pytest.mark.parametrize("env_id, config", EVERY_ENV, ids=lambda x: str(x))
+def test_every_env_waits_without_using_a_cpu(env_id, config):
+    env = envs.make_env(env_id, {**config, "step_latency_ms": 20})
+    env.reset(seed=0)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(10):
+        env.step(env.action_space.sample())
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert wall >= 10 * 0.020  # each step waited its 20 ms
+    assert cpu < wall - 10 * 0.020 + 0.05  # ... asleep: the wait used no CPU
+    fast = evaluation_env(env_id, {**config, "step_latency_ms": 20})
+    assert not isinstance(fast, envs.StepLatency)  # the protocol measures the policy only
+    env.close()
+    fast.close()
+
+
+def test_zero_latency_is_the_plain_env_and_the_optimum_is_unchanged():
+    assert not isinstance(envs.make_env("CartPole-v1", {"step_latency_ms": 0}), envs.StepLatency)
+    plain = envs.oracle_return("ContosoCabs-v0", {"time_matrix_seed": 0})
+    slow = envs.oracle_return("ContosoCabs-v0", {"time_matrix_seed": 0, "step_latency_ms": 2})
+    assert plain == slow
+
+
+@pytest.mark.parametrize("bad", [-1, float("inf"), float("nan"), "2", True, None])
+def test_bad_latency_is_refused(bad):
+    with pytest.raises(ValueError, match="step_latency_ms: must be a finite number"):
+        envs.make_env("CartPole-v1", {"step_latency_ms": bad})
+    with pytest.raises(ValueError, match="step_latency_ms"):
+        envs.check_env_config("ContosoCabs-v0", {"step_latency_ms": bad})
