@@ -18,8 +18,9 @@ results (Parquet, JSON and the Optuna database, not Tune's folder) through the J
 a small job packs the run directory and prints it into its logs, which this side unpacks into
 ``results/<sweep>/<run_id>/``; no shared file system or object store is needed.
 
-Uses the standard Ray Job Submission SDK (``ray.job_submission.JobSubmissionClient``; needs
-``ray[default]`` on the cluster's head). A token-protected cluster needs
+Uses the standard Ray Job Submission SDK (``ray.job_submission.JobSubmissionClient``; the
+``jobs`` extra installs ``ray[default]``, which the cluster's head needs too for its job
+server). A token-protected cluster needs
 ``RAY_AUTH_MODE=token`` and its ``RAY_AUTH_TOKEN`` in this environment, as for
 ``sweeps.run --address``.
 
@@ -61,10 +62,13 @@ def client(address: str):
     Raises:
         JobsError: nothing answers there, or it refuses us (auth), in one line.
     """
-    from ray.job_submission import JobSubmissionClient
-
     try:
+        from ray.job_submission import JobSubmissionClient
+
         return JobSubmissionClient(address)
+    except ImportError as e:
+        raise JobsError(f"the Ray Jobs client is not installed ({e.name}): "
+                        "pip install -e '.[jobs]'") from None
     except Exception as e:  # noqa: BLE001 - requests/ConnectionError/RuntimeError from the SDK
         msg = " ".join(str(e).split())[:300]
         raise JobsError(f"--address {address}: cannot reach the Ray job server: {msg}") from None
