@@ -5,7 +5,7 @@ Subcommands::
     compute [NAME] [--size VM] [--min N] [--max N] [--low-priority] [--idle-s S]
                  [--layout single|gpu-head] [--head-size VM] [--vnet V --subnet S]
     submit SWEEP_FILE --nodes N [--vm SIZE | --compute NAME] [--head-compute NAME]
-                 [--ray-distribution] [--experiment NAME] [--timeout-s S] [--dry-run]
+                 [--launcher mpi|ray] [--experiment NAME] [--timeout-s S] [--dry-run]
     status [JOB]
     download JOB [--results DIR]
     cancel JOB
@@ -18,8 +18,9 @@ on an existing AmlCompute cluster. ``--head-compute GPU_CLUSTER`` gives the layo
 (a GPU head node, CPU worker nodes): Azure ML jobs are homogeneous, so that is two jobs, a
 one-node head job and an (N-1)-node worker job, meeting through a rendezvous folder on the
 workspace's default datastore; both clusters must share a virtual network (``compute
---layout gpu-head --vnet V --subnet S`` creates such a pair). ``--ray-distribution`` uses
-azure-ai-ml's experimental ``RayDistribution`` instead (Azure ML starts Ray itself).
+--layout gpu-head --vnet V --subnet S`` creates such a pair). ``--launcher ray`` (alias
+``--ray-distribution``) uses azure-ai-ml's experimental ``RayDistribution`` instead (Azure ML
+starts Ray itself); ``--launcher mpi``, the MPI bootstrap, is the default.
 
 The job's environment is the Azure ML OpenMPI base image plus a conda file that pins this
 project's dependencies to the versions installed here (:func:`conda_spec`). ``--dry-run``
@@ -633,7 +634,7 @@ def _cmd_submit(args) -> int:
         vm=args.vm,
         compute=args.compute,
         head_compute=args.head_compute,
-        ray_distribution=args.ray_distribution,
+        ray_distribution=args.ray_distribution or args.launcher == "ray",
         experiment=args.experiment,
         timeout_s=args.timeout_s,
         token=token,
@@ -741,9 +742,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPU cluster for a separate one-node head job (workers on --compute)",
     )
     p.add_argument(
+        "--launcher",
+        choices=["mpi", "ray"],
+        default="mpi",
+        help="how the nodes form a Ray cluster: mpi = this project's MPI bootstrap (default), "
+        "ray = azure-ai-ml's experimental RayDistribution",
+    )
+    p.add_argument(
         "--ray-distribution",
         action="store_true",
-        help="use azure-ai-ml's experimental RayDistribution",
+        help="the same as --launcher ray",
     )
     p.add_argument("--experiment", default=None, help="experiment name")
     p.add_argument("--timeout-s", type=int, default=None, help="job wall-clock limit, seconds")

@@ -187,6 +187,19 @@ def test_gpu_head_layout_is_a_head_job_and_a_worker_job_with_one_rendezvous():
     assert workers.environment_variables["RAY_AUTH_TOKEN"] == TOKEN_LIKE
 
 
+@pytest.mark.parametrize("flags, kind", [(["--launcher", "ray"], "ray"),
+                                         (["--ray-distribution"], "ray"), ([], "mpi")])
+def test_the_launcher_flag_chooses_the_job_kind(flags, kind):
+    """`--launcher ray` (alias `--ray-distribution`) is the RayDistribution job; the default is
+    the MPI bootstrap. `--dry-run` prints the job YAML without contacting Azure."""
+    proc = subprocess.run([sys.executable, "-m", "cluster.azure", "submit", str(SWEEP),
+                           "--nodes", "2", "--dry-run", *flags], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    distribution = yaml.safe_load(proc.stdout.split("\n---")[0])["distribution"]
+    assert distribution["type"] == kind
+
+
 def test_ray_distribution_job():
     (job,) = azure.job_specs(ROOT / SWEEP, nodes=3, compute="cpu", ray_distribution=True)
     assert isinstance(job.distribution, RayDistribution)
