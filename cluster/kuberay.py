@@ -4,7 +4,8 @@ any cluster running the KubeRay operator).
 Usage::
 
     python -m cluster.kuberay rayjob FILE --workers 4 --cpus-per-worker 8 [--memory 32Gi]
-        [--gpus-per-worker 0] [--image IMAGE] [--results-pvc CLAIM] [--working-dir URI]
+        [--gpus-per-worker 0] [--image IMAGE] [--results URI | --results-pvc CLAIM]
+        [--working-dir URI]
         [--namespace NS] [--name NAME] [--apply]
 
 prints a ``kind: RayJob`` manifest (``apiVersion: ray.io/v1``, KubeRay's RayJob CRD) that runs
@@ -22,9 +23,12 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
   ``runtimeEnvYAML`` makes that folder the job's ``working_dir``, so every pod runs the code
   the job was submitted with (``--working-dir URI`` uses a zip of the project instead,
   ``git archive`` uploaded to Blob storage or any HTTPS/S3 URI Ray can fetch);
-- **results**: written on the head pod; ``--results-pvc CLAIM`` mounts a PersistentVolumeClaim
-  (Azure Files or Blob CSI on AKS) at ``/home/ray/results`` and writes there, so the results
-  outlive the cluster. Without it they are deleted with the head pod (a warning says so);
+- **results**: ``--results URI`` (``abfs://container/prefix`` on Azure, ``s3://``, ``gs://``:
+  :mod:`sweeps.storage`; the image needs the matching extra and the pods the store's
+  credentials, e.g. AKS workload identity) uploads each result file as it is written;
+  ``--results-pvc CLAIM`` mounts a PersistentVolumeClaim (Azure Files or Blob CSI on AKS) at
+  ``/home/ray/results`` and writes there. Either way the results outlive the cluster; with
+  neither they are deleted with the head pod (a warning says so);
 - **deadline**: ``activeDeadlineSeconds`` = the sweep's trials × (budget + 60 s start-up) /
   concurrent trials + 15 min for pods to start, so a stuck job cannot bill forever;
 - **Ray version**: ``rayVersion`` is the Ray the project pins (``ray.__version__``);
@@ -130,6 +134,7 @@ def _container(image: str, cpus: float, memory: str, gpus: float,
 def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: str = "32Gi",
                     gpus_per_worker: float = 0, image: str | None = None,
                     results_pvc: str | None = None, working_dir: str | None = None,
+                    results: str | None = None,
                     namespace: str | None = None, name: str | None = None) -> dict[str, Any]:
     """The ``RayJob`` manifest (a dict, ``yaml.safe_dump`` it) that runs ``file`` on KubeRay.
 
@@ -142,6 +147,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         image: container image with the project at :data:`PROJECT_DIR` (default
             ``rl-scaling:<version>``, built from cluster/Dockerfile).
         results_pvc: a PersistentVolumeClaim mounted at :data:`RESULTS_DIR` on the head.
+        results: an object-store URI for the results (``sweeps.run --results URI``).
         working_dir: a zip URI of the project for the runtime env (default: the image's copy).
         namespace, name: the RayJob's metadata (default name ``rl-scaling-<sweep name>``).
 
@@ -163,6 +169,15 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     image = image or f"rl-scaling:{project_version()}"
     entry = ["python", "-m", "sweeps.run", file, "--address", "auto"]
     head_mounts, head_volumes = [], []
+    if results and results_pvc:
+        raise KubeRayError("--results and --results-pvc: give one")
+    if results:
+        from sweeps.storage import is_uri
+
+        if not is_uri(results):
+            raise KubeRayError(f"--results {results!r}: needs an object-store URI "
+                               "(abfs://, s3://, gs://); a path would be on the head pod")
+        entry += ["--results", results]
     if results_pvc:
         entry += ["--results", RESULTS_DIR]
         head_mounts = [{"name": "results", "mountPath": RESULTS_DIR}]
@@ -245,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--gpus-per-worker", type=float, default=0, help="GPUs per worker pod")
     r.add_argument("--image", default=None,
                    help="image with the project at /home/ray/rl-scaling (cluster/Dockerfile)")
+    r.add_argument("--results", default=None,
+                   help="object-store URI for the results (abfs://, s3://, gs://)")
     r.add_argument("--results-pvc", default=None,
                    help="PersistentVolumeClaim for the results (else they die with the head pod)")
     r.add_argument("--working-dir", default=None,
@@ -265,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest = rayjob_manifest(
             args.file, workers=args.workers, cpus_per_worker=args.cpus_per_worker,
             memory=args.memory, gpus_per_worker=args.gpus_per_worker, image=args.image,
-            results_pvc=args.results_pvc, working_dir=args.working_dir,
+            results_pvc=args.results_pvc, working_dir=args.working_dir, results=args.results,
             namespace=args.namespace, name=args.name)
         if args.apply:
             if shutil.which("kubectl") is None:
@@ -278,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cluster.kuberay {args.cmd}: {e}", file=sys.stderr)
         return 2
     text = yaml.safe_dump(manifest, sort_keys=False)
-    if not args.results_pvc:
+    if not (args.results_pvc or args.results):
         print("warning: no --results-pvc: the results stay on the head pod and are deleted "
               "with it when the job ends", file=sys.stderr)
     if not args.apply:

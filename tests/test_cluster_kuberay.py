@@ -93,6 +93,21 @@ def test_the_schema_check_is_not_vacuous(rayjob_schema):
         jsonschema.validate(bad, rayjob_schema)
 
 
+def test_results_to_object_storage(rayjob_schema):
+    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "2", "--cpus-per-worker",
+                "4", "--results", "abfs://results/rl")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+    manifest = yaml.safe_load(proc.stdout)
+    jsonschema.validate(manifest, rayjob_schema)
+    assert manifest["spec"]["entrypoint"].endswith("--results abfs://results/rl")
+    for bad, message in ((["--results", "results"], "needs an object-store URI"),
+                         (["--results", "s3://b/r", "--results-pvc", "r"], "give one")):
+        proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "2",
+                    "--cpus-per-worker", "4", *bad)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_a_trial_larger_than_a_worker_pod_is_one_line():
     proc = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4",
                 "--cpus-per-worker", "8")
