@@ -327,6 +327,14 @@ def kneedle(n: np.ndarray, s: np.ndarray) -> tuple[float, float]:
     return float(n[i]), float(diff[i])
 
 
+def billed_seconds(seconds: float, billing_s: float) -> float:
+    """``seconds`` rounded up to whole billing units of ``billing_s`` (0: continuous); NaN
+    stays NaN, inf stays inf."""
+    if not math.isfinite(seconds) or billing_s <= 0:
+        return seconds
+    return math.ceil(seconds / billing_s - 1e-9) * billing_s
+
+
 @dataclass(frozen=True)
 class Launcher:
     """Where a planned run would start, and what that adds to its time and bill.
@@ -346,10 +354,7 @@ class Launcher:
 
     def billed_s(self, ttt_s: float) -> float:
         """Seconds billed for a run of ``startup_s + ttt_s`` (NaN stays NaN, inf stays inf)."""
-        t = self.startup_s + ttt_s
-        if not math.isfinite(t) or self.billing_s <= 0:
-            return t
-        return math.ceil(t / self.billing_s - 1e-9) * self.billing_s
+        return billed_seconds(self.startup_s + ttt_s, self.billing_s)
 
 
 #: Documented defaults per launcher. Assumptions (no cloud was reachable to measure them):
@@ -714,7 +719,7 @@ def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
     rows = []
     for n in candidates:
         ttt = startup_s + steps_to_target / (n * per_runner)
-        billed = Launcher("", 0.0, billing_s, "").billed_s(ttt)
+        billed = billed_seconds(ttt, billing_s)
         for vm in vms:
             nodes = nodes_for(1 + n, learner_gpus, vm)
             if nodes is None:

@@ -146,6 +146,7 @@ class ResultsRecorder(Callback):
         self.write_error: OSError | None = None
         #: trial id -> the cap (seconds) at which adaptive capping stopped it (:class:`Capper`)
         self.capped: dict[str, float] = {}
+        self._reconciled = False  # Tune's restored finished trials checked (on_step_begin)
 
     def incumbent_ttt_s(self) -> float | None:
         """TTT (seconds) of the fastest configuration recorded so far, or None.
@@ -249,7 +250,7 @@ class ResultsRecorder(Callback):
         self._record(trial, error=None)
 
     def on_step_begin(self, iteration, trials, **info):
-        if not getattr(self, "_reconciled", False):
+        if not self._reconciled:
             self._reconciled = True
             self._reconcile(trials)
 
@@ -299,7 +300,7 @@ class ResultsRecorder(Callback):
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
                         capped=tid in self.capped)
         row["node_count"] = _node_count()
-        row["step_latency_ms"] = getattr(self, "step_latency_ms", 0.0)
+        row["step_latency_ms"] = self.step_latency_ms
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
         self._progress.extend(rows)

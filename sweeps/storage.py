@@ -58,6 +58,11 @@ def _fs(uri: str):
         raise OSError(errno.EPROTONOSUPPORT, f"cannot use {uri}: {e}") from None
 
 
+def _store_error(what: str, e: Exception) -> OSError:
+    """One OSError (one line) for a store's own exception (botocore, azure: not OSErrors)."""
+    return OSError(errno.EIO, f"{what}: {type(e).__name__}: " + " ".join(str(e).split())[:200])
+
+
 def check_writable(uri: str) -> None:
     """Write and delete a probe object under ``uri``.
 
@@ -70,8 +75,7 @@ def check_writable(uri: str) -> None:
         fs.pipe_file(probe, b"ok")
         fs.rm_file(probe)
     except Exception as e:  # noqa: BLE001 - botocore/azure errors are not OSErrors
-        raise OSError(errno.EIO, f"cannot write to {uri}: {type(e).__name__}: "
-                                 + " ".join(str(e).split())[:200]) from None
+        raise _store_error(f"cannot write to {uri}", e) from None
 
 
 class Mirror:
@@ -85,7 +89,6 @@ class Mirror:
     def __init__(self, uri: str, local_root: Path):
         self.uri = uri.rstrip("/")
         self.local_root = Path(local_root)
-        self._fs, self._root = _fs(self.uri)
 
     def uri_of(self, local: Path) -> str:
         """``local``'s URI (``local`` is under :attr:`local_root`)."""
@@ -97,12 +100,7 @@ class Mirror:
         Raises:
             OSError: the upload failed (network, credentials), naming the URI.
         """
-        rel = Path(local).relative_to(self.local_root).as_posix()
-        try:
-            self._fs.put_file(str(local), f"{self._root.rstrip('/')}/{rel}")
-        except Exception as e:  # noqa: BLE001 - the store's own errors, made one OSError
-            raise OSError(errno.EIO, f"upload to {self.uri}/{rel} failed: {type(e).__name__}: "
-                                     + " ".join(str(e).split())[:200]) from None
+        upload_file(Path(local), self.uri_of(local))
 
 
 def upload_file(local: Path, uri: str) -> None:
@@ -115,8 +113,7 @@ def upload_file(local: Path, uri: str) -> None:
     try:
         fs.put_file(str(local), path)
     except Exception as e:  # noqa: BLE001
-        raise OSError(errno.EIO, f"upload to {uri} failed: {type(e).__name__}: "
-                                 + " ".join(str(e).split())[:200]) from None
+        raise _store_error(f"upload to {uri} failed", e) from None
 
 
 def fetch_run(uri: str) -> Path:
@@ -135,8 +132,7 @@ def fetch_run(uri: str) -> Path:
     except FileNotFoundError:
         names = set()
     except Exception as e:  # noqa: BLE001
-        raise OSError(errno.EIO, f"cannot read {uri}: {type(e).__name__}: "
-                                 + " ".join(str(e).split())[:200]) from None
+        raise _store_error(f"cannot read {uri}", e) from None
     if "trials.parquet" not in names:
         raise FileNotFoundError(errno.ENOENT, "no trials.parquet there (is this a "
                                 "<results>/<sweep>/<run_id> URI?)", uri)
