@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
 
@@ -772,6 +773,19 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     return 0
 
 
+def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
+    check = plan_check(tm, summary, res.progress, holdout)
+    console.print(f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
+                  f"{target.value:g}; held out N={','.join(map(str, holdout))}")
+    for w in [*res.warnings, *warns]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    for line in check_text(check):
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
+    if check.rows.empty:
+        console.print("Nothing could be checked.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
     p = _Parser(prog="python -m analysis.plan",
@@ -804,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --steps-to-target: the sampling rate per env runner to assume "
                         "instead of the run's measured end-to-end rate (e.g. the sampler's own "
                         "rate when the measured run was learner-bound)")
+    p.add_argument("--holdout", help="check the plan instead of making one: fit the scaling "
+                                     "models without these env runner counts (e.g. 8,16), "
+                                     "predict them, and compare with what was measured "
+                                     "(analysis.plan_check)")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -838,6 +856,10 @@ def main(argv: list[str] | None = None) -> int:
             parse_duration(args.startup) if args.startup else base.startup_s,
             parse_duration(args.billing) if args.billing else base.billing_s,
             base.source if not (args.startup or args.billing) else "given on the command line")
+        holdout = parse_holdout(args.holdout) if args.holdout is not None else None
+        if holdout is not None and args.steps_to_target is not None:
+            raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
+                             "run's own TTTs)")
         res = load_results(args.results_dir)
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
@@ -851,6 +873,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"{prog}: error: {exc}\n")
             return 2
     summary = summarize_configs(tm)
+    if holdout is not None:
+        return _check_main(res, tm, summary, holdout, target, warns, console)
     plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
                      low_priority=args.low_priority, max_workers=args.max_workers,
                      cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher)

@@ -11,8 +11,9 @@ or from Python (``sweeps.run`` does this at the end of a sweep)::
 
 Sections: 1 summary (best configuration per algorithm with TTT, speedup, efficiency and cost;
 recommended worker counts; warnings), 2 learning curves, 3 scaling (TTT, speedup with ideal
-line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 5 Optuna
-history and parameter importances, 6 environment and sweep spec. What cannot be shown (no
+line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 5 plan check
+(predictions at held-out env runner counts vs measurements), 6 Optuna history and parameter
+importances, 7 environment and sweep spec. What cannot be shown (no
 baseline, a single N, no optuna.db, every run censored, ...) is said in place of the figure.
 
 The numbers are computed once by :func:`analyse` (a :class:`ReportData`); the figures come from
@@ -45,6 +46,7 @@ import pandas as pd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import Target, describe_metric, trial_metrics
 from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
+from analysis.plan_check import MIN_FIT_N, PlanCheck, auto_holdout, plan_check
 from analysis.scaling import fit_scaling
 from analysis.stats import (
     MIN_SEEDS_FOR_CI,
@@ -63,6 +65,7 @@ __all__ = [
     "analyse",
     "build_report",
     "learning_curve_figure",
+    "plan_check_figure",
     "main",
     "speedup_figures",
     "style_figure",
@@ -240,6 +243,8 @@ class ReportData:
         speed: speedup / parallel efficiency per configuration
             (:func:`analysis.stats.speedup_table`); empty without configurations.
         plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
+        check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
+            :data:`~analysis.plan_check.MIN_FIT_N` smallest; None when no algorithm has more.
         warnings: one line each: what was missing, repaired or is not trustworthy.
         colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
         n_figures: figures placed in the HTML page so far.
@@ -252,6 +257,7 @@ class ReportData:
     speed: pd.DataFrame
     plan: Plan | None
     warnings: list[str]
+    check: PlanCheck | None = None
     colors: dict[tuple[str, int], str] = field(default_factory=dict)
     alg_color: dict[str, str] = field(default_factory=dict)
     n_figures: int = 0
@@ -880,7 +886,96 @@ def _cost(ctx: ReportData, figs: _Figures) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 5: Optuna
+# Section 5: plan check
+# ---------------------------------------------------------------------------------------------
+def plan_check_figure(data: ReportData) -> Any:
+    """Measured TTT per N (95 % CI) against the predictions made without the held-out N.
+
+    Raises:
+        FigureUnavailable: no plan check (too few distinct N).
+    """
+    import plotly.graph_objects as go
+
+    if data.check is None or data.check.rows.empty:
+        raise FigureUnavailable("No plan check.")
+    best, _, axis = _best_per_n(data.summary)
+    rows = data.check.rows[data.check.rows["quantity"] == "TTT"]
+    fig = go.Figure()
+    for alg, g in best[best["num_env_runners"] >= 1].groupby("algorithm"):
+        g = g[np.isfinite(g["ttt_s"].astype(float))].sort_values("num_env_runners")
+        held = set(rows[rows["algorithm"] == alg]["num_env_runners"])
+        for part, sym in ((g[~g["num_env_runners"].isin(held)], "circle"),
+                          (g[g["num_env_runners"].isin(held)], "diamond")):
+            if part.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=part["num_env_runners"], y=part["ttt_s"], mode="markers",
+                name=f"{alg} measured" + (" (held out)" if sym == "diamond" else " (fitted)"),
+                marker={"symbol": sym, "size": 10, "color": data.alg_color[alg]},
+                error_y={"type": "data", "visible": True,
+                         "array": (part["ttt_high_s"] - part["ttt_s"]).replace(np.inf, np.nan)
+                         .fillna(0), "arrayminus": (part["ttt_s"] - part["ttt_low_s"]).clip(
+                             lower=0).fillna(0)}))
+        for k, (model, mg) in enumerate(rows[rows["algorithm"] == alg].groupby("model")):
+            mg = mg[np.isfinite(mg["predicted"])]
+            if mg.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=mg["num_env_runners"] * (1.06 + 0.06 * k), y=mg["predicted"],
+                mode="markers", name=f"{alg} predicted: {model}",
+                marker={"symbol": "x" if model == "pipeline" else "star", "size": 10,
+                        "color": data.alg_color[alg]},
+                error_y={"type": "data", "visible": True,
+                         "array": (mg["high"] - mg["predicted"]).replace(np.inf, np.nan)
+                         .fillna(0), "arrayminus": (mg["predicted"] - mg["low"]).fillna(0)}))
+    fig.update_layout(title="Plan check: TTT predicted without the held-out N vs measured "
+                            "(95% intervals)", xaxis=axis, yaxis={"title": "time-to-target (s)",
+                                                                  "type": "log"})
+    return fig
+
+
+def _check(ctx: ReportData, figs: _Figures) -> str:
+    check = ctx.check
+    if check is None:
+        return _missing(f"No plan check: it needs an algorithm measured at more than "
+                        f"{MIN_FIT_N} env runner counts (>= 1): {MIN_FIT_N} to fit the scaling "
+                        "models on, the rest to compare their predictions with.")
+    out = ['<p class="note">The scaling models are fitted without the largest env runner '
+           'counts, predict them, and are compared with what was measured there. '
+           '<b>USL on 1/TTT</b> is the capacity plan\'s model; <b>pipeline</b> predicts TTT = '
+           'start-up(N) + env steps to target(N) / sampling rate(N) from the parts each trial '
+           'measures (start-up linear in N, rate by the USL, env steps by a power law in N). '
+           'Intervals: 95 % bootstrap over seeds. Reproduce with <code>python -m analysis.plan '
+           'RESULTS_DIR --holdout ' + ",".join(str(n) for n in sorted(
+               check.rows["num_env_runners"].unique())) + '</code>.</p>']
+    if not check.rows.empty:
+        out.append(figs.div(plan_check_figure(ctx), height=430))
+    rows = []
+    for _, r in check.rows.iterrows():
+        ttt = r["quantity"] == "TTT"
+
+        def num(x: float, ttt: bool = ttt) -> str:
+            if not math.isfinite(x):
+                return "not reached" if ttt and x == math.inf else "n/a"
+            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+
+        rows.append([r["algorithm"], str(r["num_env_runners"]), r["quantity"] + (
+            " (s)" if ttt else ""), r["model"], r["fit_n"],
+            f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
+            f"{num(r['measured'])} [{num(r['measured_low'])}, {num(r['measured_high'])}]",
+            f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
+            {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+    if rows:
+        out.append(_table(["algorithm", "held-out N", "quantity", "model", "fitted on N",
+                           "predicted [95% interval]",
+                           "measured [95% CI or range over seeds]", "error", "measured inside"],
+                          rows, left=(0, 2, 3)))
+    out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 6: Optuna
 # ---------------------------------------------------------------------------------------------
 def _optuna(ctx: ReportData, figs: _Figures) -> str:
     study = ctx.res.study
@@ -916,7 +1011,7 @@ def _optuna(ctx: ReportData, figs: _Figures) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 6: environment and spec
+# Section 7: environment and spec
 # ---------------------------------------------------------------------------------------------
 def _environment(ctx: ReportData) -> str:
     env, spec = ctx.res.environment, ctx.res.spec
@@ -997,7 +1092,8 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
 
 def analyse(res: Results, target: str | float | None = None) -> ReportData:
     """Everything the report shows, computed once: per-trial metrics, per-configuration
-    statistics, speedups, the capacity plan (default: no deadline or budget) and warnings.
+    statistics, speedups, the capacity plan (default: no deadline or budget), the plan check
+    and warnings.
 
     Args:
         res: a loaded results directory (:func:`analysis.load.load_results`).
@@ -1016,8 +1112,10 @@ def analyse(res: Results, target: str | float | None = None) -> ReportData:
     plan = None
     if len(summary):
         plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
+    holdout = auto_holdout(summary) if len(summary) else []
+    check = plan_check(tm, summary, res.progress, holdout) if holdout else None
     data = ReportData(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
-                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]))
+                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check)
     data.colors, data.alg_color = _colors(tm)
     return data
 
@@ -1048,8 +1146,9 @@ def build_report(res: Results, target: str | float | None = None) -> str:
         ("curves", "2. Learning curves", lambda: _learning_curves(ctx, figs)),
         ("scaling", "3. Scaling with env runners", lambda: _scaling(ctx, figs)),
         ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(ctx, figs)),
-        ("optuna", "5. Optuna search", lambda: _optuna(ctx, figs)),
-        ("environment", "6. Environment and sweep spec", lambda: _environment(ctx)),
+        ("check", "5. Plan check (held-out env runner counts)", lambda: _check(ctx, figs)),
+        ("optuna", "6. Optuna search", lambda: _optuna(ctx, figs)),
+        ("environment", "7. Environment and sweep spec", lambda: _environment(ctx)),
     ]
     bodies = [section(*s) for s in sections]
     summary_html = section("summary", "1. Summary", lambda: _summary(ctx))

@@ -16,7 +16,7 @@ from analysis.report import _ERROR_HOOK, main, write_report
 from analysis.synthetic import write_synthetic_results
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
-SECTIONS = ("summary", "curves", "scaling", "cost", "optuna", "environment")
+SECTIONS = ("summary", "curves", "scaling", "cost", "check", "optuna", "environment")
 
 
 def _sections_ok(page: str) -> None:
@@ -40,8 +40,13 @@ def test_full_report_is_self_contained(rich_results: Path) -> None:
     assert out == rich_results / "report.html"
     page = out.read_text()
     _sections_ok(page)
-    assert 'data-figures="9"' in page  # 2 curves, TTT, speedup, efficiency, throughput,
-    assert page.count('class="plotly-graph-div"') == 9  # cost, optuna history, importances
+    # 2 curves, TTT, speedup, efficiency, throughput, cost, plan check, optuna history and
+    # importances
+    assert 'data-figures="10"' in page
+    assert page.count('class="plotly-graph-div"') == 10
+    # N = 1, 2, 4, 8 measured: the plan check fits on 1, 2, 4 and predicts 8
+    assert re.search(r"<td[^>]*>8</td><td[^>]*>TTT \(s\)</td><td[^>]*>USL on 1/TTT</td>"
+                     r"<td[^>]*>1,2,4</td>", page)
     assert "Synthetic data" in page and "Kaplan-Meier" in page
     assert "censored trial(s)" in page and "oversubscribed" in page
     assert "Knee of the efficiency curve" in page and "Pareto front" in page
@@ -148,7 +153,7 @@ def test_report_renders_in_headless_chromium(rich_results: Path) -> None:
     assert _errors(dom).strip() == "", _errors(dom)
     n = int(re.search(r'<body[^>]*data-figures="(\d+)"', dom).group(1))
     parts = re.split(r'class="plotly-graph-div', dom)[1:]
-    assert n == 9 and len(parts) == n
+    assert n == 10 and len(parts) == n
     unrendered = [i + 1 for i, part in enumerate(parts) if 'class="main-svg"' not in part]
     assert not unrendered, f"figures {unrendered} did not render"
     ARTIFACTS.mkdir(exist_ok=True)

@@ -1,0 +1,355 @@
+"""Plan check: fit the scaling models on some env runner counts, predict the held-out ones,
+and compare the predictions with what was measured there.
+
+Usage::
+
+    python -m analysis.plan RESULTS_DIR --holdout 8,16
+
+Two models predict time-to-target (TTT, seconds) at a held-out N from the trials at the other
+N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):
+
+1. **USL on 1/TTT**: Gunther's Universal Scalability Law (Amdahl with two distinct N) fitted to
+   1/TTT against N, TTT(N) = 1/X(N) -- what the capacity plan uses (:mod:`analysis.scaling`).
+2. **Pipeline**: TTT(N) = S(N) + E(N) / R(N), the trial's own decomposition into the parts it
+   can measure (DESIGN.md: TTT counts actor start-up):
+
+   - S(N), start-up seconds: the time at which the trial's env steps, extrapolated back along
+     its steady sampling rate, were zero (actor start-up, module build, first weights sync);
+     fitted as ``a + b N`` (start-up grows with N on one node: one process per env runner);
+   - R(N), steady sampling rate in env steps/s (wall-clock, evaluation included) after the
+     first iteration: USL fitted to the per-trial rates;
+   - E(N), env steps to the target (Kaplan-Meier median over seeds, censored trials count
+     their env steps as a lower bound): a power law ``E = c N^d`` in N (sample efficiency
+     falls as the replay ratio or the policy lag changes with N), ``d = 0`` with one fitted N.
+
+Intervals are 95 % percentile bootstraps over seeds: each resample draws the trials at every
+fitted N with replacement and refits every part. A prediction "holds" when the measured median
+TTT lies inside its interval; the throughput check compares R(N) with the measured median rate
+(relative error; the issue's goal is within 20 %).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
+from analysis.stats import best_configs, km_median_batch
+
+__all__ = [
+    "CHECK_COLUMNS",
+    "MIN_FIT_N",
+    "PlanCheck",
+    "auto_holdout",
+    "check_text",
+    "parse_holdout",
+    "plan_check",
+    "trial_components",
+]
+
+MIN_FIT_N = 3
+"""Distinct env runner counts (>= 1) the models are fitted on, at least (the USL has three
+parameters)."""
+
+CHECK_COLUMNS = ["algorithm", "num_env_runners", "model", "quantity", "predicted", "low", "high",
+                 "measured", "measured_low", "measured_high", "error", "inside", "fit_n"]
+
+
+@dataclass
+class PlanCheck:
+    """Held-out predictions against measurements.
+
+    Attributes:
+        rows: one row per (algorithm, held-out N, model, quantity) with :data:`CHECK_COLUMNS`:
+            ``quantity`` "TTT" (seconds) or "env steps/s"; ``predicted, low, high`` the
+            prediction and its 95 % interval; ``measured`` the median (TTT: Kaplan-Meier median
+            when seeds were censored) and ``measured_low/high`` its CI (TTT) or range over seeds
+            (rate); ``error`` = predicted / measured - 1; ``inside`` whether the measured value
+            lies in [low, high] (None when either is unknown); ``fit_n`` the N the models were fitted on, e.g. "1,2,4".
+        components: per trial, :func:`trial_components`.
+        notes: what could not be checked and why, one line each.
+    """
+
+    rows: pd.DataFrame
+    components: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_holdout(text: str) -> list[int]:
+    """``"8,16"`` -> ``[8, 16]``.
+
+    Raises:
+        ValueError: not a comma-separated list of integers >= 1.
+    """
+    try:
+        ns = sorted({int(x) for x in str(text).split(",") if x.strip()})
+    except ValueError:
+        raise ValueError(f"--holdout {text!r}: expected env runner counts like 8,16") from None
+    if not ns or ns[0] < 1:
+        raise ValueError(f"--holdout {text!r}: expected env runner counts >= 1, like 8,16")
+    return ns
+
+
+def auto_holdout(summary: pd.DataFrame) -> list[int]:
+    """The N the report holds out: every N above the :data:`MIN_FIT_N` smallest (N >= 1) of the
+    algorithm with the most distinct N; empty when no algorithm has more than that."""
+    best = best_configs(summary, ("algorithm", "num_env_runners"))
+    best = best[best["num_env_runners"] >= 1]
+    out: list[int] = []
+    for _, g in best.groupby("algorithm"):
+        ns = sorted(int(n) for n in g["num_env_runners"].unique())
+        if len(ns) > MIN_FIT_N and len(ns) - MIN_FIT_N > len(out):
+            out = ns[MIN_FIT_N:]
+    return out
+
+
+def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
+    """Per trial, the parts of its TTT the pipeline model uses.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+        progress: ``progress.parquet`` rows (``trial_id, iteration, wall_time_s, env_steps``).
+
+    Returns:
+        Columns ``trial_id, startup_s`` (seconds from the trial's start at which its env steps,
+        extrapolated back along the steady rate, were zero; clipped to [0, first iteration's
+        end]), ``rate`` (env steps/s from the end of the first iteration to the last recorded
+        one -- up to the target for trials that reached it), ``steps`` (env steps to the target,
+        or all env steps of a censored trial) and ``reached``. NaN where a trial has fewer than
+        two iterations.
+    """
+    rows = []
+    prog = progress.sort_values(["trial_id", "iteration"]).groupby("trial_id")
+    groups = {k: g for k, g in prog}
+    for _, t in tm.iterrows():
+        g = groups.get(t["trial_id"])
+        startup = rate = math.nan
+        if g is not None and len(g) >= 2:
+            w = g["wall_time_s"].to_numpy(float)
+            s = g["env_steps"].to_numpy(float)
+            if t["reached"] and np.isfinite(t["time_to_target_s"]):
+                keep = w <= t["time_to_target_s"] + 1e-9
+                w, s = w[keep], s[keep]
+            if len(w) >= 2 and w[-1] > w[0] and s[-1] > s[0]:
+                rate = (s[-1] - s[0]) / (w[-1] - w[0])
+                startup = float(np.clip(w[0] - s[0] / rate, 0.0, w[0]))
+        steps = t["steps_to_target"] if t["reached"] else t["total_env_steps"]
+        rows.append({"trial_id": t["trial_id"], "startup_s": startup, "rate": rate,
+                     "steps": float(steps) if pd.notna(steps) else math.nan,
+                     "reached": bool(t["reached"])})
+    return pd.DataFrame(rows, columns=["trial_id", "startup_s", "rate", "steps", "reached"])
+
+
+def _km_median(x: np.ndarray, reached: np.ndarray) -> float:
+    if len(x) == 0:
+        return math.nan
+    if reached.all():
+        return float(np.median(x))
+    return float(km_median_batch(x, reached)[0])
+
+
+@dataclass
+class _Pipeline:
+    """The pipeline model fitted on one set of trials (see the module docstring)."""
+
+    startup: np.ndarray  # (a, b): S(N) = a + b N
+    rate: ScalingFit
+    steps: np.ndarray | None  # (log c, d): E(N) = c N^d; None: no N with a median
+
+    def predict(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(TTT seconds, env steps/s)`` at ``n``."""
+        n = np.asarray(n, dtype=float)
+        s = np.maximum(self.startup[0] + self.startup[1] * n, 0.0)
+        r = self.rate.predict(n)
+        if self.steps is None:
+            return np.full(n.shape, np.nan), r
+        e = np.exp(self.steps[0] + self.steps[1] * np.log(n))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ttt = np.where(r > 0, s + e / r, np.inf)
+        return ttt, r
+
+
+def _fit_pipeline(comp: pd.DataFrame) -> _Pipeline | None:
+    ok = comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
+    ns = sorted(ok["num_env_runners"].unique())
+    if len(ns) < 2:
+        return None
+    n = ok["num_env_runners"].to_numpy(float)
+    slope, icpt = np.polyfit(n, ok["startup_s"].to_numpy(float), 1)
+    fits = fit_scaling(n, ok["rate"].to_numpy(float))
+    rate = preferred(fits)
+    if rate is None:
+        return None
+    med = []
+    for k in ns:
+        g = comp[(comp["num_env_runners"] == k) & np.isfinite(comp["steps"])]
+        e = _km_median(g["steps"].to_numpy(float), g["reached"].to_numpy(bool))
+        if math.isfinite(e) and e > 0:
+            med.append((k, e))
+    if not med:
+        steps = None
+    elif len(med) == 1:
+        steps = np.array([math.log(med[0][1]), 0.0])
+    else:
+        d, logc = np.polyfit(np.log([m[0] for m in med]), np.log([m[1] for m in med]), 1)
+        steps = np.array([logc, d])
+    return _Pipeline(np.array([icpt, slope]), rate, steps)
+
+
+def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    groups = [g for _, g in comp.groupby("num_env_runners")]
+    ttts, rates = [], []
+    for _ in range(n_resamples):
+        draw = pd.concat([g.iloc[rng.integers(0, len(g), size=len(g))] for g in groups])
+        p = _fit_pipeline(draw)
+        if p is not None:
+            t, r = p.predict(cand)
+            ttts.append(t)
+            rates.append(r)
+    nan = np.full(cand.shape, np.nan)
+    if not ttts:
+        return nan, nan, nan, nan
+
+    def band(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # per candidate, over the resamples that gave a finite or infinite prediction; no
+        # interval where under half of them did
+        lo, hi = nan.copy(), nan.copy()
+        for j in range(a.shape[1]):
+            col = a[:, j][~np.isnan(a[:, j])]
+            if len(col) >= n_resamples / 2:
+                lo[j] = np.quantile(col, 0.025, method="inverted_cdf")
+                hi[j] = np.quantile(col, 0.975, method="inverted_cdf")
+        return lo, hi
+
+    t_lo, t_hi = band(np.array(ttts))
+    r_lo, r_hi = band(np.array(rates))
+    return t_lo, t_hi, r_lo, r_hi
+
+
+def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
+               holdout: Sequence[int], *, n_resamples: int = 300, seed: int = 0) -> PlanCheck:
+    """Fit on the N not in ``holdout``, predict at ``holdout``, compare with the measurements.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+        summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
+        progress: the run's ``progress.parquet`` rows.
+        holdout: env runner counts to hold out (each >= 1).
+        n_resamples, seed: the bootstrap behind the intervals.
+
+    Returns:
+        :class:`PlanCheck`; an algorithm that cannot be checked (fewer than two fitted N, no
+        held-out N measured) gets a note instead of rows.
+    """
+    hold = sorted(set(int(n) for n in holdout))
+    comp = trial_components(tm, progress).merge(
+        tm[["trial_id", "config_id", "algorithm", "num_env_runners", "status"]], on="trial_id")
+    comp = comp[comp["status"] != "error"]
+    best = best_configs(summary, ("algorithm", "num_env_runners"))
+    best = best[best["num_env_runners"] >= 1]
+    rows, notes = [], []
+    for alg, g in best.groupby("algorithm", sort=True):
+        fit_rows = g[~g["num_env_runners"].isin(hold)]
+        test_rows = g[g["num_env_runners"].isin(hold)]
+        fit_n = sorted(int(n) for n in fit_rows["num_env_runners"])
+        label = ",".join(map(str, fit_n))
+        if test_rows.empty:
+            notes.append(f"{alg}: no held-out N was measured (measured N="
+                         f"{','.join(str(int(n)) for n in sorted(g['num_env_runners']))})")
+            continue
+        if len(fit_n) < 2:
+            notes.append(f"{alg}: {len(fit_n)} env runner count(s) left to fit on; the check "
+                         "needs at least 2 (3 for the USL)")
+            continue
+        if len(fit_n) < MIN_FIT_N:
+            notes.append(f"{alg}: fitted on {len(fit_n)} N (Amdahl); the USL needs {MIN_FIT_N}")
+        cand = test_rows["num_env_runners"].to_numpy(float)
+        # 1. USL (or Amdahl) on 1/TTT, the capacity plan's own model
+        usable = fit_rows[np.isfinite(fit_rows["ttt_s"].astype(float))]
+        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
+                           1.0 / usable["ttt_s"].to_numpy(float))
+        f = preferred(fits)
+        usl_pred = usl_lo = usl_hi = np.full(cand.shape, np.nan)
+        model_name = "USL on 1/TTT"
+        if f is None:
+            notes.append(f"{alg}: no fit of 1/TTT on N={label} ({fits['amdahl'].reason})")
+        else:
+            model_name = ("USL" if f.model == "usl" else "Amdahl") + " on 1/TTT"
+            with np.errstate(divide="ignore"):
+                usl_pred = 1.0 / f.predict(cand)
+            samples = {}
+            for _, r in usable.iterrows():
+                t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
+                samples[int(r["num_env_runners"])] = (t["duration_s"].to_numpy(float),
+                                                      t["reached"].to_numpy(bool))
+            usl_lo, usl_hi, _ = bootstrap_ttt_prediction(
+                samples, cand, f.model, n_resamples=n_resamples, seed=seed,
+                p0=[f.gamma, f.alpha, f.beta])
+        # 2. the pipeline model on the same configurations' trials
+        pc = comp[comp["config_id"].isin(fit_rows["config_id"])]
+        pipe = _fit_pipeline(pc)
+        if pipe is None:
+            notes.append(f"{alg}: no pipeline fit on N={label} (too few trials with two "
+                         "iterations or a sampling rate)")
+            p_ttt = p_rate = p_lo = p_hi = r_lo = r_hi = np.full(cand.shape, np.nan)
+        else:
+            if pipe.steps is None:
+                notes.append(f"{alg}: the pipeline predicts no TTT: no fitted N has a median "
+                             "env steps to the target (most seeds censored)")
+            p_ttt, p_rate = pipe.predict(cand)
+            p_lo, p_hi, r_lo, r_hi = _bootstrap_pipeline(pc, cand, n_resamples, seed)
+        for i, (_, t) in enumerate(test_rows.iterrows()):
+            n = int(t["num_env_runners"])
+            meas = (float(t["ttt_s"]), float(t["ttt_low_s"]), float(t["ttt_high_s"]))
+            tc = comp[comp["config_id"] == t["config_id"]]["rate"].dropna()
+            rate_meas = ((float(tc.median()), float(tc.min()), float(tc.max())) if len(tc)
+                         else (math.nan,) * 3)
+            for model, q, pred, lo, hi, m in (
+                    (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas),
+                    ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas),
+                    ("pipeline", "env steps/s", p_rate[i], r_lo[i], r_hi[i], rate_meas)):
+                rows.append({
+                    "algorithm": alg, "num_env_runners": n, "model": model, "quantity": q,
+                    "predicted": float(pred), "low": float(lo), "high": float(hi),
+                    "measured": m[0], "measured_low": m[1], "measured_high": m[2],
+                    "error": (float(pred) / m[0] - 1.0
+                              if math.isfinite(m[0]) and m[0] > 0 and math.isfinite(pred)
+                              else math.nan),
+                    "inside": (None if not (math.isfinite(m[0]) and np.isfinite(lo)
+                                            and not np.isnan(hi)) else bool(lo <= m[0] <= hi)),
+                    "fit_n": label})
+            if not math.isfinite(meas[0]):
+                notes.append(f"{alg} N={n}: the measured median TTT is not known (most seeds "
+                             "censored): the TTT predictions cannot be checked there")
+    return PlanCheck(pd.DataFrame(rows, columns=CHECK_COLUMNS), comp, notes)
+
+
+def check_text(check: PlanCheck) -> list[str]:
+    """The check as plain lines (the CLI's output; the report shows the same as a table)."""
+    out = []
+    for _, r in check.rows.iterrows():
+        ttt = r["quantity"] == "TTT"
+
+        unit = " s" if ttt else " env steps/s"
+
+        def num(x: float, ttt: bool = ttt) -> str:
+            if not math.isfinite(x):
+                return "not reached" if ttt and x == math.inf else "n/a"
+            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+
+        pred = "n/a" if not math.isfinite(r["predicted"]) else (
+            f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")
+        meas = num(r["measured"]) + (unit if math.isfinite(r["measured"]) else "")
+        err = f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a"
+        verdict = {True: "inside the interval", False: "outside the interval"}.get(
+            r["inside"], "not checkable")
+        out.append(f"{r['algorithm']} N={r['num_env_runners']} {r['quantity']} by "
+                   f"{r['model']} (fit on N={r['fit_n']}): predicted {pred}, measured {meas}, "
+                   f"error {err}, {verdict}")
+    return out + check.notes
