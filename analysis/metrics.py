@@ -202,6 +202,15 @@ def _describe(row: pd.Series, param_cols: list[str]) -> str:
     return ", ".join(parts)
 
 
+def _float(value: Any, default: float) -> float:
+    """``value`` as a float, ``default`` when it is missing or NaN."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(v) else v
+
+
 def trial_metrics(res: Results, target: str | float | None = None
                   ) -> tuple[pd.DataFrame, Target, list[str]]:
     """Per-trial time-to-target, censoring, throughput and returns.
@@ -219,7 +228,10 @@ def trial_metrics(res: Results, target: str | float | None = None
         seconds), ``best_return``, ``final_return``, ``has_episodes``, ``n_iterations``,
         ``num_cpus``, ``num_gpus``, ``oversubscribed``, ``budget_s``, ``elapsed_s``,
         ``total_env_steps``, ``is_reference``, ``eval_time_s`` (seconds of evaluation inside
-        the trial's wall-clock), ``config_label`` and the configuration's parameter columns.
+        the trial's wall-clock), ``cpus_per_env_runner`` (CPUs each env runner asked for),
+        ``peak_rss_mib`` (peak resident memory of the trial's processes, MiB; NaN when not
+        recorded), ``step_latency_ms`` (each env step's wait, 0 without one), ``config_label``
+        and the configuration's parameter columns.
 
     Raises:
         ValueError: no usable target (see :func:`resolve_target`).
@@ -304,6 +316,10 @@ def trial_metrics(res: Results, target: str | float | None = None
             "eval_time_s": float(t["eval_time_s"]) if pd.notna(t["eval_time_s"]) else math.nan,
             "node_count": t["node_count"], "error": t["error"],
             "config_label": _describe(t, param_cols),
+            # CPUs each env runner asked for (RLlib's default 1 unless the sweep set it)
+            "cpus_per_env_runner": _float(t.get("param_num_cpus_per_env_runner"), 1.0),
+            "peak_rss_mib": _float(t.get("peak_rss_mib"), math.nan),
+            "step_latency_ms": _float(t.get("step_latency_ms"), 0.0),
         }
         for c in [*CONFIG_COLUMNS[1:], *param_cols]:
             if c in t.index:

@@ -15,10 +15,14 @@ Model (explicit, so it can be checked by hand):
    :mod:`analysis.scaling`). Its interval comes from a bootstrap over seeds (each resample
    re-estimates TTT per N and refits), or from the fit's covariance when there are too few
    seeds. Every prediction outside the measured range of N is marked *extrapolated*.
-2. **Resources**: a trial with N env runners asks for ``1 + N`` CPUs (driver/learner + one per
-   env runner) plus the GPUs its learner asked for (``num_gpus`` in trials.parquet).
-3. **Nodes** of a VM size: ``ceil(CPUs / vCPUs per VM)``, and at least
-   ``ceil(GPUs / GPUs per VM)``; a size without GPUs cannot host a GPU learner.
+2. **Resources** (:class:`Resources`): a trial with N env runners asks for ``d + N c`` CPUs
+   (the driver/learner's ``d`` and each env runner's ``c``, as the measured trials asked Ray:
+   ``num_cpus_per_env_runner``, 1 unless the sweep set it) plus the GPUs its learner asked for
+   (``num_gpus``), and needs ``m0 + N m1`` MiB of memory, a line fitted to the trials' peak RSS
+   (``peak_rss_mib``).
+3. **Nodes** of a VM size: ``ceil(CPUs / vCPUs per VM)``, at least ``ceil(GPUs / GPUs per
+   VM)`` (a size without GPUs cannot host a GPU learner) and at least ``ceil(memory / (0.7 x
+   memory per VM))`` (Ray keeps 30 % of a node's memory for its object store).
 4. **Start-up and billing** of the launcher (``--launcher``, :data:`LAUNCHERS`): a run on
    rented machines pays a start-up time before its first trial (node provisioning, image
    pull, Ray start-up) and is billed in whole units of a granularity. The plan's time is
@@ -46,7 +50,7 @@ import csv
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,6 +64,7 @@ from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
 
 __all__ = [
     "Plan",
+    "Resources",
     "VMSize",
     "load_vm_sizes",
     "main",
@@ -71,6 +76,7 @@ __all__ = [
     "per_runner_throughput",
     "run_cost_usd",
     "steps_plan",
+    "trial_resources",
 ]
 
 DEFAULT_CANDIDATE_N = (1, 2, 4, 8, 16, 32, 64)
@@ -191,14 +197,88 @@ def parse_money(text: str) -> float:
     return value
 
 
-def nodes_for(cpus: float, gpus: float, vm: VMSize) -> int | None:
-    """VMs of size ``vm`` needed for ``cpus`` CPUs and ``gpus`` GPUs (None if impossible)."""
+USABLE_MEMORY_FRACTION = 0.7
+"""Share of a node's memory the trial's processes may use: Ray gives 30 % of a node's memory to
+its object store by default (Ray docs, "Memory Management": object store memory)."""
+
+
+def nodes_for(cpus: float, gpus: float, vm: VMSize, memory_mib: float = math.nan) -> int | None:
+    """VMs of size ``vm`` needed for ``cpus`` CPUs, ``gpus`` GPUs and ``memory_mib`` MiB of
+    process memory (ignored when NaN; a node offers :data:`USABLE_MEMORY_FRACTION` of its
+    memory). None if impossible (GPUs asked of a size without any)."""
     nodes = max(1, math.ceil(cpus / vm.vcpus - 1e-9))
+    if math.isfinite(memory_mib) and memory_mib > 0:
+        usable = USABLE_MEMORY_FRACTION * vm.memory_gib * 1024.0
+        nodes = max(nodes, math.ceil(memory_mib / usable - 1e-9))
     if gpus > 0:
         if vm.gpus == 0:
             return None
         nodes = max(nodes, math.ceil(gpus / vm.gpus - 1e-9))
     return nodes
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one run of an algorithm asks for at N env runners.
+
+    CPUs = ``driver_cpus + N x cpus_per_env_runner`` (as the trials asked Ray for them);
+    memory = ``base_mib + N x per_env_runner_mib`` MiB, a least-squares line through the
+    trials' peak RSS (``peak_rss_mib``: every process of the trial) against N; NaN when the
+    trials recorded none.
+    """
+
+    driver_cpus: float = 1.0
+    cpus_per_env_runner: float = 1.0
+    base_mib: float = math.nan
+    per_env_runner_mib: float = math.nan
+
+    def cpus(self, n: int) -> float:
+        """CPUs a run with ``n`` env runners asks for."""
+        return self.driver_cpus + n * self.cpus_per_env_runner
+
+    def memory_mib(self, n: int) -> float:
+        """Peak memory (MiB) of a run with ``n`` env runners; NaN when unknown."""
+        return self.base_mib + n * self.per_env_runner_mib
+
+    def describe(self) -> str:
+        """One line for the plan's notes."""
+        cpu = (f"{self.driver_cpus:g} + N x {self.cpus_per_env_runner:g} CPUs (as the trials "
+               "asked)")
+        if not math.isfinite(self.per_env_runner_mib):
+            return cpu + "; memory not recorded, so not sized"
+        return (f"{cpu}; memory {self.base_mib:,.0f} + N x {self.per_env_runner_mib:,.0f} MiB "
+                f"(fitted to the trials' peak RSS), at most {USABLE_MEMORY_FRACTION:.0%} of a "
+                "node's memory (the rest is Ray's object store)")
+
+
+def trial_resources(tm: pd.DataFrame) -> Resources:
+    """:class:`Resources` from one algorithm's trials (reference trials left out).
+
+    Args:
+        tm: per-trial metrics with ``num_env_runners, num_cpus`` and, when recorded,
+            ``cpus_per_env_runner`` and ``peak_rss_mib``.
+    """
+    t = tm[~tm["is_reference"]] if "is_reference" in tm else tm
+    if t.empty:
+        return Resources()
+    per = (float(t["cpus_per_env_runner"].median()) if "cpus_per_env_runner" in t
+           else 1.0)
+    n = t["num_env_runners"].to_numpy(float)
+    driver = float(np.median(t["num_cpus"].to_numpy(float) - n * per))
+    out = Resources(driver_cpus=max(driver, 0.0), cpus_per_env_runner=per)
+    if "peak_rss_mib" not in t:
+        return out
+    m = t[np.isfinite(t["peak_rss_mib"].astype(float)) & (t["num_env_runners"] >= 1)]
+    if m.empty:
+        return out
+    nn, rss = m["num_env_runners"].to_numpy(float), m["peak_rss_mib"].to_numpy(float)
+    if len(np.unique(nn)) >= 2:
+        slope, icpt = np.polyfit(nn, rss, 1)
+        slope = max(float(slope), 0.0)
+        icpt = max(float(np.mean(rss - slope * nn)), 0.0) if icpt < 0 else float(icpt)
+    else:  # one N: one share per process (driver and each env runner)
+        slope = icpt = float(np.median(rss / (nn + 1.0)))
+    return replace(out, base_mib=icpt, per_env_runner_mib=slope)
 
 
 def run_cost_usd(ttt_s: float, nodes: int, vm: VMSize, low_priority: bool = False) -> float:
@@ -379,7 +459,8 @@ class Plan:
     """A capacity plan (see the module docstring for the model).
 
     Attributes:
-        candidates: one row per (algorithm, N, VM size) with ``nodes, cpus, gpus, ttt_s,
+        candidates: one row per (algorithm, N, VM size) with ``nodes, cpus, gpus,
+            memory_gib`` (the run's fitted peak memory, NaN when not recorded), ``ttt_s,
             ttt_low_s, ttt_high_s, cost_usd, cost_low_usd, cost_high_usd, source,
             extrapolated, pareto``.
         cheapest: the row recommended for the deadline (cheapest meeting it), or None.
@@ -452,25 +533,29 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         if m.note:
             notes.append(f"{alg}: {m.note}")
         pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
+        need = trial_resources(tm[tm["algorithm"] == alg])
+        notes.append(f"{alg}: a run asks for {need.describe()}")
         for _, p in pred.iterrows():
             n = int(p["num_env_runners"])
-            cpus, gpus = 1.0 + n, float(math.ceil(m.gpus))
+            cpus, gpus, mem = need.cpus(n), float(math.ceil(m.gpus)), need.memory_mib(n)
             for vm in vms:
-                nodes = nodes_for(cpus, gpus, vm)
+                nodes = nodes_for(cpus, gpus, vm, mem)
                 if nodes is None:
                     continue
                 price = vm.hourly_usd(low_priority)
                 up = launcher.startup_s
                 rows.append({
                     "algorithm": alg, "num_env_runners": n, "vm": vm.name, "nodes": nodes,
-                    "cpus": cpus, "gpus": gpus, "ttt_s": up + p["ttt_s"],
+                    "cpus": cpus, "gpus": gpus, "memory_gib": mem / 1024.0,
+                    "ttt_s": up + p["ttt_s"],
                     "ttt_low_s": up + p["ttt_low_s"], "ttt_high_s": up + p["ttt_high_s"],
                     "cost_usd": nodes * price * launcher.billed_s(p["ttt_s"]) / 3600.0,
                     "cost_low_usd": nodes * price * launcher.billed_s(p["ttt_low_s"]) / 3600.0,
                     "cost_high_usd": nodes * price * launcher.billed_s(p["ttt_high_s"]) / 3600.0,
                     "source": p["source"], "extrapolated": bool(p["extrapolated"]),
                     "config_id": p["config_id"]})
-    cols = ["algorithm", "num_env_runners", "vm", "nodes", "cpus", "gpus", "ttt_s", "ttt_low_s",
+    cols = ["algorithm", "num_env_runners", "vm", "nodes", "cpus", "gpus", "memory_gib", "ttt_s",
+            "ttt_low_s",
             "ttt_high_s", "cost_usd", "cost_low_usd", "cost_high_usd", "source",
             "extrapolated", "config_id"]
     cands = pd.DataFrame(rows, columns=cols)

@@ -315,6 +315,15 @@ def _summary(ctx: ReportData) -> str:
              f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
              f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
              f'{int((tm["status"] == "error").sum()) if len(tm) else 0} errors.</p>']
+    lat = tm["step_latency_ms"] if "step_latency_ms" in tm else pd.Series(dtype=float)
+    if (lat > 0).any():
+        cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
+        parts.append(
+            f'<p id="step-latency">Every env step waited <b>{_fmt_num(float(lat.max()), 3)} ms'
+            '</b> (<code>step_latency_ms</code>, envs/latency.py): a model of a slow simulator, '
+            'a remote service or a renderer, not a property of the env; evaluation episodes '
+            f'ran without it. Env runners asked for {_esc(", ".join(sorted({f"{x:g}" for x in cpr})))}'
+            ' CPU each.</p>')
     if s.empty:
         parts.append(_missing("No trials yet: nothing to summarise."))
     else:
@@ -829,12 +838,17 @@ def _scaling(ctx: ReportData, figs: _Figures) -> str:
                      _fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"],
                              lambda z: f"{z:.1f}"),
                      _fmt_num(c["ttt_olympic_s"], 4), _fmt_num(c["env_steps_per_s"], 4),
-                     _fmt_num(c["steps_to_target"], 4), _esc(c["note"] or "")])
+                     _fmt_num(c["steps_to_target"], 4),
+                     _fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
+                     _fmt_num(c["num_cpus"], 3),
+                     _fmt_num(c.get("peak_rss_mib", math.nan), 4),
+                     _esc(c["note"] or "")])
     out.append("<details><summary>All configurations (" + str(len(s)) + ")</summary>"
                + _table(["algorithm", "env runners", "configuration", "reached", "estimator",
                          "TTT [95% CI]", "IQM TTT (s) [95% CI]", "olympic mean (s)",
-                         "env steps/s", "steps-to-target", "notes"], rows,
-                        left=(0, 2, 4, 10), raw=True) + "</details>")
+                         "env steps/s", "steps-to-target", "CPUs per env runner",
+                         "CPUs asked", "peak RSS (MiB)", "notes"], rows,
+                        left=(0, 2, 4, 13), raw=True) + "</details>")
     return "".join(out)
 
 
@@ -878,8 +892,10 @@ def _cost(ctx: ReportData, figs: _Figures) -> str:
                              **_log_ticks(c["cost_usd"], "$")})
     lines = plan_text(plan)
     return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
-            + "</ul><p class=\"note\">Cost model: nodes = ceil((1 + N) CPUs / vCPUs per VM) "
-            "(and enough GPUs for the learner); cost = nodes &times; $/h &times; TTT / 3600. "
+            + "</ul><p class=\"note\">Cost model: nodes = ceil(CPUs / vCPUs per VM), "
+            "with the CPUs the trials asked for (driver + N &times; CPUs per env runner), enough "
+            "GPUs for the learner and enough memory for the trials' peak RSS (fitted per env "
+            "runner; 70 % of a node's memory, the rest is Ray's object store); cost = nodes &times; $/h &times; TTT / 3600. "
             "Prices: analysis/vm_sizes.csv (pay-as-you-go Linux; source and date per row). "
             "Reproduce with <code>python -m analysis.plan RESULTS_DIR --deadline 10m "
             "--budget 1usd</code>.</p>")

@@ -188,8 +188,9 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
         (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``
-        (median over reached seeds), ``env_steps_per_s`` (median), ``num_cpus``, ``num_gpus``
-        (median), ``oversubscribed`` (any), ``note`` (what is missing and why).
+        (median over reached seeds), ``env_steps_per_s`` (median), ``num_cpus``, ``num_gpus``,
+        ``cpus_per_env_runner``, ``peak_rss_mib`` (median; MiB), ``oversubscribed`` (any),
+        ``note`` (what is missing and why).
     """
     rows = []
     for cid, g in tm.groupby("config_id", sort=False):
@@ -219,6 +220,10 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             if n and "eval_time_s" in ok else math.nan,
             "num_cpus": float(g["num_cpus"].median()),
             "num_gpus": float(g["num_gpus"].median()),
+            "cpus_per_env_runner": float(g["cpus_per_env_runner"].median())
+            if "cpus_per_env_runner" in g else 1.0,
+            "peak_rss_mib": float(g["peak_rss_mib"].median())
+            if "peak_rss_mib" in g and g["peak_rss_mib"].notna().any() else math.nan,
             "oversubscribed": bool(g["oversubscribed"].any()),
         }
         for c in g.columns:
@@ -269,7 +274,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "n_trials", "n_reached", "n_censored", "n_error", "success_rate", "estimator",
             "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
             "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
-            "num_gpus", "oversubscribed", "eval_share", "note"]
+            "num_gpus", "cpus_per_env_runner", "peak_rss_mib", "oversubscribed", "eval_share",
+            "note"]
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=cols)

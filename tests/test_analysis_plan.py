@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from analysis.load import load_results
@@ -21,6 +23,7 @@ from analysis.plan import (
     parse_duration,
     parse_money,
     run_cost_usd,
+    trial_resources,
 )
 from analysis.stats import summarize_configs
 from analysis.synthetic import write_synthetic_results
@@ -83,6 +86,10 @@ def test_cost_model_by_hand() -> None:
     assert nodes_for(1 + 15, 0, load_vm_sizes()["Standard_D16s_v5"]) == 1
     assert nodes_for(2, 1, d4) is None  # a GPU learner needs a GPU size
     assert nodes_for(2, 1, t4) == 1
+    # memory: a D4s_v5 (16 GiB) offers 0.7 x 16 GiB = 11,469 MiB to the trial's processes
+    assert nodes_for(2, 0, d4, memory_mib=11_000) == 1
+    assert nodes_for(2, 0, d4, memory_mib=12_000) == 2
+    assert nodes_for(2, 0, d4, memory_mib=float("nan")) == 1
     assert run_cost_usd(1800.0, 2, d4) == pytest.approx(2 * 0.192 * 0.5)
     assert run_cost_usd(1800.0, 2, d4, low_priority=True) == pytest.approx(
         2 * 0.192 * 0.5 * (1 - d4.low_priority_discount))
@@ -213,3 +220,24 @@ def test_cli_plan_from_a_sample_budget(results: Path, capsys) -> None:
     assert "Cheapest within the deadline" in out or "No candidate meets the deadline" in out
     assert main([str(results), "--steps-to-target", "-1"]) == 2
     assert "--steps-to-target -1: must be > 0" in capsys.readouterr().err
+
+
+def test_trial_resources_from_requests_and_peak_rss() -> None:
+    """CPUs as the trials asked (fractional env runners), memory a line through peak RSS."""
+    tm = pd.DataFrame({
+        "num_env_runners": [1, 1, 4, 4, 16], "is_reference": [False] * 5,
+        "num_cpus": [1.0625, 1.0625, 1.25, 1.25, 2.0],
+        "cpus_per_env_runner": [0.0625] * 5,
+        "peak_rss_mib": [1225.0, 1235.0, 2843.0, 2853.0, 9232.0]})
+    r = trial_resources(tm)
+    assert r.driver_cpus == pytest.approx(1.0) and r.cpus_per_env_runner == 0.0625
+    assert r.cpus(16) == pytest.approx(2.0)
+    slope, icpt = np.polyfit(tm["num_env_runners"], tm["peak_rss_mib"], 1)
+    assert r.per_env_runner_mib == pytest.approx(slope) and r.base_mib == pytest.approx(icpt)
+    assert r.memory_mib(32) == pytest.approx(icpt + 32 * slope)
+    assert "MiB" in r.describe()
+    # nothing recorded: CPUs only, memory not sized
+    old = trial_resources(tm.drop(columns=["peak_rss_mib", "cpus_per_env_runner"]).assign(
+        num_cpus=[2.0, 2.0, 5.0, 5.0, 17.0]))
+    assert old.cpus(8) == 9.0 and math.isnan(old.memory_mib(8))
+    assert "not sized" in old.describe()
