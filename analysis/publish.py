@@ -64,6 +64,7 @@ from analysis.report import (
     ReportData,
     analyse,
     learning_curve_figure,
+    plan_check_figure,
     speedup_figures,
     style_figure,
     throughput_figure,
@@ -92,6 +93,7 @@ FIGURES: dict[str, str] = {
     "speedup": "Speedup vs the baseline against env runners, with Amdahl/USL fits",
     "efficiency": "Parallel efficiency (per env runner and per CPU) vs env runners",
     "throughput": "Throughput (env steps/s) vs env runners, with Amdahl/USL fits",
+    "plan_check": "Plan check: TTT at held-out env runner counts, predicted vs measured",
 }
 """Figures that can be exported: file suffix -> caption."""
 
@@ -117,6 +119,10 @@ _HOW_TO_READ = {
     "throughput": "Env steps per second of wall-clock (start-up included), one marker per "
                   "trial of each algorithm's best configurations; dotted / solid: Amdahl / USL "
                   "fits.",
+    "plan_check": "Circles: median TTT (95 % CI) at the env runner counts the models were "
+                  "fitted on; diamonds: at the held-out ones. Stars: USL on 1/TTT; crosses: the "
+                  "pipeline model (start-up + env steps / sampling rate); bars: 95 % bootstrap "
+                  "intervals of the predictions.",
 }
 
 _BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
@@ -162,6 +168,7 @@ def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT
         "speedup": (lambda: speedup_figures(data).speedup, "speedup"),
         "efficiency": (lambda: speedup_figures(data).efficiency, "efficiency"),
         "throughput": (lambda: throughput_figure(data)[0], "throughput"),
+        "plan_check": (lambda: plan_check_figure(data), "plan_check"),
     }
     figures: dict[str, tuple[Any, int]] = {}
     unavailable: dict[str, str] = {}
@@ -634,6 +641,43 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
     return headers, rows, notes
 
 
+def _plan_check_lines(data: ReportData) -> list[str]:
+    check = data.check
+    if check is None:
+        return []
+    out = ["", "## Plan check (held-out env runner counts)", ""]
+    held = ",".join(str(n) for n in sorted(check.rows["num_env_runners"].unique()))
+    out.append("The scaling models fitted without the held-out env runner counts, their "
+               "predictions there, and what was measured (`python -m analysis.plan "
+               f"{data.res.name}/{data.res.path.name} --holdout {held or 'N,...'}`). USL on "
+               "1/TTT is the capacity plan's model; the pipeline model predicts TTT = start-up(N) "
+               "+ env steps to target(N) / sampling rate(N) (analysis/plan_check.py). Error = "
+               "predicted / measured - 1; intervals: 95 % bootstrap over seeds; measured: "
+               "median [95 % CI] (TTT) or median [range over seeds] (env steps/s).")
+    rows = []
+    for _, r in check.rows.iterrows():
+        ttt = r["quantity"] == "TTT"
+
+        def num(x: float, ttt: bool = ttt) -> str:
+            if not math.isfinite(x):
+                return "not reached" if ttt and x == math.inf else "n/a"
+            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+
+        rows.append([r["algorithm"], str(r["num_env_runners"]),
+                     "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
+                     f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
+                     f"{num(r['measured'])} [{num(r['measured_low'])}, "
+                     f"{num(r['measured_high'])}]",
+                     f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
+                     {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+    if rows:
+        out += ["", _md_table(["algorithm", "held-out N", "quantity", "model", "fitted on N",
+                               "predicted [95 % interval]", "measured", "error",
+                               "measured inside"], rows, right=(1, 5, 6, 7)), ""]
+    out += [f"- {_scrub_paths(n)}" for n in check.notes]
+    return out
+
+
 def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
                     unavailable: dict[str, str] | None = None) -> str:
     """The Markdown summary of a study (see the module docstring for its parts).
@@ -687,6 +731,7 @@ def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
                    f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
                    "--budget 1usd`):")
         out += [""] + [f"- {_scrub_paths(x)}" for x in plan_text(plan)]
+    out += _plan_check_lines(data)
     if data.warnings:
         out += ["", "## Warnings", ""] + [f"- {_scrub_paths(w)}" for w in data.warnings]
     if figures or unavailable:

@@ -268,7 +268,7 @@ class FigureUnavailable(Exception):
 
 
 FIGURE_HEIGHT = {"learning_curves": 460, "ttt": 430, "speedup": 470, "efficiency": 430,
-                 "throughput": 430}
+                 "throughput": 430, "plan_check": 430}
 """Height in CSS pixels of each figure, in the report and in exported images."""
 
 
@@ -965,7 +965,7 @@ def _check(ctx: ReportData, figs: _Figures) -> str:
            'RESULTS_DIR --holdout ' + ",".join(str(n) for n in sorted(
                check.rows["num_env_runners"].unique())) + '</code>.</p>']
     if not check.rows.empty:
-        out.append(figs.div(plan_check_figure(ctx), height=430))
+        out.append(figs.div(plan_check_figure(ctx), height=FIGURE_HEIGHT["plan_check"]))
     rows = []
     for _, r in check.rows.iterrows():
         ttt = r["quantity"] == "TTT"

@@ -30,7 +30,7 @@ from sweeps.search import META_KEYS
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value",
+    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
 ]
 VOCAB_COLUMNS = {  # trial-config key -> trials.parquet column
     "num_workers": "num_env_runners",
@@ -113,6 +113,59 @@ class StopOnWriteError(Stopper):
         return self.recorder.write_error is not None
 
 
+def _fmt_duration(seconds: float) -> str:
+    s = max(0, round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (
+        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+
+
+class SweepProgress:
+    """The sweep's progress line: trials done / expected, the incumbent's TTT, elapsed time and
+    an ETA (printed after every finished trial, and kept live at the bottom of a terminal).
+
+    ETA: the trials still to finish, each taking the median duration of the trials finished so
+    far (the running ones minus what they already ran), divided by the trials that run at
+    once; "at most": the same with every trial running its whole time budget.
+
+    Args:
+        expected: trials the sweep will run in all.
+        budget_s: time budget per trial (seconds), None if the budget is in env steps only.
+        max_concurrent: trials running at once (at least 1).
+        start: ``time.time()`` when the command started.
+    """
+
+    def __init__(self, expected: int, budget_s: float | None, max_concurrent: int,
+                 start: float):
+        self.expected = int(expected)
+        self.budget_s = budget_s
+        self.max_concurrent = max(1, int(max_concurrent))
+        self.start = start
+
+    def line(self, done: int, durations: list[float], running: list[float],
+             incumbent: float | None, now: float | None = None) -> str:
+        """One line. ``done``: trials recorded (earlier runs of a resumed sweep included);
+        ``durations``: wall-clock seconds of the trials finished by this run; ``running``:
+        seconds the running trials have run so far; ``incumbent``: TTT (s) or None."""
+        now = time.time() if now is None else now
+        left = max(self.expected - done - len(running), 0)
+        parts = [f"{done}/{self.expected} trials done",
+                 f"incumbent TTT {incumbent:.1f} s" if incumbent is not None
+                 else "no incumbent yet", f"elapsed {_fmt_duration(now - self.start)}"]
+        if done < self.expected:
+            eta = []
+            if durations:
+                typical = statistics.median(durations)
+                eta.append("ETA ~" + _fmt_duration(
+                    (left * typical + sum(max(typical - r, 0.0) for r in running))
+                    / self.max_concurrent))
+            if self.budget_s:
+                eta.append("at most " + _fmt_duration(
+                    (left * self.budget_s + sum(max(self.budget_s - r, 0.0) for r in running))
+                    / self.max_concurrent))
+            parts.append(" ".join(eta) if eta else "ETA after the first trial")
+        return " · ".join(parts)
+
+
 class ResultsRecorder(Callback):
     """Tune callback recording every trial into ``run_dir`` (see module docstring).
 
@@ -147,6 +200,10 @@ class ResultsRecorder(Callback):
         #: trial id -> the cap (seconds) at which adaptive capping stopped it (:class:`Capper`)
         self.capped: dict[str, float] = {}
         self._reconciled = False  # Tune's restored finished trials checked (on_step_begin)
+        #: the progress line (:class:`SweepProgress`), set by ``sweeps.run``; None: no line
+        self.progress: SweepProgress | None = None
+        self._durations: list[float] = []  # wall-clock seconds of each trial finished here
+        self._live_at = 0.0
 
     def incumbent_ttt_s(self) -> float | None:
         """TTT (seconds) of the fastest configuration recorded so far, or None.
@@ -167,6 +224,7 @@ class ResultsRecorder(Callback):
     def __getstate__(self):  # Tune pickles its callbacks into the experiment state
         state = dict(self.__dict__)
         state.pop("_console", None)
+        state.pop("_status", None)
         return state
 
     @property
@@ -244,6 +302,8 @@ class ResultsRecorder(Callback):
             "learner_updates": float(result["learner_updates"]),
             "env_steps_per_s": float(result["env_steps_per_s_iter"]),
             "target_metric_value": float(result["target_metric_value"]),
+            **{k: float(result.get(k, math.nan)) for k in (
+                "grad_noise_scale", "grad_norm_sq", "grad_trace_cov")},
         })
 
     def on_trial_complete(self, iteration, trials, trial, **info):
@@ -253,9 +313,39 @@ class ResultsRecorder(Callback):
         if not self._reconciled:
             self._reconciled = True
             self._reconcile(trials)
+        self._live()
 
     def on_experiment_end(self, trials, **info):
         self._reconcile(trials)
+        status = getattr(self, "_status", None)
+        if status is not None:
+            status.stop()
+            self._status = None
+
+    # -- the progress line -------------------------------------------------------------------
+    def progress_line(self, now: float | None = None) -> str | None:
+        """The current :class:`SweepProgress` line, or None without one."""
+        if self.progress is None:
+            return None
+        now = time.time() if now is None else now
+        running = [now - st[0] for tid, st in self._starts.items() if tid not in self._recorded]
+        return self.progress.line(len(self._trials), self._durations, running,
+                                  self.incumbent_ttt_s(), now)
+
+    def _live(self) -> None:
+        """Keep the progress line at the bottom of a terminal (at most once a second)."""
+        if self.progress is None or not self.console.is_terminal:
+            return
+        now = time.time()
+        if now - self._live_at < 1.0:
+            return
+        self._live_at = now
+        line = self.progress_line(now)
+        if getattr(self, "_status", None) is None:
+            self._status = self.console.status(line, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(line)
 
     def _reconcile(self, trials) -> None:
         """Record the trials Tune's restored state calls finished but ``trials.parquet`` lacks.
@@ -305,6 +395,9 @@ class ResultsRecorder(Callback):
         self._trials.append(row)
         self._progress.extend(rows)
         self._recorded.add(tid)
+        starts = self._starts.get(tid)
+        self._durations.append(time.time() - starts[0] if starts else
+                               float(row.get("elapsed_s") or 0.0))
         self._flush()
         self._print(row)
 
@@ -325,6 +418,9 @@ class ResultsRecorder(Callback):
             + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else ""),
             soft_wrap=True,
         )
+        line = self.progress_line()
+        if line is not None and not self.console.is_terminal:
+            self.console.print(f"      {line}", soft_wrap=True, markup=False)
 
 
 def _error_line(trial) -> str:

@@ -473,6 +473,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         Capper,
         ResultsRecorder,
         StopOnWriteError,
+        SweepProgress,
         environment_info,
         now_iso,
         write_json,
@@ -529,7 +530,9 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         inner, num_configs = make_optuna_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
         search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
                               num_configs=num_configs, reference=sweep.reference)
-        reporter = tune.CLIReporter(
+        # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
+        # --verbose; otherwise the recorder's line per trial and its progress line
+        reporter = None if not args.verbose else tune.CLIReporter(
             metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
                             "best_return": "best return", "reached": "reached"},
             parameter_columns={"algorithm": "algo", "num_workers": "workers",
@@ -544,7 +547,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
                 stop=stopper,
-                progress_reporter=reporter, verbose=1,
+                progress_reporter=reporter, verbose=1 if args.verbose else 0,
                 failure_config=tune.FailureConfig(max_failures=1),
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
         )
@@ -556,6 +559,8 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
     expected = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
                 ) * sweep.search.seeds
+    recorder.progress = SweepProgress(expected, setup["budget"].get("time_s"),
+                                      sweep.search.max_concurrent or 1, command_start)
     interrupted = False
     from sweeps.cli import EXIT_WRITE_FAILED, describe_os_error, find_os_error, sigterm_as_interrupt
 

@@ -254,6 +254,8 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
                     evaluation_return=evaluation_return,
                     eval_time_s=evaluator.total_time_s if evaluator else 0.0,
                     learner_updates=float(m.get("learner_updates", math.nan)),
+                    grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
+                    grad_trace_cov=m["grad_trace_cov"],
                     peak_rss_mib=trial_peak_rss_mib(algo)):
                 break
     finally:

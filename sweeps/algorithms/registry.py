@@ -180,6 +180,19 @@ def _learner_updates(result: Mapping[str, Any]) -> float:
     return updates / max(1, int(num_learners or 0))
 
 
+def _noise_scale(result: Mapping[str, Any]) -> dict[str, float]:
+    """The learner's gradient noise scale (:mod:`sweeps.algorithms.noise_scale`) of the first
+    module that logged one; NaN for each key otherwise."""
+    out = {"grad_noise_scale": math.nan, "grad_norm_sq": math.nan, "grad_trace_cov": math.nan}
+    learners = result.get("learners")
+    if isinstance(learners, Mapping):
+        for module_id, stats in learners.items():
+            if module_id != "__all_modules__" and isinstance(stats, Mapping) and (
+                    "grad_noise_scale" in stats):
+                return {k: _float(stats.get(k, math.nan)) for k in out}
+    return out
+
+
 def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """The project's per-iteration metrics from one ``Algorithm.train()`` result.
 
@@ -189,7 +202,10 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         training env runners' mean episode return, exploration included: RLlib's
         ``env_runners/episode_return_mean``; NaN before any episode ended; the greedy return
         of the evaluation protocol is measured apart, :mod:`sweeps.evaluation`),
-        ``learner_updates`` (float, lifetime gradient updates; NaN if unknown).
+        ``learner_updates`` (float, lifetime gradient updates; NaN if unknown),
+        ``grad_noise_scale`` (examples), ``grad_norm_sq`` and ``grad_trace_cov`` (the learner's
+        smoothed |G|^2 and tr(Sigma), :mod:`sweeps.algorithms.noise_scale`; NaN when not
+        measured).
 
     Raises:
         ValueError: for an unknown algorithm.
@@ -204,6 +220,7 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         "episodes": int(_float(runners.get("num_episodes_lifetime", 0)) or 0),
         "episode_return_mean": _float(runners.get("episode_return_mean", math.nan)),
         "learner_updates": _learner_updates(result),
+        **_noise_scale(result),
     }
 
 

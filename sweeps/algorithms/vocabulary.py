@@ -76,6 +76,9 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
     "fcnet_activation": OwnParam("rl_module", "activation of the fully connected torso: relu, tanh, ..."),
     "reward_scale": OwnParam(
         "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
+    "grad_noise_scale_every": OwnParam(
+        "derived", "learner updates between two measurements of the gradient noise scale "
+        "(sweeps.algorithms.noise_scale; default 10, 0 = off)"),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
@@ -214,6 +217,15 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
 
         learner_kwargs["learner_connector"] = RewardScaleConnector(
             _positive_float("reward_scale", scale, name))
+    every = p.pop("grad_noise_scale_every", None)
+    every = 10 if every is None else _int("grad_noise_scale_every", every, name, 0)
+    if every > 0:
+        from sweeps.algorithms.noise_scale import noise_learner_class
+
+        base = config.learner_class  # the algorithm's own, or the one its config set
+        if isinstance(base, type):
+            learner_kwargs["learner_class"] = noise_learner_class(base)
+            learner_kwargs["learner_config_dict"] = {"grad_noise_scale_every": every}
     for key, value in p.items():
         own = spec.param_section(key)
         if own.section != "derived":  # derived keys were consumed by spec.translate

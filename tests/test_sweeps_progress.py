@@ -1,0 +1,28 @@
+"""The sweep's progress line (sweeps.record.SweepProgress)."""
+
+from __future__ import annotations
+
+from sweeps.record import SweepProgress
+
+
+def test_progress_line_counts_incumbent_elapsed_and_eta() -> None:
+    p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=1000.0)
+    line = p.line(0, [], [], None, now=1005.0)
+    assert line == "0/10 trials done · no incumbent yet · elapsed 5s · at most 10m00s"
+    # 4 done (median 20 s), one running for 5 s, 5 waiting:
+    # ETA ~ 5 x 20 + (20 - 5) = 115 s; at most 5 x 60 + (60 - 5) = 355 s
+    line = p.line(4, [10.0, 20.0, 20.0, 30.0], [5.0], 12.34, now=1090.0)
+    assert line == ("4/10 trials done · incumbent TTT 12.3 s · elapsed 1m30s · "
+                    "ETA ~1m55s at most 5m55s")
+    # two at once halve the ETA; a budget in env steps only has no upper bound
+    two = SweepProgress(expected=10, budget_s=None, max_concurrent=2, start=1000.0)
+    assert two.line(4, [10.0, 20.0, 20.0, 30.0], [5.0], None, now=1090.0).endswith(
+        "ETA ~58s")
+    assert p.line(10, [1.0] * 10, [], 3.0, now=4700.0) == (
+        "10/10 trials done · incumbent TTT 3.0 s · elapsed 1h01m")
+
+
+def test_a_resumed_sweep_counts_earlier_trials_as_done() -> None:
+    p = SweepProgress(expected=6, budget_s=30.0, max_concurrent=1, start=0.0)
+    # 3 recorded by an earlier run, 1 by this one (10 s): 2 left
+    assert p.line(4, [10.0], [], None, now=20.0).endswith("ETA ~20s at most 1m00s")
