@@ -1,0 +1,259 @@
+"""Batch size from the gradient noise scale: predicted optimisation steps and env steps to the
+target at other batch sizes, checked against the measured ones.
+
+Model (McCandlish, Kaplan, Amodei et al., "An Empirical Model of Large-Batch Training", arXiv
+1812.06162, 2018, eqs. 2.11-2.12): to reach a given loss (here: the target), the optimisation
+steps ``S`` and the samples ``E`` used at batch size ``B`` trade off as
+
+    S(B) = S_min (1 + B_noise / B)        E(B) = E_min (1 + B / B_noise),  E_min = S_min B_noise
+
+with ``B_noise`` the critical batch size, which the *simple noise scale* ``B_simple =
+tr(Sigma) / |G|^2`` measured during training predicts (:mod:`sweeps.algorithms.noise_scale`).
+In RL the samples are env steps; ``E = S x B`` holds when every update uses a fresh batch of
+``B`` env steps once (on-policy learners with one pass and one minibatch per batch, e.g. PPO
+with ``num_epochs=1`` and ``minibatch_size = train_batch_size``); with several passes or
+replay the env steps per update are measured, not assumed.
+
+From a *pilot* batch size ``B0`` (its measured learner updates to the target ``S0`` and its
+measured ``B_simple``, medians over seeds): ``S_min = S0 / (1 + B_simple / B0)``, then ``S(B)``
+and ``E(B) = S(B) x (env steps per update at B0) x B / B0`` at every other batch size, with a
+95 % bootstrap interval over the pilot's seeds. The check compares those predictions with the
+measured medians at the batch sizes the prediction did not use; a least-squares fit of
+``S(B) = S_min (1 + B_crit / B)`` to all measured points says which critical batch size the
+outcomes themselves imply, next to the gradients' ``B_simple``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["BatchSizeCheck", "batch_size_check", "check_lines", "fit_critical_batch", "main",
+           "steps_at", "trial_batch"]
+
+
+def steps_at(b: np.ndarray | float, s_min: float, b_noise: float) -> np.ndarray:
+    """``S(B) = S_min (1 + B_noise / B)``: optimisation steps to the target at batch size B."""
+    return s_min * (1.0 + b_noise / np.asarray(b, dtype=float))
+
+
+def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
+    """Per trial: its batch size, learner updates to the target and measured noise scale.
+
+    Returns:
+        Columns ``trial_id, config_id, algorithm, train_batch_size, reached, updates``
+        (lifetime learner updates at the iteration that first reached the target; NaN when
+        censored), ``steps`` (env steps to the target), ``b_simple`` (the learner's smoothed
+        ``grad_noise_scale`` at that iteration, or its last value when censored) and
+        ``steps_per_update`` (env steps / learner updates at that iteration).
+    """
+    rows = []
+    groups = {k: g.sort_values("iteration") for k, g in progress.groupby("trial_id")}
+    for _, t in tm.iterrows():
+        g = groups.get(t["trial_id"])
+        upd = bns = spu = math.nan
+        if g is not None and len(g):
+            if t["reached"]:
+                hit = g[g["wall_time_s"] <= t["time_to_target_s"] + 1e-9]
+                row = hit.iloc[-1] if len(hit) else g.iloc[0]
+                upd = float(row["learner_updates"])
+            else:
+                row = g.iloc[-1]
+            if "grad_noise_scale" in g:
+                known = g[(g["wall_time_s"] <= row["wall_time_s"]) & g["grad_noise_scale"].notna()]
+                bns = float(known["grad_noise_scale"].iloc[-1]) if len(known) else math.nan
+            lu = float(row["learner_updates"])
+            spu = float(row["env_steps"]) / lu if lu > 0 else math.nan
+        rows.append({"trial_id": t["trial_id"], "config_id": t["config_id"],
+                     "algorithm": t["algorithm"],
+                     "train_batch_size": float(t.get("train_batch_size", math.nan)),
+                     "reached": bool(t["reached"]), "updates": upd,
+                     "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
+                     "b_simple": bns, "steps_per_update": spu})
+    return pd.DataFrame(rows)
+
+
+def fit_critical_batch(b: np.ndarray, s: np.ndarray) -> tuple[float, float]:
+    """Least squares ``S = S_min (1 + B_crit / B)`` (linear in ``1/B``): ``(S_min, B_crit)``.
+
+    NaN with fewer than two distinct batch sizes; ``B_crit`` is clipped at 0 (a negative slope
+    means larger batches needed *more* steps: no trade-off to model).
+    """
+    b, s = np.asarray(b, float), np.asarray(s, float)
+    ok = np.isfinite(b) & np.isfinite(s) & (b > 0)
+    if len(np.unique(b[ok])) < 2:
+        return math.nan, math.nan
+    slope, icpt = np.polyfit(1.0 / b[ok], s[ok], 1)
+    if icpt <= 0:
+        return math.nan, math.nan
+    return float(icpt), max(float(slope / icpt), 0.0)
+
+
+@dataclass
+class BatchSizeCheck:
+    """Predictions from the pilot batch size against the measured batch sizes.
+
+    Attributes:
+        rows: per (algorithm, batch size) ``algorithm, train_batch_size, role`` ("pilot" or
+            "checked"), ``n_reached, n_trials``, measured ``updates`` and ``steps`` (medians
+            over seeds that reached the target) and ``b_simple`` (median), predicted
+            ``updates_pred, updates_low, updates_high, steps_pred, steps_low, steps_high``,
+            and ``updates_error, steps_error`` (predicted / measured - 1).
+        fits: per algorithm ``{"pilot": B0, "b_simple": ..., "s_min": ..., "b_crit": ...,
+            "s_min_fit": ...}`` (``b_crit`` and ``s_min_fit`` from :func:`fit_critical_batch`
+            on every measured batch size).
+        notes: why something could not be predicted, one line each.
+    """
+
+    rows: pd.DataFrame
+    fits: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float | None = None,
+                     n_resamples: int = 1000, seed: int = 0) -> BatchSizeCheck:
+    """Predict steps-to-target at every batch size from one pilot batch size and compare.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+        progress: the run's progress rows (with ``grad_noise_scale``).
+        pilot: the pilot batch size (default: the median of the measured ones, rounded down to
+            a measured one).
+        n_resamples, seed: the bootstrap over the pilot's seeds.
+
+    Returns:
+        :class:`BatchSizeCheck` (empty rows, with a note, when an algorithm has fewer than two
+        batch sizes, no noise scale, or a pilot whose seeds did not reach the target).
+    """
+    tb = trial_batch(tm[~tm["is_reference"] & (tm["status"] != "error")], progress)
+    rows, fits, notes = [], {}, []
+    rng = np.random.default_rng(seed)
+    for alg, g in tb.groupby("algorithm", sort=True):
+        sizes = sorted(b for b in g["train_batch_size"].unique() if np.isfinite(b))
+        if len(sizes) < 2:
+            notes.append(f"{alg}: one batch size measured; nothing to predict")
+            continue
+        b0 = pilot if pilot is not None else sizes[(len(sizes) - 1) // 2]
+        if b0 not in sizes:
+            notes.append(f"{alg}: pilot batch size {b0:g} was not measured")
+            continue
+        p = g[(g["train_batch_size"] == b0) & g["reached"]]
+        p = p[np.isfinite(p["updates"]) & np.isfinite(p["b_simple"])]
+        if len(p) == 0:
+            notes.append(f"{alg}: no seed of the pilot batch size {b0:g} reached the target "
+                         "with a measured noise scale")
+            continue
+
+        def predict(pp: pd.DataFrame, bs: np.ndarray, b0: float = b0
+                    ) -> tuple[np.ndarray, np.ndarray]:
+            s0, bn = float(pp["updates"].median()), float(pp["b_simple"].median())
+            spu0 = float(pp["steps_per_update"].median())
+            s_min = s0 / (1.0 + bn / b0)
+            s = steps_at(bs, s_min, bn)
+            return s, s * spu0 * bs / b0
+
+        bs = np.array(sizes, float)
+        s_pred, e_pred = predict(p, bs)
+        boot_s, boot_e = [], []
+        for _ in range(n_resamples):
+            draw = p.iloc[rng.integers(0, len(p), size=len(p))]
+            a, b = predict(draw, bs)
+            boot_s.append(a)
+            boot_e.append(b)
+        s_lo, s_hi = np.quantile(np.array(boot_s), [0.025, 0.975], axis=0)
+        e_lo, e_hi = np.quantile(np.array(boot_e), [0.025, 0.975], axis=0)
+        med = []
+        for i, b in enumerate(sizes):
+            gb = g[g["train_batch_size"] == b]
+            r = gb[gb["reached"]]
+            m_upd = float(r["updates"].median()) if len(r) else math.nan
+            m_steps = float(r["steps"].median()) if len(r) else math.nan
+            med.append((b, m_upd))
+            rows.append({
+                "algorithm": alg, "train_batch_size": b,
+                "role": "pilot" if b == b0 else "checked",
+                "n_reached": int(len(r)), "n_trials": int(len(gb)),
+                "updates": m_upd, "steps": m_steps,
+                "b_simple": float(gb["b_simple"].median()),
+                "updates_pred": float(s_pred[i]), "updates_low": float(s_lo[i]),
+                "updates_high": float(s_hi[i]), "steps_pred": float(e_pred[i]),
+                "steps_low": float(e_lo[i]), "steps_high": float(e_hi[i]),
+                "updates_error": float(s_pred[i] / m_upd - 1.0) if m_upd > 0 else math.nan,
+                "steps_error": float(e_pred[i] / m_steps - 1.0) if m_steps > 0 else math.nan})
+            if len(r) * 2 < len(gb):
+                notes.append(f"{alg} B={b:g}: {len(r)} of {len(gb)} seeds reached the target; "
+                             "its measured medians are over those only (biased low)")
+        s_min_fit, b_crit = fit_critical_batch(np.array([m[0] for m in med]),
+                                               np.array([m[1] for m in med]))
+        bn0 = float(p["b_simple"].median())
+        fits[alg] = {"pilot": float(b0), "b_simple": bn0,
+                     "s_min": float(p["updates"].median()) / (1.0 + bn0 / b0),
+                     "b_crit": b_crit, "s_min_fit": s_min_fit}
+    cols = ["algorithm", "train_batch_size", "role", "n_reached", "n_trials", "updates", "steps",
+            "b_simple", "updates_pred", "updates_low", "updates_high", "steps_pred", "steps_low",
+            "steps_high", "updates_error", "steps_error"]
+    return BatchSizeCheck(pd.DataFrame(rows, columns=cols), fits, notes)
+
+
+def check_lines(check: BatchSizeCheck) -> list[str]:
+    """The check as plain lines (the CLI's output)."""
+    out = []
+    for alg, f in check.fits.items():
+        out.append(f"{alg}: pilot B={f['pilot']:g}: measured B_simple {f['b_simple']:,.1f}, "
+                   f"S_min {f['s_min']:,.1f} learner updates; the outcomes at every B imply "
+                   f"B_crit {f['b_crit']:,.1f} (S_min {f['s_min_fit']:,.1f}) by least squares")
+    for _, r in check.rows.iterrows():
+        def err(x: float) -> str:
+            return f"{x:+.0%}" if math.isfinite(x) else "n/a"
+
+        out.append(
+            f"{r['algorithm']} B={r['train_batch_size']:g} ({r['role']}, {r['n_reached']}/"
+            f"{r['n_trials']} reached): learner updates to target measured {r['updates']:,.0f}, "
+            f"predicted {r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, "
+            f"{r['updates_high']:,.0f}] ({err(r['updates_error'])}); env steps measured "
+            f"{r['steps']:,.0f}, predicted {r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, "
+            f"{r['steps_high']:,.0f}] ({err(r['steps_error'])}); B_simple {r['b_simple']:,.1f}")
+    return out + check.notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.batch_size RESULTS_DIR [--pilot B] [--target VALUE]``; exit 2 on
+    bad input."""
+    import argparse
+    import sys
+
+    from analysis.load import ResultsError, load_results
+    from analysis.metrics import trial_metrics
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # one line, exit 2
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+            raise SystemExit(2)
+
+    p = _Parser(prog="python -m analysis.batch_size",
+                description="Predicted vs measured steps-to-target across batch sizes, from "
+                            "the gradient noise scale of a pilot batch size.")
+    p.add_argument("results_dir")
+    p.add_argument("--pilot", type=float, help="pilot batch size (default: the middle one)")
+    p.add_argument("--target", help="override the target: absolute value or percent of optimum")
+    args = p.parse_args(argv)
+    try:
+        res = load_results(args.results_dir)
+        tm, target, _ = trial_metrics(res, args.target)
+    except (ResultsError, ValueError, OSError) as exc:
+        sys.stderr.write(f"{p.prog}: error: {exc}\n")
+        return 2
+    check = batch_size_check(tm, res.progress, pilot=args.pilot)
+    print(f"Batch-size check for {res.path} -- target {target.metric} >= {target.value:g}")
+    for line in check_lines(check):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    from sweeps.cli import guard
+
+    raise SystemExit(guard("python -m analysis.batch_size", main))
