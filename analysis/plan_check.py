@@ -267,14 +267,16 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             notes.append(f"{alg}: {len(fit_n)} env runner count(s) left to fit on; the check "
                          "needs at least 2 (3 for the USL)")
             continue
-        if len(fit_n) < MIN_FIT_N:
-            notes.append(f"{alg}: fitted on {len(fit_n)} N (Amdahl); the USL needs {MIN_FIT_N}")
         cand = test_rows["num_env_runners"].to_numpy(float)
         # 1. USL (or Amdahl) on 1/TTT, the capacity plan's own model
         usable = fit_rows[np.isfinite(fit_rows["ttt_s"].astype(float))]
         fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
                            1.0 / usable["ttt_s"].to_numpy(float))
         f = preferred(fits)
+        usl_n = ",".join(str(int(n)) for n in usable["num_env_runners"])
+        if len(usable) < len(fit_rows):
+            notes.append(f"{alg}: N={','.join(str(int(n)) for n in fit_rows['num_env_runners'] if n not in set(usable['num_env_runners']))} "
+                         "left out of the fit of 1/TTT (median TTT not reached)")
         usl_pred = usl_lo = usl_hi = np.full(cand.shape, np.nan)
         model_name = "USL on 1/TTT"
         if f is None:
@@ -294,6 +296,8 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
         # 2. the pipeline model on the same configurations' trials
         pc = comp[comp["config_id"].isin(fit_rows["config_id"])]
         pipe = _fit_pipeline(pc)
+        pipe_n = ",".join(str(int(n)) for n in sorted(
+            pc.loc[np.isfinite(pc["rate"]), "num_env_runners"].unique()))
         if pipe is None:
             notes.append(f"{alg}: no pipeline fit on N={label} (too few trials with two "
                          "iterations or a sampling rate)")
@@ -310,10 +314,11 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             tc = comp[comp["config_id"] == t["config_id"]]["rate"].dropna()
             rate_meas = ((float(tc.median()), float(tc.min()), float(tc.max())) if len(tc)
                          else (math.nan,) * 3)
-            for model, q, pred, lo, hi, m in (
-                    (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas),
-                    ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas),
-                    ("pipeline", "env steps/s", p_rate[i], r_lo[i], r_hi[i], rate_meas)):
+            for model, q, pred, lo, hi, m, used in (
+                    (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas, usl_n),
+                    ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas, pipe_n),
+                    ("pipeline", "env steps/s", p_rate[i], r_lo[i], r_hi[i], rate_meas,
+                     pipe_n)):
                 rows.append({
                     "algorithm": alg, "num_env_runners": n, "model": model, "quantity": q,
                     "predicted": float(pred), "low": float(lo), "high": float(hi),
@@ -323,7 +328,7 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                               else math.nan),
                     "inside": (None if not (math.isfinite(m[0]) and np.isfinite(lo)
                                             and not np.isnan(hi)) else bool(lo <= m[0] <= hi)),
-                    "fit_n": label})
+                    "fit_n": used})
             if not math.isfinite(meas[0]):
                 notes.append(f"{alg} N={n}: the measured median TTT is not known (most seeds "
                              "censored): the TTT predictions cannot be checked there")

@@ -63,6 +63,7 @@ from analysis.report import (
     FigureUnavailable,
     ReportData,
     analyse,
+    batch_size_figure,
     learning_curve_figure,
     plan_check_figure,
     speedup_figures,
@@ -94,6 +95,8 @@ FIGURES: dict[str, str] = {
     "efficiency": "Parallel efficiency (per env runner and per CPU) vs env runners",
     "throughput": "Throughput (env steps/s) vs env runners, with Amdahl/USL fits",
     "plan_check": "Plan check: TTT at held-out env runner counts, predicted vs measured",
+    "batch_size": "Updates and env steps to the target vs batch size, predicted from the "
+                  "gradient noise scale vs measured",
 }
 """Figures that can be exported: file suffix -> caption."""
 
@@ -123,6 +126,10 @@ _HOW_TO_READ = {
                   "fitted on; diamonds: at the held-out ones. Stars: USL on 1/TTT; crosses: the "
                   "pipeline model (start-up + env steps / sampling rate); bars: 95 % bootstrap "
                   "intervals of the predictions.",
+    "batch_size": "Markers: median learner updates (left) and env steps (right) to the target "
+                  "per batch size, the pilot filled; dashed: S(B) = S_min (1 + B_simple / B) and "
+                  "its env steps, predicted from the pilot's measured noise scale alone; bars: "
+                  "95 % bootstrap intervals over the pilot's seeds.",
 }
 
 _BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
@@ -169,6 +176,7 @@ def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT
         "efficiency": (lambda: speedup_figures(data).efficiency, "efficiency"),
         "throughput": (lambda: throughput_figure(data)[0], "throughput"),
         "plan_check": (lambda: plan_check_figure(data), "plan_check"),
+        "batch_size": (lambda: batch_size_figure(data), "batch_size"),
     }
     figures: dict[str, tuple[Any, int]] = {}
     unavailable: dict[str, str] = {}
@@ -678,6 +686,64 @@ def _plan_check_lines(data: ReportData) -> list[str]:
     return out
 
 
+def _fit_lines(data: ReportData) -> list[str]:
+    """The Amdahl and USL fits behind the speedup and throughput figures, with the parameters'
+    standard errors (analysis.scaling)."""
+    fits: list[tuple[str, str, Any]] = []
+    try:
+        fits += speedup_figures(data).fits
+    except FigureUnavailable:
+        pass
+    try:
+        fits += throughput_figure(data)[1]
+    except FigureUnavailable:
+        pass
+    if not fits:
+        return []
+    out = ["", "## Scaling fits", "",
+           "X(N) = gamma N / (1 + alpha (N - 1) + beta N (N - 1)) (Gunther's Universal "
+           "Scalability Law; Amdahl: beta = 0), fitted to the capacity named (1/TTT of the best "
+           "configuration per N, or every trial's env steps/s) with 0 <= alpha <= 1, beta >= 0; "
+           "+- one standard error from the fit's covariance; peak N* = sqrt((1 - alpha) / "
+           "beta).", ""]
+    out += [f"- {alg}, {what}: {f.describe()}" for alg, what, f in fits]
+    return out
+
+
+def _batch_size_lines(data: ReportData) -> list[str]:
+    b = data.batch
+    if b is None:
+        return []
+    from analysis.batch_size import check_lines
+
+    out = ["", "## Batch size and gradient noise scale", "",
+           "Predicted from the pilot batch size's measured learner updates to the target and its "
+           "gradient noise scale B_simple (McCandlish et al. 2018: S = S_min (1 + B_noise / B)), "
+           "against the measured medians (`python -m analysis.batch_size "
+           f"{data.res.name}/{data.res.path.name}`); error = predicted / measured - 1.", ""]
+    rows = []
+    for _, r in b.rows.iterrows():
+        def e(x: float) -> str:
+            return f"{x:+.0%}" if math.isfinite(x) else "n/a"
+
+        rows.append([r["algorithm"], f"{r['train_batch_size']:g}", r["role"],
+                     f"{r['n_reached']}/{r['n_trials']}", f"{r['b_simple']:.3g}",
+                     f"{r['updates']:,.0f}",
+                     f"{r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, "
+                     f"{r['updates_high']:,.0f}]", e(r["updates_error"]),
+                     f"{r['steps']:,.0f}",
+                     f"{r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, {r['steps_high']:,.0f}]",
+                     e(r["steps_error"])])
+    if rows:
+        out += [_md_table(["algorithm", "batch B", "role", "reached", "B_simple",
+                           "updates to target", "predicted [95 %]", "error",
+                           "env steps to target", "predicted [95 %]", "error"], rows,
+                          right=(1, 4, 5, 6, 7, 8, 9, 10)), ""]
+    out += [f"- {_scrub_paths(x)}" for x in check_lines(b) if "B_crit" in x or not rows
+            or x in b.notes]
+    return out
+
+
 def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
                     unavailable: dict[str, str] | None = None) -> str:
     """The Markdown summary of a study (see the module docstring for its parts).
@@ -731,7 +797,9 @@ def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
                    f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
                    "--budget 1usd`):")
         out += [""] + [f"- {_scrub_paths(x)}" for x in plan_text(plan)]
+    out += _fit_lines(data)
     out += _plan_check_lines(data)
+    out += _batch_size_lines(data)
     if data.warnings:
         out += ["", "## Warnings", ""] + [f"- {_scrub_paths(w)}" for w in data.warnings]
     if figures or unavailable:

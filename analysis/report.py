@@ -12,8 +12,8 @@ or from Python (``sweeps.run`` does this at the end of a sweep)::
 Sections: 1 summary (best configuration per algorithm with TTT, speedup, efficiency and cost;
 recommended worker counts; warnings), 2 learning curves, 3 scaling (TTT, speedup with ideal
 line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 5 plan check
-(predictions at held-out env runner counts vs measurements), 6 Optuna history and parameter
-importances, 7 environment and sweep spec. What cannot be shown (no
+(predictions at held-out env runner counts vs measurements), 6 batch size and gradient noise
+scale, 7 Optuna history and parameter importances, 8 environment and sweep spec. What cannot be shown (no
 baseline, a single N, no optuna.db, every run censored, ...) is said in place of the figure.
 
 The numbers are computed once by :func:`analyse` (a :class:`ReportData`); the figures come from
@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.batch_size import BatchSizeCheck, batch_size_check
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import Target, describe_metric, trial_metrics
 from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
@@ -66,6 +67,7 @@ __all__ = [
     "build_report",
     "learning_curve_figure",
     "plan_check_figure",
+    "batch_size_figure",
     "main",
     "speedup_figures",
     "style_figure",
@@ -245,6 +247,8 @@ class ReportData:
         plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
         check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
             :data:`~analysis.plan_check.MIN_FIT_N` smallest; None when no algorithm has more.
+        batch: the batch-size check (:func:`analysis.batch_size.batch_size_check`) when an
+            algorithm ran several batch sizes with the gradient noise scale measured; else None.
         warnings: one line each: what was missing, repaired or is not trustworthy.
         colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
         n_figures: figures placed in the HTML page so far.
@@ -258,6 +262,7 @@ class ReportData:
     plan: Plan | None
     warnings: list[str]
     check: PlanCheck | None = None
+    batch: BatchSizeCheck | None = None
     colors: dict[tuple[str, int], str] = field(default_factory=dict)
     alg_color: dict[str, str] = field(default_factory=dict)
     n_figures: int = 0
@@ -268,7 +273,7 @@ class FigureUnavailable(Exception):
 
 
 FIGURE_HEIGHT = {"learning_curves": 460, "ttt": 430, "speedup": 470, "efficiency": 430,
-                 "throughput": 430, "plan_check": 430}
+                 "throughput": 430, "plan_check": 430, "batch_size": 430}
 """Height in CSS pixels of each figure, in the report and in exported images."""
 
 
@@ -991,7 +996,101 @@ def _check(ctx: ReportData, figs: _Figures) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 6: Optuna
+# Section 6: batch size
+# ---------------------------------------------------------------------------------------------
+def batch_size_figure(data: ReportData) -> Any:
+    """Learner updates and env steps to the target against the batch size: measured medians
+    (markers; the pilot filled) and the curves predicted from the pilot's noise scale
+    (McCandlish et al. 2018: S = S_min (1 + B_noise / B), E = S x env steps per update).
+
+    Raises:
+        FigureUnavailable: no batch-size check.
+    """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    from analysis.batch_size import steps_at
+
+    if data.batch is None or data.batch.rows.empty:
+        raise FigureUnavailable("No batch-size check.")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(
+        "learner updates to the target", "env steps to the target"))
+    for alg, g in data.batch.rows.groupby("algorithm"):
+        f = data.batch.fits[alg]
+        color = data.alg_color.get(alg, "#333")
+        bs = np.geomspace(g["train_batch_size"].min() / 1.5, g["train_batch_size"].max() * 1.5,
+                          60)
+        s_curve = steps_at(bs, f["s_min"], f["b_simple"])
+        pilot = g[g["role"] == "pilot"].iloc[0]
+        spu = pilot["steps_pred"] / pilot["updates_pred"] / pilot["train_batch_size"]
+        for col, y_meas, y_curve, lo, hi in (
+                (1, g["updates"], s_curve, g["updates_low"], g["updates_high"]),
+                (2, g["steps"], s_curve * spu * bs, g["steps_low"], g["steps_high"])):
+            fig.add_trace(go.Scatter(
+                x=bs, y=y_curve, mode="lines", line={"color": color, "dash": "dash"},
+                name=f"{alg} predicted from B={f['pilot']:g} (B_simple {f['b_simple']:.3g})",
+                showlegend=col == 1), row=1, col=col)
+            fig.add_trace(go.Scatter(
+                x=g["train_batch_size"], y=y_meas, mode="markers", name=f"{alg} measured",
+                marker={"color": color, "size": 10,
+                        "symbol": ["circle" if r == "pilot" else "circle-open"
+                                   for r in g["role"]]},
+                showlegend=col == 1), row=1, col=col)
+            fig.add_trace(go.Scatter(
+                x=g["train_batch_size"], y=(lo + hi) / 2, mode="markers",
+                marker={"size": 1, "color": color}, showlegend=False,
+                error_y={"type": "data", "array": (hi - lo) / 2, "visible": True}),
+                row=1, col=col)
+    fig.update_xaxes(type="log", title_text="train batch size B")
+    fig.update_yaxes(type="log")
+    fig.update_layout(title="Batch size: predicted from the pilot's gradient noise scale vs "
+                            "measured (filled: the pilot; bars: 95% intervals of the prediction)")
+    return fig
+
+
+def _batch(ctx: ReportData, figs: _Figures) -> str:
+    b = ctx.batch
+    if b is None:
+        return _missing("No batch-size check: it needs one algorithm run at two or more "
+                        "train batch sizes with the gradient noise scale measured "
+                        "(grad_noise_scale in progress.parquet).")
+    out = ['<p class="note">McCandlish et al. 2018 (arXiv 1812.06162): the steps S and samples '
+           'E to reach a target trade off as S = S<sub>min</sub>(1 + B<sub>noise</sub>/B), '
+           'E = E<sub>min</sub>(1 + B/B<sub>noise</sub>); the learner measures the simple noise '
+           'scale B<sub>simple</sub> = tr(&Sigma;)/|G|&sup2; as the estimate of B<sub>noise</sub>. '
+           'From the pilot batch size alone (its measured updates to the target and '
+           'B<sub>simple</sub>), the other batch sizes are predicted and compared with what they '
+           'measured. Reproduce with <code>python -m analysis.batch_size RESULTS_DIR</code>.</p>']
+    if not b.rows.empty:
+        out.append(figs.div(batch_size_figure(ctx), height=FIGURE_HEIGHT["batch_size"]))
+        rows = []
+        for _, r in b.rows.iterrows():
+            def e(x: float) -> str:
+                return f"{x:+.0%}" if math.isfinite(x) else "n/a"
+
+            rows.append([r["algorithm"], f"{r['train_batch_size']:g}", r["role"],
+                         f"{r['n_reached']}/{r['n_trials']}", _fmt_num(r["b_simple"], 3),
+                         _fmt_num(r["updates"], 4),
+                         f"{_fmt_num(r['updates_pred'], 4)} [{_fmt_num(r['updates_low'], 3)}, "
+                         f"{_fmt_num(r['updates_high'], 3)}]", e(r["updates_error"]),
+                         _fmt_num(r["steps"], 4),
+                         f"{_fmt_num(r['steps_pred'], 4)} [{_fmt_num(r['steps_low'], 3)}, "
+                         f"{_fmt_num(r['steps_high'], 3)}]", e(r["steps_error"])])
+        out.append(_table(["algorithm", "batch B", "role", "reached", "B_simple (median)",
+                           "updates to target", "predicted [95%]", "error",
+                           "env steps to target", "predicted [95%]", "error"], rows,
+                          left=(0, 2)))
+        for alg, f in b.fits.items():
+            out.append(f'<p class="note">{_esc(alg)}: the measured outcomes at every batch size '
+                       f'imply a critical batch size B<sub>crit</sub> = {_fmt_num(f["b_crit"], 3)}'
+                       f' (least squares of S against 1/B), against the pilot\'s measured '
+                       f'B<sub>simple</sub> = {_fmt_num(f["b_simple"], 3)}.</p>')
+    out.extend(f'<p class="note">{_esc(n)}</p>' for n in b.notes)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 7: Optuna
 # ---------------------------------------------------------------------------------------------
 def _optuna(ctx: ReportData, figs: _Figures) -> str:
     study = ctx.res.study
@@ -1027,7 +1126,7 @@ def _optuna(ctx: ReportData, figs: _Figures) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Section 7: environment and spec
+# Section 8: environment and spec
 # ---------------------------------------------------------------------------------------------
 def _environment(ctx: ReportData) -> str:
     env, spec = ctx.res.environment, ctx.res.spec
@@ -1130,8 +1229,15 @@ def analyse(res: Results, target: str | float | None = None) -> ReportData:
         plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
     holdout = auto_holdout(summary) if len(summary) else []
     check = plan_check(tm, summary, res.progress, holdout) if holdout else None
+    batch = None
+    prog = res.progress
+    if ("grad_noise_scale" in prog and prog["grad_noise_scale"].notna().any()
+            and "train_batch_size" in tm
+            and tm.groupby("algorithm")["train_batch_size"].nunique().max() >= 2):
+        batch = batch_size_check(tm, prog)
     data = ReportData(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
-                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check)
+                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check,
+                      batch=batch)
     data.colors, data.alg_color = _colors(tm)
     return data
 
@@ -1163,8 +1269,9 @@ def build_report(res: Results, target: str | float | None = None) -> str:
         ("scaling", "3. Scaling with env runners", lambda: _scaling(ctx, figs)),
         ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(ctx, figs)),
         ("check", "5. Plan check (held-out env runner counts)", lambda: _check(ctx, figs)),
-        ("optuna", "6. Optuna search", lambda: _optuna(ctx, figs)),
-        ("environment", "7. Environment and sweep spec", lambda: _environment(ctx)),
+        ("batch", "6. Batch size and gradient noise scale", lambda: _batch(ctx, figs)),
+        ("optuna", "7. Optuna search", lambda: _optuna(ctx, figs)),
+        ("environment", "8. Environment and sweep spec", lambda: _environment(ctx)),
     ]
     bodies = [section(*s) for s in sections]
     summary_html = section("summary", "1. Summary", lambda: _summary(ctx))

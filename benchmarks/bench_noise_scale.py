@@ -3,10 +3,9 @@
 For each algorithm (default APEX, whose learner runs as fast as it can, and IMPALA), one env
 runner on Contoso Cabs with the suite's tuned defaults trains for ``--seconds`` per repetition,
 alternately with the measurement off (``grad_noise_scale_every=0``) and on (every
-``--every`` learner updates, the default 10), ``--reps`` times each. Reported: learner
-updates/s (lifetime updates / seconds after the first iteration) per repetition, the median of
-each and the ratio on/off with its range over the pairs. A ratio of 0.97 costs 3 % of the
-learner's updates.
+each ``--every`` learner updates, e.g. ``10,20``), ``--reps`` times each. Reported: learner
+updates/s and env steps/s (after the first iteration) per repetition, the median of each and
+the ratio on/off with its range over the pairs. A ratio of 0.97 costs 3 %.
 
     flock /tmp/ray_workload.lock python benchmarks/bench_noise_scale.py --reps 3
 
@@ -49,8 +48,9 @@ def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict
         dt = time.perf_counter() - t0
     finally:
         algo.stop()
+    u0 = m0["learner_updates"] if m0["learner_updates"] == m0["learner_updates"] else 0.0
     return {"every": every, "seed": seed, "seconds": dt,
-            "learner_updates_per_s": (m["learner_updates"] - m0["learner_updates"]) / dt,
+            "learner_updates_per_s": (m["learner_updates"] - u0) / dt,
             "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
             "grad_noise_scale": m["grad_noise_scale"]}
 
@@ -60,10 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--algorithms", default="APEX,IMPALA")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--every", type=int, default=10)
+    p.add_argument("--every", default="10",
+                   help="comma-separated measurement intervals to compare with off, e.g. 10,20")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args(argv)
-    if args.reps < 1 or args.seconds <= 0 or args.every < 1:
+    try:
+        everies = [int(x) for x in str(args.every).split(",")]
+    except ValueError:
+        p.error(f"--every {args.every!r}: expected integers like 10,20")
+    if args.reps < 1 or args.seconds <= 0 or min(everies) < 1:
         p.error("--reps >= 1, --seconds > 0 and --every >= 1")
 
     import ray
@@ -76,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for alg in args.algorithms.split(","):
             for rep in range(args.reps):
-                for every in (0, args.every):  # alternate: drift hits both alike
+                for every in (0, *everies):  # alternate: drift hits all alike
                     r = {"algorithm": alg, "rep": rep, **updates_per_s(alg, every,
                                                                       args.seconds, rep)}
                     rows.append(r)
@@ -88,16 +93,21 @@ def main(argv: list[str] | None = None) -> int:
         ray.shutdown()
     summary = {}
     for alg in args.algorithms.split(","):
-        off = [r["learner_updates_per_s"] for r in rows if r["algorithm"] == alg and not r["every"]]
-        on = [r["learner_updates_per_s"] for r in rows if r["algorithm"] == alg and r["every"]]
-        ratios = [b / a for a, b in zip(off, on, strict=True) if a > 0]
-        summary[alg] = {"off_median": statistics.median(off), "on_median": statistics.median(on),
-                        "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-                        "ratio_max": max(ratios)}
-        s = summary[alg]
-        print(f"{alg}: {s['off_median']:.1f} -> {s['on_median']:.1f} learner updates/s; on/off "
-              f"ratio {s['ratio_median']:.3f} [{s['ratio_min']:.3f}-{s['ratio_max']:.3f}] over "
-              f"{len(ratios)} pairs")
+        mine = [r for r in rows if r["algorithm"] == alg]
+        for key in ("learner_updates_per_s", "env_steps_per_s"):
+            off = [r[key] for r in mine if not r["every"]]
+            for every in everies:
+                on = [r[key] for r in mine if r["every"] == every]
+                ratios = [b / a for a, b in zip(off, on, strict=True) if a > 0]
+                if not ratios:
+                    continue
+                s = {"off_median": statistics.median(off), "on_median": statistics.median(on),
+                     "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+                     "ratio_max": max(ratios)}
+                summary[f"{alg} {key} every={every}"] = s
+                print(f"{alg} {key}, every {every}: {s['off_median']:.1f} -> "
+                      f"{s['on_median']:.1f}; on/off ratio {s['ratio_median']:.3f} "
+                      f"[{s['ratio_min']:.3f}-{s['ratio_max']:.3f}] over {len(ratios)} pairs")
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True, cwd=Path(__file__).parent).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/bench_noise_scale.py " + " ".join(sys.argv[1:]),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "loadavg": os.getloadavg()},
-        "git_revision": rev, "every": args.every, "seconds": args.seconds,
+        "git_revision": rev, "every": everies, "seconds": args.seconds,
         "summary": summary, "rows": rows}, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0

@@ -24,4 +24,5 @@ SWEEP = Sweep(
     target=Target(metric="training", value=150.0),
     budget=Budget(time_s=60),
     search=Search(sampler="grid", num_samples=4, seeds=3, max_concurrent=1, capping=None),
+    baseline=None,  # the study compares batch sizes with each other, not with a baseline
 )

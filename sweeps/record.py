@@ -144,7 +144,8 @@ class SweepProgress:
     def line(self, done: int, durations: list[float], running: list[float],
              incumbent: float | None, now: float | None = None) -> str:
         """One line. ``done``: trials recorded (earlier runs of a resumed sweep included);
-        ``durations``: wall-clock seconds of the trials finished by this run; ``running``:
+        ``durations``: wall-clock seconds of the trials finished by this run (references
+        left out: they are no typical trial); ``running``:
         seconds the running trials have run so far; ``incumbent``: TTT (s) or None."""
         now = time.time() if now is None else now
         left = max(self.expected - done - len(running), 0)
@@ -396,8 +397,9 @@ class ResultsRecorder(Callback):
         self._progress.extend(rows)
         self._recorded.add(tid)
         starts = self._starts.get(tid)
-        self._durations.append(time.time() - starts[0] if starts else
-                               float(row.get("elapsed_s") or 0.0))
+        if not row.get("is_reference"):  # a single-process reference is no typical trial
+            self._durations.append(time.time() - starts[0] if starts else
+                                   float(row.get("elapsed_s") or 0.0))
         self._flush()
         self._print(row)
 

@@ -164,3 +164,24 @@ def test_cli_holdout_on_synthetic_run(tmp_path: Path) -> None:
                              capture_output=True, text=True, cwd=REPO, timeout=120)
         assert bad.returncode == 2
         assert msg in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_published_latency_study_check() -> None:
+    """docs/latency_scaling.md quotes these numbers: fitted on N <= 4, IMPALA's throughput at
+    N = 8 and 16 within 20 % and the measured TTT inside the capacity plan's interval; APEX
+    not checkable at N = 16 (never reached) and N = 1 left out of its 1/TTT fit."""
+    run = REPO / "docs" / "data" / "cabs_latency_scaling" / "20261123-023125"
+    res = load_results(run)
+    tm, _, _ = trial_metrics(res)
+    summary = summarize_configs(tm)
+    assert auto_holdout(summary) == [8, 16]
+    check = plan_check(tm, summary, res.progress, [8, 16])
+    rows = check.rows.set_index(["algorithm", "num_env_runners", "model", "quantity"])
+    for n, err in ((8, 0.02), (16, 0.18)):
+        r = rows.loc[("IMPALA", n, "pipeline", "env steps/s")]
+        assert r["error"] == pytest.approx(err, abs=0.01) and abs(r["error"]) < 0.2
+        u = rows.loc[("IMPALA", n, "USL on 1/TTT", "TTT")]
+        assert u["inside"] is True and u["fit_n"] == "1,2,4"
+    assert rows.loc[("APEX", 16, "pipeline", "TTT")]["inside"] is None
+    assert rows.loc[("APEX", 8, "Amdahl on 1/TTT", "TTT")]["fit_n"] == "2,4"
+    assert any("APEX: N=1 left out" in n for n in check.notes)

@@ -16,7 +16,7 @@ from analysis.report import _ERROR_HOOK, main, write_report
 from analysis.synthetic import write_synthetic_results
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
-SECTIONS = ("summary", "curves", "scaling", "cost", "check", "optuna", "environment")
+SECTIONS = ("summary", "curves", "scaling", "cost", "check", "batch", "optuna", "environment")
 
 
 def _sections_ok(page: str) -> None:

@@ -41,7 +41,7 @@ __all__ = [
     "two_batch_estimates",
 ]
 
-DEFAULT_EVERY = 10
+DEFAULT_EVERY = 20
 """Learner updates between two measurements (each costs about one extra backward pass)."""
 
 EMA_DECAY = 0.9

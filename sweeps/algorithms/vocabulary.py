@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sweeps.algorithms.noise_scale import DEFAULT_EVERY as NOISE_EVERY
+
 __all__ = [
     "SHARED_PARAMS",
     "COMMON_RLLIB_PARAMS",
@@ -78,7 +80,7 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
         "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
     "grad_noise_scale_every": OwnParam(
         "derived", "learner updates between two measurements of the gradient noise scale "
-        "(sweeps.algorithms.noise_scale; default 10, 0 = off)"),
+        "(sweeps.algorithms.noise_scale; default 20, 0 = off)"),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
@@ -218,7 +220,7 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
         learner_kwargs["learner_connector"] = RewardScaleConnector(
             _positive_float("reward_scale", scale, name))
     every = p.pop("grad_noise_scale_every", None)
-    every = 10 if every is None else _int("grad_noise_scale_every", every, name, 0)
+    every = NOISE_EVERY if every is None else _int("grad_noise_scale_every", every, name, 0)
     if every > 0:
         from sweeps.algorithms.noise_scale import noise_learner_class
 
