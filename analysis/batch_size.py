@@ -15,7 +15,9 @@ with ``num_epochs=1`` and ``minibatch_size = train_batch_size``); with several p
 replay the env steps per update are measured, not assumed.
 
 From a *pilot* batch size ``B0`` (its measured learner updates to the target ``S0`` and its
-measured ``B_simple``, medians over seeds): ``S_min = S0 / (1 + B_simple / B0)``, then ``S(B)``
+measured ``B_simple``, medians over seeds; a trial's ``B_simple`` is the median over its
+iterations up to the target, because the noise scale grows during training and the steps to
+the target integrate over all of it): ``S_min = S0 / (1 + B_simple / B0)``, then ``S(B)``
 and ``E(B) = S(B) x (env steps per update at B0) x B / B0`` at every other batch size, with a
 95 % bootstrap interval over the pilot's seeds. The check compares those predictions with the
 measured medians at the batch sizes the prediction did not use; a least-squares fit of
@@ -46,15 +48,17 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
     Returns:
         Columns ``trial_id, config_id, algorithm, train_batch_size, reached, updates``
         (lifetime learner updates at the iteration that first reached the target; NaN when
-        censored), ``steps`` (env steps to the target), ``b_simple`` (the learner's smoothed
-        ``grad_noise_scale`` at that iteration, or its last value when censored) and
-        ``steps_per_update`` (env steps / learner updates at that iteration).
+        censored), ``steps`` (env steps to the target), ``b_simple`` (the median over the
+        trial's iterations, up to that one, of the learner's smoothed ``grad_noise_scale``: the
+        noise scale the run went through; it grows by orders of magnitude as training
+        converges), ``b_simple_last`` (its value at that iteration) and ``steps_per_update``
+        (env steps / learner updates at that iteration).
     """
     rows = []
     groups = {k: g.sort_values("iteration") for k, g in progress.groupby("trial_id")}
     for _, t in tm.iterrows():
         g = groups.get(t["trial_id"])
-        upd = bns = spu = math.nan
+        upd = bns = spu = last = math.nan
         if g is not None and len(g):
             if t["reached"]:
                 hit = g[g["wall_time_s"] <= t["time_to_target_s"] + 1e-9]
@@ -64,7 +68,9 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                 row = g.iloc[-1]
             if "grad_noise_scale" in g:
                 known = g[(g["wall_time_s"] <= row["wall_time_s"]) & g["grad_noise_scale"].notna()]
-                bns = float(known["grad_noise_scale"].iloc[-1]) if len(known) else math.nan
+                if len(known):
+                    bns = float(known["grad_noise_scale"].median())
+                    last = float(known["grad_noise_scale"].iloc[-1])
             lu = float(row["learner_updates"])
             spu = float(row["env_steps"]) / lu if lu > 0 else math.nan
         rows.append({"trial_id": t["trial_id"], "config_id": t["config_id"],
@@ -72,7 +78,7 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                      "train_batch_size": float(t.get("train_batch_size", math.nan)),
                      "reached": bool(t["reached"]), "updates": upd,
                      "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
-                     "b_simple": bns, "steps_per_update": spu})
+                     "b_simple": bns, "b_simple_last": last, "steps_per_update": spu})
     return pd.DataFrame(rows)
 
 

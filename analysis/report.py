@@ -1043,8 +1043,8 @@ def batch_size_figure(data: ReportData) -> Any:
                 row=1, col=col)
     fig.update_xaxes(type="log", title_text="train batch size B")
     fig.update_yaxes(type="log")
-    fig.update_layout(title="Batch size: predicted from the pilot's gradient noise scale vs "
-                            "measured (filled: the pilot; bars: 95% intervals of the prediction)")
+    fig.update_layout(title="Batch size: predicted from the pilot's noise scale (dashed) vs "
+                            "measured (filled: pilot)")
     return fig
 
 
