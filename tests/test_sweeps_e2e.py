@@ -29,7 +29,7 @@ TRIAL_COLUMNS = [
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value",
+    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
 ]
 
 
@@ -107,6 +107,14 @@ def test_tiny_sweep_writes_every_column(tmp_path):
         assert list(g.iteration) == list(range(1, len(g) + 1)), tid
         assert g.wall_time_s.is_monotonic_increasing and g.env_steps.is_monotonic_increasing
     assert set(progress.trial_id) == set(trials.trial_id)
+    # the learners measured the gradient noise scale (DQN's TD loss, PPO's surrogate); the
+    # single-process reference has none
+    rl = progress[progress.trial_id.isin(trials[~trials.is_reference].trial_id)]
+    measured = rl.groupby("trial_id")["grad_noise_scale"].apply(lambda x: (x > 0).any())
+    assert measured.all(), rl[["trial_id", "iteration", "learner_updates", "grad_noise_scale"]]
+    assert progress[progress.trial_id.isin(ref.trial_id)]["grad_noise_scale"].isna().all()
+    # progress a person can read: a line per trial with the progress line, no Tune table
+    assert "4/4 trials done" in proc.stdout and "Trial name" not in proc.stdout
     spec = json.loads((run_dir / "spec.json").read_text())
     assert spec["target"]["optimal_return"] > 0
     assert spec["target"]["value"] == pytest.approx(0.5 * spec["target"]["optimal_return"])
