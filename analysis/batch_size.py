@@ -51,9 +51,13 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
         censored), ``steps`` (env steps to the target), ``b_simple`` (the median over the
         trial's iterations, up to that one, of the learner's smoothed ``grad_noise_scale``: the
         noise scale the run went through; it grows by orders of magnitude as training
-        converges), ``b_simple_last`` (its value at that iteration) and ``steps_per_update``
-        (env steps / learner updates at that iteration).
+        converges), ``b_simple_last`` (its value at that iteration), ``steps_per_update``
+        (env steps / learner updates at that iteration), ``ttt`` (seconds) and ``startup``
+        (seconds before sampling began, :func:`analysis.plan_check.trial_components`).
     """
+    from analysis.plan_check import trial_components
+
+    startup = trial_components(tm, progress).set_index("trial_id")["startup_s"]
     rows = []
     groups = {k: g.sort_values("iteration") for k, g in progress.groupby("trial_id")}
     for _, t in tm.iterrows():
@@ -78,7 +82,9 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                      "train_batch_size": float(t.get("train_batch_size", math.nan)),
                      "reached": bool(t["reached"]), "updates": upd,
                      "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
-                     "b_simple": bns, "b_simple_last": last, "steps_per_update": spu})
+                     "b_simple": bns, "b_simple_last": last, "steps_per_update": spu,
+                     "ttt": float(t["time_to_target_s"]) if t["reached"] else math.nan,
+                     "startup": float(startup.get(t["trial_id"], math.nan))})
     return pd.DataFrame(rows)
 
 
@@ -107,7 +113,9 @@ class BatchSizeCheck:
             "checked"), ``n_reached, n_trials``, measured ``updates`` and ``steps`` (medians
             over seeds that reached the target) and ``b_simple`` (median), predicted
             ``updates_pred, updates_low, updates_high, steps_pred, steps_low, steps_high``,
-            and ``updates_error, steps_error`` (predicted / measured - 1).
+            ``ttt, ttt_pred, ttt_low, ttt_high`` (seconds: the pilot's start-up plus E(B) x its
+            seconds per env step after start-up, i.e. the pilot's time per env step assumed at
+            every B) and ``updates_error, steps_error, ttt_error`` (predicted / measured - 1).
         fits: per algorithm ``{"pilot": B0, "b_simple": ..., "s_min": ..., "b_crit": ...,
             "s_min_fit": ...}`` (``b_crit`` and ``s_min_fit`` from :func:`fit_critical_batch`
             on every measured batch size).
@@ -154,29 +162,31 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
             continue
 
         def predict(pp: pd.DataFrame, bs: np.ndarray, b0: float = b0
-                    ) -> tuple[np.ndarray, np.ndarray]:
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             s0, bn = float(pp["updates"].median()), float(pp["b_simple"].median())
             spu0 = float(pp["steps_per_update"].median())
             s_min = s0 / (1.0 + bn / b0)
             s = steps_at(bs, s_min, bn)
-            return s, s * spu0 * bs / b0
+            e = s * spu0 * bs / b0
+            # TTT: the pilot's start-up plus its seconds per env step after start-up
+            start = float(pp["startup"].median())
+            per_step = float(((pp["ttt"] - pp["startup"]) / pp["steps"]).median())
+            return s, e, start + e * per_step
 
         bs = np.array(sizes, float)
-        s_pred, e_pred = predict(p, bs)
-        boot_s, boot_e = [], []
-        for _ in range(n_resamples):
-            draw = p.iloc[rng.integers(0, len(p), size=len(p))]
-            a, b = predict(draw, bs)
-            boot_s.append(a)
-            boot_e.append(b)
-        s_lo, s_hi = np.quantile(np.array(boot_s), [0.025, 0.975], axis=0)
-        e_lo, e_hi = np.quantile(np.array(boot_e), [0.025, 0.975], axis=0)
+        s_pred, e_pred, t_pred = predict(p, bs)
+        boots = [predict(p.iloc[rng.integers(0, len(p), size=len(p))], bs)
+                 for _ in range(n_resamples)]
+        s_lo, s_hi = np.quantile(np.array([b[0] for b in boots]), [0.025, 0.975], axis=0)
+        e_lo, e_hi = np.quantile(np.array([b[1] for b in boots]), [0.025, 0.975], axis=0)
+        t_lo, t_hi = np.nanquantile(np.array([b[2] for b in boots]), [0.025, 0.975], axis=0)
         med = []
         for i, b in enumerate(sizes):
             gb = g[g["train_batch_size"] == b]
             r = gb[gb["reached"]]
             m_upd = float(r["updates"].median()) if len(r) else math.nan
             m_steps = float(r["steps"].median()) if len(r) else math.nan
+            m_ttt = float(r["ttt"].median()) if len(r) else math.nan
             med.append((b, m_upd))
             rows.append({
                 "algorithm": alg, "train_batch_size": b,
@@ -187,6 +197,9 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
                 "updates_pred": float(s_pred[i]), "updates_low": float(s_lo[i]),
                 "updates_high": float(s_hi[i]), "steps_pred": float(e_pred[i]),
                 "steps_low": float(e_lo[i]), "steps_high": float(e_hi[i]),
+                "ttt": m_ttt, "ttt_pred": float(t_pred[i]), "ttt_low": float(t_lo[i]),
+                "ttt_high": float(t_hi[i]),
+                "ttt_error": float(t_pred[i] / m_ttt - 1.0) if m_ttt > 0 else math.nan,
                 "updates_error": float(s_pred[i] / m_upd - 1.0) if m_upd > 0 else math.nan,
                 "steps_error": float(e_pred[i] / m_steps - 1.0) if m_steps > 0 else math.nan})
             if len(r) * 2 < len(gb):
@@ -200,7 +213,8 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
                      "b_crit": b_crit, "s_min_fit": s_min_fit}
     cols = ["algorithm", "train_batch_size", "role", "n_reached", "n_trials", "updates", "steps",
             "b_simple", "updates_pred", "updates_low", "updates_high", "steps_pred", "steps_low",
-            "steps_high", "updates_error", "steps_error"]
+            "steps_high", "ttt", "ttt_pred", "ttt_low", "ttt_high", "updates_error",
+            "steps_error", "ttt_error"]
     return BatchSizeCheck(pd.DataFrame(rows, columns=cols), fits, notes)
 
 
@@ -221,7 +235,9 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
             f"predicted {r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, "
             f"{r['updates_high']:,.0f}] ({err(r['updates_error'])}); env steps measured "
             f"{r['steps']:,.0f}, predicted {r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, "
-            f"{r['steps_high']:,.0f}] ({err(r['steps_error'])}); B_simple {r['b_simple']:,.1f}")
+            f"{r['steps_high']:,.0f}] ({err(r['steps_error'])}); TTT measured {r['ttt']:,.1f} s, "
+            f"predicted {r['ttt_pred']:,.1f} s [{r['ttt_low']:,.1f}, {r['ttt_high']:,.1f}] "
+            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}")
     return out + check.notes
 
 

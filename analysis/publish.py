@@ -733,12 +733,15 @@ def _batch_size_lines(data: ReportData) -> list[str]:
                      f"{r['updates_high']:,.0f}]", e(r["updates_error"]),
                      f"{r['steps']:,.0f}",
                      f"{r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, {r['steps_high']:,.0f}]",
-                     e(r["steps_error"])])
+                     e(r["steps_error"]), f"{r['ttt']:.1f}",
+                     f"{r['ttt_pred']:.1f} [{r['ttt_low']:.1f}, {r['ttt_high']:.1f}]",
+                     e(r["ttt_error"])])
     if rows:
         out += [_md_table(["algorithm", "batch B", "role", "reached", "B_simple",
                            "updates to target", "predicted [95 %]", "error",
-                           "env steps to target", "predicted [95 %]", "error"], rows,
-                          right=(1, 4, 5, 6, 7, 8, 9, 10)), ""]
+                           "env steps to target", "predicted [95 %]", "error", "TTT (s)",
+                           "predicted [95 %]", "error"], rows,
+                          right=(1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)), ""]
     out += [f"- {_scrub_paths(x)}" for x in check_lines(b) if "B_crit" in x or not rows
             or x in b.notes]
     return out

@@ -1075,11 +1075,14 @@ def _batch(ctx: ReportData, figs: _Figures) -> str:
                          f"{_fmt_num(r['updates_high'], 3)}]", e(r["updates_error"]),
                          _fmt_num(r["steps"], 4),
                          f"{_fmt_num(r['steps_pred'], 4)} [{_fmt_num(r['steps_low'], 3)}, "
-                         f"{_fmt_num(r['steps_high'], 3)}]", e(r["steps_error"])])
+                         f"{_fmt_num(r['steps_high'], 3)}]", e(r["steps_error"]),
+                         _fmt_num(r["ttt"], 3),
+                         f"{_fmt_num(r['ttt_pred'], 3)} [{_fmt_num(r['ttt_low'], 3)}, "
+                         f"{_fmt_num(r['ttt_high'], 3)}]", e(r["ttt_error"])])
         out.append(_table(["algorithm", "batch B", "role", "reached", "B_simple (median)",
                            "updates to target", "predicted [95%]", "error",
-                           "env steps to target", "predicted [95%]", "error"], rows,
-                          left=(0, 2)))
+                           "env steps to target", "predicted [95%]", "error", "TTT (s)",
+                           "predicted [95%]", "error"], rows, left=(0, 2)))
         for alg, f in b.fits.items():
             out.append(f'<p class="note">{_esc(alg)}: the measured outcomes at every batch size '
                        f'imply a critical batch size B<sub>crit</sub> = {_fmt_num(f["b_crit"], 3)}'

@@ -51,6 +51,12 @@ def test_prediction_from_a_pilot_matches_a_run_that_follows_the_model() -> None:
         truth = steps_at(b, 40.0, 300.0)
         assert r["updates_pred"] == pytest.approx(truth, rel=0.06)
         assert r["steps_pred"] == pytest.approx(truth * b, rel=0.06)
+    # TTT: the pilot's start-up (0 s here) plus E(B) x its seconds per env step
+    pilot_per_step = 2.0 / rows.loc[256.0, "steps"]
+    assert rows.loc[1024.0, "ttt_pred"] == pytest.approx(
+        rows.loc[1024.0, "steps_pred"] * pilot_per_step, rel=0.05)
+    assert rows.loc[1024.0, "ttt_low"] <= rows.loc[1024.0, "ttt_pred"] <= rows.loc[1024.0,
+                                                                                "ttt_high"]
     f = check.fits["PPO"]
     assert f["b_simple"] == pytest.approx(300.0) and f["b_crit"] == pytest.approx(300.0, rel=0.2)
     assert any("B_crit" in x for x in check_lines(check))
