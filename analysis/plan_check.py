@@ -44,10 +44,12 @@ __all__ = [
     "CHECK_COLUMNS",
     "MIN_FIT_N",
     "PlanCheck",
+    "TABLE_HEADERS",
     "auto_holdout",
     "check_text",
     "parse_holdout",
     "plan_check",
+    "table_rows",
     "trial_components",
 ]
 
@@ -333,6 +335,33 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                 notes.append(f"{alg} N={n}: the measured median TTT is not known (most seeds "
                              "censored): the TTT predictions cannot be checked there")
     return PlanCheck(pd.DataFrame(rows, columns=CHECK_COLUMNS), comp, notes)
+
+
+TABLE_HEADERS = ["algorithm", "held-out N", "quantity", "model", "fitted on N",
+                 "predicted [95 % interval]", "measured [95 % CI or range over seeds]", "error",
+                 "measured inside"]
+
+
+def table_rows(check: PlanCheck) -> list[list[str]]:
+    """The check as table rows of text (:data:`TABLE_HEADERS`), for the report and
+    ``analysis.publish``: TTT in seconds to 0.1 s, env steps/s to 1."""
+    rows = []
+    for _, r in check.rows.iterrows():
+        ttt = r["quantity"] == "TTT"
+
+        def num(x: float, ttt: bool = ttt) -> str:
+            if not math.isfinite(x):
+                return "not reached" if ttt and x == math.inf else "n/a"
+            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+
+        rows.append([r["algorithm"], str(r["num_env_runners"]),
+                     "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
+                     f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
+                     f"{num(r['measured'])} [{num(r['measured_low'])}, "
+                     f"{num(r['measured_high'])}]",
+                     f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
+                     {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+    return rows
 
 
 def check_text(check: PlanCheck) -> list[str]:

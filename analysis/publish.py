@@ -58,6 +58,7 @@ import pandas as pd
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan import _fmt_s, plan_text
+from analysis.plan_check import TABLE_HEADERS, table_rows
 from analysis.report import (
     FIGURE_HEIGHT,
     FigureUnavailable,
@@ -662,26 +663,9 @@ def _plan_check_lines(data: ReportData) -> list[str]:
                "+ env steps to target(N) / sampling rate(N) (analysis/plan_check.py). Error = "
                "predicted / measured - 1; intervals: 95 % bootstrap over seeds; measured: "
                "median [95 % CI] (TTT) or median [range over seeds] (env steps/s).")
-    rows = []
-    for _, r in check.rows.iterrows():
-        ttt = r["quantity"] == "TTT"
-
-        def num(x: float, ttt: bool = ttt) -> str:
-            if not math.isfinite(x):
-                return "not reached" if ttt and x == math.inf else "n/a"
-            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
-
-        rows.append([r["algorithm"], str(r["num_env_runners"]),
-                     "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
-                     f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
-                     f"{num(r['measured'])} [{num(r['measured_low'])}, "
-                     f"{num(r['measured_high'])}]",
-                     f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
-                     {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+    rows = table_rows(check)
     if rows:
-        out += ["", _md_table(["algorithm", "held-out N", "quantity", "model", "fitted on N",
-                               "predicted [95 % interval]", "measured", "error",
-                               "measured inside"], rows, right=(1, 5, 6, 7)), ""]
+        out += ["", _md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
     out += [f"- {_scrub_paths(n)}" for n in check.notes]
     return out
 

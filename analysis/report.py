@@ -47,7 +47,14 @@ from analysis.batch_size import BatchSizeCheck, batch_size_check
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import Target, describe_metric, trial_metrics
 from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
-from analysis.plan_check import MIN_FIT_N, PlanCheck, auto_holdout, plan_check
+from analysis.plan_check import (
+    MIN_FIT_N,
+    TABLE_HEADERS,
+    PlanCheck,
+    auto_holdout,
+    plan_check,
+    table_rows,
+)
 from analysis.scaling import fit_scaling
 from analysis.stats import (
     MIN_SEEDS_FOR_CI,
@@ -971,26 +978,9 @@ def _check(ctx: ReportData, figs: _Figures) -> str:
                check.rows["num_env_runners"].unique())) + '</code>.</p>']
     if not check.rows.empty:
         out.append(figs.div(plan_check_figure(ctx), height=FIGURE_HEIGHT["plan_check"]))
-    rows = []
-    for _, r in check.rows.iterrows():
-        ttt = r["quantity"] == "TTT"
-
-        def num(x: float, ttt: bool = ttt) -> str:
-            if not math.isfinite(x):
-                return "not reached" if ttt and x == math.inf else "n/a"
-            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
-
-        rows.append([r["algorithm"], str(r["num_env_runners"]), r["quantity"] + (
-            " (s)" if ttt else ""), r["model"], r["fit_n"],
-            f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
-            f"{num(r['measured'])} [{num(r['measured_low'])}, {num(r['measured_high'])}]",
-            f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
-            {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+    rows = table_rows(check)
     if rows:
-        out.append(_table(["algorithm", "held-out N", "quantity", "model", "fitted on N",
-                           "predicted [95% interval]",
-                           "measured [95% CI or range over seeds]", "error", "measured inside"],
-                          rows, left=(0, 2, 3)))
+        out.append(_table(TABLE_HEADERS, rows, left=(0, 2, 3)))
     out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
     return "".join(out)
 

@@ -25,3 +25,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, which counts as a failure: {reason}"
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A private 2-CPU Ray for one test module (never a stray cluster), shut down after it;
+    yields the ``ray`` module."""
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

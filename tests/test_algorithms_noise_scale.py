@@ -98,16 +98,6 @@ def test_slice_keeps_rows_of_the_batch_only() -> None:
     assert half["nested"]["other"].shape == (4,)  # not a batch-sized array: unchanged
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 @pytest.mark.ray
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("algorithm, extra", [

@@ -15,16 +15,6 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 def test_registered_creators_build_the_right_spaces_on_driver_and_worker(local_ray):
     from ray.tune.registry import ENV_CREATOR, _global_registry
 
