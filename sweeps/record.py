@@ -370,6 +370,12 @@ class ResultsRecorder(Callback):
                         results.append(json.loads(line))
                     except ValueError:  # a line cut short by a kill
                         break
+            if (trial.status == "TERMINATED" and trial.trial_id not in self.capped
+                    and not (results and results[-1].get("done"))):
+                # stopped from outside before it ended (Ctrl-C, SIGTERM: Tune's clean-up marks
+                # the running trials TERMINATED): not a censored trial; left unrecorded, it
+                # runs again on --resume
+                continue
             self._pending.pop(trial.trial_id, None)
             first_iteration_s = self.first_iteration_s  # a replay, not this run's first result
             for result in results:

@@ -240,6 +240,8 @@ def test_sigterm_and_a_concurrent_second_run_keep_results_and_resume(tmp_path):
     after = pd.read_parquet(trials_file)
     assert len(after) == 3 and after.trial_id.is_unique  # baseline + 2 sampled, 1 seed
     assert set(kept.trial_id) <= set(after.trial_id)
+    # the trial SIGTERM cut short was not recorded as censored: every trial ran its budget
+    assert (after.elapsed_s >= after.budget_s).all(), after[["trial_id", "elapsed_s"]]
 
 
 DISK_FULL = """\
