@@ -102,7 +102,7 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="overhead", env="{ENV}", algorithms=["{params['algorithm']}"],
-                      fixed={fixed!r}, target=Target(fraction_of_optimal=1.5),
+                      fixed={fixed!r}, target=Target(metric="env_runners/episode_len_mean", value=1e9),
                       budget=Budget(env_steps={env_steps}),
                       search=Search(sampler="random", num_samples=1, seeds=1), baseline=None)
         """))
