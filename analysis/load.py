@@ -167,7 +167,7 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
     if "is_baseline" not in trials.columns:
         base = spec.get("baseline") or {}
         alg = base.get("algorithm")
-        n = base.get("num_workers", base.get("num_env_runners"))
+        n = base.get("num_env_runners")
         if alg is not None and n is not None:
             trials["is_baseline"] = (trials["algorithm"] == alg) & (
                 trials["num_env_runners"] == int(n))
@@ -238,6 +238,24 @@ def _load_study(db: Path, name: str | None, warnings: list[str]) -> Any:
     return optuna.load_study(study_name=chosen, storage=storage)
 
 
+def _current_names(spec: dict[str, Any]) -> dict[str, Any]:
+    """A recorded ``spec.json`` with RLlib's old parameter names (``num_workers``; runs recorded
+    before the vocabulary took the current names) renamed to the current ones."""
+    from sweeps.algorithms.vocabulary import DEPRECATED_NAMES
+
+    def rename(d: Any) -> Any:
+        return {DEPRECATED_NAMES.get(k, k): v for k, v in d.items()} if isinstance(d, dict) else d
+
+    spec = dict(spec)
+    for section in ("search_space", "fixed", "baseline"):
+        if section in spec:
+            spec[section] = rename(spec[section])
+    for section in ("per_algorithm", "per_algorithm_fixed"):
+        if isinstance(spec.get(section), dict):
+            spec[section] = {a: rename(p) for a, p in spec[section].items()}
+    return spec
+
+
 def load_results(path: str | Path) -> Results:
     """Read one results directory.
 
@@ -269,7 +287,7 @@ def load_results(path: str | Path) -> Results:
         raise ResultsError(f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
                            "folder? see docs/results.md)")
     warnings: list[str] = []
-    spec = _read_json(path / "spec.json", warnings)
+    spec = _current_names(_read_json(path / "spec.json", warnings))
     environment = _read_json(path / "environment.json", warnings)
     trials = _fill_trials(_read_parquet(trials_file), spec, path, warnings)
     progress_file = path / "progress.parquet"

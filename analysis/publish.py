@@ -411,7 +411,7 @@ def _what_was_run(data: ReportData) -> list[str]:
         space = _space(spec.get("search_space") or {})
         per = [f"{alg}: {_space(s)}" for alg, s in (spec.get("per_algorithm") or {}).items() if s]
         item("- **Search space**: " + "; ".join(x for x in [space, *per] if x)
-             + " (`num_workers` = env runners)")
+            )
     fixed = {**(spec.get("fixed") or {})}
     per_fixed = {a: f for a, f in (spec.get("per_algorithm_fixed") or {}).items() if f}
     if fixed or per_fixed:
@@ -427,8 +427,8 @@ def _what_was_run(data: ReportData) -> list[str]:
     base = spec.get("baseline") or {}
     if base:
         extra = ", ".join(f"{k}={_fmt_value(v)}" for k, v in base.items()
-                          if k not in ("algorithm", "num_workers", "num_env_runners"))
-        n = base.get("num_workers", base.get("num_env_runners", "?"))
+                          if k not in ("algorithm", "num_env_runners"))
+        n = base.get("num_env_runners", "?")
         item(f"- **Baseline** (speedups are relative to it): {base.get('algorithm', '?')}, "
              f"{n} env runner(s)" + (f", {extra}" if extra else ""))
     st = spec.get("target") or {}

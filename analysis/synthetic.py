@@ -77,7 +77,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
     Args:
         path: directory to create (parents too); existing result files in it are replaced.
         seeds: seeds per configuration.
-        workers: env runner counts (the sweep's ``num_workers`` choices).
+        workers: env runner counts (the sweep's ``num_env_runners`` choices).
         censor: fraction (0-1) of each configuration's seeds whose learning curve plateaus
             below the target, so they are censored at the budget (rounded to whole seeds).
         rng_seed: seed of everything random here.
@@ -217,7 +217,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
     spec = {
         "name": name, "env": "ContosoCabs-v0", "env_config": {"time_matrix_seed": 0},
         "algorithms": list(algorithms),
-        "search_space": {"num_workers": {"kind": "choice", "values": list(workers)},
+        "search_space": {"num_env_runners": {"kind": "choice", "values": list(workers)},
                          "lr": {"kind": "choice", "values": list(_LRS[:n_lr])}},
         "per_algorithm": {}, "fixed": {"gamma": 0.99}, "per_algorithm_fixed": {},
         "target": {"metric": "episode_return_mean", "value": target,
@@ -225,7 +225,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         "budget": {"time_s": budget_s, "env_steps": None},
         "search": {"sampler": "grid", "num_samples": len(grid), "seeds": seeds,
                    "max_concurrent": 1, "sampler_seed": rng_seed},
-        "baseline": {"algorithm": baseline[0], "num_workers": baseline[1]},
+        "baseline": {"algorithm": baseline[0], "num_env_runners": baseline[1]},
         "results_dir": str(path.parent), "allow_oversubscription": True,
     }
     (path / "spec.json").write_text(json.dumps(spec, indent=2))
@@ -260,7 +260,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
                                     direction="minimize")
         dists = {
             "algorithm": optuna.distributions.CategoricalDistribution(list(algorithms)),
-            "num_workers": optuna.distributions.CategoricalDistribution(list(workers)),
+            "num_env_runners": optuna.distributions.CategoricalDistribution(list(workers)),
             "lr": optuna.distributions.FloatDistribution(1e-4, 3e-3, log=True),
         }
         for _, t in trials.iterrows():
@@ -268,7 +268,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
                 continue  # the baseline added outside the search space
             failed = t["status"] == "error"
             study.add_trial(optuna.trial.create_trial(
-                params={"algorithm": t["algorithm"], "num_workers": int(t["num_env_runners"]),
+                params={"algorithm": t["algorithm"], "num_env_runners": int(t["num_env_runners"]),
                         "lr": float(t["lr"])},
                 distributions=dists,
                 value=None if failed else float(t["objective"]),

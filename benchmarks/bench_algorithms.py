@@ -87,7 +87,7 @@ def run_trial(name: str, workers: int, overrides: dict[str, Any], label: str, ta
     """One trial until ``target`` or ``budget_s``; throughput, TTT and the resolved params."""
     from sweeps.algorithms import ALGORITHMS, build_config, extract_metrics
 
-    params = {"algorithm": name, "num_workers": workers, **overrides}
+    params = {"algorithm": name, "num_env_runners": workers, **overrides}
     config = build_config(params, ENV)
     oversubscribed = workers > 0 and 1 + workers > cpus
     if oversubscribed:

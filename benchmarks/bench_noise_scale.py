@@ -36,7 +36,7 @@ def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict
     updates/s and the last noise scale."""
     from sweeps.algorithms import build_config, extract_metrics
 
-    config = build_config({"algorithm": algorithm, "num_workers": 1, "seed": seed,
+    config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
                            "grad_noise_scale_every": every}, ENV, env_config=ENV_CONFIG)
     algo = config.build_algo()
     try:

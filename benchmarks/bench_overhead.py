@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bare-child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
-    params = {"algorithm": args.algorithm, "num_workers": 1, "seed": 0}
+    params = {"algorithm": args.algorithm, "num_env_runners": 1, "seed": 0}
     if args.bare_child:
         print(json.dumps(bare_child(params, args.env_steps)), flush=True)
         return 0

@@ -84,7 +84,7 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
 
     Returns:
         ``{"sweep": Sweep, "trials": int, "deadline_s": int, "largest": (algorithm,
-        num_workers, CPUs, GPUs)}`` (CPUs and GPUs of the largest trial).
+        num_env_runners, CPUs, GPUs)}`` (CPUs and GPUs of the largest trial).
 
     Raises:
         KubeRayError: the file is bad (the loader's one line) or a trial does not fit a
@@ -106,7 +106,7 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
     algo, n, cpus, gpus = largest
     if cpus > cpus_per_worker or gpus > gpus_per_worker:
         raise KubeRayError(
-            f"{file}: its largest trial ({algo}, num_workers={n}) asks for {cpus:g} CPUs and "
+            f"{file}: its largest trial ({algo}, num_env_runners={n}) asks for {cpus:g} CPUs and "
             f"{gpus:g} GPUs, more than a worker pod has ({cpus_per_worker:g} CPUs, "
             f"{gpus_per_worker:g} GPUs): raise --cpus-per-worker/--gpus-per-worker "
             "(a trial runs on one pod)")

@@ -14,10 +14,10 @@ SWEEP = Sweep(
     env="ContosoCabs-v0",
     env_config={"num_cities": 5, "time_matrix_seed": 0},
     algorithms=["DQN"],
-    search_space={"num_workers": choice([1])},
+    search_space={"num_env_runners": choice([1])},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
     search=Search(sampler="grid", num_samples=1, seeds=5, max_concurrent=1),
-    baseline={"algorithm": "DQN", "num_workers": 1},
+    baseline={"algorithm": "DQN", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
 )

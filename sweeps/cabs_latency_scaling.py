@@ -28,17 +28,17 @@ SWEEP = Sweep(
     env="ContosoCabs-v0",
     env_config={"num_cities": 5, "time_matrix_seed": 0, "step_latency_ms": 4},
     algorithms=["APEX", "IMPALA"],
-    search_space={"num_workers": choice([1, 2, 4, 8, 16])},
+    search_space={"num_env_runners": choice([1, 2, 4, 8, 16])},
     per_algorithm={
         "APEX": {"train_batch_size": choice([64]), "lr": choice([0.00124])},
         # IMPALA at 1 env runner is the baseline below (not sampled twice)
-        "IMPALA": {"num_workers": choice([2, 4, 8, 16]), "train_batch_size": choice([512]),
+        "IMPALA": {"num_env_runners": choice([2, 4, 8, 16]), "train_batch_size": choice([512]),
                    "lr": choice([0.001])},
     },
-    fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_worker": 8},
+    fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=100),
     search=Search(sampler="grid", num_samples=9, seeds=3, max_concurrent=1, capping=None),
-    baseline={"algorithm": "IMPALA", "num_workers": 1, "train_batch_size": 512, "lr": 0.001},
+    baseline={"algorithm": "IMPALA", "num_env_runners": 1, "train_batch_size": 512, "lr": 0.001},
     reference={"algorithm": "SB3-DQN"},
 )

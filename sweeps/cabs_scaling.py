@@ -13,7 +13,7 @@ protocol, :mod:`sweeps.evaluation`), timed inside its time-to-target.
 Sized for a 2-core laptop: (6 sampled configs + baseline + reference) × 3 seeds = 24 trials of
 at most 45 s each (docs/cabs_scaling.md gives the measured wall time). Trials with 2 env
 runners ask for 3 CPUs; on a 2-CPU node they run oversubscribed and are flagged as such in
-every table. To scale on a cluster, change only ``search.num_samples``, the ``num_workers``
+every table. To scale on a cluster, change only ``search.num_samples``, the ``num_env_runners``
 choices and the budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``).
 """
 
@@ -25,7 +25,7 @@ SWEEP = Sweep(
     env_config={"num_cities": 5, "time_matrix_seed": 0},
     algorithms=["DQN", "APEX", "IMPALA"],
     search_space={
-        "num_workers": choice([1, 2]),
+        "num_env_runners": choice([1, 2]),
         "lr": loguniform(3e-4, 3e-3),
     },
     per_algorithm={
@@ -36,7 +36,7 @@ SWEEP = Sweep(
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
     search=Search(sampler="tpe", num_samples=6, seeds=3, max_concurrent=1),
-    baseline={"algorithm": "DQN", "num_workers": 1},
+    baseline={"algorithm": "DQN", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
     allow_oversubscription=True,
 )

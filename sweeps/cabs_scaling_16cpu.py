@@ -19,7 +19,7 @@ SWEEP = Sweep(
     env="ContosoCabs-v0",
     env_config={"num_cities": 5, "time_matrix_seed": 0},
     algorithms=["APEX", "IMPALA"],
-    search_space={"num_workers": choice([1, 2, 4, 8, 15])},
+    search_space={"num_env_runners": choice([1, 2, 4, 8, 15])},
     per_algorithm={
         "APEX": {"train_batch_size": choice([64]), "lr": choice([0.00124])},
         "IMPALA": {"train_batch_size": choice([1000]), "lr": choice([0.000331])},
@@ -27,6 +27,6 @@ SWEEP = Sweep(
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=30),
     search=Search(sampler="grid", num_samples=10, seeds=3, max_concurrent=1),
-    baseline={"algorithm": "DQN", "num_workers": 1},
+    baseline={"algorithm": "DQN", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
 )

@@ -19,7 +19,7 @@ SWEEP = Sweep(
     env="CartPole-v1",
     algorithms=["PPO"],
     search_space={"train_batch_size": choice([128, 256, 512, 1024])},
-    fixed={"num_workers": 1, "num_envs_per_worker": 8, "num_epochs": 1, "minibatch_size": None,
+    fixed={"num_env_runners": 1, "num_envs_per_env_runner": 8, "num_epochs": 1, "minibatch_size": None,
            "lr": 0.002, "grad_noise_scale_every": 1, "min_time_s_per_iteration": 0.5},
     target=Target(metric="training", value=150.0),
     budget=Budget(time_s=60),

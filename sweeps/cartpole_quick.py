@@ -11,10 +11,10 @@ SWEEP = Sweep(
     name="cartpole_quick",
     env="CartPole-v1",
     algorithms=["PPO"],
-    search_space={"num_workers": choice([0, 1])},
+    search_space={"num_env_runners": choice([0, 1])},
     fixed={"train_batch_size": 1000},
     target=Target(value=150.0),
     budget=Budget(time_s=25),
     search=Search(sampler="grid", num_samples=1, seeds=2, max_concurrent=1),
-    baseline={"algorithm": "PPO", "num_workers": 0},
+    baseline={"algorithm": "PPO", "num_env_runners": 0},
 )

@@ -5,8 +5,8 @@ IMPALA on ``PongNoFrameskip-v4`` with DeepMind preprocessing at 42x42 and 4 stac
 mean training return of 18 or after 3600 s. All the study's settings are in :data:`PONG_IMPALA`
 below (``sweeps/pong_quick.py`` reuses them for a short run on a laptop).
 
-Needs a big machine or cluster: each trial asks for num_workers + 1 CPUs. The how-to ran it
-on Azure ML (a GPU head node and CPU worker nodes; num_workers = all CPUs − 1); expect a few
+Needs a big machine or cluster: each trial asks for num_env_runners + 1 CPUs. The how-to ran it
+on Azure ML (a GPU head node and CPU worker nodes; num_env_runners = all CPUs − 1); expect a few
 hours for the whole sweep on e.g. 4 × Standard_D16s_v5. On a GPU cluster, add
 ``"num_learners": 1, "num_gpus_per_learner": 1`` to ``fixed`` for a GPU learner. On a laptop,
 ``--dry-run`` shows what it would run and that it does not fit; docs/cluster.md has the plan
@@ -22,7 +22,7 @@ from sweeps.spec import Budget, Search, Sweep, Target, choice
 
 #: The how-to's IMPALA settings (RLlib names; see sweeps/algorithms/impala.py for meanings).
 PONG_IMPALA = {
-    "num_envs_per_worker": 1,
+    "num_envs_per_env_runner": 1,
     "rollout_fragment_length": 50,
     "train_batch_size": 1000,
     "num_epochs": 2,
@@ -39,10 +39,10 @@ SWEEP = Sweep(
     env="PongNoFrameskip-v4",
     env_config=PONG_ENV_CONFIG,
     algorithms=["IMPALA"],
-    search_space={"num_workers": choice([15, 31, 63])},
+    search_space={"num_env_runners": choice([15, 31, 63])},
     fixed=PONG_IMPALA,
     target=Target(metric="training", value=18.0),
     budget=Budget(time_s=3600),
     search=Search(sampler="grid", num_samples=3, seeds=1, max_concurrent=1),
-    baseline={"algorithm": "IMPALA", "num_workers": 15},
+    baseline={"algorithm": "IMPALA", "num_env_runners": 15},
 )

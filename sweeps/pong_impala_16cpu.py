@@ -20,10 +20,10 @@ SWEEP = Sweep(
     env="PongNoFrameskip-v4",
     env_config=_pong.PONG_ENV_CONFIG,
     algorithms=["IMPALA"],
-    search_space={"num_workers": choice([15])},
+    search_space={"num_env_runners": choice([15])},
     fixed={**_pong.PONG_IMPALA, "num_learners": 0, "num_gpus_per_learner": 1},
     target=Target(metric="training", value=18.0),
     budget=Budget(time_s=480),
     search=Search(sampler="grid", num_samples=1, seeds=1, max_concurrent=1),
-    baseline={"algorithm": "IMPALA", "num_workers": 15},
+    baseline={"algorithm": "IMPALA", "num_env_runners": 15},
 )

@@ -19,10 +19,10 @@ SWEEP = Sweep(
     env="PongNoFrameskip-v4",
     env_config=_pong.PONG_ENV_CONFIG,
     algorithms=["IMPALA"],
-    search_space={"num_workers": choice([1])},
+    search_space={"num_env_runners": choice([1])},
     fixed={**_pong.PONG_IMPALA, "min_time_s_per_iteration": 5},
     target=Target(metric="training", value=-19.0),
     budget=Budget(time_s=240),
     search=Search(sampler="grid", num_samples=1, seeds=1, max_concurrent=1),
-    baseline={"algorithm": "IMPALA", "num_workers": 1},
+    baseline={"algorithm": "IMPALA", "num_env_runners": 1},
 )

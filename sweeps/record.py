@@ -32,13 +32,9 @@ PROGRESS_COLUMNS = [
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
     "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
 ]
-VOCAB_COLUMNS = {  # trial-config key -> trials.parquet column
-    "num_workers": "num_env_runners",
-    "num_envs_per_worker": "num_envs_per_env_runner",
-    "train_batch_size": "train_batch_size",
-    "rollout_fragment_length": "rollout_fragment_length",
-    "lr": "lr",
-}
+#: Trial-config keys recorded as trials.parquet columns of the same name.
+VOCAB_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
+                 "rollout_fragment_length", "lr")
 
 
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
@@ -474,9 +470,9 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "is_reference": bool(config.get("is_reference", False)),
         "algorithm": config["algorithm"],
         # the reference samples in its own (the trial's) process: 0 env runners
-        "num_env_runners": int(config.get("num_workers",
+        "num_env_runners": int(config.get("num_env_runners",
                                           0 if config.get("is_reference") else -1)),
-        "num_envs_per_env_runner": int(config.get("num_envs_per_worker", 1)),
+        "num_envs_per_env_runner": int(config.get("num_envs_per_env_runner", 1)),
         "train_batch_size": config.get("train_batch_size"),
         "rollout_fragment_length": config.get("rollout_fragment_length"),
         "lr": config.get("lr"),

@@ -69,13 +69,13 @@ _SB3_ARGS = {
 
 
 def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The vocabulary columns a reference trial is recorded with: ``num_workers`` 0 (it samples
+    """The vocabulary columns a reference trial is recorded with: ``num_env_runners`` 0 (it samples
     in its own process), ``lr`` = SB3 ``learning_rate`` and ``train_batch_size`` = its
     minibatch (SB3 ``batch_size``; PPO: ``n_steps``, the on-policy batch).
     :func:`run_reference` ignores them."""
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **config}
-    return {"num_workers": 0, "lr": params["learning_rate"],
+    return {"num_env_runners": 0, "lr": params["learning_rate"],
             "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"]}
 
 
@@ -148,7 +148,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
 
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
-                                             if k not in ("algorithm", "num_workers",
+                                             if k not in ("algorithm", "num_env_runners",
                                                           "train_batch_size", "lr")}}
     seed = int(params.pop("seed", 0))
     torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests

@@ -262,9 +262,9 @@ def check_writable(root: Path, source: str) -> None:
 
 
 def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
-    """Every num_workers value a trial of ``algorithm`` can get (for the feasibility check)."""
-    p = sweep.params_for(algorithm).get("num_workers")
-    fixed = sweep.fixed_for(algorithm).get("num_workers")
+    """Every num_env_runners value a trial of ``algorithm`` can get (for the feasibility check)."""
+    p = sweep.params_for(algorithm).get("num_env_runners")
+    fixed = sweep.fixed_for(algorithm).get("num_env_runners")
     if isinstance(p, Choice):
         return [int(v) for v in p.values]
     if isinstance(p, IntRange):
@@ -273,20 +273,20 @@ def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
 
 
 def trial_requests(sweep: Sweep, setup: dict[str, Any]) -> list[tuple[str, Any, float, float]]:
-    """What each kind of trial asks Ray for: ``[(algorithm, num_workers, CPUs, GPUs)]``, one
-    entry per algorithm × ``num_workers`` value the sweep can produce (the baseline first),
+    """What each kind of trial asks Ray for: ``[(algorithm, num_env_runners, CPUs, GPUs)]``, one
+    entry per algorithm × ``num_env_runners`` value the sweep can produce (the baseline first),
     RLlib's own placement-group request (:func:`sweeps.trainable.trial_algorithm_config`)."""
     from sweeps.trainable import trial_algorithm_config
 
     combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
     if sweep.baseline:
-        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_workers")))
+        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners")))
     out = []
     for algo, n in dict.fromkeys(combos):
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
         if n is not None:
-            cfg["num_workers"] = n
-        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_workers"):
+            cfg["num_env_runners"] = n
+        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
             cfg.update(sweep.baseline)
         _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
         out.append((algo, n, float(info["requested_cpus"]), float(info["num_gpus"])))
@@ -294,10 +294,10 @@ def trial_requests(sweep: Sweep, setup: dict[str, Any]) -> list[tuple[str, Any, 
 
 
 def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool = True) -> list[str]:
-    """Check every algorithm × num_workers against the largest node.
+    """Check every algorithm × num_env_runners against the largest node.
 
     Returns:
-        lines describing each (algorithm, num_workers): CPUs asked, fits or oversubscribed.
+        lines describing each (algorithm, num_env_runners): CPUs asked, fits or oversubscribed.
     Raises:
         SpecError: a trial would ask for more CPUs than any node has and the sweep does not
             allow oversubscription.
@@ -314,10 +314,10 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
         fits = cpus <= node_cpus
         if not fits and not sweep.allow_oversubscription and strict:
             raise SpecError(
-                f"{source}: num_workers: a {algo} trial with num_workers={n} asks for {cpus:g} CPUs "
+                f"{source}: num_env_runners: a {algo} trial with num_env_runners={n} asks for {cpus:g} CPUs "
                 f"but the largest node has {node_cpus:g}; lower it or set allow_oversubscription=True"
             )
-        lines.append(f"  {algo:<7} num_workers={n}: {cpus:g} CPUs, {gpus:g} GPUs  "
+        lines.append(f"  {algo:<7} num_env_runners={n}: {cpus:g} CPUs, {gpus:g} GPUs  "
                      + ("fits" if fits else
                         f"OVERSUBSCRIBED (node has {node_cpus:g}; flagged)" if sweep.allow_oversubscription
                         else f"DOES NOT FIT (largest node has {node_cpus:g} CPUs)"))
@@ -535,7 +535,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         reporter = None if not args.verbose else tune.CLIReporter(
             metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
                             "best_return": "best return", "reached": "reached"},
-            parameter_columns={"algorithm": "algo", "num_workers": "workers",
+            parameter_columns={"algorithm": "algo", "num_env_runners": "workers",
                                "train_batch_size": "batch", "seed": "seed"},
             max_report_frequency=60, sort_by_metric=False, max_progress_rows=12)
         tuner = tune.Tuner(

@@ -36,7 +36,7 @@ META_KEYS = ("config_id", "is_baseline", "is_reference", "seed")
 
 # Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
 # does not set them), so results tables and Tune's status table always have them.
-RECORDED_PARAMS = ("num_workers", "num_envs_per_worker", "train_batch_size",
+RECORDED_PARAMS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
                    "rollout_fragment_length", "lr")
 
 

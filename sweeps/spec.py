@@ -15,11 +15,11 @@ Example::
         name="cabs_scaling",
         env="ContosoCabs-v0",
         algorithms=["DQN", "APEX", "IMPALA"],
-        search_space={"num_workers": choice([1, 2]), "lr": loguniform(1e-4, 3e-3)},
+        search_space={"num_env_runners": choice([1, 2]), "lr": loguniform(1e-4, 3e-3)},
         target=Target(fraction_of_optimal=0.95),
         budget=Budget(time_s=120),
         search=Search(num_samples=6, seeds=2),
-        baseline={"algorithm": "DQN", "num_workers": 1},
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
     )
 """
 
@@ -208,7 +208,7 @@ class Capping(_Strict):
     stopped and recorded as censored at that time with ``censor_reason = "capped"``
     (``"budget"`` when the budget ran out). Never capped: the baseline, the reference, and the
     trials matching one of ``protect`` (partial configurations, e.g. ``{"algorithm": "APEX"}``
-    or ``{"num_workers": 8}``: the points a scaling curve needs).
+    or ``{"num_env_runners": 8}``: the points a scaling curve needs).
     """
 
     margin: float = Field(
@@ -216,7 +216,17 @@ class Capping(_Strict):
         description="cap = margin × the incumbent's TTT (ParamILS's bound multiplier, 2 there)")
     protect: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="partial configs never capped, e.g. [{'algorithm': 'APEX'}, {'num_workers': 8}]")
+        description="partial configs never capped, e.g. [{'algorithm': 'APEX'}, {'num_env_runners': 8}]")
+
+    @field_validator("protect", mode="before")
+    @classmethod
+    def _current_names(cls, v: Any) -> Any:
+        from sweeps.algorithms.vocabulary import canonical_params
+
+        if not isinstance(v, list):
+            return v
+        return [canonical_params(p, "search.capping.protect") if isinstance(p, dict) else p
+                for p in v]
 
 
 class Search(_Strict):
@@ -247,7 +257,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 class Sweep(_Strict):
     """A declarative scaling study: algorithms × search space × seeds on one env.
 
-    Parameter names are the vocabulary of :mod:`sweeps.algorithms` (``num_workers`` = RLlib
+    Parameter names are the vocabulary of :mod:`sweeps.algorithms` (``num_env_runners`` = RLlib
     env runners, ``train_batch_size``, ``lr``, ...). Validation against the algorithms and the
     env happens in :func:`sweeps.load.validate_sweep`, which names the field that is wrong.
     """
@@ -270,7 +280,7 @@ class Sweep(_Strict):
     budget: Budget
     search: Search = Field(default_factory=Search)
     baseline: dict[str, Any] | None = Field(
-        default_factory=lambda: {"algorithm": "DQN", "num_workers": 1},
+        default_factory=lambda: {"algorithm": "DQN", "num_env_runners": 1},
         description="configuration speedups are relative to (run first, with every seed); "
         "parameters it does not name take the fixed values, then the algorithm's defaults",
     )
@@ -289,6 +299,25 @@ class Sweep(_Strict):
         description="run trials that ask for more CPUs than a node has (their CPU requests are "
         "scaled down to fit, and their timings are flagged 'oversubscribed')",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """RLlib's old parameter names (``num_workers``, ``num_envs_per_worker``) → the current
+        ones, with a one-line notice (:func:`sweeps.algorithms.vocabulary.canonical_params`)."""
+        if not isinstance(data, dict):
+            return data
+        from sweeps.algorithms.vocabulary import canonical_params
+
+        data = dict(data)
+        for section in ("search_space", "fixed", "baseline"):
+            if isinstance(data.get(section), dict):
+                data[section] = canonical_params(data[section], section)
+        for section in ("per_algorithm", "per_algorithm_fixed"):
+            if isinstance(data.get(section), dict):
+                data[section] = {a: canonical_params(p, f"{section}.{a}") if isinstance(p, dict) else p
+                                 for a, p in data[section].items()}
+        return data
 
     @field_validator("name")
     @classmethod

@@ -37,7 +37,7 @@ def lookup_metric(result: dict[str, Any], key: str) -> float:
 
 
 def algorithm_params(config: dict[str, Any]) -> dict[str, Any]:
-    """The trial's vocabulary params (``algorithm``, ``num_workers``, ..., ``seed``)."""
+    """The trial's vocabulary params (``algorithm``, ``num_env_runners``, ..., ``seed``)."""
     params = {k: v for k, v in config.items() if k not in META_KEYS}
     params["seed"] = config.get("seed", 0)
     return params

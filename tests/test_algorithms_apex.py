@@ -52,7 +52,7 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
     from sweeps.algorithms.apex_dqn import actor_epsilon
 
     n = 3
-    config = build_config({"algorithm": "APEX", "num_workers": n}, "ContosoCabs-v0")
+    config = build_config({"algorithm": "APEX", "num_env_runners": n}, "ContosoCabs-v0")
     config.env_runners(num_cpus_per_env_runner=0.3)  # 3 actors + driver fit 2 CPUs
     algo = config.build_algo()
     try:
@@ -77,7 +77,7 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
     from sweeps.algorithms import build_config, extract_metrics
 
     config = build_config(
-        {"algorithm": "APEX", "num_workers": 2, "num_envs_per_worker": 8,
+        {"algorithm": "APEX", "num_env_runners": 2, "num_envs_per_env_runner": 8,
          "rollout_fragment_length": 8, "num_steps_sampled_before_learning_starts": 256},
         SLOW_ENV)
     config.env_runners(num_cpus_per_env_runner=0.5)

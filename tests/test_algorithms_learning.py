@@ -120,6 +120,6 @@ def test_ppo_on_cartpole_in_three_lines(ray_local):
 
 @pytest.mark.timeout(90)
 def test_appo_trains_through_the_same_vocabulary(ray_local):
-    history = _train("APPO", CABS, 30.0, num_workers=1, train_batch_size=256, lr=5e-4,
+    history = _train("APPO", CABS, 30.0, num_env_runners=1, train_batch_size=256, lr=5e-4,
                      stop_when=lambda m: m["learner_updates"] > 0 and m["episodes"] > 0)
     assert history[-1]["env_steps"] > 0 and history[-1]["learner_updates"] > 0

@@ -111,7 +111,7 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
     the update itself still trains (learner updates grow)."""
     from sweeps.algorithms import build_config, extract_metrics
 
-    config = build_config({"algorithm": algorithm, "num_workers": 1, "seed": 0,
+    config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0,
                            "grad_noise_scale_every": 1, **extra}, "CartPole-v1")
     assert type(config.learner_class).__name__ != "" and config.learner_class.__name__.startswith(
         "NoiseScale")

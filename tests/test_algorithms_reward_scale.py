@@ -1,6 +1,6 @@
 """``reward_scale`` scales what the learner trains on and nothing else: never the episodes an
 env runner keeps, so reported episode returns stay in the env's own units, also when the
-driver samples itself (``num_workers=0``, where the learner gets the env runner's very
+driver samples itself (``num_env_runners=0``, where the learner gets the env runner's very
 episode objects)."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_driver_sampling_reports_returns_in_env_units():
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        config = build_config({"algorithm": "PPO", "num_workers": 0, "train_batch_size": 256,
+        config = build_config({"algorithm": "PPO", "num_env_runners": 0, "train_batch_size": 256,
                                "min_time_s_per_iteration": 0, "reward_scale": 0.01, "seed": 0},
                               "CartPole-v1", {})
         algo = config.build_algo()

@@ -40,7 +40,7 @@ def test_unknown_key_error_names_key_algorithm_and_known():
         build_config({"algorithm": "APEX", "foo": 1}, CABS)
     msg = str(e.value)
     assert msg.startswith("unknown parameter 'foo' for algorithm APEX (known: ")
-    assert "weights_sync_period" in msg and "num_workers" in msg
+    assert "weights_sync_period" in msg and "num_env_runners" in msg
     assert isinstance(e.value, ValueError)
 
 
@@ -50,7 +50,7 @@ def test_algorithm_specific_key_of_another_algorithm_is_unknown():
         build_config({"algorithm": "DQN", "vtrace_clip_rho_threshold": 1.0}, CABS)
 
 
-@pytest.mark.parametrize("bad", [{"algorithm": "SAC"}, {"num_workers": 1}, {"algorithm": None}])
+@pytest.mark.parametrize("bad", [{"algorithm": "SAC"}, {"num_env_runners": 1}, {"algorithm": None}])
 def test_unknown_or_missing_algorithm(bad):
     with pytest.raises(ValueError, match="algorithm") as e:
         build_config(bad, CABS)
@@ -62,8 +62,8 @@ def test_unknown_or_missing_algorithm(bad):
 @pytest.mark.parametrize(
     "params, fragment",
     [
-        ({"num_workers": -1}, "'num_workers'"),
-        ({"num_workers": 1.5}, "'num_workers'"),
+        ({"num_env_runners": -1}, "'num_env_runners'"),
+        ({"num_env_runners": 1.5}, "'num_env_runners'"),
         ({"lr": 0}, "'lr'"),
         ({"gamma": 1.5}, "'gamma'"),
         ({"hidden_sizes": [64, 0]}, "'hidden_sizes'"),
@@ -80,7 +80,7 @@ def test_bad_values_raise_one_line_errors(params, fragment):
 
 def test_shared_vocabulary_maps_onto_rllib_names():
     c = build_config(
-        {"algorithm": "IMPALA", "num_workers": 3, "num_envs_per_worker": 4,
+        {"algorithm": "IMPALA", "num_env_runners": 3, "num_envs_per_env_runner": 4,
          "rollout_fragment_length": 20, "train_batch_size": 1000, "lr": 2e-3, "gamma": 0.97,
          "hidden_sizes": [32, 16], "num_learners": 2, "num_gpus_per_learner": 0, "seed": 7,
          "vtrace_clip_rho_threshold": 0.9},
@@ -99,7 +99,7 @@ def test_shared_vocabulary_maps_onto_rllib_names():
 def test_missing_keys_take_tuned_defaults_not_rllibs():
     c = build_config({"algorithm": "DQN"}, CABS)
     d = ALGORITHMS["DQN"].defaults
-    assert c.num_envs_per_env_runner == d["num_envs_per_worker"] > 1
+    assert c.num_envs_per_env_runner == d["num_envs_per_env_runner"] > 1
     assert c.rollout_fragment_length == d["rollout_fragment_length"] != "auto"
     assert c.min_sample_timesteps_per_iteration == 0  # RLlib's DQN default: 1000 env steps
     assert c.min_time_s_per_iteration == d["min_time_s_per_iteration"]
@@ -107,7 +107,7 @@ def test_missing_keys_take_tuned_defaults_not_rllibs():
 
 
 def test_num_workers_zero_means_sampling_in_the_driver():
-    c = build_config({"algorithm": "DQN", "num_workers": 0}, CABS)
+    c = build_config({"algorithm": "DQN", "num_env_runners": 0}, CABS)
     assert c.num_env_runners == 0
     bundles = c.algo_class.default_resource_request(c).bundles
     assert sum(b.get("CPU", 0) for b in bundles) == 1  # just the driver
@@ -116,7 +116,7 @@ def test_num_workers_zero_means_sampling_in_the_driver():
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 @pytest.mark.parametrize("workers", [1, 2])
 def test_resource_request_is_driver_plus_env_runners(name, workers):
-    c = build_config({"algorithm": name, "num_workers": workers}, CABS)
+    c = build_config({"algorithm": name, "num_env_runners": workers}, CABS)
     bundles = c.algo_class.default_resource_request(c).bundles
     assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers
     assert sum(b.get("GPU", 0) for b in bundles) == 0
@@ -149,7 +149,7 @@ def test_pong_impala_sweep_settings_build_the_how_to_config():
     from sweeps.load import load_sweep
 
     sweep = load_sweep(Path(__file__).parents[1] / "sweeps" / "pong_impala.py")
-    c = build_config({"algorithm": "IMPALA", "num_workers": 15, **sweep.fixed}, sweep.env,
+    c = build_config({"algorithm": "IMPALA", "num_env_runners": 15, **sweep.fixed}, sweep.env,
                      sweep.env_config)
     c.validate()
     assert c.algo_class.__name__ == "IMPALA"
@@ -223,3 +223,17 @@ def test_register_with_tune_makes_apex_a_trainable():
     register_with_tune()  # idempotent
     assert get_trainable_cls("APEX") is ApexDQN
     assert get_trainable_cls("DQN").__name__ == "DQN"  # RLlib's own names stay RLlib's
+
+
+def test_old_rllib_names_are_aliases(capsys):
+    """build_config takes num_workers / num_envs_per_worker as num_env_runners /
+    num_envs_per_env_runner (RLlib's old names) and says so on stderr."""
+    from sweeps.algorithms import vocabulary
+
+    vocabulary._NOTIFIED.clear()
+    c = build_config({"algorithm": "PPO", "num_workers": 3, "num_envs_per_worker": 2}, "CartPole-v1")
+    assert (c.num_env_runners, c.num_envs_per_env_runner) == (3, 2)
+    err = capsys.readouterr().err
+    assert "'num_workers' is RLlib's old name of 'num_env_runners'" in err
+    with pytest.raises(ValueError, match="give only 'num_env_runners'"):
+        build_config({"algorithm": "PPO", "num_workers": 3, "num_env_runners": 3}, "CartPole-v1")

@@ -18,7 +18,7 @@ SPEC = {"name": "hand", "env": "ContosoCabs-v0", "algorithms": ["DQN"],
         "target": {"metric": "episode_return_mean", "value": 10.0,
                    "fraction_of_optimal": None, "optimal_return": 20.0},
         "budget": {"time_s": 60.0, "env_steps": None},
-        "baseline": {"algorithm": "DQN", "num_workers": 1}}
+        "baseline": {"algorithm": "DQN", "num_env_runners": 1}}
 
 
 def _trial(tid: str, status: str, elapsed: float, **kw) -> dict:

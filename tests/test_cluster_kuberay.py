@@ -114,7 +114,7 @@ def test_a_trial_larger_than_a_worker_pod_is_one_line():
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "its largest trial (APEX, num_workers=15) asks for 16 CPUs and 0 GPUs, more than a " \
+    assert "its largest trial (APEX, num_env_runners=15) asks for 16 CPUs and 0 GPUs, more than a " \
         "worker pod has (8 CPUs, 0 GPUs)" in lines[0], lines[0]
 
 

@@ -32,13 +32,13 @@ def write_sweep(folder: Path, name: str, *, num_samples: int, budget_s: float) -
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="CartPole-v1", algorithms=["PPO"],
-            search_space={{"num_workers": choice([0]), "lr": choice([1e-4, 3e-4, 1e-3, 3e-3])}},
+            search_space={{"num_env_runners": choice([0]), "lr": choice([1e-4, 3e-4, 1e-3, 3e-3])}},
             fixed={{"train_batch_size": 256}},
             target=Target(metric="env_runners/episode_return_mean", value=40.0),
             budget=Budget(time_s={budget_s}),
             search=Search(sampler="random", num_samples={num_samples}, seeds=1,
                           max_concurrent=3),
-            baseline={{"algorithm": "PPO", "num_workers": 0}},
+            baseline={{"algorithm": "PPO", "num_env_runners": 0}},
         )
         """)
     )

@@ -11,8 +11,8 @@ import pytest
 
 GOOD = dict(
     name='"t"', env='"CartPole-v1"', algorithms='["PPO"]',
-    search_space='{"num_workers": choice([0])}', target="Target(value=100.0)",
-    budget="Budget(time_s=10)", extra="", baseline='{"algorithm": "PPO", "num_workers": 0}',
+    search_space='{"num_env_runners": choice([0])}', target="Target(value=100.0)",
+    budget="Budget(time_s=10)", extra="", baseline='{"algorithm": "PPO", "num_env_runners": 0}',
 )
 
 
@@ -65,14 +65,14 @@ def test_unknown_env(tmp_path):
 
 
 def test_unknown_parameter(tmp_path):
-    path = sweep_file(tmp_path, search_space='{"num_workers": choice([0]), "flux": choice([1, 2])}')
+    path = sweep_file(tmp_path, search_space='{"num_env_runners": choice([0]), "flux": choice([1, 2])}')
     assert_one_line_error(run(str(path), "--dry-run"), "search_space.flux", "PPO")
 
 
 @pytest.mark.parametrize("space, field", [
     ('{"lr": loguniform(1e-2, 1e-4)}', "search_space.lr"),
-    ('{"num_workers": randint(4, 1)}', "search_space.num_workers"),
-    ('{"num_workers": choice([])}', "search_space.num_workers"),
+    ('{"num_env_runners": randint(4, 1)}', "search_space.num_env_runners"),
+    ('{"num_env_runners": choice([])}', "search_space.num_env_runners"),
 ])
 def test_empty_or_inverted_range(tmp_path, space, field):
     path = sweep_file(tmp_path, search_space=space)
@@ -152,22 +152,22 @@ CABS = '"ContosoCabs-v0"'
 # starts"): sweep-file overrides, then fragments the one-line error must contain.
 BAD_INPUT = {
     "negative env runners in a choice": (
-        dict(search_space='{"num_workers": choice([-1, 1])}'), ("num_workers", "-1")),
+        dict(search_space='{"num_env_runners": choice([-1, 1])}'), ("num_env_runners", "-1")),
     "negative lower bound of a range": (
-        dict(search_space='{"num_workers": randint(-2, 2)}'), ("num_workers", "-2")),
+        dict(search_space='{"num_env_runners": randint(-2, 2)}'), ("num_env_runners", "-2")),
     "fractional env runners": (
-        dict(search_space='{"num_workers": choice([1.5])}'), ("num_workers", "integer")),
+        dict(search_space='{"num_env_runners": choice([1.5])}'), ("num_env_runners", "integer")),
     "zero train batch": (
-        dict(search_space='{"num_workers": choice([0]), "train_batch_size": choice([0, 64])}'),
+        dict(search_space='{"num_env_runners": choice([0]), "train_batch_size": choice([0, 64])}'),
         ("train_batch_size", "0")),
     "gamma range beyond 1": (
-        dict(search_space='{"num_workers": choice([0]), "gamma": uniform(0.9, 1.5)}'),
+        dict(search_space='{"num_env_runners": choice([0]), "gamma": uniform(0.9, 1.5)}'),
         ("gamma", "1.5")),
     "zero envs per env runner": (
-        dict(search_space='{"num_workers": choice([0]), "num_envs_per_worker": choice([0])}'),
-        ("num_envs_per_worker",)),
+        dict(search_space='{"num_env_runners": choice([0]), "num_envs_per_env_runner": choice([0])}'),
+        ("num_envs_per_env_runner",)),
     "zero rollout fragment": (
-        dict(search_space='{"num_workers": choice([0]), "rollout_fragment_length": choice([0])}'),
+        dict(search_space='{"num_env_runners": choice([0]), "rollout_fragment_length": choice([0])}'),
         ("rollout_fragment_length",)),
     "zero learning rate in fixed": (dict(extra=', fixed={"lr": 0}'), ("lr", "positive")),
     "bad hidden sizes in fixed": (
@@ -178,7 +178,7 @@ BAD_INPUT = {
         dict(extra=', fixed={"train_batch_size": 100, "minibatch_size": 200}'),
         ("minibatch_size",)),
     "negative env runners in the baseline": (
-        dict(baseline='{"algorithm": "PPO", "num_workers": -1}'), ("baseline", "num_workers")),
+        dict(baseline='{"algorithm": "PPO", "num_env_runners": -1}'), ("baseline", "num_env_runners")),
     "infinite time budget": (dict(budget='Budget(time_s=float("inf"))'), ("budget", "finite")),
     "NaN time budget": (dict(budget='Budget(time_s=float("nan"))'), ("budget",)),
     "fraction of optimal above 1": (
@@ -189,7 +189,7 @@ BAD_INPUT = {
         ("target.value", "above the env's exact optimal return 2966.36")),
     "DQN on a continuous action space": (
         dict(env='"Pendulum-v1"', algorithms='["DQN"]',
-             baseline='{"algorithm": "DQN", "num_workers": 0}'),
+             baseline='{"algorithm": "DQN", "num_env_runners": 0}'),
         ("algorithms", "DQN needs a discrete action space")),
     "unknown env_config key of a gymnasium env": (
         dict(extra=', env_config={"gravity": 9.8}'),
@@ -200,7 +200,7 @@ BAD_INPUT = {
         dict(env='"PongNoFrameskip-v4"', target='Target(metric="training", value=18.0)',
              extra=', env_config={"frame_siz": 42}'), ("env_config", "frame_siz")),
     "grid sampler over a range": (
-        dict(search_space='{"num_workers": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
+        dict(search_space='{"num_env_runners": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
              extra=', search=Search(sampler="grid")'),
         ("search_space.lr", "grid sampler needs choice()")),
     "negative CPUs per env runner": (
@@ -224,3 +224,24 @@ def test_bad_input_is_one_line_before_ray_starts(tmp_path, case):
     proc = run(str(path), "--dry-run")
     assert_one_line_error(proc, "bad_sweep.py", *fragments)
     assert not (tmp_path / "results").exists()  # nothing written
+
+
+def test_old_rllib_names_work_with_a_notice(tmp_path):
+    """A sweep file with RLlib's old names (num_workers, num_envs_per_worker) validates, plans
+    with the current names and prints one notice per old name."""
+    path = sweep_file(tmp_path, search_space='{"num_workers": choice([0, 1])}',
+                      baseline='{"algorithm": "PPO", "num_workers": 0}',
+                      extra=', fixed={"num_envs_per_worker": 2}')
+    proc = run(str(path), "--dry-run")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    notices = [ln for ln in proc.stderr.splitlines() if ln.startswith("notice:")]
+    assert len(notices) == 2, proc.stderr
+    assert "'num_workers' is RLlib's old name of 'num_env_runners'" in notices[0]
+    assert "'num_envs_per_worker'" in notices[1] and "'num_envs_per_env_runner'" in notices[1]
+    assert "num_workers" not in proc.stdout and "num_env_runners=1" in proc.stdout, proc.stdout
+
+
+def test_old_and_current_name_together(tmp_path):
+    path = sweep_file(tmp_path, extra=', fixed={"num_workers": 1, "num_env_runners": 1}')
+    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "fixed",
+                          "'num_workers'", "'num_env_runners'", "give only")

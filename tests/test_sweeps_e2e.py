@@ -45,11 +45,11 @@ def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budg
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
-            search_space={{"num_workers": choice([0, 1])}},
+            search_space={{"num_env_runners": choice([0, 1])}},
             per_algorithm={{"PPO": {{"train_batch_size": choice([500, 1000])}}}},
             target={target}, budget=Budget(time_s={budget_s}),
             search=Search(sampler="random", num_samples={num_samples}, seeds={seeds}),
-            baseline={{"algorithm": "DQN", "num_workers": 0}},
+            baseline={{"algorithm": "DQN", "num_env_runners": 0}},
             reference={{"algorithm": "SB3-DQN"}} if {reference} else None,
         )
         """))
@@ -341,10 +341,10 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
-                      algorithms=["PPO"], search_space={{"num_workers": choice([0])}},
+                      algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
                       target={UNREACHABLE}, budget=Budget(time_s=6),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
-                      baseline={{"algorithm": "PPO", "num_workers": 0}})
+                      baseline={{"algorithm": "PPO", "num_env_runners": 0}})
         """))
     results = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH",
@@ -369,11 +369,11 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
     path.write_text(textwrap.dedent("""\
         from sweeps.spec import Budget, Capping, Search, Sweep, Target, choice
         SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
-                      search_space={"num_workers": choice([0]), "lr": choice([1e-9])},
+                      search_space={"num_env_runners": choice([0]), "lr": choice([1e-9])},
                       target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
                       search=Search(sampler="grid", num_samples=1, seeds=1,
                                     capping=Capping(margin=1.5)),
-                      baseline={"algorithm": "DQN", "num_workers": 0})
+                      baseline={"algorithm": "DQN", "num_env_runners": 0})
         """))
     results = tmp_path / "results"
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
@@ -396,11 +396,11 @@ def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path)
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5}},
-                      algorithms=["PPO"], search_space={{"num_workers": choice([4])}},
-                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_worker": 1}},
+                      algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},
+                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1}},
                       target={UNREACHABLE}, budget=Budget(time_s=8),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
-                      baseline={{"algorithm": "PPO", "num_workers": 4}})
+                      baseline={{"algorithm": "PPO", "num_env_runners": 4}})
         """))
     results = tmp_path / "results"
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)

@@ -21,10 +21,10 @@ def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="rel", env="CartPole-v1", algorithms=["PPO"],
-                      search_space={{"num_workers": choice([0])}},
+                      search_space={{"num_env_runners": choice([0])}},
                       target=Target(value=100.0), budget=Budget(time_s={budget}),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
-                      baseline={{"algorithm": "PPO", "num_workers": 0}})
+                      baseline={{"algorithm": "PPO", "num_env_runners": 0}})
         """))
     return path
 
@@ -131,7 +131,7 @@ def test_new_run_ids_are_unique_within_one_second(tmp_path):
 class _Trial:
     def __init__(self, tid: str):
         self.trial_id = tid
-        self.config = {"algorithm": "PPO", "num_workers": 0, "seed": 0, "config_id": "c"}
+        self.config = {"algorithm": "PPO", "num_env_runners": 0, "seed": 0, "config_id": "c"}
         self.last_result = {"num_cpus": 1.0, "num_gpus": 0.0, "objective": 1.0}
 
 
@@ -201,14 +201,14 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
         {**row, "config_id": "b", "status": "censored", "time_to_target_s": float("nan")},
     ]
     assert rec.incumbent_ttt_s() == 12.0  # a's median; b has a censored seed, ref is excluded
-    capper = Capper(rec, margin=2.0, protect=[{"algorithm": "APEX", "num_workers": 8}])
-    cfg = {"algorithm": "DQN", "num_workers": 1}
+    capper = Capper(rec, margin=2.0, protect=[{"algorithm": "APEX", "num_env_runners": 8}])
+    cfg = {"algorithm": "DQN", "num_env_runners": 1}
     assert not capper("t1", {"wall_time_s": 23.9, "config": cfg})
     assert capper("t1", {"wall_time_s": 24.1, "config": cfg}) and rec.capped == {"t1": 24.0}
     assert not capper("t2", {"wall_time_s": 30.0, "reached": True, "config": cfg})
     for spared in ({**cfg, "is_baseline": True}, {**cfg, "is_reference": True},
-                   {"algorithm": "APEX", "num_workers": 8, "lr": 1e-3}):
+                   {"algorithm": "APEX", "num_env_runners": 8, "lr": 1e-3}):
         assert not capper("t3", {"wall_time_s": 59.0, "config": spared})
-    assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_workers": 4}})
+    assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_env_runners": 4}})
     assert not Capper(ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0), 2.0)(
         "t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped

@@ -21,7 +21,7 @@ from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
 def make_sweep(**kw) -> Sweep:
     base = dict(
         name="s", env="CartPole-v1", algorithms=["DQN", "IMPALA"],
-        search_space={"num_workers": choice([1, 2]), "lr": loguniform(1e-4, 1e-3)},
+        search_space={"num_env_runners": choice([1, 2]), "lr": loguniform(1e-4, 1e-3)},
         per_algorithm={"IMPALA": {"rollout_fragment_length": choice([20, 50])}},
         fixed={"gamma": 0.98}, per_algorithm_fixed={"DQN": {"train_batch_size": 64}},
         target=Target(value=100.0), budget=Budget(time_s=10),
@@ -41,17 +41,17 @@ def test_censored_objective():
 
 
 def test_trial_params_strip_algorithm_prefix():
-    cfg = {"algorithm": "IMPALA", "num_workers": 2, "IMPALA.rollout_fragment_length": 50,
+    cfg = {"algorithm": "IMPALA", "num_env_runners": 2, "IMPALA.rollout_fragment_length": 50,
            "__fixed__": '{"gamma": 0.98}'}
-    assert trial_params(cfg) == {"algorithm": "IMPALA", "gamma": 0.98, "num_workers": 2,
+    assert trial_params(cfg) == {"algorithm": "IMPALA", "gamma": 0.98, "num_env_runners": 2,
                                  "rollout_fragment_length": 50}
 
 
 def test_grid_points_cover_every_combination():
-    sweep = make_sweep(search_space={"num_workers": choice([1, 2])})
+    sweep = make_sweep(search_space={"num_env_runners": choice([1, 2])})
     points = grid_points(sweep)
     assert len(points) == 2 + 2 * 2  # DQN: 2 workers; IMPALA: 2 workers x 2 fragments
-    assert {"algorithm": "IMPALA", "num_workers": 2, "IMPALA.rollout_fragment_length": 20} in points
+    assert {"algorithm": "IMPALA", "num_env_runners": 2, "IMPALA.rollout_fragment_length": 20} in points
     with pytest.raises(ValueError, match="choice"):
         grid_points(make_sweep())  # lr is loguniform
 
@@ -59,7 +59,7 @@ def test_grid_points_cover_every_combination():
 def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     sweep = make_sweep()
     inner, n = make_optuna_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}")
-    search = SeededSearch(inner, seeds=2, baseline={"algorithm": "DQN", "num_workers": 1},
+    search = SeededSearch(inner, seeds=2, baseline={"algorithm": "DQN", "num_env_runners": 1},
                           num_configs=n)
     search.set_search_properties("objective", "min", {})
     assert search.total_trials == (3 + 1) * 2

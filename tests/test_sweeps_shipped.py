@@ -60,11 +60,11 @@ def test_an_invalid_point_is_one_line_naming_it(tmp_path):
     path.write_text(
         "from sweeps.spec import Budget, Sweep, Target, choice\n"
         "SWEEP = Sweep(name='bad_pong', env='PongNoFrameskip-v4', algorithms=['IMPALA'],\n"
-        "    search_space={'num_workers': choice([1])},\n"
+        "    search_space={'num_env_runners': choice([1])},\n"
         "    fixed={'rollout_fragment_length': 50, 'minibatch_size': 128},\n"
         "    target=Target(metric='training', value=18.0), budget=Budget(time_s=60),\n"
-        "    baseline={'algorithm': 'IMPALA', 'num_workers': 1})\n")
-    with pytest.raises(SpecError, match=r"bad_pong.py: IMPALA point \{'num_workers': 1\}: "
+        "    baseline={'algorithm': 'IMPALA', 'num_env_runners': 1})\n")
+    with pytest.raises(SpecError, match=r"bad_pong.py: IMPALA point \{'num_env_runners': 1\}: "
                                         r"invalid config: .*minibatch_size"):
         check_points(load_sweep(path), str(path))
     proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],

@@ -30,8 +30,8 @@ APEX_PARAMS: dict[str, OwnParam] = {
 
 #: Tuned defaults (Contoso Cabs, docs/benchmarks.md).
 APEX_DEFAULTS: dict[str, Any] = {
-    "num_workers": 1,
-    "num_envs_per_worker": 8,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 8,
     "rollout_fragment_length": 8,
     "train_batch_size": 64,
     "lr": 1e-3,

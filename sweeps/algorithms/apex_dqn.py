@@ -205,7 +205,7 @@ class ApexDQN(DQN):
         if self.env_runner_group.num_remote_env_runners() > 0:
             ready = self.env_runner_group.foreach_env_runner_async_fetch_ready(
                 "sample_with_metrics", tag=_SAMPLE_TAG, timeout_seconds=0.0)
-        else:  # num_workers=0: the driver is the only actor and samples synchronously.
+        else:  # num_env_runners=0: the driver is the only actor and samples synchronously.
             ready = [self.env_runner.sample_with_metrics()]
         for episodes, env_runner_metrics in ready:
             self.metrics.aggregate([env_runner_metrics], key=ENV_RUNNER_RESULTS)

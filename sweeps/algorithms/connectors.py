@@ -27,7 +27,7 @@ class ScaleRewards(ConnectorV2):
     used for GAE/V-trace targets.
 
     The episodes a learner receives are not always its own: with no remote env runners
-    (``num_workers=0``) they are the very objects the driver's env runner keeps to sum the
+    (``num_env_runners=0``) they are the very objects the driver's env runner keeps to sum the
     returns of episodes that span several ``sample()`` calls. So each episode in the list is
     replaced by a shallow copy with a new, scaled reward buffer; the originals, and the episode
     returns the env runners report in the env's own units, are not touched.

@@ -64,8 +64,8 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
 #: rewards × 0.01 for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer
 #: updates to reach them); iterations end after ~1 s of wall-clock instead of 1000 env steps.
 DQN_DEFAULTS: dict[str, Any] = {
-    "num_workers": 1,
-    "num_envs_per_worker": 16,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 8,
     "train_batch_size": 64,
     "lr": 1e-3,
@@ -109,7 +109,7 @@ SPEC = AlgorithmSpec(
 #: decaying, 1 env runner, plain DQN (no double/dueling/n-step/prioritized replay).
 SEED_BASELINE: dict[str, Any] = {
     "algorithm": "DQN",
-    "num_workers": 1,
+    "num_env_runners": 1,
     "hidden_sizes": [36, 36],
     "fcnet_activation": "relu",
     "train_batch_size": 64,

@@ -30,8 +30,8 @@ IMPALA_PARAMS: dict[str, OwnParam] = {
 #: steps per asynchronous sample call; the learner runs in the driver (``num_learners=0``, no
 #: extra process on a small machine); iterations of ~1 s instead of RLlib's 10 s.
 IMPALA_DEFAULTS: dict[str, Any] = {
-    "num_workers": 1,
-    "num_envs_per_worker": 8,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 8,
     "rollout_fragment_length": 32,
     "train_batch_size": 512,
     "lr": 1e-3,

@@ -31,8 +31,8 @@ PPO_PARAMS: dict[str, OwnParam] = {
 #: a 2000-step batch with 10 epochs (RLlib: 4000 and 30), GAE λ 0.95, rewards × 0.01 for the
 #: learner, no value-loss clipping and ~1 s iterations.
 PPO_DEFAULTS: dict[str, Any] = {
-    "num_workers": 1,
-    "num_envs_per_worker": 8,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 8,
     "rollout_fragment_length": "auto",
     "train_batch_size": 2000,
     "minibatch_size": 128,

@@ -3,7 +3,7 @@ trial config into an RLlib ``AlgorithmConfig``.
 
 Example:
     >>> from sweeps.algorithms import build_config
-    >>> config = build_config({"algorithm": "PPO", "num_workers": 1}, "CartPole-v1")
+    >>> config = build_config({"algorithm": "PPO", "num_env_runners": 1}, "CartPole-v1")
     >>> algo = config.build_algo()          # needs a running Ray (ray.init) # doctest: +SKIP
     >>> algo.train()["env_runners"]["episode_return_mean"]                    # doctest: +SKIP
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeps.algorithms import apex, appo, dqn, impala, ppo
-from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params
+from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
 
 __all__ = [
     "ALGORITHMS",
@@ -102,12 +102,14 @@ def build_config(trial_config: Mapping[str, Any], env: str,
 
     Raises:
         ValueError: no or an unknown ``algorithm`` (naming the known ones), a preset ``env``
-            different from ``env``, or a vocabulary value of the wrong type or range.
+            different from ``env``, a vocabulary value of the wrong type or range, or both
+            the old and the current name of one parameter (``num_workers`` is accepted as
+            ``num_env_runners`` with a notice, :data:`~sweeps.algorithms.vocabulary.DEPRECATED_NAMES`).
         UnknownParameterError: (a ValueError) a key the algorithm does not know.
     """
     if not isinstance(trial_config, Mapping):
         raise ValueError(f"trial config must be a dict, got {type(trial_config).__name__}")
-    params = dict(trial_config)
+    params = canonical_params(trial_config, "trial config")
     if "algorithm" not in params:
         raise ValueError(f"trial config has no 'algorithm' key (one of: {', '.join(ALGORITHMS)})")
     spec = _spec(params.pop("algorithm"))

@@ -1,6 +1,6 @@
 """The small vocabulary a sweep file speaks, and how it maps onto an RLlib ``AlgorithmConfig``.
 
-A trial config is a flat dict: ``{"algorithm": "DQN", "num_workers": 2, "lr": 1e-3, ...}``.
+A trial config is a flat dict: ``{"algorithm": "DQN", "num_env_runners": 2, "lr": 1e-3, ...}``.
 The *shared* keys below mean the same for every algorithm; each algorithm adds its own keys,
 named as RLlib names them (``n_step``, ``vtrace_clip_rho_threshold``, ...) and passed to the
 RLlib builder method that owns them (``training()``, ``env_runners()``, ...). A key that is
@@ -13,6 +13,7 @@ knows RLlib recognises every knob in the resolved config (``AlgorithmConfig.to_d
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,7 +26,9 @@ __all__ = [
     "AlgorithmSpec",
     "OwnParam",
     "UnknownParameterError",
+    "DEPRECATED_NAMES",
     "apply_params",
+    "canonical_params",
 ]
 
 
@@ -44,9 +47,9 @@ class UnknownParameterError(ValueError):
 
 #: The shared vocabulary: key → (one-line meaning, RLlib equivalent).
 SHARED_PARAMS: dict[str, str] = {
-    "num_workers": "env runners sampling in parallel (RLlib num_env_runners); 0 = sample in the driver",
-    "num_envs_per_worker": "vectorised envs per env runner (RLlib num_envs_per_env_runner)",
-    "rollout_fragment_length": "env steps per env (so × num_envs_per_worker per env runner) per sample call",
+    "num_env_runners": "env runners sampling in parallel (RLlib num_env_runners); 0 = sample in the driver",
+    "num_envs_per_env_runner": "vectorised envs per env runner (RLlib num_envs_per_env_runner)",
+    "rollout_fragment_length": "env steps per env (so × num_envs_per_env_runner per env runner) per sample call",
     "train_batch_size": "transitions per learner update, summed over learners (DQN/APEX: the replay minibatch; IMPALA/PPO: the on-policy batch)",
     "lr": "learning rate of the Adam optimiser",
     "gamma": "discount factor",
@@ -55,6 +58,50 @@ SHARED_PARAMS: dict[str, str] = {
     "num_gpus_per_learner": "GPUs per learner (with num_learners=0: GPUs of the driver's learner)",
     "seed": "RNG seed of the trial (RLlib debugging(seed=...))",
 }
+
+
+#: RLlib's old names (its old API stack) → the current ones. Accepted in sweep files and trial
+#: configs with a one-line notice on stderr; everything past :func:`canonical_params` (trial
+#: configs, results, reports) uses the current names only.
+DEPRECATED_NAMES: dict[str, str] = {
+    "num_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+}
+
+_NOTIFIED: set[str] = set()
+
+
+def canonical_params(params: Mapping[str, Any], where: str = "config") -> dict[str, Any]:
+    """``params`` with RLlib's old names (:data:`DEPRECATED_NAMES`) renamed to the current ones.
+
+    Prints ``notice: <where>: 'num_workers' is RLlib's old name of 'num_env_runners'; ...``
+    to stderr once per old name and process.
+
+    Args:
+        params: a flat parameter dict (trial config, search space, fixed values, ...).
+        where: where ``params`` came from, for the notice and errors (e.g. ``"fixed"``).
+
+    Returns:
+        a new dict, keys in their original order.
+
+    Raises:
+        ValueError: when ``params`` gives both the old and the current name of one parameter.
+    """
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        new = DEPRECATED_NAMES.get(key) if isinstance(key, str) else None
+        if new is None:
+            out[key] = value
+            continue
+        if new in params:
+            raise ValueError(f"{where}: gives both {key!r} and {new!r}; {key!r} is RLlib's old "
+                             f"name of {new!r}, give only {new!r}")
+        if key not in _NOTIFIED:
+            _NOTIFIED.add(key)
+            print(f"notice: {where}: {key!r} is RLlib's old name of {new!r}; it still works, "
+                  f"but use {new!r}", file=sys.stderr)
+        out[new] = value
+    return out
 
 
 class OwnParam(NamedTuple):
@@ -159,11 +206,11 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
 
     # ---- shared vocabulary → RLlib ----
     runner_kwargs: dict[str, Any] = {}
-    if "num_workers" in p:
-        runner_kwargs["num_env_runners"] = _int("num_workers", p.pop("num_workers"), name, 0)
-    if "num_envs_per_worker" in p:
+    if "num_env_runners" in p:
+        runner_kwargs["num_env_runners"] = _int("num_env_runners", p.pop("num_env_runners"), name, 0)
+    if "num_envs_per_env_runner" in p:
         runner_kwargs["num_envs_per_env_runner"] = _int(
-            "num_envs_per_worker", p.pop("num_envs_per_worker"), name, 1)
+            "num_envs_per_env_runner", p.pop("num_envs_per_env_runner"), name, 1)
     if "rollout_fragment_length" in p:
         v = p.pop("rollout_fragment_length")
         runner_kwargs["rollout_fragment_length"] = (
