@@ -26,51 +26,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweeps.schema import (
+    PROGRESS_COLUMNS,
+    REQUIRED_PROGRESS_COLUMNS,
+    REQUIRED_TRIAL_COLUMNS,
+    TRIAL_DEFAULTS,
+    SchemaError,
+    read_parquet,
+)
+
 __all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
 
-# Columns without which no analysis is possible; everything else in docs/results.md is optional
-# here and filled with NaN / defaults (older or partial results directories).
-REQUIRED_TRIAL_COLUMNS = ("trial_id", "algorithm", "num_env_runners", "seed", "status")
-
-_TRIAL_DEFAULTS: dict[str, Any] = {
-    "num_envs_per_env_runner": 1,
-    "time_to_target_s": np.nan,
-    "steps_to_target": np.nan,
-    "budget_s": np.nan,
-    "budget_env_steps": np.nan,
-    "elapsed_s": np.nan,
-    "total_env_steps": np.nan,
-    "target_metric": "episode_return_mean",
-    "target_value": np.nan,
-    "final_return": np.nan,
-    "best_return": np.nan,
-    "env_steps_per_s": np.nan,
-    "learner_updates": np.nan,
-    "num_cpus": np.nan,
-    "num_gpus": 0.0,
-    "oversubscribed": False,
-    "node_count": 1,
-    "node_ip": "",
-    "error": "",
-    "objective": np.nan,
-    "is_reference": False,
-    "eval_time_s": np.nan,
-    "attempts": 1,
-    "censor_reason": "",  # runs recorded before adaptive capping: every censoring was "budget"
-    "step_latency_ms": 0.0,
-    "peak_rss_mib": np.nan,
-}
-
-_PROGRESS_COLUMNS = (
-    "trial_id",
-    "iteration",
-    "wall_time_s",
-    "env_steps",
-    "episodes",
-    "episode_return_mean",
-    "learner_updates",
-    "env_steps_per_s",
-)
+# Column names, defaults and the version check: sweeps.schema (one owner for the schema).
+# Progress columns every run since the first has had (filled with NaN if absent); the later
+# ones (evaluation, noise scale) stay absent in older runs, so the analysis can tell.
+_PROGRESS_COLUMNS = ("trial_id", "iteration", "wall_time_s", "env_steps", "episodes",
+                     "episode_return_mean", "learner_updates", "env_steps_per_s")
+assert set(_PROGRESS_COLUMNS) <= set(PROGRESS_COLUMNS)
 
 
 class ResultsError(ValueError):
@@ -120,7 +92,9 @@ def _read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
 
 def _read_parquet(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_parquet(path)
+        return read_parquet(path)
+    except SchemaError as exc:
+        raise ResultsError(str(exc)) from None
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise ResultsError(f"{path}: cannot read parquet ({type(exc).__name__}: {exc})") from None
 
@@ -134,7 +108,7 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
             "(see docs/results.md)"
         )
     trials = trials.copy()
-    for col, default in _TRIAL_DEFAULTS.items():
+    for col, default in TRIAL_DEFAULTS.items():
         if col not in trials.columns:
             trials[col] = default
     trials["trial_id"] = trials["trial_id"].astype(str)
@@ -184,7 +158,7 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
 
 
 def _fill_progress(progress: pd.DataFrame, where: Path) -> pd.DataFrame:
-    missing = [c for c in ("trial_id", "wall_time_s") if c not in progress.columns]
+    missing = [c for c in REQUIRED_PROGRESS_COLUMNS if c not in progress.columns]
     if missing:
         raise ResultsError(
             f"{where}: progress.parquet lacks column(s) {', '.join(missing)} "

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Results
+from sweeps.schema import first_crossing
 
 __all__ = [
     "Target",
@@ -166,28 +167,6 @@ def resolve_target(res: Results, override: str | float | None = None) -> Target:
                          "give one with --target")
     return Target(metric=str(metric), column=metric_column(metric), value=original,
                   source=source, original=original)
-
-
-def first_crossing(wall_time_s: np.ndarray, env_steps: np.ndarray, values: np.ndarray,
-                   target: float) -> tuple[float, float, int]:
-    """When a learning curve first reaches the target.
-
-    Args:
-        wall_time_s: shape (I,), seconds since trial start at the end of each iteration.
-        env_steps: shape (I,), env steps sampled by then.
-        values: shape (I,), target metric per iteration (NaN before the first episode ends;
-            NaN never counts as reaching the target).
-        target: threshold; an iteration counts when ``value >= target`` (ties count).
-
-    Returns:
-        ``(time_to_target_s, steps_to_target, index)``; ``(nan, nan, -1)`` if never reached.
-    """
-    values = np.asarray(values, dtype=float)
-    hit = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) >= target)
-    if hit.size == 0:
-        return math.nan, math.nan, -1
-    i = int(hit[0])
-    return float(wall_time_s[i]), float(env_steps[i]), i
 
 
 def _describe(row: pd.Series, param_cols: list[str]) -> str:

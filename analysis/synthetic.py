@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sweeps.schema import PROGRESS_COLUMNS, TRIAL_COLUMNS, censored_objective, write_parquet
+
 __all__ = ["STEPS_HALF", "TRUE_SCALING", "write_synthetic_results"]
 
 TRUE_SCALING: dict[str, tuple[float, float, float]] = {
@@ -179,7 +181,6 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
             reached_at = None
         elapsed = t
         status = "error" if is_error else ("reached" if reached_at else "censored")
-        shortfall = max(0.0, (target - best) / abs(target)) if math.isfinite(best) else 1.0
         cpus = 1.0 + n
         trial_rows.append({
             "trial_id": tid, "config_id": cid,
@@ -202,15 +203,15 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
                       "RayActorError: env runner died before the first episode"
                       if i in noep_idx else ""),
             "objective": (reached_at[0] if reached_at else
-                          math.nan if is_error else budget_s * (1.0 + shortfall)),
+                          math.nan if is_error else censored_objective(budget_s, best, target)),
         })
         progress_rows.extend(rows)
 
     trials = pd.DataFrame(trial_rows)
-    trials.to_parquet(path / "trials.parquet", index=False)
+    write_parquet(trials, path / "trials.parquet", TRIAL_COLUMNS)
     prog_file = path / "progress.parquet"
     if with_progress:
-        pd.DataFrame(progress_rows).to_parquet(prog_file, index=False)
+        write_parquet(pd.DataFrame(progress_rows), prog_file, PROGRESS_COLUMNS)
     elif prog_file.exists():
         prog_file.unlink()
 

@@ -25,28 +25,10 @@ import pandas as pd
 from ray.tune import Callback, Stopper
 from rich.console import Console
 
+from sweeps.schema import PROGRESS_COLUMNS, TRIAL_COLUMNS, VOCAB_COLUMNS, first_crossing
+from sweeps.schema import read_parquet as _read_parquet
+from sweeps.schema import write_parquet as _write_parquet
 from sweeps.search import META_KEYS
-
-PROGRESS_COLUMNS = [
-    "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
-    "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-]
-#: Trial-config keys recorded as trials.parquet columns of the same name.
-VOCAB_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
-                 "rollout_fragment_length", "lr")
-
-
-def _write_parquet(df: pd.DataFrame, path: Path) -> None:
-    """Write ``df`` to ``path`` atomically: a temporary file of this process (its pid in the
-    name, so two processes never share one), then ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # the previous version of ``path`` is intact
-        raise
 
 
 def now_iso() -> str:
@@ -237,10 +219,10 @@ class ResultsRecorder(Callback):
         for stray in self.run_dir.glob(".*.tmp"):  # left by a writer that was killed
             stray.unlink(missing_ok=True)
         if trials.exists():
-            self._trials = pd.read_parquet(trials).to_dict("records")
+            self._trials = _read_parquet(trials).to_dict("records")
             self._recorded = {r["trial_id"] for r in self._trials}
         if progress.exists():
-            df = pd.read_parquet(progress)
+            df = _read_parquet(progress)
             self._progress = df[df.trial_id.isin(self._recorded)].to_dict("records")
 
     def _flush(self) -> None:
@@ -249,12 +231,13 @@ class ResultsRecorder(Callback):
         # --resume), never a recorded trial whose learning curve is lost.
         try:
             if self._progress:
-                _write_parquet(pd.DataFrame(self._progress, columns=PROGRESS_COLUMNS),
-                               self.run_dir / "progress.parquet")
+                _write_parquet(pd.DataFrame(self._progress, columns=list(PROGRESS_COLUMNS)),
+                               self.run_dir / "progress.parquet", PROGRESS_COLUMNS)
                 if self.mirror is not None:
                     self.mirror.put(self.run_dir / "progress.parquet")
             if self._trials:
-                _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet")
+                _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet",
+                               TRIAL_COLUMNS)
                 if self.mirror is not None:  # progress first, the rows last, there too
                     self.mirror.put(self.run_dir / "trials.parquet")
         except OSError as e:
@@ -457,8 +440,10 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
     ``censor_reason`` is then ``"capped"``, else ``"budget"`` (empty when not censored).
     """
     nan = math.nan
-    reached_rows = [r for r in progress if r["target_metric_value"] >= target["value"]]
-    first = reached_rows[0] if reached_rows else None
+    _, _, i = first_crossing([r["wall_time_s"] for r in progress],
+                             [r["env_steps"] for r in progress],
+                             [r["target_metric_value"] for r in progress], target["value"])
+    first = progress[i] if i >= 0 else None
     status = "error" if error is not None else ("reached" if first else "censored")
     elapsed = progress[-1]["wall_time_s"] if progress else nan
     steps = progress[-1]["env_steps"] if progress else 0

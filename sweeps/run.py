@@ -183,8 +183,8 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     Checks what ``--resume`` reads: Tune's saved state (``tune/tuner.pkl``, what
     ``tune.Tuner.can_restore`` looks for), the recorded ``trials.parquet`` and
-    ``progress.parquet`` (readable Parquet files, when present: a run killed before its first
-    trial finished has none) and ``environment.json``. Stray ``*.tmp`` files of a killed
+    ``progress.parquet`` (readable Parquet files of this results schema version, when present:
+    a run killed before its first trial finished has none) and ``environment.json``. Stray ``*.tmp`` files of a killed
     writer are not damage (the recorder removes them).
 
     Raises:
@@ -198,13 +198,21 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     if not (run_dir / "tune" / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
+    from sweeps.schema import SCHEMA_VERSION, SchemaError, schema_version
+
     for name in ("trials.parquet", "progress.parquet"):
         path = run_dir / name
         if path.exists():
             try:
                 pq.read_schema(path)
+                version = schema_version(path)
+            except SchemaError as e:
+                raise bad(name, str(e).split(": ", 1)[-1]) from None
             except Exception as e:  # noqa: BLE001 - pyarrow raises several types for bad files
                 raise bad(name, f"not a readable Parquet file ({type(e).__name__})") from None
+            if version != SCHEMA_VERSION:
+                raise bad(name, f"results schema version {version}, this rl-scaling writes "
+                                f"version {SCHEMA_VERSION}")
     try:
         json.loads((run_dir / "environment.json").read_text())
     except (OSError, ValueError) as e:
@@ -604,10 +612,10 @@ def trial_dirname(trial) -> str:
 
 
 def _count_trials(run_dir: Path) -> int:
-    import pandas as pd
+    from sweeps.schema import read_parquet
 
     path = run_dir / "trials.parquet"
-    return len(pd.read_parquet(path)) if path.exists() else 0
+    return len(read_parquet(path)) if path.exists() else 0
 
 
 def _write_report(run_dir: Path) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
+from sweeps.schema import censored_objective  # noqa: F401 - the Optuna objective
 from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
@@ -51,20 +52,6 @@ def complete_params(params: dict[str, Any]) -> dict[str, Any]:
     defaults = ALGORITHMS[params["algorithm"]].defaults
     filled = {k: defaults[k] for k in RECORDED_PARAMS if k in defaults and k not in params}
     return {**params, **filled}
-
-
-def censored_objective(budget_s: float, best: float, target: float) -> float:
-    """Optuna objective of a trial that did not reach ``target`` within ``budget_s`` seconds.
-
-    ``budget_s × (1 + shortfall)`` with ``shortfall = clip((target − best) / |target|, 0, 1)``
-    (``best`` NaN → shortfall 1). Always ≥ ``budget_s`` > any reached time-to-target.
-    """
-    if best is None or not math.isfinite(best):
-        shortfall = 1.0
-    else:
-        shortfall = (target - best) / abs(target) if target != 0 else float(best < target)
-        shortfall = min(max(shortfall, 0.0), 1.0)
-    return float(budget_s) * (1.0 + shortfall)
 
 
 def config_id(algorithm: str, params: dict[str, Any]) -> str:

@@ -80,6 +80,12 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert list(progress.columns) == PROGRESS_COLUMNS
     for col in TRIAL_COLUMNS:
         assert col in trials.columns, col
+    from sweeps import schema
+
+    assert set(schema.TRIAL_COLUMNS) <= set(trials.columns)
+    assert all(c in schema.TRIAL_COLUMNS or c.startswith("param_") for c in trials.columns)
+    for name in ("trials.parquet", "progress.parquet"):
+        assert schema.schema_version(run_dir / name) == schema.SCHEMA_VERSION
     assert len(trials) == 4  # (2 configs + baseline + reference) × 1 seed
     assert trials.trial_id.is_unique
     assert trials.is_baseline.sum() == 1

@@ -158,8 +158,8 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
     rec.on_trial_complete(0, [], first)
     real = record._write_parquet
 
-    def die_after_progress(df, path):
-        real(df, path)
+    def die_after_progress(df, path, columns=None):
+        real(df, path, columns)
         if path.name == "progress.parquet":
             raise KeyboardInterrupt("killed between the writes")
 

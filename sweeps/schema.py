@@ -1,0 +1,240 @@
+"""The results schema (docs/results.md): one owner for what ``trials.parquet`` and
+``progress.parquet`` hold, their version, and the two rules every writer and reader share.
+
+- :data:`TRIAL_COLUMNS` / :data:`PROGRESS_COLUMNS`: column name → dtype kind, in the order
+  written; :data:`TRIAL_DEFAULTS`: what a reader fills in for a column an older run lacks.
+- :data:`SCHEMA_VERSION`: written into every parquet file's key-value metadata by
+  :func:`write_parquet` and checked by :func:`read_parquet` (:class:`SchemaError`, one line, for
+  another version).
+- :func:`first_crossing`: when a learning curve reaches the target (the recorder's
+  ``time_to_target_s`` and the analysis' re-computation for another target use it alike).
+- :func:`censored_objective`: what a trial that missed the target scores for Optuna.
+
+``sweeps.record`` writes through this module, ``analysis.load`` reads through it and
+``analysis.synthetic`` builds its rows with the same functions. Light: pandas and pyarrow only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "PROGRESS_COLUMNS",
+    "REQUIRED_PROGRESS_COLUMNS",
+    "REQUIRED_TRIAL_COLUMNS",
+    "SCHEMA_VERSION",
+    "SchemaError",
+    "TRIAL_COLUMNS",
+    "TRIAL_DEFAULTS",
+    "VERSION_KEY",
+    "VOCAB_COLUMNS",
+    "censored_objective",
+    "conform",
+    "first_crossing",
+    "read_parquet",
+    "schema_version",
+    "write_parquet",
+]
+
+#: Version of the layout below. Bump it when a column changes meaning or type (not when an
+#: optional column is added: readers fill those in from :data:`TRIAL_DEFAULTS`). Files written
+#: before the version was recorded (no metadata key) have this layout and read as version 1.
+SCHEMA_VERSION = 1
+
+#: Parquet key-value metadata key holding :data:`SCHEMA_VERSION` (as ASCII digits).
+VERSION_KEY = b"rl_scaling.schema_version"
+
+#: Trial-config keys recorded as trials.parquet columns of the same name (every other
+#: parameter becomes ``param_<name>``).
+VOCAB_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
+                 "rollout_fragment_length", "lr")
+
+#: trials.parquet: column → dtype kind (``str``, ``int``, ``float``, ``bool``), in the order the
+#: recorder writes them; plus ``param_<name>`` columns of any kind. Meanings: docs/results.md.
+TRIAL_COLUMNS: dict[str, str] = {
+    "trial_id": "str", "config_id": "str", "is_baseline": "bool", "is_reference": "bool",
+    "algorithm": "str", "num_env_runners": "int", "num_envs_per_env_runner": "int",
+    "train_batch_size": "float", "rollout_fragment_length": "float", "lr": "float",
+    "seed": "int", "status": "str", "time_to_target_s": "float", "steps_to_target": "float",
+    "budget_s": "float", "budget_env_steps": "float", "elapsed_s": "float",
+    "total_env_steps": "int", "target_metric": "str", "target_value": "float",
+    "final_return": "float", "best_return": "float", "env_steps_per_s": "float",
+    "learner_updates": "float", "eval_time_s": "float", "num_cpus": "float",
+    "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
+    "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
+    "node_count": "int", "step_latency_ms": "float", "attempts": "int",
+}
+
+#: Columns without which no analysis is possible.
+REQUIRED_TRIAL_COLUMNS = ("trial_id", "algorithm", "num_env_runners", "seed", "status")
+
+#: What a reader fills in for an optional trials.parquet column an older run lacks.
+TRIAL_DEFAULTS: dict[str, Any] = {
+    "num_envs_per_env_runner": 1,
+    "time_to_target_s": np.nan,
+    "steps_to_target": np.nan,
+    "budget_s": np.nan,
+    "budget_env_steps": np.nan,
+    "elapsed_s": np.nan,
+    "total_env_steps": np.nan,
+    "target_metric": "episode_return_mean",
+    "target_value": np.nan,
+    "final_return": np.nan,
+    "best_return": np.nan,
+    "env_steps_per_s": np.nan,
+    "learner_updates": np.nan,
+    "num_cpus": np.nan,
+    "num_gpus": 0.0,
+    "oversubscribed": False,
+    "node_count": 1,
+    "node_ip": "",
+    "error": "",
+    "objective": np.nan,
+    "is_reference": False,
+    "eval_time_s": np.nan,
+    "attempts": 1,
+    "censor_reason": "",  # runs recorded before adaptive capping: every censoring was "budget"
+    "step_latency_ms": 0.0,
+    "peak_rss_mib": np.nan,
+}
+
+#: progress.parquet: column → dtype kind, one row per trial per training iteration.
+PROGRESS_COLUMNS: dict[str, str] = {
+    "trial_id": "str", "iteration": "int", "wall_time_s": "float", "env_steps": "int",
+    "episodes": "int", "episode_return_mean": "float", "evaluation_return": "float",
+    "eval_time_s": "float", "learner_updates": "float", "env_steps_per_s": "float",
+    "target_metric_value": "float", "grad_noise_scale": "float", "grad_norm_sq": "float",
+    "grad_trace_cov": "float",
+}
+
+#: progress.parquet columns without which no learning curve can be read.
+REQUIRED_PROGRESS_COLUMNS = ("trial_id", "wall_time_s")
+
+
+class SchemaError(ValueError):
+    """A results file has another schema version (or unreadable metadata); one-line message."""
+
+
+_DTYPES = {"str": object, "int": "int64", "float": "float64", "bool": "bool"}
+
+
+def conform(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``df`` with the columns the schema ``columns`` names cast to their dtype kind (an int
+    column holding NaN stays float); other columns untouched. Returns a new frame."""
+    df = df.copy()
+    for col, kind in columns.items():
+        if col not in df.columns or str(df[col].dtype) == str(_DTYPES[kind]):
+            continue
+        if kind == "int" and df[col].isna().any():
+            continue
+        df[col] = df[col].astype(_DTYPES[kind])
+    return df
+
+
+def write_parquet(df: pd.DataFrame, path: str | Path,
+                  columns: dict[str, str] | None = None) -> None:
+    """Write ``df`` to ``path`` atomically with :data:`SCHEMA_VERSION` in its metadata, its
+    schema ``columns`` (:data:`TRIAL_COLUMNS` or :data:`PROGRESS_COLUMNS`) cast to their
+    dtypes (:func:`conform`).
+
+    Atomic: a temporary file of this process (its pid in the name, so two processes never
+    share one), then ``os.replace``; on an ``OSError`` the previous version of ``path`` is
+    intact and the error propagates.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if columns is not None:
+        df = conform(df, columns)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), VERSION_KEY: str(SCHEMA_VERSION).encode()})
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def schema_version(path: str | Path) -> int:
+    """The schema version recorded in a parquet file (1 for files written before versions
+    were recorded).
+
+    Raises:
+        SchemaError: the version in the metadata is not an integer.
+        OSError, pyarrow.ArrowInvalid: the file is missing or not parquet.
+    """
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    raw = meta.get(VERSION_KEY)
+    if raw is None:
+        return 1
+    try:
+        return int(raw.decode())
+    except (UnicodeDecodeError, ValueError):
+        raise SchemaError(f"{path}: schema version {raw!r} in its metadata is not an "
+                          "integer") from None
+
+
+def read_parquet(path: str | Path) -> pd.DataFrame:
+    """Read a results parquet file written with this :data:`SCHEMA_VERSION`.
+
+    Raises:
+        SchemaError: the file has another schema version; the message is one line and says
+            which version this code reads.
+        OSError, pyarrow.ArrowInvalid: the file is missing or not parquet.
+    """
+    version = schema_version(path)
+    if version != SCHEMA_VERSION:
+        raise SchemaError(
+            f"{path}: results schema version {version}, but this rl-scaling reads version "
+            f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it")
+    return pd.read_parquet(path)
+
+
+def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
+                   target: float) -> tuple[float, float, int]:
+    """When a learning curve first reaches the target.
+
+    Args:
+        wall_time_s: shape (I,), seconds since trial start at the end of each iteration.
+        env_steps: shape (I,), env steps sampled by then.
+        values: shape (I,), target metric per iteration (NaN before the first episode ends;
+            NaN never counts as reaching the target).
+        target: threshold; an iteration counts when ``value >= target`` (ties count).
+
+    Returns:
+        ``(time_to_target_s, steps_to_target, index)``; ``(nan, nan, -1)`` if never reached.
+    """
+    values = np.asarray(values, dtype=float)
+    hit = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) >= target)
+    if hit.size == 0:
+        return math.nan, math.nan, -1
+    i = int(hit[0])
+    return float(np.asarray(wall_time_s, dtype=float)[i]), float(np.asarray(env_steps, dtype=float)[i]), i
+
+
+def censored_objective(budget_s: float, best: float, target: float) -> float:
+    """Optuna's objective for a trial that did not reach the target (seconds).
+
+    ``budget_s × (1 + shortfall)`` with ``shortfall = clip((target − best) / |target|, 0, 1)``
+    (``best`` NaN → shortfall 1; ``target`` 0 → shortfall 1 if ``best < 0`` else 0). Always
+    ≥ ``budget_s`` > any reached time-to-target, so a censored trial never looks faster than
+    a reached one, and among censored trials the one closer to the target looks better.
+    """
+    if best is None or not math.isfinite(best):
+        shortfall = 1.0
+    else:
+        shortfall = (target - best) / abs(target) if target != 0 else float(best < target)
+        shortfall = min(max(shortfall, 0.0), 1.0)
+    return float(budget_s) * (1.0 + shortfall)

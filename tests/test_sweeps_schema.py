@@ -1,0 +1,98 @@
+"""sweeps.schema: one results schema with a version in every parquet file, checked on load."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.synthetic import write_synthetic_results
+from sweeps.schema import (
+    PROGRESS_COLUMNS,
+    SCHEMA_VERSION,
+    TRIAL_COLUMNS,
+    VERSION_KEY,
+    SchemaError,
+    read_parquet,
+    schema_version,
+    write_parquet,
+)
+
+DOCS_RUN = Path(__file__).resolve().parents[1] / "docs/data/cabs_latency_scaling/20261123-023125"
+KINDS = {"str": "object", "int": "int64", "float": "float64", "bool": "bool"}
+
+
+def _with_version(src: Path, dst: Path, version: bytes | None) -> None:
+    table = pq.read_table(src)
+    meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != VERSION_KEY}
+    if version is not None:
+        meta[VERSION_KEY] = version
+    pq.write_table(table.replace_schema_metadata(meta), dst)
+
+
+def test_write_records_the_version_and_read_checks_it(tmp_path: Path) -> None:
+    df = pd.DataFrame({"trial_id": ["a", "b"], "seed": [0, 1]})
+    write_parquet(df, tmp_path / "t.parquet")
+    assert pq.read_schema(tmp_path / "t.parquet").metadata[VERSION_KEY] == str(SCHEMA_VERSION).encode()
+    assert schema_version(tmp_path / "t.parquet") == SCHEMA_VERSION
+    pd.testing.assert_frame_equal(read_parquet(tmp_path / "t.parquet"), df)
+    assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed
+    # written before versions were recorded: the version-1 layout
+    _with_version(tmp_path / "t.parquet", tmp_path / "old.parquet", None)
+    assert schema_version(tmp_path / "old.parquet") == 1
+    _with_version(tmp_path / "t.parquet", tmp_path / "new.parquet", b"99")
+    with pytest.raises(SchemaError, match=r"schema version 99, but this rl-scaling reads version 1"):
+        read_parquet(tmp_path / "new.parquet")
+    _with_version(tmp_path / "t.parquet", tmp_path / "bad.parquet", b"x")
+    with pytest.raises(SchemaError, match="not an integer"):
+        schema_version(tmp_path / "bad.parquet")
+
+
+@pytest.mark.parametrize("source", ["synthetic", "recorded"])
+def test_the_schema_is_what_the_writers_write(tmp_path: Path, source: str) -> None:
+    """Column names and dtypes of the synthetic generator's files and of a run the recorder
+    wrote (docs/data) are the schema's: one description of the results, not four."""
+    run = (write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+                                   with_optuna=False) if source == "synthetic" else DOCS_RUN)
+    for name, columns in (("trials.parquet", TRIAL_COLUMNS), ("progress.parquet", PROGRESS_COLUMNS)):
+        df = pd.read_parquet(run / name)
+        unknown = [c for c in df.columns if c not in columns and not c.startswith("param_")]
+        assert not unknown, (name, unknown)
+        for col in df.columns:
+            if col in columns:
+                assert str(df[col].dtype) == KINDS[columns[col]], (name, col, df[col].dtype)
+        if source == "synthetic":
+            assert schema_version(run / name) == SCHEMA_VERSION
+
+
+def test_another_version_is_one_line_from_the_analysis_cli(tmp_path: Path) -> None:
+    run = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+                                  with_optuna=False)
+    _with_version(run / "trials.parquet", run / "trials.parquet", b"2")
+    for module in ("analysis.report", "analysis.plan"):
+        proc = subprocess.run([sys.executable, "-m", module, str(run)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 2, (module, proc.stdout[-500:], proc.stderr[-2000:])
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "trials.parquet: results schema version 2" in lines[0], lines[0]
+
+
+def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> None:
+    from sweeps.load import SpecError
+    from sweeps.run import check_resume_dir
+
+    run = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+                                  with_optuna=False)
+    (run / "tune").mkdir()
+    (run / "tune" / "tuner.pkl").write_bytes(b"")
+    (run / "environment.json").write_text(json.dumps({}))
+    check_resume_dir(run, "sweep.py")  # this version: resumable
+    _with_version(run / "progress.parquet", run / "progress.parquet", b"3")
+    with pytest.raises(SpecError, match=r"progress.parquet: results schema version 3"):
+        check_resume_dir(run, "sweep.py")
