@@ -94,9 +94,11 @@ def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
 
 @pytest.mark.timeout(90)
 def test_seed_baseline_preset_trains(ray_local):
-    from sweeps.algorithms import PRESETS, build_config, extract_metrics
+    from presets import SEED_BASELINE
 
-    algo = build_config(PRESETS["seed_baseline"], CABS).build_algo()
+    from sweeps.algorithms import build_config, extract_metrics
+
+    algo = build_config(SEED_BASELINE, CABS).build_algo()
     try:
         for _ in range(3):
             m = extract_metrics("DQN", algo.train())

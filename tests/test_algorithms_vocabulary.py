@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from presets import SEED_BASELINE  # tests/presets.py (pytest puts tests/ on sys.path)
 
 from sweeps.algorithms import (
     ALGORITHMS,
-    PRESETS,
     SHARED_PARAMS,
     UnknownParameterError,
     build_config,
@@ -132,7 +132,7 @@ def test_dqn_options_and_replay_choice():
 
 
 def test_seed_baseline_preset_is_the_seed_articles_agent():
-    p = PRESETS["seed_baseline"]
+    p = SEED_BASELINE
     c = build_config(p, CABS)
     assert c.algo_class.__name__ == "DQN"
     assert c.model_config["fcnet_hiddens"] == [36, 36]
@@ -237,3 +237,17 @@ def test_old_rllib_names_are_aliases(capsys):
     assert "'num_workers' is RLlib's old name of 'num_env_runners'" in err
     with pytest.raises(ValueError, match="give only 'num_env_runners'"):
         build_config({"algorithm": "PPO", "num_workers": 3, "num_env_runners": 3}, "CartPole-v1")
+
+
+def test_importing_the_algorithms_does_no_work():
+    """Importing sweeps.algorithms (what validation, --dry-run and cluster.azure submit do)
+    loads neither torch nor RLlib (so probes no GPU) and builds no preset."""
+    import subprocess
+    import sys
+
+    code = ("import sys, sweeps.algorithms as a, sweeps.load\n"
+            "heavy = [m for m in ('torch', 'ray.rllib', 'ray', 'gymnasium') if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "assert not hasattr(a, 'PRESETS')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

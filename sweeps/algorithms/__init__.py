@@ -9,7 +9,6 @@ here. Importing this package does not import RLlib.
 from sweeps.algorithms.registry import (
     ALGORITHMS,
     PRESET_META_KEYS,
-    PRESETS,
     build_config,
     extract_metrics,
     known_params,
@@ -19,7 +18,6 @@ from sweeps.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
 
 __all__ = [
     "ALGORITHMS",
-    "PRESETS",
     "PRESET_META_KEYS",
     "SHARED_PARAMS",
     "UnknownParameterError",

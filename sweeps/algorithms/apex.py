@@ -28,7 +28,25 @@ APEX_PARAMS: dict[str, OwnParam] = {
         "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
 }
 
-#: Tuned defaults (Contoso Cabs, docs/benchmarks.md).
+#: Ape-X's algorithm settings (Horgan et al. 2018, section 4 and appendix; the replay capacity
+#: scaled down from the paper's 2 M to 100 k transitions): the one place they are written.
+#: :class:`~sweeps.algorithms.apex_dqn.ApexDQNConfig` starts from them and
+#: :data:`APEX_DEFAULTS` includes them.
+APEX_ALGO_DEFAULTS: dict[str, Any] = {
+    "double_q": True,
+    "dueling": True,
+    "n_step": 3,
+    "epsilon": 0.4,
+    "epsilon_alpha": 7.0,
+    "weights_sync_period": 10,
+    "training_intensity": None,
+    "prioritized_replay": True,
+    "buffer_size": 100_000,
+    "prioritized_replay_alpha": 0.6,
+    "prioritized_replay_beta": 0.4,
+}
+
+#: Tuned defaults of a sweep's APEX trial (Contoso Cabs, docs/benchmarks.md).
 APEX_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
     "num_envs_per_env_runner": 8,
@@ -39,20 +57,10 @@ APEX_DEFAULTS: dict[str, Any] = {
     "hidden_sizes": [64, 64],
     "fcnet_activation": "relu",
     "num_learners": 0,
-    "double_q": True,
-    "dueling": True,
-    "n_step": 3,
-    "epsilon": 0.4,
-    "epsilon_alpha": 7.0,
-    "weights_sync_period": 10,
+    **APEX_ALGO_DEFAULTS,
     "target_network_update_freq": 1000,
     "num_steps_sampled_before_learning_starts": 1000,
-    "training_intensity": None,
     "td_error_loss_fn": "huber",
-    "prioritized_replay": True,
-    "buffer_size": 100_000,
-    "prioritized_replay_alpha": 0.6,
-    "prioritized_replay_beta": 0.4,
     "reward_scale": 0.01,
     "min_time_s_per_iteration": 1.0,
 }

@@ -55,6 +55,8 @@ from ray.rllib.utils.numpy import convert_to_numpy
 from ray.rllib.utils.replay_buffers.utils import update_priorities_in_episode_replay_buffer
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
+from sweeps.algorithms.apex import APEX_ALGO_DEFAULTS
+
 __all__ = ["ApexDQN", "ApexDQNConfig", "ApexEnvRunner", "actor_epsilon"]
 
 #: Key of the APEX-only metrics in a training result.
@@ -125,17 +127,18 @@ class ApexDQNConfig(DQNConfig):
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ApexDQN)
-        # ALGO LOGIC defaults (paper, section 4 and appendix).
-        self.epsilon = 0.4
-        self.epsilon_alpha = 7.0
-        self.n_step = 3
-        self.double_q = True
-        self.dueling = True
+        # ALGO LOGIC defaults: the paper's (sweeps.algorithms.apex.APEX_ALGO_DEFAULTS).
+        d = APEX_ALGO_DEFAULTS
+        self.epsilon = d["epsilon"]
+        self.epsilon_alpha = d["epsilon_alpha"]
+        self.n_step = d["n_step"]
+        self.double_q = d["double_q"]
+        self.dueling = d["dueling"]
         self.replay_buffer_config = {
-            "type": "PrioritizedEpisodeReplayBuffer", "capacity": 100_000, "alpha": 0.6,
-            "beta": 0.4}
-        self.weights_sync_period = 10
-        self.training_intensity = None
+            "type": "PrioritizedEpisodeReplayBuffer", "capacity": d["buffer_size"],
+            "alpha": d["prioritized_replay_alpha"], "beta": d["prioritized_replay_beta"]}
+        self.weights_sync_period = d["weights_sync_period"]
+        self.training_intensity = d["training_intensity"]
         # PLUMBING: actors are ApexEnvRunners; iterations are timed, not sized in env steps.
         self.env_runner_cls = ApexEnvRunner
         # Two sample() calls queued per actor: it starts the next one as soon as it returns

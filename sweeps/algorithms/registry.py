@@ -19,7 +19,6 @@ from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_
 
 __all__ = [
     "ALGORITHMS",
-    "PRESETS",
     "PRESET_META_KEYS",
     "build_config",
     "extract_metrics",
@@ -30,12 +29,6 @@ __all__ = [
 #: Every algorithm a sweep can name → its :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC)
-}
-
-#: Named trial configs. ``seed_baseline``: the seed article's DQN agent. (Seed 001's IMPALA on
-#: Atari Pong is a sweep file, ``sweeps/pong_impala.py``: one source for its settings.)
-PRESETS: dict[str, dict[str, Any]] = {
-    "seed_baseline": dict(dqn.SEED_BASELINE),
 }
 
 #: Keys a preset may carry that describe the run rather than the algorithm; build_config
