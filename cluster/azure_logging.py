@@ -24,6 +24,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from sweeps.record import LiveOnRestore
+
 #: Tune's own bookkeeping keys: not metrics.
 _NOT_METRICS = {
     "timestamp",
@@ -89,7 +91,7 @@ def trial_params(config: Mapping[str, Any]) -> dict[str, str]:
     return params
 
 
-class AzureMLMetricsCallback(Callback):
+class AzureMLMetricsCallback(LiveOnRestore, Callback):
     """Tune callback: one MLflow child run per trial under the Azure ML job's run.
 
     Args:
@@ -97,7 +99,10 @@ class AzureMLMetricsCallback(Callback):
         parent_run_id: the job's run (default ``MLFLOW_RUN_ID``, else ``AZUREML_RUN_ID``).
     """
 
+    live_role = "callback.azure_ml"  # a resumed sweep logs with this process's
+
     def __init__(self, tracking_uri: str | None = None, parent_run_id: str | None = None):
+        self._make_live()
         self.tracking_uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
         self.parent_run_id = (
             parent_run_id or os.environ.get("MLFLOW_RUN_ID") or os.environ.get("AZUREML_RUN_ID")

@@ -91,15 +91,16 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
             worker pod (which one, and what it asks for).
     """
     from sweeps.load import SpecError, check_points, load_sweep, resolve_target
-    from sweeps.run import _setup, trial_requests
-    from sweeps.search import make_optuna_search
+    from sweeps.run import trial_requests
+    from sweeps.search import expected_trials
+    from sweeps.trainable import TrialSetup
 
     try:
         sweep = load_sweep(file)
         target = resolve_target(sweep)
         check_points(sweep, file)
-        requests = trial_requests(sweep, _setup(sweep, target, cpus_per_worker,
-                                                max_node_gpus=gpus_per_worker))
+        requests = trial_requests(sweep, TrialSetup.of(sweep, target, cpus_per_worker,
+                                                       max_node_gpus=gpus_per_worker))
     except SpecError as e:
         raise KubeRayError(str(e)) from None
     largest = max(requests, key=lambda r: (r[2], r[3]))
@@ -110,9 +111,7 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
             f"{gpus:g} GPUs, more than a worker pod has ({cpus_per_worker:g} CPUs, "
             f"{gpus_per_worker:g} GPUs): raise --cpus-per-worker/--gpus-per-worker "
             "(a trial runs on one pod)")
-    _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
-    trials = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)) \
-        * sweep.search.seeds
+    trials = expected_trials(sweep)
     budget = sweep.budget.time_s or 3600.0
     waves = math.ceil(trials / sweep.search.max_concurrent)
     deadline = int(waves * (budget + TRIAL_STARTUP_S) + CLUSTER_STARTUP_S)

@@ -36,7 +36,49 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Capper(Stopper):
+#: This process's live Tune callbacks and stoppers, by role (:class:`LiveOnRestore`).
+_LIVE: dict[str, Any] = {}
+
+
+class _InertStopper(Stopper):
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        return False
+
+    def stop_all(self) -> bool:
+        return False
+
+
+def _live(role: str) -> Any:
+    """Unpickling a :class:`LiveOnRestore`: this process's live object of ``role``, or an
+    inert one (a stopper that never stops, a callback that does nothing) if there is none."""
+    obj = _LIVE.get(role)
+    if obj is not None:
+        return obj
+    return _InertStopper() if role.startswith("stopper.") else Callback()
+
+
+class LiveOnRestore:
+    """A Tune callback or stopper that a resumed sweep replaces with this process's own.
+
+    ``tune.Tuner.restore`` unpickles the callbacks and stoppers pickled with the first run
+    (its ``tuner.pkl``) and has no public way to pass new ones. An instance registers itself
+    as the live object of its :attr:`live_role` in this process and pickles as a reference to
+    that role, so unpickling returns the unpickling process's live object: on ``--resume``,
+    the one ``sweeps.run`` built for this run (which reads what is already recorded in
+    ``setup()``), not a stale copy of the first run's.
+    """
+
+    #: one live object per role and process; roles of stoppers start with ``"stopper."``
+    live_role = ""
+
+    def _make_live(self) -> None:
+        _LIVE[self.live_role] = self
+
+    def __reduce__(self):
+        return (_live, (self.live_role,))
+
+
+class Capper(LiveOnRestore, Stopper):
     """Adaptive capping (:class:`sweeps.spec.Capping`) as a Ray Tune stopper.
 
     After every reported iteration of a trial: stop it when its elapsed wall-clock (since the
@@ -47,11 +89,14 @@ class Capper(Stopper):
     budget), so it still learns that the configuration is slow.
     """
 
+    live_role = "stopper.capping"
+
     def __init__(self, recorder: ResultsRecorder, margin: float,
                  protect: list[dict[str, Any]] | None = None):
         self.recorder = recorder
         self.margin = float(margin)
         self.protect = list(protect or [])
+        self._make_live()
 
     def protected(self, config: dict[str, Any]) -> bool:
         """True for the baseline, the reference and configs matching a ``protect`` entry."""
@@ -77,12 +122,15 @@ class Capper(Stopper):
         return False
 
 
-class StopOnWriteError(Stopper):
+class StopOnWriteError(LiveOnRestore, Stopper):
     """A Tune stopper that ends the whole sweep once ``recorder`` failed to write its results
     (:attr:`ResultsRecorder.write_error`): trials that could not be recorded are not run."""
 
+    live_role = "stopper.write_error"
+
     def __init__(self, recorder: ResultsRecorder):
         self.recorder = recorder
+        self._make_live()
 
     def __call__(self, trial_id: str, result: dict) -> bool:
         return False
@@ -145,7 +193,7 @@ class SweepProgress:
         return " · ".join(parts)
 
 
-class ResultsRecorder(Callback):
+class ResultsRecorder(LiveOnRestore, Callback):
     """Tune callback recording every trial into ``run_dir`` (see module docstring).
 
     Args:
@@ -156,8 +204,11 @@ class ResultsRecorder(Callback):
         command_start: ``time.time()`` when the command started (for the start-up time).
     """
 
+    live_role = "callback.recorder"
+
     def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
                  mirror=None, step_latency_ms: float = 0.0):
+        self._make_live()
         self.run_dir = Path(run_dir)
         #: the env's modelled step latency (envs.latency), recorded in every trial row
         self.step_latency_ms = float(step_latency_ms)
@@ -199,12 +250,6 @@ class ResultsRecorder(Callback):
         medians = [statistics.median(v) for v in by_config.values()
                    if v and all(math.isfinite(t) for t in v)]
         return min(medians) if medians else None
-
-    def __getstate__(self):  # Tune pickles its callbacks into the experiment state
-        state = dict(self.__dict__)
-        state.pop("_console", None)
-        state.pop("_status", None)
-        return state
 
     @property
     def console(self) -> Console:

@@ -23,7 +23,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -40,6 +40,9 @@ os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
 
 from sweeps.load import SpecError, check_points, load_sweep, resolve_target  # noqa: E402
 from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
+
+if TYPE_CHECKING:
+    from sweeps.trainable import TrialSetup
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -280,7 +283,7 @@ def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
     return [int(fixed)] if fixed is not None else []
 
 
-def trial_requests(sweep: Sweep, setup: dict[str, Any]) -> list[tuple[str, Any, float, float]]:
+def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[tuple[str, Any, float, float]]:
     """What each kind of trial asks Ray for: ``[(algorithm, num_env_runners, CPUs, GPUs)]``, one
     entry per algorithm × ``num_env_runners`` value the sweep can produce (the baseline first),
     RLlib's own placement-group request (:func:`sweeps.trainable.trial_algorithm_config`)."""
@@ -296,12 +299,12 @@ def trial_requests(sweep: Sweep, setup: dict[str, Any]) -> list[tuple[str, Any, 
             cfg["num_env_runners"] = n
         if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
             cfg.update(sweep.baseline)
-        _, info = trial_algorithm_config(cfg, {**setup, "allow_oversubscription": False})
+        _, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
         out.append((algo, n, float(info["requested_cpus"]), float(info["num_gpus"])))
     return out
 
 
-def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool = True) -> list[str]:
+def feasibility(sweep: Sweep, setup: TrialSetup, source: str, strict: bool = True) -> list[str]:
     """Check every algorithm × num_env_runners against the largest node.
 
     Returns:
@@ -310,10 +313,10 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
         SpecError: a trial would ask for more CPUs than any node has and the sweep does not
             allow oversubscription.
     """
-    node_cpus = setup["max_node_cpus"]
+    node_cpus = setup.max_node_cpus
     lines = []
     for algo, n, cpus, gpus in trial_requests(sweep, setup):
-        node_gpus = setup.get("max_node_gpus")
+        node_gpus = setup.max_node_gpus
         if node_gpus is not None and gpus > node_gpus:
             raise SpecError(
                 f"{source}: num_gpus_per_learner: a {algo} trial asks for {gpus:g} "
@@ -332,13 +335,13 @@ def feasibility(sweep: Sweep, setup: dict[str, Any], source: str, strict: bool =
     return lines
 
 
-def dry_run(sweep: Sweep, target: dict, setup: dict, lines: list[str], n_show: int = 6) -> None:
+def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str], n_show: int = 6) -> None:
     """Print the resolved spec, the first sampled trials and their resources."""
     print("Resolved sweep spec:")
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
     print(json.dumps(spec, indent=2))
-    print(f"\nCluster: largest node has {setup['max_node_cpus']:g} CPUs")
+    print(f"\nCluster: largest node has {setup.max_node_cpus:g} CPUs")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))
     print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
@@ -400,8 +403,10 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if args.dry_run and address is None:
-        setup = _setup(sweep, target, max_node_cpus=float(os.cpu_count() or 1),
-                       max_node_gpus=_local_gpus())
+        from sweeps.trainable import TrialSetup
+
+        setup = TrialSetup.of(sweep, target, max_node_cpus=float(os.cpu_count() or 1),
+                              max_node_gpus=_local_gpus())
         try:
             dry_run(sweep, target, setup, feasibility(sweep, setup, source, strict=False))
         except SpecError as e:
@@ -410,9 +415,11 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         return 0
     try:
         with ray_session(address, log_to_driver=args.verbose) as cluster_info:
-            setup = _setup(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
-                           quiet=not args.verbose,
-                           max_node_gpus=max(n["num_gpus"] for n in cluster_info.nodes))
+            from sweeps.trainable import TrialSetup
+
+            setup = TrialSetup.of(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
+                                  quiet=not args.verbose,
+                                  max_node_gpus=max(n["num_gpus"] for n in cluster_info.nodes))
             lines = feasibility(sweep, setup, source, strict=not args.dry_run)
             if args.dry_run:
                 dry_run(sweep, target, setup, lines)
@@ -456,23 +463,12 @@ def quiet_logs() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _setup(sweep: Sweep, target: dict, max_node_cpus: float, quiet: bool = True,
-           max_node_gpus: float | None = None) -> dict[str, Any]:
-    return {
-        "max_node_gpus": max_node_gpus,
-        "quiet": quiet,
-        "env": sweep.env,
-        "env_config": dict(sweep.env_config),
-        "target": {"metric": target["metric"], "value": target["value"]},
-        "budget": {"time_s": sweep.budget.time_s, "env_steps": sweep.budget.env_steps},
-        "evaluation": sweep.evaluation.model_dump(),
-        "max_node_cpus": max_node_cpus,
-        "allow_oversubscription": sweep.allow_oversubscription,
-    }
-
-
-def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, argv,
+def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
+         args: argparse.Namespace, cluster_info, command_start: float, argv: list[str] | None,
          mirror=None) -> int:
+    """Run the sweep on the connected Ray cluster (``cluster_info``:
+    :func:`cluster.local.ray_session`'s); returns the exit status (0; 3 results not
+    written; 130 interrupted)."""
     from ray import tune
     from ray.tune.search import ConcurrencyLimiter
 
@@ -486,7 +482,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
         now_iso,
         write_json,
     )
-    from sweeps.search import SeededSearch, baseline_params, make_optuna_search
+    from sweeps.search import SeededSearch, baseline_params, expected_trials, make_optuna_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
@@ -507,7 +503,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
 
     import envs
 
-    recorder = ResultsRecorder(run_dir, target=setup["target"], budget=setup["budget"],
+    recorder = ResultsRecorder(run_dir, target=setup.target, budget=setup.budget,
                                mirror=mirror,
                                step_latency_ms=envs.split_step_latency(sweep.env_config)[0],
                                command_start=command_start)
@@ -559,15 +555,10 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
                 failure_config=tune.FailureConfig(max_failures=1),
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
         )
-    if args.resume:
-        # Tune restores the callbacks pickled with the first run; use this process's instead
-        # (they read what is already recorded in setup() and skip it). No public API for it.
-        tuner._local_tuner.get_run_config().callbacks = callbacks
-        tuner._local_tuner.get_run_config().stop = stopper
-    _, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
-    expected = (num_configs + (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
-                ) * sweep.search.seeds
-    recorder.progress = SweepProgress(expected, setup["budget"].get("time_s"),
+    # On --resume Tune unpickles the first run's callbacks and stopper: they are
+    # sweeps.record.LiveOnRestore objects, so it gets this process's (built above).
+    expected = expected_trials(sweep)
+    recorder.progress = SweepProgress(expected, setup.budget_time_s,
                                       sweep.search.max_concurrent or 1, command_start)
     interrupted = False
     from sweeps.cli import EXIT_WRITE_FAILED, describe_os_error, find_os_error, sigterm_as_interrupt
@@ -593,7 +584,7 @@ def _run(sweep, spec, setup, run_dir: Path, args, cluster_info, command_start, a
     if mirror is not None:
         for name in ("environment.json", "optuna.db"):
             mirror.put(run_dir / name)
-    n = _count_trials(run_dir)
+    n = recorder.num_recorded
     if interrupted or n < expected:
         print(f"Interrupted: {n} of {expected} trials finished and are kept in {run_dir}; "
               f"continue with: python -m sweeps.run {args.file} --resume", file=sys.stderr)

@@ -142,6 +142,29 @@ def baseline_params(sweep: Sweep) -> dict[str, Any] | None:
     return {"algorithm": algo, **fixed, **sweep.baseline}
 
 
+def _grid_configs(sweep: Sweep) -> list[dict[str, Any]]:
+    """The grid points a ``grid`` sweep samples (the baseline already runs with every seed;
+    it is not run again as a grid point)."""
+    base = baseline_params(sweep)
+    return [p for p in grid_points(sweep)
+            if base is None or trial_params({**p, "__fixed__": json.dumps(
+                sweep.fixed_for(p["algorithm"]))}) != base]
+
+
+def num_configs(sweep: Sweep) -> int:
+    """Configurations the sweep samples (the baseline and the reference not counted)."""
+    if sweep.search.sampler == "grid":
+        return min(sweep.search.num_samples, len(_grid_configs(sweep)))
+    return sweep.search.num_samples
+
+
+def expected_trials(sweep: Sweep) -> int:
+    """Trials a complete run of the sweep records: (sampled configurations + baseline +
+    reference) × seeds."""
+    return (num_configs(sweep) + (1 if sweep.baseline else 0)
+            + (1 if sweep.reference else 0)) * sweep.search.seeds
+
+
 def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, int]:
     """The inner ``OptunaSearch`` for a sweep and the number of configurations to sample.
 
@@ -152,19 +175,12 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     import optuna
 
     seed = sweep.search.sampler_seed
-    points = None
-    num_configs = sweep.search.num_samples
+    points = _grid_configs(sweep) if sweep.search.sampler == "grid" else None
+    n = num_configs(sweep)
     if sweep.search.sampler == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, num_configs))
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, n))
     else:
         sampler = optuna.samplers.RandomSampler(seed=seed)
-        if sweep.search.sampler == "grid":
-            # The baseline already runs with every seed; it is not run again as a grid point.
-            base = baseline_params(sweep)
-            points = [p for p in grid_points(sweep)
-                      if base is None or trial_params({**p, "__fixed__": json.dumps(
-                          sweep.fixed_for(p["algorithm"]))}) != base]
-            num_configs = min(num_configs, len(points))
     storage = optuna.storages.RDBStorage(storage_url)
     searcher = OptunaSearch(
         space=DefineByRun(sweep),
@@ -175,7 +191,7 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
         storage=storage,
         points_to_evaluate=points,
     )
-    return searcher, num_configs
+    return searcher, n
 
 
 class SeededSearch(Searcher):

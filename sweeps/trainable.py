@@ -17,10 +17,90 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from sweeps.search import META_KEYS, censored_objective
-from sweeps.spec import EPISODE_RETURN, EVALUATION, TRAINING
+from sweeps.spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
+
+
+@dataclass(frozen=True)
+class TrialSetup:
+    """What every trial of one sweep shares, bound to the Tune trainable
+    (``tune.with_parameters(run_trial, setup=...)``) and pickled to each trial's process.
+
+    Attributes:
+        env: gymnasium id or RLlib env name.
+        env_config: the env's config (read-only).
+        target_metric: ``"evaluation"``, ``"training"`` or an RLlib result key.
+        target_value: the threshold on it (env units of episode return).
+        budget_time_s: wall-clock seconds per trial, or None.
+        budget_env_steps: env steps per trial, or None.
+        evaluation_episodes: episodes per evaluation (:mod:`sweeps.evaluation`).
+        evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
+        max_node_cpus: CPUs of the largest node (oversubscription check and scaling).
+        max_node_gpus: GPUs of the largest node, or None when unknown.
+        allow_oversubscription: scale down a trial's CPU request that exceeds a node.
+        quiet: RLlib logs errors only in the trials.
+    """
+
+    env: str
+    env_config: Mapping[str, Any] = field(default_factory=dict)
+    target_metric: str = EVALUATION
+    target_value: float = math.nan
+    budget_time_s: float | None = None
+    budget_env_steps: int | None = None
+    evaluation_episodes: int = 20
+    evaluation_seed: int = 10_000
+    max_node_cpus: float = 1.0
+    max_node_gpus: float | None = None
+    allow_oversubscription: bool = False
+    quiet: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env_config", MappingProxyType(dict(self.env_config)))
+
+    def __reduce__(self):  # MappingProxyType does not pickle; rebuild from a plain dict
+        fields = {**self.__dict__, "env_config": dict(self.env_config)}
+        return (_trial_setup, (fields,))
+
+    @classmethod
+    def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
+           quiet: bool = True, max_node_gpus: float | None = None) -> TrialSetup:
+        """The setup of ``sweep``'s trials; ``target``: the resolved ``{"metric", "value"}``
+        (:func:`sweeps.load.resolve_target`)."""
+        return cls(env=sweep.env, env_config=dict(sweep.env_config),
+                   target_metric=str(target["metric"]), target_value=float(target["value"]),
+                   budget_time_s=sweep.budget.time_s, budget_env_steps=sweep.budget.env_steps,
+                   evaluation_episodes=sweep.evaluation.episodes,
+                   evaluation_seed=sweep.evaluation.seed, max_node_cpus=float(max_node_cpus),
+                   max_node_gpus=max_node_gpus,
+                   allow_oversubscription=sweep.allow_oversubscription, quiet=quiet)
+
+    def with_(self, **changes: Any) -> TrialSetup:
+        """A copy with ``changes`` (field names as above)."""
+        return TrialSetup(**{**self.__dict__, "env_config": dict(self.env_config), **changes})
+
+    @property
+    def target(self) -> dict[str, Any]:
+        """``{"metric", "value"}`` (what the recorder takes)."""
+        return {"metric": self.target_metric, "value": self.target_value}
+
+    @property
+    def budget(self) -> dict[str, Any]:
+        """``{"time_s", "env_steps"}``, None where unset (what the recorder takes)."""
+        return {"time_s": self.budget_time_s, "env_steps": self.budget_env_steps}
+
+    @property
+    def evaluation(self) -> dict[str, int]:
+        """``{"episodes", "seed"}`` of the evaluation protocol."""
+        return {"episodes": self.evaluation_episodes, "seed": self.evaluation_seed}
+
+
+def _trial_setup(fields: dict[str, Any]) -> TrialSetup:
+    return TrialSetup(**fields)
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
@@ -43,7 +123,7 @@ def algorithm_params(config: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def trial_algorithm_config(config: dict[str, Any], setup: dict[str, Any]):
+def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
     """The RLlib ``AlgorithmConfig`` of one trial, its CPU request scaled down to the node when
     the sweep allows oversubscription.
 
@@ -57,13 +137,13 @@ def trial_algorithm_config(config: dict[str, Any], setup: dict[str, Any]):
     from sweeps.algorithms import build_config
 
     params = algorithm_params(config)
-    algo_config = build_config(params, setup["env"], dict(setup["env_config"]))
-    if setup.get("quiet", True):
+    algo_config = build_config(params, setup.env, dict(setup.env_config))
+    if setup.quiet:
         algo_config.debugging(log_level="ERROR")  # RLlib's level in the trial and its env runners
     cpus, gpus = request_totals(algo_config)
     info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False}
-    node_cpus = setup.get("max_node_cpus")
-    if node_cpus and cpus > node_cpus and setup.get("allow_oversubscription"):
+    node_cpus = setup.max_node_cpus
+    if node_cpus and cpus > node_cpus and setup.allow_oversubscription:
         runners = algo_config.num_env_runners
         others = cpus - runners * algo_config.num_cpus_per_env_runner
         if runners > 0 and others < node_cpus:
@@ -80,7 +160,7 @@ def request_totals(algo_config) -> tuple[float, float]:
     return (sum(b.get("CPU", 0) for b in bundles), sum(b.get("GPU", 0) for b in bundles))
 
 
-def resources_for(setup: dict[str, Any]):
+def resources_for(setup: TrialSetup):
     """Tune ``with_resources`` callable: the trial's placement group from its own config."""
 
     def _resources(config: dict[str, Any]):
@@ -163,10 +243,10 @@ class _IterationReporter:
     of each iteration, and decides whether an iteration ends the trial (target reached or
     budget spent) and the Optuna objective so far."""
 
-    def __init__(self, setup: dict[str, Any], info: dict[str, Any], node_ip: str,
+    def __init__(self, setup: TrialSetup, info: dict[str, Any], node_ip: str,
                  wall: float = 0.0):
-        self.target = float(setup["target"]["value"])
-        self.budget = setup["budget"]
+        self.target = float(setup.target_value)
+        self.budget = setup.budget
         self.fixed = {"node_ip": node_ip, "num_cpus": info["num_cpus"],
                       "num_gpus": info["num_gpus"], "oversubscribed": info["oversubscribed"]}
         self.best = -math.inf
@@ -197,14 +277,13 @@ class _IterationReporter:
         return bool(done)
 
 
-def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
+def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     """Tune function trainable: train until the target or the budget, reporting each iteration.
 
-    ``setup`` (bound with ``tune.with_parameters``): ``env``, ``env_config``, ``target``
-    (``{"metric", "value"}``), ``budget`` (``{"time_s", "env_steps"}``), ``evaluation``
-    (``{"episodes", "seed"}``), ``max_node_cpus``, ``allow_oversubscription``.
+    ``config``: the trial's flat params (Tune's config); ``setup`` (bound with
+    ``tune.with_parameters``): what all trials of the sweep share, :class:`TrialSetup`.
     """
-    if setup.get("quiet", True):
+    if setup.quiet:
         import logging
 
         logging.getLogger("ray.rllib").setLevel(logging.ERROR)
@@ -216,7 +295,7 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     from sweeps.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     algo_name = config["algorithm"]
-    target_metric = setup["target"]["metric"]
+    target_metric = setup.target_metric
     # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process),
     # the config is resolved and the evaluation envs are built before the clock starts, as
     # MLPerf's timed region excludes framework start-up; building the Algorithm (its env
@@ -225,9 +304,9 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
     algo_config, info = trial_algorithm_config(config, setup)
     evaluator = None
     if target_metric == EVALUATION:
-        evaluator = GreedyEvaluator(setup["env"], setup["env_config"],
-                                    episodes=int(setup["evaluation"]["episodes"]),
-                                    seed=int(setup["evaluation"]["seed"]))
+        evaluator = GreedyEvaluator(setup.env, dict(setup.env_config),
+                                    episodes=setup.evaluation_episodes,
+                                    seed=setup.evaluation_seed)
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     algo = algo_config.build_algo()
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(),
@@ -264,13 +343,13 @@ def run_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
             evaluator.close()
 
 
-def _run_reference_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
+def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     """A reference trial (:mod:`sweeps.reference`), reported like an RLlib trial."""
     import ray
 
     from sweeps.reference import run_reference
 
-    evaluation = setup["target"]["metric"] == EVALUATION
+    evaluation = setup.target_metric == EVALUATION
     _, info = trial_algorithm_config(config, setup)
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())
     params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
@@ -283,6 +362,6 @@ def _run_reference_trial(config: dict[str, Any], setup: dict[str, Any]) -> None:
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
             learner_updates=r["learner_updates"], peak_rss_mib=process_peak_rss_mib())
 
-    run_reference(params, env_id=setup["env"], env_config=setup["env_config"],
-                  evaluation=setup["evaluation"], report=report,
-                  budget_env_steps=setup["budget"].get("env_steps"))
+    run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
+                  evaluation=setup.evaluation, report=report,
+                  budget_env_steps=setup.budget_env_steps)

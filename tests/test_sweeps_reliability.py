@@ -212,3 +212,29 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
     assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_env_runners": 4}})
     assert not Capper(ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0), 2.0)(
         "t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped
+
+
+def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
+    """Tune's tuner.pkl pickles the run's callbacks and stopper; unpickled in the resuming
+    process (Tuner.restore), they are the objects that process built, not stale copies;
+    where none was built, inert ones."""
+    import pickle
+
+    from ray.tune.stopper import CombinedStopper
+
+    import sweeps.record as record
+    from sweeps.record import Capper, ResultsRecorder, StopOnWriteError
+
+    def build():
+        rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
+                              budget={"time_s": 5.0, "env_steps": None}, command_start=0.0)
+        return rec, CombinedStopper(StopOnWriteError(rec), Capper(rec, 2.0))
+
+    first = pickle.dumps(build())  # the first run's state
+    rec, stopper = build()  # the resuming process's
+    rec2, stopper2 = pickle.loads(first)
+    assert rec2 is rec and stopper2._stoppers == stopper._stoppers
+    record._LIVE.clear()  # unpickled where no sweep runs: inert
+    rec3, stopper3 = pickle.loads(first)
+    assert not isinstance(rec3, ResultsRecorder)
+    assert not stopper3("t", {"wall_time_s": 1e9}) and not stopper3.stop_all()
