@@ -244,18 +244,13 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m analysis.batch_size RESULTS_DIR [--pilot B] [--target VALUE]``; exit 2 on
     bad input."""
-    import argparse
     import sys
 
     from analysis.load import ResultsError, load_results
     from analysis.metrics import trial_metrics
+    from sweeps.cli import OneLineParser
 
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # one line, exit 2
-            sys.stderr.write(f"{self.prog}: error: {message}\n")
-            raise SystemExit(2)
-
-    p = _Parser(prog="python -m analysis.batch_size",
+    p = OneLineParser(prog="python -m analysis.batch_size",
                 description="Predicted vs measured steps-to-target across batch sizes, from "
                             "the gradient noise scale of a pilot batch size.")
     p.add_argument("results_dir")

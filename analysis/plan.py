@@ -45,7 +45,6 @@ modelled.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import re
@@ -58,9 +57,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
+from sweeps.cli import OneLineParser
 
 __all__ = [
     "Plan",
@@ -509,8 +510,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     launcher = launcher or LAUNCHERS[DEFAULT_LAUNCHER]
     models = model_algorithms(tm, summary)
     notes: list[str] = [
-        f"launcher {launcher.name}: {_fmt_s(launcher.startup_s)} start-up added to every TTT "
-        + (f"and billing by {_fmt_s(launcher.billing_s)} units" if launcher.billing_s > 0
+        f"launcher {launcher.name}: {fmt_s(launcher.startup_s)} start-up added to every TTT "
+        + (f"and billing by {fmt_s(launcher.billing_s)} units" if launcher.billing_s > 0
            else "and continuous billing")
         + f" ({launcher.source}); change with --launcher, --startup, --billing"]
     rows = []
@@ -577,7 +578,7 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     fastest = pick(ok_budget, ["ttt_s", "cost_usd"])
     if deadline_s is not None and cheapest is None:
         notes.append(f"no candidate is predicted to reach the target within "
-                     f"{_fmt_s(deadline_s)} (fastest: {_fmt_s(cands['ttt_s'].min())})")
+                     f"{fmt_s(deadline_s)} (fastest: {fmt_s(cands['ttt_s'].min())})")
     if budget_usd is not None and fastest is None:
         notes.append(f"no candidate is predicted to cost under ${budget_usd:.2f} "
                      f"(cheapest: ${cands['cost_usd'].min():.4f})")
@@ -631,22 +632,6 @@ def _knee(model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
             "extrapolated": bool(model.fit is not None and model.fit.extrapolates(n_knee))}
 
 
-def _fmt_s(s: float) -> str:
-    if not math.isfinite(s):
-        return "unbounded" if s > 0 else "n/a"
-    if s >= 3600:
-        return f"{s / 3600:.2f} h"
-    if s >= 120:
-        return f"{s / 60:.1f} min"
-    return f"{s:.1f} s"
-
-
-def _fmt_usd(x: float) -> str:
-    if not math.isfinite(x):
-        return "unbounded" if x > 0 else "n/a"
-    return f"${x:.4f}" if x < 1 else f"${x:.2f}"
-
-
 def _bounds(lo: float, hi: float, fmt) -> str:
     if not (math.isfinite(lo) or math.isfinite(hi)):
         return "unknown"
@@ -662,9 +647,9 @@ def describe_row(r: dict[str, Any]) -> str:
     """One line for a candidate: algorithm, N, VM, TTT and cost with intervals."""
     tag = " [extrapolated]" if r["extrapolated"] else ""
     return (f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
-            f"{r['vm']}: TTT {_fmt_s(r['ttt_s'])} "
-            f"({_interval(r['ttt_low_s'], r['ttt_high_s'], _fmt_s)}), cost "
-            f"{_fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], _fmt_usd)})"
+            f"{r['vm']}: TTT {fmt_s(r['ttt_s'])} "
+            f"({_interval(r['ttt_low_s'], r['ttt_high_s'], fmt_s)}), cost "
+            f"{fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], fmt_usd)})"
             f", {r['source']}{tag}")
 
 
@@ -672,7 +657,7 @@ def plan_text(plan: Plan) -> list[str]:
     """The plan's recommendations and caveats as plain lines (CLI and report)."""
     lines = []
     if plan.cheapest is not None:
-        head = ("Cheapest meeting the deadline " + _fmt_s(plan.deadline_s)
+        head = ("Cheapest meeting the deadline " + fmt_s(plan.deadline_s)
                 if plan.deadline_s is not None else "Cheapest")
         line = f"{head}: {describe_row(plan.cheapest)}"
         hi = plan.cheapest["ttt_high_s"]
@@ -682,7 +667,7 @@ def plan_text(plan: Plan) -> list[str]:
             line += " -- at risk: its interval reaches past the deadline"
         lines.append(line)
     if plan.fastest is not None:
-        head = ("Fastest within the budget " + _fmt_usd(plan.budget_usd)
+        head = ("Fastest within the budget " + fmt_usd(plan.budget_usd)
                 if plan.budget_usd is not None else "Fastest")
         line = f"{head}: {describe_row(plan.fastest)}"
         hi = plan.fastest["cost_high_usd"]
@@ -738,12 +723,6 @@ def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file:
     ]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
-
-
 def _print_table(plan: Plan, console: Any) -> None:
     from rich.table import Table
 
@@ -754,9 +733,9 @@ def _print_table(plan: Plan, console: Any) -> None:
     front = plan.candidates[plan.candidates["pareto"]].sort_values("cost_usd")
     for _, r in front.iterrows():
         t.add_row(r["algorithm"], str(r["num_env_runners"]), r["vm"], str(r["nodes"]),
-                  _fmt_s(r["ttt_s"]), _bounds(r["ttt_low_s"], r["ttt_high_s"], _fmt_s),
-                  _fmt_usd(r["cost_usd"]),
-                  _bounds(r["cost_low_usd"], r["cost_high_usd"], _fmt_usd),
+                  fmt_s(r["ttt_s"]), _bounds(r["ttt_low_s"], r["ttt_high_s"], fmt_s),
+                  fmt_usd(r["cost_usd"]),
+                  _bounds(r["cost_low_usd"], r["cost_high_usd"], fmt_usd),
                   r["source"] + (" (extrapolated)" if r["extrapolated"] else ""))
     console.print(t)
 
@@ -832,7 +811,7 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
                   f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
                   f"start-up "
-                  f"{_fmt_s(startup)}, billing unit {_fmt_s(billing) if billing else 'none'}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
+                  f"{fmt_s(startup)}, billing unit {fmt_s(billing) if billing else 'none'}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
                   " prices")
     if plan.empty:
         console.print("No VM size in the table fits these runs.")
@@ -842,13 +821,13 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     for _, r in plan.sort_values(["num_env_runners", "cost_usd"]).iterrows():
         mark = "" if deadline is None or r["ttt_s"] <= deadline else "  misses the deadline"
         console.print(f"{r['num_env_runners']:>11} {r['vm']:<22} {r['nodes']:>5} "
-                      f"{_fmt_s(r['ttt_s']):>10} {_fmt_usd(r['cost_usd']):>9}{mark}",
+                      f"{fmt_s(r['ttt_s']):>10} {fmt_usd(r['cost_usd']):>9}{mark}",
                       highlight=False)
     if len(fits):
         c = fits.sort_values(["cost_usd", "ttt_s"]).iloc[0]
         console.print(f"Cheapest{' within the deadline' if deadline else ''}: "
                       f"{c['num_env_runners']} env runners on {c['nodes']} x {c['vm']}: "
-                      f"{_fmt_s(c['ttt_s'])}, {_fmt_usd(c['cost_usd'])}", highlight=False)
+                      f"{fmt_s(c['ttt_s'])}, {fmt_usd(c['cost_usd'])}", highlight=False)
     else:
         console.print("No candidate meets the deadline.")
     console.print("Assumes: sampling throughput linear in env runners at the measured rate per "
@@ -873,7 +852,7 @@ def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
-    p = _Parser(prog="python -m analysis.plan",
+    p = OneLineParser(prog="python -m analysis.plan",
                 description="Capacity plan: predicted time-to-target and cost per env runner "
                             "count and Azure VM size, from a results directory.")
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")

@@ -342,6 +342,14 @@ TABLE_HEADERS = ["algorithm", "held-out N", "quantity", "model", "fitted on N",
                  "measured inside"]
 
 
+def _quantity(x: float, ttt: bool) -> str:
+    """A TTT (seconds, to 0.1) or a throughput (env steps/s, to 1); ``not reached`` for an
+    infinite TTT, ``n/a`` otherwise when not finite."""
+    if not math.isfinite(x):
+        return "not reached" if ttt and x == math.inf else "n/a"
+    return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+
+
 def table_rows(check: PlanCheck) -> list[list[str]]:
     """The check as table rows of text (:data:`TABLE_HEADERS`), for the report and
     ``analysis.publish``: TTT in seconds to 0.1 s, env steps/s to 1."""
@@ -350,9 +358,7 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
         ttt = r["quantity"] == "TTT"
 
         def num(x: float, ttt: bool = ttt) -> str:
-            if not math.isfinite(x):
-                return "not reached" if ttt and x == math.inf else "n/a"
-            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+            return _quantity(x, ttt)
 
         rows.append([r["algorithm"], str(r["num_env_runners"]),
                      "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
@@ -373,9 +379,7 @@ def check_text(check: PlanCheck) -> list[str]:
         unit = " s" if ttt else " env steps/s"
 
         def num(x: float, ttt: bool = ttt) -> str:
-            if not math.isfinite(x):
-                return "not reached" if ttt and x == math.inf else "n/a"
-            return f"{x:,.1f}" if ttt else f"{x:,.0f}"
+            return _quantity(x, ttt)
 
         pred = "n/a" if not math.isfinite(r["predicted"]) else (
             f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")

@@ -24,12 +24,7 @@ and prints the Markdown on stdout. Every number comes from :func:`analysis.repor
 only formats. What cannot be given is said in place ("n/a (2 seeds)", "> 40.1 s (median not
 reached)", a figure that cannot be drawn and why).
 
-PNG export drives a headless Chromium/Chrome (``BROWSER_PATH``, else ``chromium`` on PATH;
-Debian: ``apt-get install -y chromium``), offline: plotly.js comes from the plotly package and
-MathJax is off. Engines: ``kaleido`` (plotly's ``write_image`` route, through
-``kaleido.write_fig_from_object_sync``; needs the ``kaleido>=1`` package) and ``chromium`` (a
-one-figure HTML page screenshot with ``chromium --headless --screenshot``; needs nothing but
-the browser). ``auto`` uses kaleido when it is installed and falls back to the screenshot.
+PNG export: :mod:`analysis.export` (a headless Chromium; kaleido when installed).
 
 Exit status: 0 ok; 1 the tables were written but a figure could not be exported (no browser,
 render failure: the message says which); 2 bad input (one line on stderr).
@@ -37,16 +32,10 @@ render failure: the message says which); 2 bad input (one line on stderr).
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import math
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,9 +44,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.export import ExportError, export_png, find_browser
+from analysis.fmt import (
+    as_float,
+    fmt_count,
+    fmt_efficiency,
+    fmt_s,
+    fmt_speedup,
+    fmt_ttt,
+    fmt_value,
+)
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan import _fmt_s, plan_text
+from analysis.plan import plan_text
 from analysis.plan_check import TABLE_HEADERS, table_rows
 from analysis.report import (
     FIGURE_HEIGHT,
@@ -72,7 +71,8 @@ from analysis.report import (
     throughput_figure,
     ttt_figure,
 )
-from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
+from analysis.stats import MIN_SEEDS_FOR_CI
+from sweeps.cli import OneLineParser
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -133,17 +133,7 @@ _HOW_TO_READ = {
                   "95 % bootstrap intervals over the pilot's seeds.",
 }
 
-_BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
-                  "chrome")
-_CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                   "--disable-background-networking", "--disable-component-update",
-                   "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
-                   "--mute-audio")
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
-class ExportError(RuntimeError):
-    """A figure could not be exported as PNG; the message (one line) says why."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,122 +183,7 @@ def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT
     return figures, unavailable
 
 
-def find_browser() -> str:
-    """The Chromium/Chrome executable used for PNG export.
 
-    ``BROWSER_PATH`` (the variable kaleido/choreographer read) if set, else the first of
-    ``chromium``, ``chromium-browser``, ``google-chrome``, ... on PATH.
-
-    Raises:
-        ExportError: ``BROWSER_PATH`` is not an executable file, or no browser is on PATH.
-    """
-    env = os.environ.get("BROWSER_PATH")
-    if env:
-        if os.path.isfile(env) and os.access(env, os.X_OK):
-            return env
-        raise ExportError(f"BROWSER_PATH={env!r}: not an executable file")
-    for name in _BROWSER_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    raise ExportError("no Chromium/Chrome for PNG export: install Debian's chromium "
-                      "(apt-get install -y chromium) or set BROWSER_PATH")
-
-
-def _export_kaleido(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
-                    timeout_s: float) -> None:
-    import kaleido
-
-    specs = [{"fig": fig.to_dict(), "path": str(path),
-              "opts": {"format": "png", "width": width, "height": height, "scale": scale}}
-             for fig, path, width, height in jobs]
-    # mathjax=False: no CDN fetch (offline); plotly.js is the plotly package's own copy.
-    errors = kaleido.write_fig_from_object_sync(
-        specs, kopts={"path": browser, "mathjax": False, "timeout": timeout_s})
-    if errors:
-        exc = errors[0]
-        raise ExportError(f"kaleido: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-
-
-def _export_chromium(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
-                     timeout_s: float) -> None:
-    import plotly.graph_objects as go
-
-    with tempfile.TemporaryDirectory(prefix="rl-scaling-publish-") as tmp:
-        for i, (fig, path, width, height) in enumerate(jobs):
-            fig = go.Figure(fig)
-            fig.update_layout(width=width, height=height)
-            page = Path(tmp) / f"figure{i}.html"
-            html = fig.to_html(full_html=True, include_plotlyjs=True,
-                               config={"staticPlot": True, "displayModeBar": False})
-            html = html.replace("<head>", "<head><style>html, body { margin: 0; padding: 0; "
-                                "overflow: hidden; background: #fff; }</style>", 1)
-            page.write_text(html, encoding="utf-8")
-            profile = Path(tmp) / f"profile{i}"
-            shot = Path(tmp) / f"figure{i}.png"
-            cmd = [browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                   f"--window-size={width},{height}", f"--force-device-scale-factor={scale:g}",
-                   "--virtual-time-budget=10000", f"--screenshot={shot}", page.as_uri()]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                raise ExportError(f"{browser}: no screenshot of {path.name} within "
-                                  f"{timeout_s:g} s") from None
-            if proc.returncode != 0 or not shot.is_file() or shot.stat().st_size == 0:
-                tail = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:]
-                raise ExportError(f"{browser} exited {proc.returncode} without a screenshot of "
-                                  f"{path.name}" + (f" ({tail[0][:200]})" if tail else ""))
-            shutil.move(str(shot), path)
-
-
-def export_png(figures: dict[Path, tuple[Any, int]], *, width: int = 1000, scale: float = 2.0,
-               engine: str = "auto", timeout_s: float = 120.0) -> str:
-    """Write plotly figures as PNG files.
-
-    Args:
-        figures: ``{output path: (figure, height in CSS px)}``; parents are created.
-        width: figure width in CSS px; the PNG is ``width x scale`` by ``height x scale`` pixels.
-        scale: device pixels per CSS pixel (2 = sharp on high-DPI screens and in print).
-        engine: ``"kaleido"``, ``"chromium"`` (screenshot) or ``"auto"`` (kaleido if installed,
-            the screenshot if kaleido is missing or fails; see the module docstring).
-        timeout_s: seconds allowed per figure (chromium) or per render (kaleido).
-
-    Returns:
-        The engine that wrote the files.
-
-    Raises:
-        ExportError: no browser, the engine is not installed, or a render failed.
-        ValueError: an unknown engine, or a width/scale that is not positive.
-    """
-    if engine not in ("auto", "kaleido", "chromium"):
-        raise ValueError(f"engine {engine!r}: expected auto, kaleido or chromium")
-    if not (width > 0 and scale > 0):
-        raise ValueError(f"width {width} and scale {scale} must be positive")
-    if not figures:
-        return engine
-    browser = find_browser()
-    jobs = []
-    for path, (fig, height) in figures.items():
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        jobs.append((fig, path, int(width), int(height)))
-    has_kaleido = importlib.util.find_spec("kaleido") is not None
-    if engine == "kaleido" and not has_kaleido:
-        raise ExportError("engine kaleido: the kaleido package is not installed "
-                          "(pip install 'kaleido>=1'), or use --engine chromium")
-    if engine in ("auto", "kaleido") and has_kaleido:
-        try:
-            _export_kaleido(jobs, scale, browser, timeout_s)
-            return "kaleido"
-        except Exception as exc:  # kaleido/choreographer raise many types
-            if engine == "kaleido":
-                raise ExportError(str(exc).splitlines()[0] if str(exc) else
-                                  type(exc).__name__) from None
-            sys.stderr.write(f"analysis.publish: kaleido failed ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}); falling back "
-                             "to a chromium screenshot\n")
-    _export_chromium(jobs, scale, browser, timeout_s)
-    return "chromium"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,39 +214,19 @@ def _md_table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] 
     return "\n".join(lines)
 
 
-def _num(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
-def _fmt_value(x: Any) -> str:
-    """A parameter value: integers without '.0', floats with 3 significant digits."""
-    if isinstance(x, (bool, np.bool_)):
-        return str(bool(x))
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    if isinstance(x, (float, np.floating)):
-        if math.isnan(x):
-            return "default"
-        return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.3g}"
-    return str(x)
 
 
-def _fmt_count(x: float) -> str:
-    if not math.isfinite(x):
-        return "n/a"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _fmt_param(spec: dict[str, Any]) -> str:
     kind = spec.get("kind")
     if kind == "choice":
-        return "{" + ", ".join(_fmt_value(v) for v in spec.get("values", [])) + "}"
+        return "{" + ", ".join(fmt_value(v) for v in spec.get("values", [])) + "}"
     if kind in ("uniform", "loguniform"):
         word = "log-uniform" if kind == "loguniform" else "uniform"
-        return f"{word} [{_fmt_value(spec.get('low'))}, {_fmt_value(spec.get('high'))})"
+        return f"{word} [{fmt_value(spec.get('low'))}, {fmt_value(spec.get('high'))})"
     if kind == "int":
         return (f"integer [{spec.get('low')}, {spec.get('high')}]"
                 + (" (log)" if spec.get("log") else ""))
@@ -380,7 +235,7 @@ def _fmt_param(spec: dict[str, Any]) -> str:
 
 def _space(space: dict[str, Any]) -> str:
     return "; ".join(f"{k} {_fmt_param(v)}" if isinstance(v, dict) and "kind" in v
-                     else f"{k}={_fmt_value(v)}" for k, v in space.items())
+                     else f"{k}={fmt_value(v)}" for k, v in space.items())
 
 
 def _scrub_paths(text: str) -> str:
@@ -426,14 +281,14 @@ def _what_was_run(data: ReportData) -> list[str]:
              + (f", {conc} trial(s) at a time" if conc else ""))
     base = spec.get("baseline") or {}
     if base:
-        extra = ", ".join(f"{k}={_fmt_value(v)}" for k, v in base.items()
+        extra = ", ".join(f"{k}={fmt_value(v)}" for k, v in base.items()
                           if k not in ("algorithm", "num_env_runners"))
         n = base.get("num_env_runners", "?")
         item(f"- **Baseline** (speedups are relative to it): {base.get('algorithm', '?')}, "
              f"{n} env runner(s)" + (f", {extra}" if extra else ""))
     st = spec.get("target") or {}
-    opt = _num(st.get("optimal_return"))
-    frac = _num(st.get("fraction_of_optimal"))
+    opt = as_float(st.get("optimal_return"))
+    frac = as_float(st.get("fraction_of_optimal"))
     txt = f"- **Target**: `{tgt.metric}` ≥ {tgt.value:.6g}"
     if math.isfinite(opt):
         txt += f" = {tgt.value / opt:.3g} × the optimal return {opt:.6g} (the env's oracle)"
@@ -443,13 +298,13 @@ def _what_was_run(data: ReportData) -> list[str]:
     item(txt)
     bud = spec.get("budget") or {}
     parts = []
-    if _num(bud.get("time_s")) > 0:
-        parts.append(f"{_fmt_s(float(bud['time_s']))} wall-clock")
-    if _num(bud.get("env_steps")) > 0:
-        parts.append(f"{_fmt_count(float(bud['env_steps']))} env steps")
+    if as_float(bud.get("time_s")) > 0:
+        parts.append(f"{fmt_s(float(bud['time_s']))} wall-clock")
+    if as_float(bud.get("env_steps")) > 0:
+        parts.append(f"{fmt_count(float(bud['env_steps']))} env steps")
     if not parts and len(tm):
         b = pd.to_numeric(tm["budget_s"], errors="coerce").dropna()
-        parts = [f"{_fmt_s(float(b.iloc[0]))} wall-clock"] if len(b) else []
+        parts = [f"{fmt_s(float(b.iloc[0]))} wall-clock"] if len(b) else []
     item(f"- **Budget per trial**: {' or '.join(parts) if parts else 'n/a'}"
          " (a trial that spends it first is censored)")
     if len(tm):
@@ -468,7 +323,7 @@ def _what_was_run(data: ReportData) -> list[str]:
                 + (f", {env['memory_gib']} GiB memory" if env.get("memory_gib") else ""))
         if nodes:
             mach += f"; {len(nodes)} node(s) in the Ray cluster (" + ", ".join(
-                f"{_fmt_value(n.get('num_cpus', '?'))} CPUs, {_fmt_value(n.get('num_gpus', 0))}"
+                f"{fmt_value(n.get('num_cpus', '?'))} CPUs, {fmt_value(n.get('num_gpus', 0))}"
                 " GPUs" for n in nodes) + ")"
         if env.get("platform"):
             mach += f"; {env['platform']}"
@@ -481,8 +336,8 @@ def _what_was_run(data: ReportData) -> list[str]:
         t0, t1 = _iso(env.get("started_at")), _iso(env.get("finished_at"))
         if t0 and t1:
             item(f"- **Ran**: {env['started_at']} to {env['finished_at']} "
-                 f"(total wall-clock {_fmt_s((t1 - t0).total_seconds())}"
-                 + (f"; the trials themselves ran {_fmt_s(float(tm['elapsed_s'].sum()))}"
+                 f"(total wall-clock {fmt_s((t1 - t0).total_seconds())}"
+                 + (f"; the trials themselves ran {fmt_s(float(tm['elapsed_s'].sum()))}"
                     if len(tm) and tm["elapsed_s"].notna().any() else "") + ")")
         else:
             item(f"- **Ran**: started {env.get('started_at', 'n/a')}, finished "
@@ -496,72 +351,14 @@ def _what_was_run(data: ReportData) -> list[str]:
     return lines
 
 
-def _ci(lo: float, hi: float, fmt) -> str:
-    if math.isnan(lo) and math.isnan(hi):
-        return ""
-    lo_s = fmt(lo) if math.isfinite(lo) else ("0" if lo == 0 else "n/a")
-    hi_s = fmt(hi) if math.isfinite(hi) else "unbounded"
-    return f" [{lo_s}, {hi_s}]"
 
 
-def _few(n: int, base_n: int | None = None) -> str:
-    """Why there is no CI: too few seeds (this configuration's, or the baseline's too)."""
-    if base_n is None or base_n == n:
-        return f" [CI n/a ({n} seed{'s' if n != 1 else ''})]"
-    return f" [CI n/a ({n} seeds, baseline {base_n})]"
 
 
-def _ttt_cell(c: pd.Series) -> str:
-    n = int(c["n_reached"] + c["n_censored"])
-    t = _num(c["ttt_s"])
-    if n == 0 or not c["estimator"]:
-        return "n/a (every trial failed)"
-    if math.isinf(t):
-        cens = _num(c["max_censor_s"])
-        return (f"> {_fmt_s(cens)} (median not reached)" if math.isfinite(cens)
-                else "not reached")
-    km = "KM " if c["estimator"] == "KM median" else ""
-    ci = _few(n) if n < MIN_SEEDS_FOR_CI else _ci(_num(c["ttt_low_s"]), _num(c["ttt_high_s"]),
-                                                   _fmt_s)
-    return f"{km}{_fmt_s(t)}{ci}"
 
 
-def _speedup_cell(r: pd.Series | None, n: int, base_n: int, key: str = "speedup",
-                  ratio: float = 1.0, unit: str = "×", why: bool = True) -> str:
-    if r is None:
-        return "n/a (no baseline)"
-    v = _num(r[key])
-    bound = "abs_speedup" if key == "abs_speedup" else "speedup"
-    who = "reference" if key == "abs_speedup" else "baseline"
-    lb, ub = _num(r[f"{bound}_lower_bound"]), _num(r[f"{bound}_upper_bound"])
-    # bounds are rounded outwards never: a lower bound down, an upper bound up
-    if math.isinf(v) and math.isfinite(lb):
-        return (f"> {floor_to(lb / ratio, 2):.2f}{unit}"
-                + (f" ({who} median not reached)" if why else ""))
-    if v == 0.0 and math.isfinite(ub):
-        return f"< {ceil_to(ub / ratio, 2):.2f}{unit}" + (" (median not reached)" if why else "")
-    if math.isnan(v):
-        return "n/a (median not reached)" if why else "n/a"
-    fmt = lambda z: f"{z:.2f}"  # noqa: E731
-    if min(n, base_n) < MIN_SEEDS_FOR_CI:
-        ci = _few(n, base_n)
-    else:
-        ci = _ci(_num(r[f"{key}_low"]), _num(r[f"{key}_high"]), fmt)
-    return f"{fmt(v)}{unit}{ci}"
 
 
-def _efficiency_cell(r: pd.Series | None, n: int, base_n: int, which: str,
-                     same_algorithm: bool = True) -> str:
-    if r is None:
-        return "n/a (no baseline)"
-    if not same_algorithm:
-        return "n/a (not the baseline's algorithm)"
-    ratio = _num(r[f"{which}_ratio"])
-    if not math.isfinite(ratio) or ratio <= 0:
-        return ("n/a (baseline samples in the driver)" if which == "runner"
-                else "n/a (no CPU count)")
-    key = "efficiency_per_runner" if which == "runner" else "efficiency_per_cpu"
-    return _speedup_cell(r, n, base_n, key=key, ratio=ratio, unit="", why=False)
 
 
 _SAID_IN_CELLS = ("too few seeds for a CI", "baseline median not reached within",
@@ -615,7 +412,7 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
     for _, c in s.iterrows():
         n = int(c["n_reached"] + c["n_censored"])
         r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
-        other = ", ".join(f"{col.removeprefix('param_')}={_fmt_value(c[col])}"
+        other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}"
                           for col in varying)
         seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"]
                                            else "")
@@ -634,18 +431,18 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
         rows.append([
             str(c["algorithm"]) + (" (baseline)" if c["is_baseline"] else "")
             + (" (reference)" if c["is_reference"] else ""),
-            str(int(c["num_env_runners"])), _fmt_value(_num(c["num_cpus"])),
-            _fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
-            other or "-", seeds, success, _ttt_cell(c),
-            _speedup_cell(r, n, base_n) if len(base) and not c["is_reference"]
+            str(int(c["num_env_runners"])), fmt_value(as_float(c["num_cpus"])),
+            fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
+            other or "-", seeds, success, fmt_ttt(c),
+            fmt_speedup(r, n, base_n) if len(base) and not c["is_reference"]
             else "n/a (no baseline)" if not len(base) else "-",
-            ("-" if c["is_reference"] else _speedup_cell(r, n, ref_n, key="abs_speedup"))
+            ("-" if c["is_reference"] else fmt_speedup(r, n, ref_n, key="abs_speedup"))
             if len(ref) else "n/a (no reference)",
             *(["-", "-"] if c["is_reference"] else
-              [_efficiency_cell(r, n, base_n, w, c["algorithm"] == base.iloc[0]["algorithm"])
+              [fmt_efficiency(r, n, base_n, w, c["algorithm"] == base.iloc[0]["algorithm"])
                if len(base) else "n/a (no baseline)" for w in ("runner", "cpu")]),
-            _fmt_count(_num(c["env_steps_per_s"])),
-            _fmt_count(_num(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
+            fmt_count(as_float(c["env_steps_per_s"])),
+            fmt_count(as_float(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
             "**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"])
     return headers, rows, notes
 
@@ -885,15 +682,9 @@ def publish(results_dir: str | Path, out: str | Path, *, name: str | None = None
                      warnings=list(data.warnings))
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 1 figure export failed, 2 bad input)."""
-    p = _Parser(prog="python -m analysis.publish",
+    p = OneLineParser(prog="python -m analysis.publish",
                 description="Export the report's figures as PNG and a Markdown summary "
                             "(what was run, per-configuration table, recommendation) of a "
                             "results directory, e.g. for docs/.")

@@ -29,7 +29,6 @@ read them from the DOM; ``<body data-figures=...>`` holds the number of figures.
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import math
@@ -44,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.batch_size import BatchSizeCheck, batch_size_check
+from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import Target, describe_metric, trial_metrics
-from analysis.plan import Plan, _fmt_s, _fmt_usd, make_plan, plan_text
+from analysis.plan import Plan, make_plan, plan_text
 from analysis.plan_check import (
     MIN_FIT_N,
     TABLE_HEADERS,
@@ -59,11 +59,10 @@ from analysis.scaling import fit_scaling
 from analysis.stats import (
     MIN_SEEDS_FOR_CI,
     best_configs,
-    ceil_to,
-    floor_to,
     speedup_table,
     summarize_configs,
 )
+from sweeps.cli import OneLineParser
 
 __all__ = [
     "FIGURE_HEIGHT",
@@ -140,54 +139,14 @@ def _esc(x: Any) -> str:
     return html.escape(str(x))
 
 
-def _fmt_num(x: float, digits: int = 3) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if isinstance(x, float) and math.isinf(x):
-        return "unbounded" if x > 0 else "-inf"
-    return f"{x:.{digits}g}"
+def _ttt_html(row: pd.Series) -> str:
+    """:func:`analysis.fmt.fmt_ttt`, escaped for HTML."""
+    return _esc(fmt_ttt(row))
 
 
-def _fmt_ttt(row: pd.Series) -> str:
-    """TTT with its CI, or why there is none."""
-    t = row["ttt_s"]
-    if not isinstance(t, float) or math.isnan(t):
-        return "-"
-    if math.isinf(t):
-        cens = row.get("max_censor_s", math.nan)
-        return f"&gt; {_fmt_s(cens)} (not reached by half the seeds)" if math.isfinite(
-            cens) else "not reached"
-    txt = _fmt_s(t)
-    lo, hi = row["ttt_low_s"], row["ttt_high_s"]
-    if math.isfinite(lo) or math.isfinite(hi):
-        txt += f" [{_fmt_s(lo)}, {_fmt_s(hi)}]"
-    return txt
-
-
-def _fmt_ci(v: float, lo: float, hi: float, fmt=lambda z: f"{z:.2f}") -> str:
-    if not isinstance(v, float) or math.isnan(v):
-        return "-"
-    txt = fmt(v) if math.isfinite(v) else "unbounded"
-    if isinstance(lo, float) and not (math.isnan(lo) and math.isnan(hi)):
-        lo_s = fmt(lo) if math.isfinite(lo) else "0" if lo == 0 else "-"
-        hi_s = fmt(hi) if math.isfinite(hi) else "unbounded"
-        txt += f" [{lo_s}, {hi_s}]"
-    return txt
-
-
-def _fmt_speedup(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
-    """Speedup (``key`` ``speedup`` relative, ``abs_speedup`` absolute, or an efficiency:
-    ``ratio`` = resources ratio) with its CI or its bound (lower bounds rounded down, upper
-    bounds up, so a bound never claims more than the data show)."""
-    v = r[key]
-    base = "abs_speedup" if key == "abs_speedup" else "speedup"
-    if isinstance(v, float) and math.isinf(v) and math.isfinite(r[f"{base}_lower_bound"]):
-        return f"&gt; {floor_to(r[f'{base}_lower_bound'] / ratio, 2):.2f}"
-    if v == 0.0 and math.isfinite(r[f"{base}_upper_bound"]):
-        return f"&lt; {ceil_to(r[f'{base}_upper_bound'] / ratio, 2):.2f}"
-    if key in ("speedup", "abs_speedup"):
-        return _fmt_ci(v, r[f"{key}_low"], r[f"{key}_high"])
-    return _fmt_num(v, 2)
+def _speedup_html(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
+    """:func:`analysis.fmt.fmt_speedup` (no unit, no reason), escaped for HTML."""
+    return _esc(fmt_speedup(r, key=key, ratio=ratio, unit="", why=False))
 
 
 def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
@@ -212,15 +171,15 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     ref_name = f"the single-process reference ({ref['algorithm']})"
     s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
     if (math.isfinite(s) and s > 1) or (math.isinf(s) and lb > 1):
-        return (f"{name} beats {ref_name}: absolute speedup {_fmt_speedup(r, 'abs_speedup')}x"
-                .replace("&gt;", ">"))
+        return (f"{name} beats {ref_name}: absolute speedup "
+                f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x")
     if math.isnan(s):
         return (f"Neither {ref_name} nor any distributed configuration reached the target by "
                 "median: no absolute speedup can be stated.")
     return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
             f"{name}, has an absolute speedup of "
-            f"{_fmt_speedup(r, 'abs_speedup').replace('&gt;', '>').replace('&lt;', '<')}x "
-            f"(TTT {_fmt_s(float(top['ttt_s']))} against {_fmt_s(float(ref['ttt_s']))}).")
+            f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x "
+            f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))}).")
 
 
 def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,),
@@ -331,7 +290,7 @@ def _summary(ctx: ReportData) -> str:
     if (lat > 0).any():
         cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
         parts.append(
-            f'<p id="step-latency">Every env step waited <b>{_fmt_num(float(lat.max()), 3)} ms'
+            f'<p id="step-latency">Every env step waited <b>{fmt_num(float(lat.max()), 3)} ms'
             '</b> (<code>step_latency_ms</code>, envs/latency.py): a model of a slow simulator, '
             'a remote service or a renderer, not a property of the env; evaluation episodes '
             f'ran without it. Env runners asked for {_esc(", ".join(sorted({f"{x:g}" for x in cpr})))}'
@@ -347,12 +306,12 @@ def _summary(ctx: ReportData) -> str:
             cards.append(("Fastest configuration", f"{top['algorithm']}, "
                           + ("single process (reference)" if top["is_reference"] else
                              f"{top['num_env_runners']} env runner(s)"),
-                          f"TTT {_fmt_ttt(top)}"))
+                          f"TTT {_ttt_html(top)}"))
         ref = s[s["is_reference"]]
         if len(ref):
             ref = ref.iloc[0]
             cards.append(("Single-process reference", f"{ref['algorithm']}",
-                          f"TTT {_fmt_ttt(ref)}; "
+                          f"TTT {_ttt_html(ref)}; "
                           f"{ref['n_reached']}/{ref['n_reached'] + ref['n_censored']} seeds "
                           "reached the target"))
         else:
@@ -364,22 +323,22 @@ def _summary(ctx: ReportData) -> str:
                 math.isfinite(sp.at[top["config_id"], "speedup"])
                 or math.isfinite(sp.at[top["config_id"], "speedup_lower_bound"])):
             r = sp.loc[top["config_id"]]
-            effs = [f"{_fmt_speedup(r, c, r[ratio])} per {w}" for c, ratio, w in (
+            effs = [f"{_speedup_html(r, c, r[ratio])} per {w}" for c, ratio, w in (
                 ("efficiency_per_runner", "runner_ratio", "env runner"),
                 ("efficiency_per_cpu", "cpu_ratio", "CPU")) if math.isfinite(r[ratio])]
-            cards.append(("Speedup vs baseline", _fmt_speedup(r) + "x",
+            cards.append(("Speedup vs baseline", _speedup_html(r) + "x",
                           "efficiency " + ", ".join(effs) if effs else ""))
         if top["config_id"] in sp.index and not top["is_reference"] and (
                 math.isfinite(sp.at[top["config_id"], "abs_speedup"])
                 or math.isfinite(sp.at[top["config_id"], "abs_speedup_lower_bound"])):
             cards.append(("Absolute speedup (vs reference)",
-                          _fmt_speedup(sp.loc[top["config_id"]], "abs_speedup") + "x",
+                          _speedup_html(sp.loc[top["config_id"]], "abs_speedup") + "x",
                           "TTT(reference) / TTT(fastest configuration)"))
         if ctx.plan is not None and ctx.plan.cheapest is not None:
             c = ctx.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
-                          f"{c['algorithm']} on {c['nodes']} x {c['vm']}: {_fmt_s(c['ttt_s'])}, "
-                          f"{_fmt_usd(c['cost_usd'])}"))
+                          f"{c['algorithm']} on {c['nodes']} x {c['vm']}: {fmt_s(c['ttt_s'])}, "
+                          f"{fmt_usd(c['cost_usd'])}"))
         if ctx.plan is not None and ctx.plan.knee is not None:
             k = ctx.plan.knee
             sub = (f"{k['algorithm']}: more env runners are not predicted to help"
@@ -392,8 +351,8 @@ def _summary(ctx: ReportData) -> str:
         if ctx.plan is not None and ctx.plan.fastest is not None:
             f = ctx.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
-                          f"{f['algorithm']} on {f['nodes']} x {f['vm']}: {_fmt_s(f['ttt_s'])}, "
-                          f"{_fmt_usd(f['cost_usd'])}"
+                          f"{f['algorithm']} on {f['nodes']} x {f['vm']}: {fmt_s(f['ttt_s'])}, "
+                          f"{fmt_usd(f['cost_usd'])}"
                           + (" (extrapolated)" if f["extrapolated"] else "")))
         parts.append('<div class="cards">' + "".join(
             f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
@@ -417,19 +376,19 @@ def _summary(ctx: ReportData) -> str:
                 c = c[(c["config_id"] == b["config_id"]) & (c["source"] == "measured")]
                 if len(c):
                     c = c.sort_values("cost_usd").iloc[0]
-                    cost = f"{_fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
+                    cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
             rows.append([
                 b["algorithm"] + (" (baseline)" if b["is_baseline"] else "")
                 + (" (reference)" if b["is_reference"] else ""),
                 str(b["num_env_runners"]), _esc(b["config_label"]),
                 f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
                 + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
-                _esc(b["estimator"] or "-"), _fmt_ttt(b),
-                _fmt_speedup(r) if r is not None else "-",
-                _fmt_speedup(r, "abs_speedup") if r is not None else "-",
-                _fmt_speedup(r, "efficiency_per_runner", r["runner_ratio"])
+                _esc(b["estimator"] or "-"), _ttt_html(b),
+                _speedup_html(r) if r is not None else "-",
+                _speedup_html(r, "abs_speedup") if r is not None else "-",
+                _speedup_html(r, "efficiency_per_runner", r["runner_ratio"])
                 if r is not None and math.isfinite(r["runner_ratio"]) else "-",
-                _fmt_speedup(r, "efficiency_per_cpu", r["cpu_ratio"])
+                _speedup_html(r, "efficiency_per_cpu", r["cpu_ratio"])
                 if r is not None and math.isfinite(r["cpu_ratio"]) else "-",
                 _esc(cost), _esc(b["note"] or "")])
         parts.append("<h3>Best configuration per algorithm</h3>")
@@ -456,9 +415,9 @@ def _summary(ctx: ReportData) -> str:
                 c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
                 + (" (reference)" if c["is_reference"] else ""),
                 str(c["num_env_runners"]), _esc(c["config_label"]),
-                f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _fmt_ttt(c),
-                _fmt_speedup(r) if r is not None else "-",
-                _fmt_speedup(r, "abs_speedup") if r is not None else "-",
+                f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _ttt_html(c),
+                _speedup_html(r) if r is not None else "-",
+                _speedup_html(r, "abs_speedup") if r is not None else "-",
                 f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-"])
         parts.append(f'<details id="all-configurations"><summary>All {len(s)} configurations '
                      '(time-to-target, speedup, absolute speedup)</summary>')
@@ -810,10 +769,10 @@ def _scaling(ctx: ReportData, figs: _Figures) -> str:
     rows = []
     for alg, what, f in [*fit_rows, *tp_fit_rows]:
         rows.append([alg, what, f.model.upper() if f.model == "usl" else "Amdahl",
-                     "yes" if f.ok else "no", _fmt_num(f.gamma, 4), _fmt_num(f.alpha, 3),
-                     _fmt_num(f.beta, 3) if f.model == "usl" else "0",
-                     _fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
-                     _fmt_num(f.r2, 3), str(f.n_distinct), f.reason])
+                     "yes" if f.ok else "no", fmt_num(f.gamma, 4), fmt_num(f.alpha, 3),
+                     fmt_num(f.beta, 3) if f.model == "usl" else "0",
+                     fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
+                     fmt_num(f.r2, 3), str(f.n_distinct), f.reason])
     if rows:
         out.append("<h3>Scaling fits</h3><p class=\"note\">X(N) = &gamma;N / (1 + &alpha;(N&minus;1)"
                    " + &beta;N(N&minus;1)) (Gunther's Universal Scalability Law; Amdahl: &beta; = 0),"
@@ -829,9 +788,9 @@ def _scaling(ctx: ReportData, figs: _Figures) -> str:
             if c["config_id"] not in sp.index:
                 continue
             r = sp.loc[c["config_id"]]
-            rows.append([c["algorithm"], str(c["num_env_runners"]), _fmt_speedup(r),
-                         _fmt_num(r["throughput_ratio"], 3),
-                         _fmt_num(r["sample_efficiency_ratio"], 3), _fmt_num(r["residual"], 3),
+            rows.append([c["algorithm"], str(c["num_env_runners"]), _speedup_html(r),
+                         fmt_num(r["throughput_ratio"], 3),
+                         fmt_num(r["sample_efficiency_ratio"], 3), fmt_num(r["residual"], 3),
                          r["speedup_note"] or ""])
         out.append("<h3>Why faster? Speedup = throughput ratio &times; sample-efficiency "
                    "ratio</h3><p class=\"note\">Throughput ratio: median env steps/s vs the "
@@ -846,14 +805,14 @@ def _scaling(ctx: ReportData, figs: _Figures) -> str:
     for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows():
         rows.append([c["algorithm"], str(c["num_env_runners"]), _esc(c["config_label"]),
                      f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}",
-                     _esc(c["estimator"] or "-"), _fmt_ttt(c),
-                     _fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"],
-                             lambda z: f"{z:.1f}"),
-                     _fmt_num(c["ttt_olympic_s"], 4), _fmt_num(c["env_steps_per_s"], 4),
-                     _fmt_num(c["steps_to_target"], 4),
-                     _fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
-                     _fmt_num(c["num_cpus"], 3),
-                     _fmt_num(c.get("peak_rss_mib", math.nan), 4),
+                     _esc(c["estimator"] or "-"), _ttt_html(c),
+                     fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"],
+                            lambda z: f"{z:.1f}"),
+                     fmt_num(c["ttt_olympic_s"], 4), fmt_num(c["env_steps_per_s"], 4),
+                     fmt_num(c["steps_to_target"], 4),
+                     fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
+                     fmt_num(c["num_cpus"], 3),
+                     fmt_num(c.get("peak_rss_mib", math.nan), 4),
                      _esc(c["note"] or "")])
     out.append("<details><summary>All configurations (" + str(len(s)) + ")</summary>"
                + _table(["algorithm", "env runners", "configuration", "reached", "estimator",
@@ -1059,25 +1018,25 @@ def _batch(ctx: ReportData, figs: _Figures) -> str:
                 return f"{x:+.0%}" if math.isfinite(x) else "n/a"
 
             rows.append([r["algorithm"], f"{r['train_batch_size']:g}", r["role"],
-                         f"{r['n_reached']}/{r['n_trials']}", _fmt_num(r["b_simple"], 3),
-                         _fmt_num(r["updates"], 4),
-                         f"{_fmt_num(r['updates_pred'], 4)} [{_fmt_num(r['updates_low'], 3)}, "
-                         f"{_fmt_num(r['updates_high'], 3)}]", e(r["updates_error"]),
-                         _fmt_num(r["steps"], 4),
-                         f"{_fmt_num(r['steps_pred'], 4)} [{_fmt_num(r['steps_low'], 3)}, "
-                         f"{_fmt_num(r['steps_high'], 3)}]", e(r["steps_error"]),
-                         _fmt_num(r["ttt"], 3),
-                         f"{_fmt_num(r['ttt_pred'], 3)} [{_fmt_num(r['ttt_low'], 3)}, "
-                         f"{_fmt_num(r['ttt_high'], 3)}]", e(r["ttt_error"])])
+                         f"{r['n_reached']}/{r['n_trials']}", fmt_num(r["b_simple"], 3),
+                         fmt_num(r["updates"], 4),
+                         f"{fmt_num(r['updates_pred'], 4)} [{fmt_num(r['updates_low'], 3)}, "
+                         f"{fmt_num(r['updates_high'], 3)}]", e(r["updates_error"]),
+                         fmt_num(r["steps"], 4),
+                         f"{fmt_num(r['steps_pred'], 4)} [{fmt_num(r['steps_low'], 3)}, "
+                         f"{fmt_num(r['steps_high'], 3)}]", e(r["steps_error"]),
+                         fmt_num(r["ttt"], 3),
+                         f"{fmt_num(r['ttt_pred'], 3)} [{fmt_num(r['ttt_low'], 3)}, "
+                         f"{fmt_num(r['ttt_high'], 3)}]", e(r["ttt_error"])])
         out.append(_table(["algorithm", "batch B", "role", "reached", "B_simple (median)",
                            "updates to target", "predicted [95%]", "error",
                            "env steps to target", "predicted [95%]", "error", "TTT (s)",
                            "predicted [95%]", "error"], rows, left=(0, 2)))
         for alg, f in b.fits.items():
             out.append(f'<p class="note">{_esc(alg)}: the measured outcomes at every batch size '
-                       f'imply a critical batch size B<sub>crit</sub> = {_fmt_num(f["b_crit"], 3)}'
+                       f'imply a critical batch size B<sub>crit</sub> = {fmt_num(f["b_crit"], 3)}'
                        f' (least squares of S against 1/B), against the pilot\'s measured '
-                       f'B<sub>simple</sub> = {_fmt_num(f["b_simple"], 3)}.</p>')
+                       f'B<sub>simple</sub> = {fmt_num(f["b_simple"], 3)}.</p>')
     out.extend(f'<p class="note">{_esc(n)}</p>' for n in b.notes)
     return "".join(out)
 
@@ -1321,15 +1280,9 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
     return out
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
-    p = _Parser(prog="python -m analysis.report",
+    p = OneLineParser(prog="python -m analysis.report",
                 description="Write the self-contained HTML report of a results directory.")
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
     p.add_argument("-o", "--output", help="output file (default RESULTS_DIR/report.html)")

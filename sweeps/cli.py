@@ -16,6 +16,7 @@ Exit codes (documented in README.md and docs/results.md):
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -97,3 +98,12 @@ def guard(prog: str, main: Callable[[], int]) -> int:
         print(f"{prog}: internal error: {type(exc).__name__}: {msg} (rerun with --verbose or "
               "RL_SCALING_TRACEBACK=1 for the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one stderr line
+    (``<prog>: error: <message>``) and exit status 2, without the usage block."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse's hook
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)

@@ -46,7 +46,9 @@ if TYPE_CHECKING:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m sweeps.run", description=__doc__.split("\n\n")[0])
+    from sweeps.cli import OneLineParser
+
+    p = OneLineParser(prog="python -m sweeps.run", description=__doc__.split("\n\n")[0])
     p.add_argument("file", help="sweep file (.py declaring SWEEP, or .yaml)")
     p.add_argument("--address", default=None,
                    help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")

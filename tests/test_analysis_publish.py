@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from analysis.fmt import fmt_s
 from analysis.load import load_results
 from analysis.metrics import trial_metrics
-from analysis.plan import _fmt_s, make_plan, plan_text
+from analysis.plan import make_plan, plan_text
 from analysis.publish import (
     DEFAULT_FIGURES,
     ExportError,
@@ -92,7 +93,7 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
         assert r["seeds"] == "3"
         if math.isfinite(c["ttt_s"]):
             prefix = "KM " if c["estimator"] == "KM median" else ""
-            assert r["TTT [95% CI]"].startswith(f"{prefix}{_fmt_s(c['ttt_s'])}")
+            assert r["TTT [95% CI]"].startswith(f"{prefix}{fmt_s(c['ttt_s'])}")
         else:
             assert r["TTT [95% CI]"].startswith("> ")
         assert r["oversubscribed"] == ("**yes**" if c["oversubscribed"] else "no")
