@@ -487,7 +487,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
               budget_usd: float | None = None, vms: list[VMSize] | None = None,
               low_priority: bool = False, max_workers: int = 64, n_resamples: int = 200,
               seed: int = 0, cpu_model: str = "",
-              launcher: Launcher | None = None) -> Plan:
+              launcher: Launcher | None = None,
+              models: dict[str, AlgorithmModel] | None = None) -> Plan:
     """Build the capacity plan.
 
     Args:
@@ -502,13 +503,15 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         cpu_model: the measured machine's CPU (for the notes).
         launcher: start-up and billing to add (default :data:`LAUNCHERS` ``azure-ml``);
             ``ttt_s`` and its bounds in the candidates include the start-up.
+        models: :func:`model_algorithms` of ``tm`` and ``summary`` when already computed
+            (:func:`analysis.study.analyse` computes them once); None: computed here.
 
     Returns:
         :class:`Plan`.
     """
     vms = list(load_vm_sizes().values()) if vms is None else vms
     launcher = launcher or LAUNCHERS[DEFAULT_LAUNCHER]
-    models = model_algorithms(tm, summary)
+    models = model_algorithms(tm, summary) if models is None else models
     notes: list[str] = [
         f"launcher {launcher.name}: {fmt_s(launcher.startup_s)} start-up added to every TTT "
         + (f"and billing by {fmt_s(launcher.billing_s)} units" if launcher.billing_s > 0

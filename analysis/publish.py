@@ -9,9 +9,9 @@ Usage::
 writes
 
 - ``<out>/figures/<name>_<figure>.png`` -- the report's own figures (same builders as
-  :mod:`analysis.report`: :func:`~analysis.report.learning_curve_figure`,
-  :func:`~analysis.report.ttt_figure`, :func:`~analysis.report.speedup_figures`,
-  :func:`~analysis.report.throughput_figure`), and
+  :mod:`analysis.figures`: :func:`~analysis.figures.learning_curve_figure`,
+  :func:`~analysis.figures.ttt_figure`, :func:`~analysis.figures.speedup_figures`,
+  :func:`~analysis.figures.throughput_figure`), and
 - ``<out>/<name>_tables.md`` -- "what was run" (sweep spec, target and optimum, budget, seeds,
   machine, versions, git revision, start/end, wall-clock), one table row per configuration
   (success rate, TTT with 95 % CI or Kaplan-Meier median, speedup vs the baseline with CI,
@@ -19,7 +19,7 @@ writes
   the capacity plan's recommendation (:func:`analysis.plan.plan_text`), warnings, and links to
   the figures,
 
-and prints the Markdown on stdout. Every number comes from :func:`analysis.report.analyse`
+and prints the Markdown on stdout. Every number comes from :func:`analysis.study.analyse`
 (so from :mod:`analysis.metrics`, :mod:`analysis.stats` and :mod:`analysis.plan`); this module
 only formats. What cannot be given is said in place ("n/a (2 seeds)", "> 40.1 s (median not
 reached)", a figure that cannot be drawn and why).
@@ -45,6 +45,17 @@ import numpy as np
 import pandas as pd
 
 from analysis.export import ExportError, export_png, find_browser
+from analysis.figures import (
+    FIGURE_HEIGHT,
+    FigureUnavailable,
+    batch_size_figure,
+    learning_curve_figure,
+    plan_check_figure,
+    speedup_figures,
+    style_figure,
+    throughput_figure,
+    ttt_figure,
+)
 from analysis.fmt import (
     as_float,
     fmt_count,
@@ -58,20 +69,8 @@ from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan import plan_text
 from analysis.plan_check import TABLE_HEADERS, table_rows
-from analysis.report import (
-    FIGURE_HEIGHT,
-    FigureUnavailable,
-    ReportData,
-    analyse,
-    batch_size_figure,
-    learning_curve_figure,
-    plan_check_figure,
-    speedup_figures,
-    style_figure,
-    throughput_figure,
-    ttt_figure,
-)
 from analysis.stats import MIN_SEEDS_FOR_CI
+from analysis.study import Study, analyse
 from sweeps.cli import OneLineParser
 
 __all__ = [
@@ -139,12 +138,12 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
-def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT_FIGURES
+def build_figures(data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGURES
                   ) -> tuple[dict[str, tuple[Any, int]], dict[str, str]]:
     """The report's figures, by export name (see :data:`FIGURES`).
 
     Args:
-        data: from :func:`analysis.report.analyse`.
+        data: from :func:`analysis.study.analyse`.
         names: which figures, in order.
 
     Returns:
@@ -189,7 +188,7 @@ def build_figures(data: ReportData, names: tuple[str, ...] | list[str] = DEFAULT
 # ---------------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------------
-def _caption(name: str, data: ReportData) -> str:
+def _caption(name: str, data: Study) -> str:
     """What a figure shows, how to read it, and which of its points are oversubscribed."""
     text = f"{FIGURES[name]}. {_HOW_TO_READ[name]}"
     s = data.summary
@@ -250,7 +249,7 @@ def _iso(text: Any) -> datetime | None:
         return None
 
 
-def _what_was_run(data: ReportData) -> list[str]:
+def _what_was_run(data: Study) -> list[str]:
     res, spec, env, tgt, tm = data.res, data.res.spec, data.res.environment, data.target, data.tm
     lines = ["## What was run", ""]
     item = lines.append
@@ -361,14 +360,12 @@ def _what_was_run(data: ReportData) -> list[str]:
 
 
 
-_SAID_IN_CELLS = ("too few seeds for a CI", "baseline median not reached within",
-                  "absolute: reference median not reached within",
-                  "absolute: median not reached within",
-                  "median not reached within", "neither reached the target by median",
-                  "oversubscribed: timings not trustworthy",
-                  "no reached seeds: sample efficiency unknown",
-                  "median not reached: fewer than half")
-"""Notes of analysis.stats that a table cell already shows (CI n/a, bounds, flags)."""
+_SAID_IN_CELLS = frozenset({
+    "too_few_seeds", "base_not_reached", "not_reached", "neither_reached",
+    "abs_base_not_reached", "abs_not_reached", "abs_neither_reached", "oversubscribed",
+    "no_sample_efficiency", "median_not_reached"})
+"""Codes of the notes of analysis.stats (:class:`analysis.stats.Note`) that a table cell
+already shows (CI n/a, bounds, flags)."""
 
 
 def _varying(summary: pd.DataFrame) -> list[str]:
@@ -379,7 +376,7 @@ def _varying(summary: pd.DataFrame) -> list[str]:
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 
 
-def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]]:
+def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     """The per-configuration table: headers, one row per configuration, numbered notes.
 
     Rows follow the sweep's algorithm order, then env runners, batch size and TTT.
@@ -393,10 +390,7 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
     if s.empty:
         return headers, [], []
     sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
-    base = s[s["is_baseline"]]
-    base_n = (int((base.sort_values("n_trials", ascending=False).iloc[0][["n_reached",
-                                                                          "n_censored"]]).sum())
-              if len(base) else 0)
+    base, base_n = data.baseline, data.baseline_seeds
     ref = s[s["is_reference"]] if "is_reference" in s else s.iloc[0:0]
     ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
@@ -418,11 +412,10 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
                                            else "")
         success = (f"{int(c['n_reached'])}/{n} ({c['success_rate']:.0%})" if n else
                    "n/a (every trial failed)")
-        row_notes = [x for x in str(c["note"] or "").split("; ") if x]
-        if r is not None:
-            row_notes += [x for x in str(r["speedup_note"] or "").split("; ")
-                          if x and x not in row_notes]
-        row_notes = [x for x in row_notes if not x.startswith(_SAID_IN_CELLS)]
+        row_notes = list(c["notes"])
+        if r is not None and isinstance(r["speedup_notes"], list):
+            row_notes += [x for x in r["speedup_notes"] if x not in row_notes]
+        row_notes = [x for x in row_notes if x.code not in _SAID_IN_CELLS]
         refs = []
         for x in row_notes:
             if x not in notes:
@@ -434,20 +427,20 @@ def config_rows(data: ReportData) -> tuple[list[str], list[list[str]], list[str]
             str(int(c["num_env_runners"])), fmt_value(as_float(c["num_cpus"])),
             fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
             other or "-", seeds, success, fmt_ttt(c),
-            fmt_speedup(r, n, base_n) if len(base) and not c["is_reference"]
-            else "n/a (no baseline)" if not len(base) else "-",
+            fmt_speedup(r, n, base_n) if base is not None and not c["is_reference"]
+            else "n/a (no baseline)" if base is None else "-",
             ("-" if c["is_reference"] else fmt_speedup(r, n, ref_n, key="abs_speedup"))
             if len(ref) else "n/a (no reference)",
             *(["-", "-"] if c["is_reference"] else
-              [fmt_efficiency(r, n, base_n, w, c["algorithm"] == base.iloc[0]["algorithm"])
-               if len(base) else "n/a (no baseline)" for w in ("runner", "cpu")]),
+              [fmt_efficiency(r, n, base_n, w, c["algorithm"] == base["algorithm"])
+               if base is not None else "n/a (no baseline)" for w in ("runner", "cpu")]),
             fmt_count(as_float(c["env_steps_per_s"])),
             fmt_count(as_float(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
             "**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"])
     return headers, rows, notes
 
 
-def _plan_check_lines(data: ReportData) -> list[str]:
+def _plan_check_lines(data: Study) -> list[str]:
     check = data.check
     if check is None:
         return []
@@ -467,7 +460,7 @@ def _plan_check_lines(data: ReportData) -> list[str]:
     return out
 
 
-def _fit_lines(data: ReportData) -> list[str]:
+def _fit_lines(data: Study) -> list[str]:
     """The Amdahl and USL fits behind the speedup and throughput figures, with the parameters'
     standard errors (analysis.scaling)."""
     fits: list[tuple[str, str, Any]] = []
@@ -491,7 +484,7 @@ def _fit_lines(data: ReportData) -> list[str]:
     return out
 
 
-def _batch_size_lines(data: ReportData) -> list[str]:
+def _batch_size_lines(data: Study) -> list[str]:
     b = data.batch
     if b is None:
         return []
@@ -528,12 +521,12 @@ def _batch_size_lines(data: ReportData) -> list[str]:
     return out
 
 
-def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
+def markdown_tables(data: Study, figures: dict[str, str] | None = None,
                     unavailable: dict[str, str] | None = None) -> str:
     """The Markdown summary of a study (see the module docstring for its parts).
 
     Args:
-        data: from :func:`analysis.report.analyse`.
+        data: from :func:`analysis.study.analyse`.
         figures: ``{figure name: image path relative to the Markdown file}`` to link.
         unavailable: ``{figure name: why it is missing}`` to say in place of the image.
 
@@ -547,10 +540,10 @@ def markdown_tables(data: ReportData, figures: dict[str, str] | None = None,
     out += _what_was_run(data)
     out += ["", "## Results per configuration", ""]
     headers, rows, notes = config_rows(data)
-    base = data.summary[data.summary["is_baseline"]] if len(data.summary) else data.summary
+    base = data.baseline
     if rows:
-        bl = (f"{base.iloc[0]['algorithm']} with {int(base.iloc[0]['num_env_runners'])} env "
-              "runner(s)" if len(base) else "none (no baseline trials)")
+        bl = (f"{base['algorithm']} with {int(base['num_env_runners'])} env "
+              "runner(s)" if base is not None else "none (no baseline trials)")
         out.append(
             "TTT: wall-clock seconds from trial start (actor start-up included) to the end of "
             "the first iteration whose metric reached the target; median over seeds, or "

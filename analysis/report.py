@@ -16,11 +16,11 @@ line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 
 scale, 7 Optuna history and parameter importances, 8 environment and sweep spec. What cannot be shown (no
 baseline, a single N, no optuna.db, every run censored, ...) is said in place of the figure.
 
-The numbers are computed once by :func:`analyse` (a :class:`ReportData`); the figures come from
-public builders (:func:`learning_curve_figure`, :func:`ttt_figure`, :func:`speedup_figures`,
-:func:`throughput_figure`, styled by :func:`style_figure`), which :mod:`analysis.publish` uses
-too, so exported PNGs are the report's figures. A builder raises :class:`FigureUnavailable`
-(one line: why) when its figure cannot be drawn.
+The numbers are computed once by :func:`analysis.study.analyse` (a frozen
+:class:`~analysis.study.Study`); the figures are :mod:`analysis.figures`' pure functions of it,
+which :mod:`analysis.publish` (the Markdown renderer beside this HTML one) exports as PNG too,
+so exported PNGs are the report's figures. A builder raises
+:class:`~analysis.figures.FigureUnavailable` (one line: why) when its figure cannot be drawn.
 
 The page records JavaScript errors (``window.onerror``, unhandled rejections,
 ``console.error``) into the hidden ``#report-errors`` element, so a headless browser test can
@@ -35,55 +35,36 @@ import math
 import sys
 import traceback
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.batch_size import BatchSizeCheck, batch_size_check
+from analysis.figures import (
+    FIGURE_HEIGHT,
+    FigureUnavailable,
+    batch_size_figure,
+    best_per_n,
+    learning_curve_figure,
+    log_ticks,
+    plan_check_figure,
+    speedup_figures,
+    style_figure,
+    throughput_figure,
+    ttt_figure,
+)
 from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
-from analysis.metrics import Target, describe_metric, trial_metrics
-from analysis.plan import Plan, make_plan, plan_text
-from analysis.plan_check import (
-    MIN_FIT_N,
-    TABLE_HEADERS,
-    PlanCheck,
-    auto_holdout,
-    plan_check,
-    table_rows,
-)
-from analysis.scaling import fit_scaling
-from analysis.stats import (
-    MIN_SEEDS_FOR_CI,
-    best_configs,
-    speedup_table,
-    summarize_configs,
-)
+from analysis.metrics import describe_metric
+from analysis.plan import plan_text
+from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
+from analysis.stats import best_configs
+from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
 from sweeps.cli import OneLineParser
 
-__all__ = [
-    "FIGURE_HEIGHT",
-    "FigureUnavailable",
-    "ReportData",
-    "SpeedupFigures",
-    "analyse",
-    "build_report",
-    "learning_curve_figure",
-    "plan_check_figure",
-    "batch_size_figure",
-    "main",
-    "speedup_figures",
-    "style_figure",
-    "throughput_figure",
-    "ttt_figure",
-    "write_report",
-]
+__all__ = ["analyse", "build_report", "main", "write_report"]
 
-_ALG_SCALES = ["Blues", "Oranges", "Greens", "Purples", "Reds", "Greys"]
-_ALG_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#7f7f7f"]
 
 _ERROR_HOOK = """
 <script>
@@ -149,39 +130,6 @@ def _speedup_html(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str
     return _esc(fmt_speedup(r, key=key, ratio=ratio, unit="", why=False))
 
 
-def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
-    """One plain sentence: does any distributed configuration beat the single-process
-    reference on this hardware? None when the sweep ran no reference.
-
-    A configuration beats it when its absolute speedup's point estimate is > 1 (its lower
-    bound when the reference's median was censored); the sentence gives the fastest
-    configuration's absolute speedup either way.
-    """
-    if "is_reference" not in summary or not summary["is_reference"].any() or speed.empty:
-        return None
-    ref = summary[summary["is_reference"]].iloc[0]
-    sp = speed.set_index("config_id")
-    others = summary[~summary["is_reference"]]
-    others = others.assign(_t=others["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
-    if others.empty:
-        return None
-    top = others.iloc[0]
-    r = sp.loc[top["config_id"]]
-    name = f"{top['algorithm']} with {top['num_env_runners']} env runner(s)"
-    ref_name = f"the single-process reference ({ref['algorithm']})"
-    s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
-    if (math.isfinite(s) and s > 1) or (math.isinf(s) and lb > 1):
-        return (f"{name} beats {ref_name}: absolute speedup "
-                f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x")
-    if math.isnan(s):
-        return (f"Neither {ref_name} nor any distributed configuration reached the target by "
-                "median: no absolute speedup can be stated.")
-    return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
-            f"{name}, has an absolute speedup of "
-            f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x "
-            f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))}).")
-
-
 def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,),
            raw: bool = False) -> str:
     th = "".join(f'<th class="{"l" if i in left else ""}">{_esc(h)}</th>'
@@ -194,76 +142,17 @@ def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-@dataclass
-class ReportData:
-    """Everything the report computes once from a results directory (see :func:`analyse`).
-
-    The report's sections, its figure builders (:func:`learning_curve_figure`,
-    :func:`ttt_figure`, :func:`speedup_figures`, :func:`throughput_figure`) and
-    :mod:`analysis.publish` all read from this, so the HTML and the exported PNGs/tables show
-    the same numbers.
-
-    Attributes:
-        res: the loaded results directory.
-        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`), one row per trial.
-        target: the target the trials are judged against.
-        summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
-        speed: speedup / parallel efficiency per configuration
-            (:func:`analysis.stats.speedup_table`); empty without configurations.
-        plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
-        check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
-            :data:`~analysis.plan_check.MIN_FIT_N` smallest; None when no algorithm has more.
-        batch: the batch-size check (:func:`analysis.batch_size.batch_size_check`) when an
-            algorithm ran several batch sizes with the gradient noise scale measured; else None.
-        warnings: one line each: what was missing, repaired or is not trustworthy.
-        colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
-        n_figures: figures placed in the HTML page so far.
-    """
-
-    res: Results
-    tm: pd.DataFrame
-    target: Target
-    summary: pd.DataFrame
-    speed: pd.DataFrame
-    plan: Plan | None
-    warnings: list[str]
-    check: PlanCheck | None = None
-    batch: BatchSizeCheck | None = None
-    colors: dict[tuple[str, int], str] = field(default_factory=dict)
-    alg_color: dict[str, str] = field(default_factory=dict)
-    n_figures: int = 0
-
-
-class FigureUnavailable(Exception):
-    """A figure cannot be drawn from these results; the message (one line) says why."""
-
-
-FIGURE_HEIGHT = {"learning_curves": 460, "ttt": 430, "speedup": 470, "efficiency": 430,
-                 "throughput": 430, "plan_check": 430, "batch_size": 430}
-"""Height in CSS pixels of each figure, in the report and in exported images."""
-
-
-def style_figure(fig: Any, height: int = 430) -> Any:
-    """Apply the report's look (white template, margins, fonts) and ``height`` (CSS px).
-
-    Returns the same figure (modified in place), so calls can be chained.
-    """
-    fig.update_layout(template="plotly_white", height=height,
-                      margin={"l": 64, "r": 24, "t": 56, "b": 56},
-                      font={"size": 13}, legend={"font": {"size": 12}})
-    return fig
-
-
 class _Figures:
     """Turns plotly figures into divs (plotly.js is embedded once, in the head)."""
 
-    def __init__(self, ctx: ReportData) -> None:
+    def __init__(self, ctx: Study) -> None:
         self.ctx = ctx
+        self.count = 0  # figures placed in the page so far
 
     def div(self, fig: Any, height: int = 430) -> str:
         style_figure(fig, height)
-        self.ctx.n_figures += 1
-        div_id = f"fig-{self.ctx.n_figures}"
+        self.count += 1
+        div_id = f"fig-{self.count}"
         return '<div class="fig">' + fig.to_html(
             full_html=False, include_plotlyjs=False, div_id=div_id,
             config={"displaylogo": False, "responsive": True}) + "</div>"
@@ -276,7 +165,7 @@ def _missing(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 1: summary
 # ---------------------------------------------------------------------------------------------
-def _summary(ctx: ReportData) -> str:
+def _summary(ctx: Study) -> str:
     s, tm = ctx.summary, ctx.tm
     parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
              f'(from {_esc(ctx.target.source)}'
@@ -434,77 +323,9 @@ def _summary(ctx: ReportData) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 2: learning curves
 # ---------------------------------------------------------------------------------------------
-_METRIC_AXIS = {"evaluation": "evaluation return (greedy, fixed seeds)",
-                "training": "training return (exploring episodes)",
-                "episode_return_mean": "training return (exploring episodes)"}
-_CURVE_AXES = {"wall_time_s": ("wall-clock since trial start (s)", "Episode return vs wall-clock"),
-               "env_steps": ("env steps sampled", "Episode return vs env steps")}
 
 
-def learning_curve_figure(data: ReportData, x: str = "wall_time_s") -> Any:
-    """Learning curves: the target metric of every trial against wall-clock or env steps.
-
-    One line per trial (dotted: censored or failed), coloured by algorithm, darker for more env
-    runners; crosses where each trial first reached the target; the target as a dashed line.
-
-    Args:
-        data: from :func:`analyse`.
-        x: ``"wall_time_s"`` (seconds since trial start) or ``"env_steps"`` (env steps sampled).
-
-    Returns:
-        A ``plotly.graph_objects.Figure`` (unstyled; see :func:`style_figure`).
-
-    Raises:
-        FigureUnavailable: progress.parquet is missing or empty, or there are no trials.
-        ValueError: an unknown ``x``.
-    """
-    import plotly.graph_objects as go
-
-    if x not in _CURVE_AXES:
-        raise ValueError(f"x={x!r}: expected one of {sorted(_CURVE_AXES)}")
-    prog, tm = data.res.progress, data.tm
-    col = data.target.column
-    if prog.empty or col not in prog.columns or tm.empty:
-        raise FigureUnavailable("No learning curves: progress.parquet is missing or empty.")
-    info = tm.set_index("trial_id")
-    xlabel, title = _CURVE_AXES[x]
-    fig = go.Figure()
-    for key in sorted(data.colors):
-        name = f"{key[0]}, {key[1]} env runner(s)"
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name,
-                                 legendgroup=name, line={"color": data.colors[key],
-                                                         "width": 2.5}))
-    trials = prog[prog["trial_id"].isin(info.index)]
-    order = sorted(trials["trial_id"].unique(), key=lambda tid: (
-        info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid))
-    groups = dict(tuple(trials.groupby("trial_id", sort=False)))
-    for tid in order:
-        g, t = groups[tid], info.loc[tid]
-        key = (t["algorithm"], int(t["num_env_runners"]))
-        name = f"{key[0]}, {key[1]} env runner(s)"
-        fig.add_trace(go.Scatter(
-            x=g[x], y=g[col], mode="lines", name=name, legendgroup=name,
-            connectgaps=True,  # an iteration in which no episode ended has no return (NaN)
-            showlegend=False, line={"color": data.colors[key], "width": 1.5,
-                                    "dash": "dot" if t["status"] != "reached"
-                                    else "solid"},
-            hovertemplate=f"{_esc(tid)}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
-                          f"{t['status']}</extra>"))
-    reached = tm[tm["reached"]]
-    if len(reached):
-        xs = reached["time_to_target_s" if x == "wall_time_s" else "steps_to_target"]
-        fig.add_trace(go.Scatter(x=xs, y=[data.target.value] * len(reached), mode="markers",
-                                 name="reached target", marker={"symbol": "x", "size": 8,
-                                                                "color": "#222"}))
-    fig.add_hline(y=data.target.value, line={"color": "#d62728", "dash": "dash"},
-                  annotation_text=f"target {data.target.value:g}",
-                  annotation_position="top left")
-    fig.update_layout(title=title, xaxis_title=xlabel,
-                      yaxis_title=_METRIC_AXIS.get(data.target.metric, data.target.metric))
-    return fig
-
-
-def _learning_curves(ctx: ReportData, figs: _Figures) -> str:
+def _learning_curves(ctx: Study, figs: _Figures) -> str:
     try:
         out = [figs.div(learning_curve_figure(ctx, x), height=FIGURE_HEIGHT["learning_curves"])
                for x in ("wall_time_s", "env_steps")]
@@ -518,230 +339,13 @@ def _learning_curves(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 3: scaling
 # ---------------------------------------------------------------------------------------------
-def _log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
-    """Tick values 1-2-5 per decade covering ``values`` (readable labels on log axes)."""
-    v = np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"), float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if v.size == 0:
-        return {}
-    lo, hi = v.min(), v.max()
-    ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1,
-                                        math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
-    ticks = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
-    return {"tickvals": ticks, "ticktext": [f"{prefix}{t:g}" for t in ticks]}
 
 
-def _n_axis(ns: list[int]) -> dict[str, Any]:
-    """x axis over env runner counts: log scale, or linear when N = 0 (driver) is present."""
-    ns = sorted(set(ns))
-    if not ns:
-        return {"title": "env runners (N)"}
-    kind = "linear" if ns[0] < 1 else "log"
-    return {"type": kind, "tickvals": ns, "ticktext": [str(n) for n in ns],
-            "title": "env runners (N)" + (" (0 = sampling in the driver)" if ns[0] < 1 else "")}
-
-
-def _best_per_n(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[int], dict[str, Any]]:
-    """Best configuration per (algorithm, N), the measured N, and the N axis."""
-    best = best_configs(summary, ("algorithm", "num_env_runners"))
-    ns_all = sorted(int(n) for n in best["num_env_runners"].unique())
-    return best, ns_all, _n_axis(ns_all)
-
-
-def ttt_figure(data: ReportData) -> Any:
-    """Time-to-target against env runners: per algorithm, its best configuration at each N.
-
-    Median TTT (Kaplan-Meier median with censoring) with its 95 % CI as error bars; an N whose
-    median was not reached is drawn as a triangle at its longest censored time (> budget).
-
-    Returns:
-        A ``plotly.graph_objects.Figure`` (unstyled; see :func:`style_figure`).
-
-    Raises:
-        FigureUnavailable: no configurations yet.
-    """
-    import plotly.graph_objects as go
-
-    if data.summary.empty:
-        raise FigureUnavailable("No configurations yet.")
-    best, _, axis = _best_per_n(data.summary)
-    fig = go.Figure()
-    for alg, g in best.groupby("algorithm"):
-        g = g.sort_values("num_env_runners")
-        fin = g[np.isfinite(g["ttt_s"].astype(float))]
-        lo = (fin["ttt_s"] - fin["ttt_low_s"]).clip(lower=0)
-        hi = (fin["ttt_high_s"] - fin["ttt_s"]).replace(np.inf, np.nan)
-        fig.add_trace(go.Scatter(
-            x=fin["num_env_runners"], y=fin["ttt_s"], mode="lines+markers", name=alg,
-            line={"color": data.alg_color[alg]},
-            error_y={"type": "data", "array": hi.fillna(0), "arrayminus": lo.fillna(0),
-                     "visible": True},
-            hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>"))
-        inf = g[~np.isfinite(g["ttt_s"].astype(float))]
-        if len(inf):
-            fig.add_trace(go.Scatter(
-                x=inf["num_env_runners"], y=inf["max_censor_s"], mode="markers",
-                name=f"{alg}: not reached (> budget)", marker={
-                    "symbol": "triangle-up", "size": 11, "color": data.alg_color[alg]}))
-    fig.update_layout(title="Time-to-target vs env runners (median, 95% CI; target metric: "
-                            f"{data.target.metric})", xaxis=axis,
-                      yaxis_title="time-to-target (s)")
-    return fig
-
-
-@dataclass
-class SpeedupFigures:
-    """The speedup and parallel-efficiency figures (see :func:`speedup_figures`).
-
-    Attributes:
-        speedup: speedup vs env runners with the ideal line and Amdahl/USL fits.
-        efficiency: parallel efficiency per env runner and per CPU vs env runners.
-        fits: ``(algorithm, "1/TTT", ScalingFit)`` for every fit tried (shown or not).
-        notes: plain-text caveats to print beside the figures.
-    """
-
-    speedup: Any
-    efficiency: Any
-    fits: list[tuple[str, str, Any]]
-    notes: list[str]
-
-
-def speedup_figures(data: ReportData) -> SpeedupFigures:
-    """Speedup S = TTT(baseline) / TTT vs env runners, and parallel efficiency.
-
-    Per algorithm, its best configuration at each N: measured speedups with bootstrap 95 % CIs
-    (only bounded ones drawn), the ideal linear speedup, and Amdahl (dotted) / USL (solid) fits
-    of 1/TTT (:func:`analysis.scaling.fit_scaling`) scaled to the baseline's TTT. Efficiency
-    E = S / resources ratio, per env runner (solid) and per CPU (dashed).
-
-    Raises:
-        FigureUnavailable: no baseline trials, or no finite speedup (the baseline's median TTT
-            was not reached, so speedups are only bounded).
-    """
-    import plotly.graph_objects as go
-
-    s = data.summary
-    if s.empty:
-        raise FigureUnavailable("No configurations yet.")
-    best, ns_all, axis = _best_per_n(s)
-    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
-    base = s[s["is_baseline"]]
-    if base.empty or sp.empty or not np.isfinite(sp["speedup"].astype(float)).any():
-        if base.empty:
-            why = "there are no baseline trials"
-        else:
-            b0 = base.iloc[0]
-            why = (f"the baseline ({b0['algorithm']}, {b0['num_env_runners']} env runner(s)) "
-                   f"did not reach the target in half its seeds; speedups are only bounded "
-                   f"(see the tables)")
-        raise FigureUnavailable(f"No speedup curve: {why}.")
-    notes: list[str] = []
-    fit_rows: list[tuple[str, str, Any]] = []
-    b = base.sort_values("n_trials", ascending=False).iloc[0]
-    nb = int(b["num_env_runners"])
-    fig = go.Figure()
-    grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
-                                     np.array(ns_all, float)]))
-    grid = grid[grid >= 1]
-    if nb >= 1:
-        fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
-                                 line={"color": "#888", "dash": "dash"}))
-    else:
-        notes.append("The baseline samples in the driver (0 env runners): there is no ideal "
-                     "linear-speedup line in env runners.")
-    nb = max(nb, 1)
-    eff = go.Figure()
-    for alg, g in best.groupby("algorithm"):
-        g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")
-        r = sp.loc[g["config_id"]]
-        ok = np.isfinite(r["speedup"].astype(float)).to_numpy()
-        if not ok.any():
-            continue
-        gg, rr = g[ok], r[ok]
-        # Error bars only for bounded intervals (an unbounded one is said in the tables).
-        bounded = np.isfinite(rr["speedup_high"].astype(float)) & (
-            rr["speedup_low"].astype(float) > 0)
-        hi = (rr["speedup_high"] - rr["speedup"]).where(bounded, 0.0).fillna(0)
-        lo = (rr["speedup"] - rr["speedup_low"]).where(bounded, 0.0).fillna(0)
-        fig.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["speedup"], mode="markers", name=f"{alg} measured",
-            marker={"color": data.alg_color[alg], "size": 9},
-            error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()}))
-        usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
-        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
-                           1.0 / usable["ttt_s"].to_numpy(float))
-        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
-            f = fits[m]
-            fit_rows.append((alg, "1/TTT", f))
-            if f.ok:
-                fig.add_trace(go.Scatter(
-                    x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines",
-                    name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
-                    line={"color": data.alg_color[alg], "dash": dash, "width": 1.5}))
-        eff.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
-            name=f"{alg} per env runner", line={"color": data.alg_color[alg]}))
-        eff.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["efficiency_per_cpu"], mode="lines+markers",
-            name=f"{alg} per CPU", line={"color": data.alg_color[alg], "dash": "dash"},
-            marker={"symbol": "square"}))
-    fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
-                            f"{b['num_env_runners']} env runner(s))", xaxis=axis,
-                      yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
-                             **_log_ticks([0.5, *data.speed["speedup"], max(ns_all) / nb])})
-    eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
-    eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
-                      yaxis_title="parallel efficiency")
-    return SpeedupFigures(speedup=fig, efficiency=eff, fits=fit_rows, notes=notes)
-
-
-def throughput_figure(data: ReportData) -> tuple[Any, list[tuple[str, str, Any]]]:
-    """Throughput (env steps per second of wall-clock, start-up included) vs env runners.
-
-    One marker per trial of each algorithm's best configurations, with Amdahl (dotted) and USL
-    (solid) fits (:func:`analysis.scaling.fit_scaling`).
-
-    Returns:
-        ``(figure, fits)`` with ``fits`` = ``(algorithm, "env steps/s", ScalingFit)`` rows.
-
-    Raises:
-        FigureUnavailable: no configurations yet.
-    """
-    import plotly.graph_objects as go
-
-    if data.summary.empty:
-        raise FigureUnavailable("No configurations yet.")
-    best, ns_all, axis = _best_per_n(data.summary)
-    fig = go.Figure()
-    tp_fit_rows = []
-    for alg, g in best.groupby("algorithm"):
-        t = data.tm[data.tm["config_id"].isin(g["config_id"]) & (data.tm["status"] != "error")]
-        t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
-        if t.empty:
-            continue
-        fig.add_trace(go.Scatter(x=t["num_env_runners"], y=t["env_steps_per_s"], mode="markers",
-                                 name=f"{alg} trials", marker={"color": data.alg_color[alg],
-                                                               "size": 7, "opacity": 0.7}))
-        fits = fit_scaling(t["num_env_runners"].to_numpy(float),
-                           t["env_steps_per_s"].to_numpy(float))
-        grid = np.geomspace(1, max(ns_all + [2]), 60)
-        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
-            f = fits[m]
-            tp_fit_rows.append((alg, "env steps/s", f))
-            if f.ok:
-                fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines",
-                                         name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
-                                         line={"color": data.alg_color[alg], "dash": dash}))
-    fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
-                            "start-up included)", xaxis=axis, yaxis_title="env steps / s")
-    return fig, tp_fit_rows
-
-
-def _scaling(ctx: ReportData, figs: _Figures) -> str:
+def _scaling(ctx: Study, figs: _Figures) -> str:
     s = ctx.summary
     if s.empty:
         return _missing("No configurations yet.")
-    best, ns_all, _ = _best_per_n(s)
+    best, ns_all, _ = best_per_n(s)
     out = ['<p class="note">Per algorithm, the best configuration at each env runner count '
            '(lowest median TTT) is plotted; all configurations are in the table at the end of '
            'this section.</p>']
@@ -826,7 +430,7 @@ def _scaling(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 4: cost vs time
 # ---------------------------------------------------------------------------------------------
-def _cost(ctx: ReportData, figs: _Figures) -> str:
+def _cost(ctx: Study, figs: _Figures) -> str:
     import plotly.graph_objects as go
 
     plan = ctx.plan
@@ -838,7 +442,7 @@ def _cost(ctx: ReportData, figs: _Figures) -> str:
     for i, (vm, g) in enumerate(c.groupby("vm", sort=False)):
         fig.add_trace(go.Scatter(
             x=g["ttt_s"], y=g["cost_usd"], mode="markers", name=vm,
-            marker={"size": 8, "color": _ALG_COLORS[i % len(_ALG_COLORS)],
+            marker={"size": 8, "color": ALG_COLORS[i % len(ALG_COLORS)],
                     "symbol": ["circle-open" if e else "circle" for e in g["extrapolated"]]},
             customdata=np.stack([g["algorithm"], g["num_env_runners"], g["nodes"],
                                  g["source"]], axis=-1),
@@ -858,9 +462,9 @@ def _cost(ctx: ReportData, figs: _Figures) -> str:
                                bordercolor="#888")
     fig.update_layout(title="Cost vs time of one run to the target (open markers: "
                             "extrapolated)", xaxis={"title": "predicted time-to-target (s)",
-                                                    "type": "log", **_log_ticks(c["ttt_s"])},
+                                                    "type": "log", **log_ticks(c["ttt_s"])},
                       yaxis={"title": "cost per run (US$)", "type": "log",
-                             **_log_ticks(c["cost_usd"], "$")})
+                             **log_ticks(c["cost_usd"], "$")})
     lines = plan_text(plan)
     return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
             + "</ul><p class=\"note\">Cost model: nodes = ceil(CPUs / vCPUs per VM), "
@@ -875,53 +479,9 @@ def _cost(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 5: plan check
 # ---------------------------------------------------------------------------------------------
-def plan_check_figure(data: ReportData) -> Any:
-    """Measured TTT per N (95 % CI) against the predictions made without the held-out N.
-
-    Raises:
-        FigureUnavailable: no plan check (too few distinct N).
-    """
-    import plotly.graph_objects as go
-
-    if data.check is None or data.check.rows.empty:
-        raise FigureUnavailable("No plan check.")
-    best, _, axis = _best_per_n(data.summary)
-    rows = data.check.rows[data.check.rows["quantity"] == "TTT"]
-    fig = go.Figure()
-    for alg, g in best[best["num_env_runners"] >= 1].groupby("algorithm"):
-        g = g[np.isfinite(g["ttt_s"].astype(float))].sort_values("num_env_runners")
-        held = set(rows[rows["algorithm"] == alg]["num_env_runners"])
-        for part, sym in ((g[~g["num_env_runners"].isin(held)], "circle"),
-                          (g[g["num_env_runners"].isin(held)], "diamond")):
-            if part.empty:
-                continue
-            fig.add_trace(go.Scatter(
-                x=part["num_env_runners"], y=part["ttt_s"], mode="markers",
-                name=f"{alg} measured" + (" (held out)" if sym == "diamond" else " (fitted)"),
-                marker={"symbol": sym, "size": 10, "color": data.alg_color[alg]},
-                error_y={"type": "data", "visible": True,
-                         "array": (part["ttt_high_s"] - part["ttt_s"]).replace(np.inf, np.nan)
-                         .fillna(0), "arrayminus": (part["ttt_s"] - part["ttt_low_s"]).clip(
-                             lower=0).fillna(0)}))
-        for k, (model, mg) in enumerate(rows[rows["algorithm"] == alg].groupby("model")):
-            mg = mg[np.isfinite(mg["predicted"])]
-            if mg.empty:
-                continue
-            fig.add_trace(go.Scatter(
-                x=mg["num_env_runners"] * (1.06 + 0.06 * k), y=mg["predicted"],
-                mode="markers", name=f"{alg} predicted: {model}",
-                marker={"symbol": "x" if model == "pipeline" else "star", "size": 10,
-                        "color": data.alg_color[alg]},
-                error_y={"type": "data", "visible": True,
-                         "array": (mg["high"] - mg["predicted"]).replace(np.inf, np.nan)
-                         .fillna(0), "arrayminus": (mg["predicted"] - mg["low"]).fillna(0)}))
-    fig.update_layout(title="Plan check: TTT predicted without the held-out N vs measured "
-                            "(95% intervals)", xaxis=axis, yaxis={"title": "time-to-target (s)",
-                                                                  "type": "log"})
-    return fig
 
 
-def _check(ctx: ReportData, figs: _Figures) -> str:
+def _check(ctx: Study, figs: _Figures) -> str:
     check = ctx.check
     if check is None:
         return _missing(f"No plan check: it needs an algorithm measured at more than "
@@ -947,57 +507,9 @@ def _check(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 6: batch size
 # ---------------------------------------------------------------------------------------------
-def batch_size_figure(data: ReportData) -> Any:
-    """Learner updates and env steps to the target against the batch size: measured medians
-    (markers; the pilot filled) and the curves predicted from the pilot's noise scale
-    (McCandlish et al. 2018: S = S_min (1 + B_noise / B), E = S x env steps per update).
-
-    Raises:
-        FigureUnavailable: no batch-size check.
-    """
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from analysis.batch_size import steps_at
-
-    if data.batch is None or data.batch.rows.empty:
-        raise FigureUnavailable("No batch-size check.")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(
-        "learner updates to the target", "env steps to the target"))
-    for alg, g in data.batch.rows.groupby("algorithm"):
-        f = data.batch.fits[alg]
-        color = data.alg_color.get(alg, "#333")
-        bs = np.geomspace(g["train_batch_size"].min() / 1.5, g["train_batch_size"].max() * 1.5,
-                          60)
-        s_curve = steps_at(bs, f["s_min"], f["b_simple"])
-        pilot = g[g["role"] == "pilot"].iloc[0]
-        spu = pilot["steps_pred"] / pilot["updates_pred"] / pilot["train_batch_size"]
-        for col, y_meas, y_curve, lo, hi in (
-                (1, g["updates"], s_curve, g["updates_low"], g["updates_high"]),
-                (2, g["steps"], s_curve * spu * bs, g["steps_low"], g["steps_high"])):
-            fig.add_trace(go.Scatter(
-                x=bs, y=y_curve, mode="lines", line={"color": color, "dash": "dash"},
-                name=f"{alg} predicted from B={f['pilot']:g} (B_simple {f['b_simple']:.3g})",
-                showlegend=col == 1), row=1, col=col)
-            fig.add_trace(go.Scatter(
-                x=g["train_batch_size"], y=y_meas, mode="markers", name=f"{alg} measured",
-                marker={"color": color, "size": 10,
-                        "symbol": ["circle" if r == "pilot" else "circle-open"
-                                   for r in g["role"]]},
-                showlegend=col == 1), row=1, col=col)
-            fig.add_trace(go.Scatter(
-                x=g["train_batch_size"], y=(lo + hi) / 2, mode="markers",
-                marker={"size": 1, "color": color}, showlegend=False,
-                error_y={"type": "data", "array": (hi - lo) / 2, "visible": True}),
-                row=1, col=col)
-    fig.update_xaxes(type="log", title_text="train batch size B")
-    fig.update_yaxes(type="log")
-    fig.update_layout(title="Batch size: predicted from the pilot's noise scale (dashed) vs "
-                            "measured (filled: pilot)")
-    return fig
 
 
-def _batch(ctx: ReportData, figs: _Figures) -> str:
+def _batch(ctx: Study, figs: _Figures) -> str:
     b = ctx.batch
     if b is None:
         return _missing("No batch-size check: it needs one algorithm run at two or more "
@@ -1044,7 +556,7 @@ def _batch(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 7: Optuna
 # ---------------------------------------------------------------------------------------------
-def _optuna(ctx: ReportData, figs: _Figures) -> str:
+def _optuna(ctx: Study, figs: _Figures) -> str:
     study = ctx.res.study
     if study is None:
         return _missing("No Optuna study (optuna.db missing or unreadable): no optimisation "
@@ -1080,7 +592,7 @@ def _optuna(ctx: ReportData, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 8: environment and spec
 # ---------------------------------------------------------------------------------------------
-def _environment(ctx: ReportData) -> str:
+def _environment(ctx: Study) -> str:
     env, spec = ctx.res.environment, ctx.res.spec
     out = []
     if env:
@@ -1106,92 +618,6 @@ def _environment(ctx: ReportData) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
-    from plotly.colors import sample_colorscale
-
-    colors, alg_color = {}, {}
-    for i, alg in enumerate(sorted(tm["algorithm"].unique()) if len(tm) else []):
-        alg_color[alg] = _ALG_COLORS[i % len(_ALG_COLORS)]
-        ns = sorted(tm.loc[tm["algorithm"] == alg, "num_env_runners"].unique())
-        shades = sample_colorscale(_ALG_SCALES[i % len(_ALG_SCALES)],
-                                   list(np.linspace(0.45, 0.95, len(ns))) if len(ns) > 1
-                                   else [0.75])
-        for n, c in zip(ns, shades, strict=True):
-            colors[(alg, int(n))] = c
-    return colors, alg_color
-
-
-def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
-                      extra: list[str]) -> list[str]:
-    w = list(res.warnings) + list(extra)
-    if tm.empty:
-        return w
-    n_c = int((tm["status"] == "censored").sum())
-    if n_c:
-        w.append(f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
-                 "'> time run'; medians use Kaplan-Meier, success rates are shown")
-    few = summary[(summary["n_reached"] + summary["n_censored"]) < MIN_SEEDS_FOR_CI]
-    if len(few):
-        w.append(f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
-                 "seeds: no confidence interval for them")
-    n_o = int(tm["oversubscribed"].sum())
-    if n_o:
-        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
-                 "their timings are not trustworthy")
-    n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
-    if n_capped:
-        w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
-                 "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
-                 "so they could no longer be the fastest; counted as censored at that time")
-    retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
-    if len(retried):
-        w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
-                 "their time-to-target counts from the first attempt's start")
-    errs = tm[tm["status"] == "error"]
-    if len(errs):
-        first = str(errs["error"].iloc[0]) if "error" in errs else ""
-        w.append(f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"
-                 + (f" (e.g. {first})" if first else ""))
-    if summary["num_env_runners"].nunique() < 2:
-        w.append("only one env runner count measured: no scaling fit or extrapolation")
-    return w
-
-
-def analyse(res: Results, target: str | float | None = None) -> ReportData:
-    """Everything the report shows, computed once: per-trial metrics, per-configuration
-    statistics, speedups, the capacity plan (default: no deadline or budget), the plan check
-    and warnings.
-
-    Args:
-        res: a loaded results directory (:func:`analysis.load.load_results`).
-        target: ``None`` for the sweep's target, or an override (absolute value or ``"95%"``
-            of the optimum; see :func:`analysis.metrics.parse_target`).
-
-    Returns:
-        :class:`ReportData`.
-
-    Raises:
-        ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
-    """
-    tm, tgt, warns = trial_metrics(res, target)
-    summary = summarize_configs(tm)
-    speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
-    plan = None
-    if len(summary):
-        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")))
-    holdout = auto_holdout(summary) if len(summary) else []
-    check = plan_check(tm, summary, res.progress, holdout) if holdout else None
-    batch = None
-    prog = res.progress
-    if ("grad_noise_scale" in prog and prog["grad_noise_scale"].notna().any()
-            and "train_batch_size" in tm
-            and tm.groupby("algorithm")["train_batch_size"].nunique().max() >= 2):
-        batch = batch_size_check(tm, prog)
-    data = ReportData(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
-                      warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check,
-                      batch=batch)
-    data.colors, data.alg_color = _colors(tm)
-    return data
 
 
 def build_report(res: Results, target: str | float | None = None) -> str:
@@ -1243,7 +669,7 @@ def build_report(res: Results, target: str | float | None = None) -> str:
         f"<title>{_esc(title)}</title>{_ERROR_HOOK}<style>{_CSS}</style>"
         f"<script type=\"text/javascript\">/* plotly.js {plotly.__version__} (embedded) */\n"
         f"{plotly.offline.get_plotlyjs()}</script></head>"
-        f"<body data-figures=\"{ctx.n_figures}\"><ul id=\"report-errors\" hidden></ul>"
+        f"<body data-figures=\"{figs.count}\"><ul id=\"report-errors\" hidden></ul>"
         f"<header><h1>{_esc(title)}</h1><p>{sub}</p></header><nav>{nav}</nav><main>"
         f"{synthetic}{summary_html}{''.join(bodies)}"
         "<p class=\"note\">Written by <code>python -m analysis.report</code> (rl-scaling). "

@@ -42,6 +42,8 @@ __all__ = [
     "km_median",
     "km_median_batch",
     "olympic_mean",
+    "Note",
+    "pick_baseline",
     "speedup_table",
     "summarize_configs",
 ]
@@ -198,7 +200,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         d = ok["duration_s"].to_numpy(dtype=float)
         r = ok["reached"].to_numpy(dtype=bool)
         n = len(ok)
-        notes: list[str] = []
+        notes: list[Note] = []
         row = {
             "config_id": cid, "algorithm": g["algorithm"].iloc[0],
             "num_env_runners": int(g["num_env_runners"].iloc[0]),
@@ -231,7 +233,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
                                                "rollout_fragment_length", "lr"):
                 row[c] = g[c].iloc[0]
         if n == 0:
-            notes.append("every trial failed with an error")
+            notes.append(Note("all_failed", "every trial failed with an error"))
         elif r.all():
             row["estimator"] = "median"
             t = d
@@ -249,25 +251,29 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             if n >= MIN_SEEDS_FOR_CI:
                 row["ttt_low_s"], row["ttt_high_s"] = lo, hi
             if not r.any():
-                notes.append("no seed reached the target")
+                notes.append(Note("none_reached", "no seed reached the target"))
             elif math.isinf(med):
-                notes.append("median not reached: fewer than half the seeds reached the target")
-            notes.append(f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM")
+                notes.append(Note("median_not_reached",
+                                  "median not reached: fewer than half the seeds reached the target"))
+            notes.append(Note("censored_km",
+                              f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM"))
             n_capped = int((ok["censor_reason"] == "capped").sum()) if "censor_reason" in ok else 0
             if n_capped:
-                notes.append(f"{n_capped} of {n} capped: stopped when they could no longer beat "
-                             "the fastest configuration (adaptive capping), censored there")
+                notes.append(Note("capped", f"{n_capped} of {n} capped: stopped when they could "
+                                  "no longer beat the fastest configuration (adaptive capping), "
+                                  "censored there"))
         if 0 < n < MIN_SEEDS_FOR_CI:
-            notes.append(f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})")
+            notes.append(Note("too_few_seeds", f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})"))
         if n >= OLYMPIC_MIN_SEEDS:
             row["ttt_olympic_s"], why = olympic_mean(d, r)
             if why:
-                notes.append(why)
+                notes.append(Note("olympic", why))
         if row["n_error"]:
-            notes.append(f"{row['n_error']} error trial(s) left out")
+            notes.append(Note("errors_left_out", f"{row['n_error']} error trial(s) left out"))
         if row["oversubscribed"]:
-            notes.append("oversubscribed: timings not trustworthy")
+            notes.append(Note("oversubscribed", "oversubscribed: timings not trustworthy"))
         row["note"] = "; ".join(notes)
+        row["notes"] = notes
         rows.append(row)
     cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "is_reference",
             "config_label",
@@ -275,7 +281,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
             "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
             "num_gpus", "cpus_per_env_runner", "peak_rss_mib", "oversubscribed", "eval_share",
-            "note"]
+            "note", "notes"]
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=cols)
@@ -318,7 +324,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: np.ndarray,
             cr: np.ndarray, rng: np.random.Generator, *, confidence: float, n_resamples: int,
-            who: str) -> tuple[dict[str, float], list[str]]:
+            who: str) -> tuple[dict[str, float], list[Note]]:
     """S = TTT(base) / TTT(c) with its bootstrap CI, or a bound when a median is censored.
 
     Args:
@@ -330,20 +336,21 @@ def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: n
         ``({"speedup", "low", "high", "lower_bound", "upper_bound"}, notes)``.
     """
     out = dict.fromkeys(("speedup", "low", "high", "lower_bound", "upper_bound"), math.nan)
-    notes: list[str] = []
+    notes: list[Note] = []
     s = float(_ratio(np.array(base["ttt_s"]), np.array(c["ttt_s"])))
     out["speedup"] = s
     if math.isnan(s):
-        notes.append(f"neither this nor the {who} reached the target by median")
+        notes.append(Note("neither_reached",
+                          f"neither this nor the {who} reached the target by median"))
     elif math.isinf(s):
         # the base's median TTT is beyond everything observed: only a lower bound
         out["lower_bound"] = float(np.max(bd)) / float(c["ttt_s"])
-        notes.append(f"{who} median not reached within {np.max(bd):.0f} s: "
-                     f"S > {floor_to(out['lower_bound'], 2):.2f}")
+        notes.append(Note("base_not_reached", f"{who} median not reached within "
+                          f"{np.max(bd):.0f} s: S > {floor_to(out['lower_bound'], 2):.2f}"))
     elif s == 0.0:
         out["upper_bound"] = float(base["ttt_s"]) / float(np.max(cd))
-        notes.append(f"median not reached within {np.max(cd):.0f} s: "
-                     f"S < {ceil_to(out['upper_bound'], 2):.2f} against the {who}")
+        notes.append(Note("not_reached", f"median not reached within {np.max(cd):.0f} s: "
+                          f"S < {ceil_to(out['upper_bound'], 2):.2f} against the {who}"))
     if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
         ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
         ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))
@@ -354,13 +361,14 @@ def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: n
             out["low"] = float(np.quantile(boot, a, method="inverted_cdf"))
             out["high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
             if not math.isfinite(out["high"]) or out["low"] == 0:
-                notes.append("CI unbounded: censored seeds (some resamples never reach "
-                             "the target)")
+                notes.append(Note("ci_unbounded", "CI unbounded: censored seeds (some "
+                                  "resamples never reach the target)"))
         else:
-            notes.append(f"CI undefined: most resamples reach the target in neither this "
-                         f"nor the {who}")
+            notes.append(Note("ci_undefined", "CI undefined: most resamples reach the target "
+                              f"in neither this nor the {who}"))
     else:
-        notes.append(f"too few seeds for a CI ({who} {len(bd)}, this {len(cd)})")
+        notes.append(Note("too_few_seeds",
+                          f"too few seeds for a CI ({who} {len(bd)}, this {len(cd)})"))
     return out, notes
 
 
@@ -377,6 +385,26 @@ def ceil_to(x: float, digits: int) -> float:
     return math.ceil(x * f - 1e-9) / f
 
 
+class Note(str):
+    """A note of the analysis: its text (the ``str``) and a stable :attr:`code`, so a renderer
+    decides by code which notes to show (e.g. leaves out what a table cell already says) and
+    rewording a note never changes that.
+
+    The summary's ``notes`` and the speedup table's ``speedup_notes`` columns hold lists of
+    them; ``note`` / ``speedup_note`` hold the same texts joined by ``"; "``.
+    """
+
+    code: str
+
+    def __new__(cls, code: str, text: str) -> Note:
+        obj = super().__new__(cls, text)
+        obj.code = code
+        return obj
+
+    def __reduce__(self):
+        return (Note, (self.code, str(self)))
+
+
 def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Series | None:
     rows = summary[summary[flag]] if flag in summary.columns else summary.iloc[0:0]
     if rows.empty:
@@ -385,6 +413,13 @@ def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Se
         warns.append(f"{len(rows)} configurations are marked {who}; using the one with the "
                      "most trials")
     return rows.sort_values("n_trials", ascending=False).iloc[0]
+
+
+def pick_baseline(summary: pd.DataFrame, warns: list[str] | None = None) -> pd.Series | None:
+    """The baseline configuration's summary row: among the configurations marked
+    ``is_baseline``, the one with the most trials (a warning appended to ``warns`` when
+    several are marked); None when none is."""
+    return _pick(summary, "is_baseline", "baseline", [] if warns is None else warns)
 
 
 def _durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.ndarray]:
@@ -423,8 +458,8 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
             "efficiency_per_cpu_high", "throughput_ratio", "sample_efficiency_ratio",
             "residual", "speedup_lower_bound", "speedup_upper_bound", "abs_speedup",
             "abs_speedup_low", "abs_speedup_high", "abs_speedup_lower_bound",
-            "abs_speedup_upper_bound", "speedup_note"]
-    base = _pick(summary, "is_baseline", "baseline", warns)
+            "abs_speedup_upper_bound", "speedup_note", "speedup_notes"]
+    base = pick_baseline(summary, warns)
     ref = _pick(summary, "is_reference", "reference", warns)
     if base is None:
         warns.append("no baseline trials (is_baseline): relative speedups and efficiencies are "
@@ -438,11 +473,12 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
     kw = {"confidence": confidence, "n_resamples": n_resamples}
     for _, c in summary.iterrows():
         cd, cr = _durations(tm, c["config_id"])
-        notes: list[str] = []
+        notes: list[Note] = []
         row = dict.fromkeys(cols, math.nan)
         row["config_id"] = c["config_id"]
         if len(cd) == 0:
-            row["speedup_note"] = "no finished trials"
+            row["speedup_notes"] = [Note("no_finished_trials", "no finished trials")]
+            row["speedup_note"] = "; ".join(row["speedup_notes"])
             rows.append(row)
             continue
         is_ref = ref is not None and c["config_id"] == ref["config_id"]
@@ -452,9 +488,11 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
                         "abs_speedup_high": v["high"],
                         "abs_speedup_lower_bound": v["lower_bound"],
                         "abs_speedup_upper_bound": v["upper_bound"]})
-            notes += [f"absolute: {x}" for x in n if not x.startswith("too few seeds")]
+            notes += [Note(f"abs_{x.code}", f"absolute: {x}") for x in n
+                      if x.code != "too_few_seeds"]
         if base is None or len(bd) == 0 or is_ref:
             row["speedup_note"] = "; ".join(notes)
+            row["speedup_notes"] = notes
             rows.append(row)
             continue
         v, n = _versus(base, bd, br, c, cd, cr, rng, who="baseline", **kw)
@@ -464,8 +502,8 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         notes = n + notes
         s = v["speedup"]
         if c["algorithm"] != base["algorithm"]:
-            notes.append(f"no parallel efficiency: {c['algorithm']} is not the baseline's "
-                         f"algorithm ({base['algorithm']})")
+            notes.append(Note("other_algorithm", f"no parallel efficiency: {c['algorithm']} "
+                              f"is not the baseline's algorithm ({base['algorithm']})"))
         else:
             nb, nc = float(base["num_env_runners"]), float(c["num_env_runners"])
             if nb > 0:
@@ -474,8 +512,8 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
                     row[f"efficiency_per_runner{k}"] = row[f"speedup{k}"] / row["runner_ratio"] \
                         if row["runner_ratio"] > 0 else math.nan
             else:
-                notes.append("per-runner efficiency undefined: the baseline samples in the "
-                             "driver (0 env runners)")
+                notes.append(Note("baseline_in_driver", "per-runner efficiency undefined: the "
+                                  "baseline samples in the driver (0 env runners)"))
             if base["num_cpus"] > 0:
                 row["cpu_ratio"] = float(c["num_cpus"]) / float(base["num_cpus"])
                 for k in ("", "_low", "_high"):
@@ -488,7 +526,9 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
             prod = row["throughput_ratio"] * row["sample_efficiency_ratio"]
             row["residual"] = s / prod if prod > 0 and math.isfinite(s) else math.nan
         else:
-            notes.append("no reached seeds: sample efficiency unknown")
+            notes.append(Note("no_sample_efficiency", "no reached seeds: sample efficiency "
+                              "unknown"))
         row["speedup_note"] = "; ".join(notes)
+        row["speedup_notes"] = notes
         rows.append(row)
     return pd.DataFrame(rows, columns=cols), warns

@@ -1,0 +1,232 @@
+"""The analysis of one study, computed once: :func:`analyse` returns a frozen :class:`Study`.
+
+Per-trial metrics (:mod:`analysis.metrics`), per-configuration statistics and speedups
+(:mod:`analysis.stats`), the baseline, the scaling fits (:mod:`analysis.scaling`), the capacity
+plan (:mod:`analysis.plan`), the plan check (:mod:`analysis.plan_check`), the batch-size
+check (:mod:`analysis.batch_size`) and warnings are each decided here, once. The figures
+(:mod:`analysis.figures`) are pure functions of a :class:`Study`; the HTML report
+(:mod:`analysis.report`) and the Markdown tables (:mod:`analysis.publish`) are sibling
+renderers of it, so both show the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis.batch_size import BatchSizeCheck, batch_size_check
+from analysis.fmt import fmt_s, fmt_speedup
+from analysis.load import Results
+from analysis.metrics import Target, trial_metrics
+from analysis.plan import AlgorithmModel, Plan, make_plan, model_algorithms
+from analysis.plan_check import PlanCheck, auto_holdout, plan_check
+from analysis.scaling import ScalingFit, fit_scaling
+from analysis.stats import (
+    MIN_SEEDS_FOR_CI,
+    best_configs,
+    pick_baseline,
+    speedup_table,
+    summarize_configs,
+)
+
+__all__ = ["Study", "analyse", "reference_verdict", "throughput_fits"]
+
+
+ALG_SCALES = ["Blues", "Oranges", "Greens", "Purples", "Reds", "Greys"]
+
+
+ALG_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#d62728", "#7f7f7f"]
+
+
+@dataclass(frozen=True)
+class Study:
+    """Everything the analysis decides once from a results directory (see :func:`analyse`).
+
+    The figures (:mod:`analysis.figures`), the HTML report (:mod:`analysis.report`) and the
+    Markdown tables (:mod:`analysis.publish`) all read from this, so the page, the exported
+    PNGs and the tables show the same numbers. Frozen: a renderer never changes it.
+
+    Attributes:
+        res: the loaded results directory.
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`), one row per trial.
+        target: the target the trials are judged against.
+        summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
+        speed: speedup / parallel efficiency per configuration
+            (:func:`analysis.stats.speedup_table`); empty without configurations.
+        plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
+        warnings: one line each: what was missing, repaired or is not trustworthy.
+        check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
+            :data:`~analysis.plan_check.MIN_FIT_N` smallest; None when no algorithm has more.
+        batch: the batch-size check (:func:`analysis.batch_size.batch_size_check`) when an
+            algorithm ran several batch sizes with the gradient noise scale measured; else None.
+        baseline: the baseline configuration's summary row (the one with the most trials when
+            several are marked, :func:`analysis.stats.pick_baseline`), or None.
+        models: per algorithm, its best configuration per N and the Amdahl/USL fits of 1/TTT
+            (:func:`analysis.plan.model_algorithms`; the plan and the speedup figure use these).
+        throughput_fits: per algorithm, ``{"amdahl": fit, "usl": fit}`` of every trial's env
+            steps/s of its best configurations against N (the throughput figure).
+        colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
+    """
+
+    res: Results
+    tm: pd.DataFrame
+    target: Target
+    summary: pd.DataFrame
+    speed: pd.DataFrame
+    plan: Plan | None
+    warnings: list[str]
+    check: PlanCheck | None = None
+    batch: BatchSizeCheck | None = None
+    baseline: pd.Series | None = None
+    models: dict[str, AlgorithmModel] = field(default_factory=dict)
+    throughput_fits: dict[str, dict[str, ScalingFit]] = field(default_factory=dict)
+    colors: dict[tuple[str, int], str] = field(default_factory=dict)
+    alg_color: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def baseline_seeds(self) -> int:
+        """Seeds of the baseline that reached the target or were censored (0: no baseline)."""
+        b = self.baseline
+        return int(b["n_reached"] + b["n_censored"]) if b is not None else 0
+
+
+def throughput_fits(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, dict[str, ScalingFit]]:
+    """Per algorithm: Amdahl and USL fits (:func:`analysis.scaling.fit_scaling`) of every
+    non-error trial's env steps/s (start-up included) of its best configuration per N."""
+    out: dict[str, dict[str, ScalingFit]] = {}
+    best = best_configs(summary, ("algorithm", "num_env_runners"))
+    for alg, g in best.groupby("algorithm"):
+        t = tm[tm["config_id"].isin(g["config_id"]) & (tm["status"] != "error")]
+        t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
+        if len(t):
+            out[str(alg)] = fit_scaling(t["num_env_runners"].to_numpy(float),
+                                        t["env_steps_per_s"].to_numpy(float))
+    return out
+
+
+def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
+    """One plain sentence: does any distributed configuration beat the single-process
+    reference on this hardware? None when the sweep ran no reference.
+
+    A configuration beats it when its absolute speedup's point estimate is > 1 (its lower
+    bound when the reference's median was censored); the sentence gives the fastest
+    configuration's absolute speedup either way.
+    """
+    if "is_reference" not in summary or not summary["is_reference"].any() or speed.empty:
+        return None
+    ref = summary[summary["is_reference"]].iloc[0]
+    sp = speed.set_index("config_id")
+    others = summary[~summary["is_reference"]]
+    others = others.assign(_t=others["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
+    if others.empty:
+        return None
+    top = others.iloc[0]
+    r = sp.loc[top["config_id"]]
+    name = f"{top['algorithm']} with {top['num_env_runners']} env runner(s)"
+    ref_name = f"the single-process reference ({ref['algorithm']})"
+    s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
+    if (math.isfinite(s) and s > 1) or (math.isinf(s) and lb > 1):
+        return (f"{name} beats {ref_name}: absolute speedup "
+                f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x")
+    if math.isnan(s):
+        return (f"Neither {ref_name} nor any distributed configuration reached the target by "
+                "median: no absolute speedup can be stated.")
+    return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
+            f"{name}, has an absolute speedup of "
+            f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x "
+            f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))}).")
+
+
+def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+    from plotly.colors import sample_colorscale
+
+    colors, alg_color = {}, {}
+    for i, alg in enumerate(sorted(tm["algorithm"].unique()) if len(tm) else []):
+        alg_color[alg] = ALG_COLORS[i % len(ALG_COLORS)]
+        ns = sorted(tm.loc[tm["algorithm"] == alg, "num_env_runners"].unique())
+        shades = sample_colorscale(ALG_SCALES[i % len(ALG_SCALES)],
+                                   list(np.linspace(0.45, 0.95, len(ns))) if len(ns) > 1
+                                   else [0.75])
+        for n, c in zip(ns, shades, strict=True):
+            colors[(alg, int(n))] = c
+    return colors, alg_color
+
+
+def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
+                      extra: list[str]) -> list[str]:
+    w = list(res.warnings) + list(extra)
+    if tm.empty:
+        return w
+    n_c = int((tm["status"] == "censored").sum())
+    if n_c:
+        w.append(f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
+                 "'> time run'; medians use Kaplan-Meier, success rates are shown")
+    few = summary[(summary["n_reached"] + summary["n_censored"]) < MIN_SEEDS_FOR_CI]
+    if len(few):
+        w.append(f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
+                 "seeds: no confidence interval for them")
+    n_o = int(tm["oversubscribed"].sum())
+    if n_o:
+        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
+                 "their timings are not trustworthy")
+    n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
+    if n_capped:
+        w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
+                 "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
+                 "so they could no longer be the fastest; counted as censored at that time")
+    retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
+    if len(retried):
+        w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
+                 "their time-to-target counts from the first attempt's start")
+    errs = tm[tm["status"] == "error"]
+    if len(errs):
+        first = str(errs["error"].iloc[0]) if "error" in errs else ""
+        w.append(f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"
+                 + (f" (e.g. {first})" if first else ""))
+    if summary["num_env_runners"].nunique() < 2:
+        w.append("only one env runner count measured: no scaling fit or extrapolation")
+    return w
+
+
+def analyse(res: Results, target: str | float | None = None) -> Study:
+    """Everything the report shows, computed once: per-trial metrics, per-configuration
+    statistics, speedups, the capacity plan (default: no deadline or budget), the plan check
+    and warnings.
+
+    Args:
+        res: a loaded results directory (:func:`analysis.load.load_results`).
+        target: ``None`` for the sweep's target, or an override (absolute value or ``"95%"``
+            of the optimum; see :func:`analysis.metrics.parse_target`).
+
+    Returns:
+        :class:`Study`.
+
+    Raises:
+        ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
+    """
+    tm, tgt, warns = trial_metrics(res, target)
+    summary = summarize_configs(tm)
+    speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
+    plan, models = None, {}
+    if len(summary):
+        models = model_algorithms(tm, summary)
+        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")),
+                         models=models)
+    holdout = auto_holdout(summary) if len(summary) else []
+    check = plan_check(tm, summary, res.progress, holdout) if holdout else None
+    batch = None
+    prog = res.progress
+    if ("grad_noise_scale" in prog and prog["grad_noise_scale"].notna().any()
+            and "train_batch_size" in tm
+            and tm.groupby("algorithm")["train_batch_size"].nunique().max() >= 2):
+        batch = batch_size_check(tm, prog)
+    colors, alg_color = _colors(tm)
+    return Study(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
+                 warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check,
+                 batch=batch, baseline=pick_baseline(summary) if len(summary) else None,
+                 models=models,
+                 throughput_fits=throughput_fits(tm, summary) if len(summary) else {},
+                 colors=colors, alg_color=alg_color)
