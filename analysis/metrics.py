@@ -32,7 +32,7 @@ from analysis.load import Results
 from sweeps.schema import first_crossing
 
 __all__ = [
-    "Target",
+    "ResolvedTarget",
     "describe_metric",
     "first_crossing",
     "metric_column",
@@ -47,7 +47,7 @@ CONFIG_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_siz
 
 
 @dataclass(frozen=True)
-class Target:
+class ResolvedTarget:
     """The threshold trials are judged against.
 
     Attributes:
@@ -139,7 +139,7 @@ def parse_target(text: str | float, spec: dict[str, Any]) -> float:
     return value
 
 
-def resolve_target(res: Results, override: str | float | None = None) -> Target:
+def resolve_target(res: Results, override: str | float | None = None) -> ResolvedTarget:
     """The target to judge trials against: ``override`` if given, else the sweep's.
 
     Raises:
@@ -159,13 +159,13 @@ def resolve_target(res: Results, override: str | float | None = None) -> Target:
         source = "trials.parquet"
     original = float(original) if original is not None else math.nan
     if override is not None:
-        return Target(metric=str(metric), column=metric_column(metric),
+        return ResolvedTarget(metric=str(metric), column=metric_column(metric),
                       value=parse_target(override, res.spec), source="--target",
                       original=original)
     if not math.isfinite(original):
         raise ValueError(f"{res.path}: no target value in spec.json or trials.parquet; "
                          "give one with --target")
-    return Target(metric=str(metric), column=metric_column(metric), value=original,
+    return ResolvedTarget(metric=str(metric), column=metric_column(metric), value=original,
                   source=source, original=original)
 
 
@@ -191,7 +191,7 @@ def _float(value: Any, default: float) -> float:
 
 
 def trial_metrics(res: Results, target: str | float | None = None
-                  ) -> tuple[pd.DataFrame, Target, list[str]]:
+                  ) -> tuple[pd.DataFrame, ResolvedTarget, list[str]]:
     """Per-trial time-to-target, censoring, throughput and returns.
 
     Args:

@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.batch_size import BatchSizeCheck, batch_size_check
 from analysis.fmt import fmt_s, fmt_speedup
 from analysis.load import Results
-from analysis.metrics import Target, trial_metrics
+from analysis.metrics import ResolvedTarget, trial_metrics
 from analysis.plan import AlgorithmModel, Plan, make_plan, model_algorithms
 from analysis.plan_check import PlanCheck, auto_holdout, plan_check
 from analysis.scaling import ScalingFit, fit_scaling
@@ -73,7 +73,7 @@ class Study:
 
     res: Results
     tm: pd.DataFrame
-    target: Target
+    target: ResolvedTarget
     summary: pd.DataFrame
     speed: pd.DataFrame
     plan: Plan | None

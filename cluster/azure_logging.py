@@ -80,7 +80,7 @@ def result_metrics(result: Mapping[str, Any]) -> dict[str, float]:
     return metrics
 
 
-def trial_params(config: Mapping[str, Any]) -> dict[str, str]:
+def mlflow_params(config: Mapping[str, Any]) -> dict[str, str]:
     """Scalar entries of a trial's config as MLflow parameters (strings, truncated)."""
     params = {}
     for key, value in sorted(_flatten(config).items()):
@@ -144,7 +144,7 @@ class AzureMLMetricsCallback(LiveOnRestore, Callback):
                 tags={"mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id},
             )
             run_id = self._runs[trial.trial_id] = run.info.run_id
-            params = trial_params(trial.config or {})
+            params = mlflow_params(trial.config or {})
             if params:
                 from mlflow.entities import Param
 

@@ -83,7 +83,7 @@ class BootstrapError(RuntimeError):
 
 
 @dataclass
-class Plan:
+class NodeRole:
     """What this process does.
 
     Attributes:
@@ -110,7 +110,7 @@ def plan_from_env(
     port: int = DEFAULT_HEAD_PORT,
     rendezvous: Path | None = None,
     head_host: str | None = None,
-) -> Plan:
+) -> NodeRole:
     """Decide this process's role from the MPI variables (or ``--role``).
 
     Args:
@@ -139,7 +139,7 @@ def plan_from_env(
     master = head_host or env.get(MASTER_VAR) or None
     if role == "auto":
         if rank is None:
-            return Plan("embedded", -1, 1, None, port)
+            return NodeRole("embedded", -1, 1, None, port)
         role = "head" if rank == 0 else "worker"
     if role not in ("head", "worker"):
         raise BootstrapError(f"--role must be auto, head or worker, not {role!r}")
@@ -150,12 +150,12 @@ def plan_from_env(
                 f"the head needs the number of nodes: --nodes N or {SIZE_VAR} (got {expected})"
             )
         host = master or ("127.0.0.1" if rendezvous is None else None)
-        return Plan("head", 0 if rank is None else rank, expected, host, port)
+        return NodeRole("head", 0 if rank is None else rank, expected, host, port)
     if rendezvous is None and not master:
         raise BootstrapError(
             f"rank {rank}: no head to join: {MASTER_VAR} is not set and no --rendezvous folder"
         )
-    return Plan("worker", -1 if rank is None else rank, expected or 0, master, port)
+    return NodeRole("worker", -1 if rank is None else rank, expected or 0, master, port)
 
 
 def _resolve(host: str) -> str:
@@ -166,7 +166,7 @@ def _resolve(host: str) -> str:
         raise BootstrapError(f"cannot resolve the head host {host!r}: {exc}") from None
 
 
-def _log(plan: Plan, message: str) -> None:
+def _log(plan: NodeRole, message: str) -> None:
     who = f"rank {plan.rank}" if plan.rank >= 0 else plan.role
     print(f"[bootstrap {who}] {message}", file=sys.stderr, flush=True)
 
@@ -188,7 +188,7 @@ def _command_env(address: str, token: str | None, loopback: bool) -> dict[str, s
 
 
 def _wait_for_nodes(
-    address: str, expected: int, timeout_s: float, plan: Plan
+    address: str, expected: int, timeout_s: float, plan: NodeRole
 ) -> tuple[list[dict], float]:
     """Connect as a driver and wait until ``expected`` nodes are alive; return them."""
     import ray
@@ -218,7 +218,7 @@ def _wait_for_nodes(
         ray.shutdown()
 
 
-def run_head(plan: Plan, cmd: Sequence[str], args: argparse.Namespace) -> int:
+def run_head(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> int:
     """Rank 0: start the head, wait for all nodes, run the command, stop the head."""
     token = _token(os.environ)
     ip = _resolve(plan.head_host) if plan.head_host else _default_ip()
@@ -304,7 +304,7 @@ def _write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
-def _head_address(plan: Plan, args: argparse.Namespace) -> str:
+def _head_address(plan: NodeRole, args: argparse.Namespace) -> str:
     """The head's address: from the master host, or from the rendezvous folder."""
     if plan.head_host:
         return f"{_resolve(plan.head_host)}:{plan.port}"
@@ -321,7 +321,7 @@ def _head_address(plan: Plan, args: argparse.Namespace) -> str:
     )
 
 
-def run_worker(plan: Plan, args: argparse.Namespace) -> int:
+def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
     """Ranks > 0: join the head; stop the node and exit soon after the head is gone."""
     token = _token(os.environ)
     address = _head_address(plan, args)
@@ -455,7 +455,7 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the command's exit code on the head (0 on workers)."""
     args, cmd = _parse(sys.argv[1:] if argv is None else argv)
-    plan: Plan | None = None
+    plan: NodeRole | None = None
     own_tmp: str | None = None
     try:
         plan = plan_from_env(

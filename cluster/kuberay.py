@@ -90,14 +90,14 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
         KubeRayError: the file is bad (the loader's one line) or a trial does not fit a
             worker pod (which one, and what it asks for).
     """
-    from sweeps.load import SpecError, check_points, load_sweep, resolve_target
     from sweeps.run import trial_requests
     from sweeps.search import expected_trials
+    from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
     from sweeps.trainable import TrialSetup
 
     try:
         sweep = load_sweep(file)
-        target = resolve_target(sweep)
+        target = sweep_target(sweep)
         check_points(sweep, file)
         requests = trial_requests(sweep, TrialSetup.of(sweep, target, cpus_per_worker,
                                                        max_node_gpus=gpus_per_worker))

@@ -38,8 +38,8 @@ os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
 
-from sweeps.load import SpecError, check_points, load_sweep, resolve_target  # noqa: E402
 from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
+from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
 
 if TYPE_CHECKING:
     from sweeps.trainable import TrialSetup
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     run_dir = lock = None
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
-        target = resolve_target(sweep)
+        target = sweep_target(sweep)
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
         root, mirror = results_root(args.results or sweep.results_dir, source)
         check_writable(root, source)

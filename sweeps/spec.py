@@ -4,7 +4,7 @@ The helpers :func:`choice`, :func:`randint`, :func:`uniform`, :func:`loguniform`
 parameters that are validated when the ``Sweep`` is built, so errors name the field.
 
 A sweep file (``sweeps/<study>.py``) declares one ``SWEEP = Sweep(...)``; a YAML file with the
-same fields is accepted too (see :func:`sweeps.load.load_sweep`). Every field carries its
+same fields is accepted too (see :func:`sweeps.sweep_file.load_sweep`). Every field carries its
 meaning in its ``description``; ``python -m sweeps.run FILE --dry-run`` prints the resolved spec.
 
 Example::
@@ -259,7 +259,7 @@ class Sweep(_Strict):
 
     Parameter names are the vocabulary of :mod:`sweeps.algorithms` (``num_env_runners`` = RLlib
     env runners, ``train_batch_size``, ``lr``, ...). Validation against the algorithms and the
-    env happens in :func:`sweeps.load.validate_sweep`, which names the field that is wrong.
+    env happens in :func:`sweeps.sweep_file.validate_sweep`, which names the field that is wrong.
     """
 
     name: str = Field(description="study name; results go to <results_dir>/<name>/<run_id>/")

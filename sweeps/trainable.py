@@ -70,7 +70,7 @@ class TrialSetup:
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
            quiet: bool = True, max_node_gpus: float | None = None) -> TrialSetup:
         """The setup of ``sweep``'s trials; ``target``: the resolved ``{"metric", "value"}``
-        (:func:`sweeps.load.resolve_target`)."""
+        (:func:`sweeps.sweep_file.sweep_target`)."""
         return cls(env=sweep.env, env_config=dict(sweep.env_config),
                    target_metric=str(target["metric"]), target_value=float(target["value"]),
                    budget_time_s=sweep.budget.time_s, budget_env_steps=sweep.budget.env_steps,

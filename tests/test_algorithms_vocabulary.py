@@ -146,7 +146,7 @@ def test_pong_impala_sweep_settings_build_the_how_to_config():
     RLlib's own validation (its minibatch must divide into fragments of 50)."""
     from pathlib import Path
 
-    from sweeps.load import load_sweep
+    from sweeps.sweep_file import load_sweep
 
     sweep = load_sweep(Path(__file__).parents[1] / "sweeps" / "pong_impala.py")
     c = build_config({"algorithm": "IMPALA", "num_env_runners": 15, **sweep.fixed}, sweep.env,
@@ -245,7 +245,7 @@ def test_importing_the_algorithms_does_no_work():
     import subprocess
     import sys
 
-    code = ("import sys, sweeps.algorithms as a, sweeps.load\n"
+    code = ("import sys, sweeps.algorithms as a, sweeps.sweep_file\n"
             "heavy = [m for m in ('torch', 'ray.rllib', 'ray', 'gymnasium') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
             "assert not hasattr(a, 'PRESETS')\n")

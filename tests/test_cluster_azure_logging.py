@@ -16,8 +16,8 @@ from cluster.azure_logging import (
     AzureMLMetricsCallback,
     azure_ml_callbacks,
     in_azure_ml_job,
+    mlflow_params,
     result_metrics,
-    trial_params,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def test_result_metrics_keeps_finite_numbers_only():
         "reached": 1.0,
         "env_runners/episode_return_mean": 21.5,
     }
-    assert trial_params(
+    assert mlflow_params(
         {"algorithm": "PPO", "lr": 1e-3, "model": {"fcnet": [64, 64]}, "seed": 0}
     ) == {"algorithm": "PPO", "lr": "0.001", "seed": "0"}
 

@@ -38,11 +38,11 @@ def _fake_run(results: Path, name: str, started_at: str, spec: dict) -> Path:
 
 
 def _spec_of(path: Path, results: Path) -> dict:
-    from sweeps.load import load_sweep, resolve_target
     from sweeps.run import resolved_spec
+    from sweeps.sweep_file import load_sweep, sweep_target
 
     sweep = load_sweep(path)
-    return resolved_spec(sweep, resolve_target(sweep), str(path))
+    return resolved_spec(sweep, sweep_target(sweep), str(path))
 
 
 def _run(*args) -> subprocess.CompletedProcess:
@@ -107,8 +107,8 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
 
 
 def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
-    from sweeps.load import load_sweep
     from sweeps.run import run_dir_for
+    from sweeps.sweep_file import load_sweep
 
     results = tmp_path / "results"
     path = _sweep(tmp_path)
@@ -120,8 +120,8 @@ def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
 
 
 def test_new_run_ids_are_unique_within_one_second(tmp_path):
-    from sweeps.load import load_sweep
     from sweeps.run import run_dir_for
+    from sweeps.sweep_file import load_sweep
 
     sweep = load_sweep(_sweep(tmp_path))
     dirs = {run_dir_for(tmp_path, sweep, False, "t") for _ in range(5)}

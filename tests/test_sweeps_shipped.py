@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.load import SpecError, check_points, load_sweep, sweep_points
+from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_points
 
 SWEEPS = Path(__file__).parents[1] / "sweeps"
 SHIPPED = sorted(p for p in SWEEPS.glob("*.py")

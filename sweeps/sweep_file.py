@@ -325,7 +325,7 @@ def env_exists(env_id: str) -> bool:
     return env_id in envs.RLLIB_ENVS or env_id in gymnasium.registry
 
 
-def resolve_target(sweep: Sweep) -> dict[str, Any]:
+def sweep_target(sweep: Sweep) -> dict[str, Any]:
     """The target as recorded in spec.json: absolute ``value``, and ``optimal_return`` when the
     env has an oracle.
 
