@@ -20,7 +20,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import platform
@@ -30,7 +29,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweeps.schema import PROGRESS_COLUMNS, TRIAL_COLUMNS, censored_objective, write_parquet
+from sweeps.schema import (
+    PROGRESS_COLUMNS,
+    TRIAL_COLUMNS,
+    censored_objective,
+    config_id,
+    write_parquet,
+)
 
 __all__ = ["STEPS_HALF", "TRUE_SCALING", "write_synthetic_results"]
 
@@ -58,11 +63,6 @@ def _throughput(alg: str, n: int) -> float:
     gamma, alpha, beta = TRUE_SCALING.get(alg, TRUE_SCALING["PPO"])
     n = max(n, 1)
     return gamma * n / (1.0 + alpha * (n - 1) + beta * n * (n - 1))
-
-
-def _config_id(alg: str, params: dict) -> str:
-    h = hashlib.sha1(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8]
-    return f"{alg}-{h}"
 
 
 def write_synthetic_results(path: str | Path, *, seeds: int = 3,
@@ -123,7 +123,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         params = {"num_env_runners": n, "lr": _LRS[k], "train_batch_size": 256 if alg in (
             "DQN", "APEX") else 500, "rollout_fragment_length": 50, "num_envs_per_env_runner": 1,
             "param_gamma": 0.99}
-        cid = _config_id(alg, params)
+        cid = config_id(alg, params)
         n_cens = int(round(censor * seeds))
         cens_seeds = set(rng.choice(seeds, size=n_cens, replace=False).tolist())
         for s in range(seeds):

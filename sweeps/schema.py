@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 from pathlib import Path
@@ -35,6 +37,7 @@ __all__ = [
     "VERSION_KEY",
     "VOCAB_COLUMNS",
     "censored_objective",
+    "config_id",
     "conform",
     "first_crossing",
     "read_parquet",
@@ -200,6 +203,14 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
             f"{path}: results schema version {version}, but this rl-scaling reads version "
             f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it")
     return pd.read_parquet(path)
+
+
+def config_id(algorithm: str, params: dict[str, Any]) -> str:
+    """The ``config_id`` column: a stable short id of one configuration (the same for all its
+    seeds), ``<algorithm>-<first 8 hex digits of the SHA-1 of its params as sorted JSON>``,
+    e.g. ``DQN-1a2b3c4d``."""
+    blob = json.dumps(params, sort_keys=True, default=str)
+    return f"{algorithm}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
 
 
 def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,

@@ -19,7 +19,6 @@ parameters) whose study lives in ``optuna.db`` (SQLite) so ``--resume`` keeps it
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import math
@@ -29,7 +28,7 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from sweeps.schema import censored_objective  # noqa: F401 - the Optuna objective
+from sweeps.schema import censored_objective, config_id  # noqa: F401 - re-exported
 from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
@@ -52,12 +51,6 @@ def complete_params(params: dict[str, Any]) -> dict[str, Any]:
     defaults = ALGORITHMS[params["algorithm"]].defaults
     filled = {k: defaults[k] for k in RECORDED_PARAMS if k in defaults and k not in params}
     return {**params, **filled}
-
-
-def config_id(algorithm: str, params: dict[str, Any]) -> str:
-    """Stable short id of one configuration (same for all its seeds): ``DQN-1a2b3c4d``."""
-    blob = json.dumps(params, sort_keys=True, default=str)
-    return f"{algorithm}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
 
 
 def _optuna_name(algorithm: str, name: str, shared: bool) -> str:
