@@ -1,0 +1,133 @@
+"""Time to answer with adaptive capping on and off: does capping give the same recommendation
+in less wall-clock?
+
+Runs one sweep file (default: the README's ``sweeps/cabs_scaling.py``) through ``python -m
+sweeps.run`` with its capping as written ("on") and with ``capping=None`` ("off"), ``--reps``
+times each, in ABBA order (on, off, off, on, ...) so a drift of the shared machine does not
+favour one side. Each run is a fresh process with its own results directory. Per run it
+records the command's wall-clock (process start to exit, the report left out), the trials'
+summed elapsed time, how many trials were capped, and the recommendation the analysis gives
+(:func:`analysis.study.analyse`): the fastest configuration (algorithm, env runners) by median
+time-to-target, the reference verdict and the capacity plan's cheapest run.
+
+Issue "Time-to-answer", item 7: the same recommendation in <= 50 % of the uncapped wall time.
+
+    python benchmarks/bench_time_to_answer.py [--sweep sweeps/cabs_scaling.py] [--reps 2]
+
+Prints a table and saves ``benchmarks/results/bench_time_to_answer.json``. Run it alone (it is
+a Ray workload; under ``flock /tmp/ray_workload.lock`` on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def uncapped_sweep_file(sweep_file: Path, folder: Path) -> Path:
+    """A sweep file that is ``sweep_file`` with ``search.capping = None``."""
+    path = folder / f"{sweep_file.stem}_uncapped.py"
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps.sweep_file import load_sweep
+
+        _S = load_sweep({str(sweep_file)!r})
+        SWEEP = _S.model_copy(update={{"search": _S.search.model_copy(update={{"capping": None}})}})
+        """))
+    return path
+
+
+def recommendation(run_dir: Path) -> dict:
+    """What the analysis recommends from one run (see the module docstring)."""
+    import math
+
+    from analysis.load import load_results
+    from analysis.study import analyse, reference_verdict
+
+    study = analyse(load_results(run_dir))
+    s = study.summary[~study.summary["is_reference"]]
+    s = s.assign(_t=s["ttt_s"].astype(float).fillna(math.inf)).sort_values("_t")
+    top = s.iloc[0] if len(s) else None
+    tm = study.tm
+    cheapest = study.plan.cheapest if study.plan is not None else None
+    return {
+        "fastest": (None if top is None or not math.isfinite(top["_t"]) else
+                    f"{top['algorithm']} N={int(top['num_env_runners'])}"),
+        "fastest_ttt_s": None if top is None else float(top["_t"]),
+        "verdict": reference_verdict(study.summary, study.speed),
+        "cheapest": (None if cheapest is None else
+                     f"{cheapest['algorithm']} N={int(cheapest['num_env_runners'])}"),
+        "trials": int(len(tm)),
+        "capped": int((tm.get("censor_reason", "") == "capped").sum()),
+        "trial_time_s": float(tm["elapsed_s"].sum()),
+    }
+
+
+def run_once(sweep_file: Path, results: Path, mode: str) -> dict:
+    """One ``sweeps.run`` of ``sweep_file`` into ``results``; its wall-clock and analysis."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(sweep_file), "--results",
+                           str(results), "--no-report"], cwd=ROOT, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_time_to_answer: {mode} run failed (exit {proc.returncode}): "
+                         f"{proc.stderr.strip().splitlines()[-1:]}")
+    (run_dir,) = [p for p in results.glob("*/*") if p.is_dir()]
+    return {"mode": mode, "wall_s": wall, **recommendation(run_dir)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sweep", default="sweeps/cabs_scaling.py", help="sweep file")
+    p.add_argument("--reps", type=int, default=2, help="runs per mode (default 2)")
+    p.add_argument("--out", default=str(HERE / "results" / "bench_time_to_answer.json"))
+    args = p.parse_args(argv)
+    sweep_file = (ROOT / args.sweep).resolve()
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench_tta_") as tmp:
+        tmp = Path(tmp)
+        uncapped = uncapped_sweep_file(sweep_file, tmp)
+        order = [m for i in range(args.reps) for m in (("on", "off") if i % 2 == 0
+                                                          else ("off", "on"))]
+        for i, mode in enumerate(order):
+            r = run_once(sweep_file if mode == "on" else uncapped, tmp / f"run{i}", mode)
+            runs.append(r)
+            print(f"{mode:>3}: {r['wall_s']:6.1f} s, {r['trials']} trials ({r['capped']} "
+                  f"capped, {r['trial_time_s']:.0f} s in trials); fastest {r['fastest']} "
+                  f"({r['fastest_ttt_s']:.1f} s), cheapest {r['cheapest']}", flush=True)
+    on = [r["wall_s"] for r in runs if r["mode"] == "on"]
+    off = [r["wall_s"] for r in runs if r["mode"] == "off"]
+    summary = {
+        "median_wall_on_s": statistics.median(on), "median_wall_off_s": statistics.median(off),
+        "ratio_on_off": statistics.median(on) / statistics.median(off),
+        "ratio_range": [min(on) / max(off), max(on) / min(off)],
+        "same_fastest": len({r["fastest"] for r in runs}) == 1,
+        "same_cheapest": len({r["cheapest"] for r in runs}) == 1,
+    }
+    print(f"median wall-clock: capping on {summary['median_wall_on_s']:.1f} s, off "
+          f"{summary['median_wall_off_s']:.1f} s, ratio {summary['ratio_on_off']:.2f} "
+          f"[{summary['ratio_range'][0]:.2f}-{summary['ratio_range'][1]:.2f}]; same fastest "
+          f"configuration in every run: {summary['same_fastest']}; same cheapest: "
+          f"{summary['same_cheapest']}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"command": "python benchmarks/bench_time_to_answer.py "
+                                          f"--sweep {args.sweep} --reps {args.reps}",
+                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                               "runs": runs, "summary": summary}, indent=2, default=str))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
