@@ -35,4 +35,5 @@ SPEC = AlgorithmSpec(
     make_config=_make_config,
     own_params=APPO_PARAMS,
     defaults=APPO_DEFAULTS,
+    sequence_loss=True,
 )

@@ -60,4 +60,5 @@ SPEC = AlgorithmSpec(
     make_config=_make_config,
     own_params=IMPALA_PARAMS,
     defaults=IMPALA_DEFAULTS,
+    sequence_loss=True,
 )

@@ -224,23 +224,25 @@ class NoiseScaleMixin:
                                   key=module_id, window=1)
 
 
-_CLASSES: dict[type, type] = {}
+_CLASSES: dict[tuple[type, bool], type] = {}
 
 
-def noise_learner_class(base: type) -> type:
+def noise_learner_class(base: type, whole_fragments: bool = False) -> type:
     """``base`` (an RLlib TorchLearner class) with :class:`NoiseScaleMixin` mixed in.
 
-    One class per base, named ``NoiseScale<base>``; it is not an attribute of this module, so
-    Ray's cloudpickle sends it by value to a learner actor (its bases by reference).
+    ``whole_fragments``: the loss reads the batch as time-major sequences of the rollout
+    fragment length (the algorithm's ``AlgorithmSpec.sequence_loss``: IMPALA, APPO), so the
+    half batches keep whole fragments. One class per (base, whole_fragments), named
+    ``NoiseScale<base>``; it is not an attribute of this module, so Ray's cloudpickle sends it
+    by value to a learner actor (its bases by reference).
     """
     if issubclass(base, NoiseScaleMixin):
         return base
-    cls = _CLASSES.get(base)
+    cls = _CLASSES.get((base, whole_fragments))
     if cls is None:
-        fragment = any(n in base.__name__ for n in ("IMPALA", "APPO"))
         name = f"NoiseScale{base.__name__}"
         cls = type(name, (NoiseScaleMixin, base), {"__module__": __name__,
                                                     "__qualname__": name,
-                                                    "_noise_unit_is_fragment": fragment})
-        _CLASSES[base] = cls
+                                                    "_noise_unit_is_fragment": whole_fragments})
+        _CLASSES[(base, whole_fragments)] = cls
     return cls

@@ -150,6 +150,9 @@ class AlgorithmSpec:
         translate: optional hook ``(params) -> params`` for own keys that are conveniences over
             nested RLlib settings (e.g. ``prioritized_replay`` → ``replay_buffer_config``);
             returns builder-method kwargs keyed ``"<section>.<rllib_name>"``.
+        sequence_loss: the learner's loss reshapes the batch into time-major sequences of the
+            rollout fragment length (IMPALA, APPO; V-trace), so a sub-batch must keep whole
+            fragments (:mod:`sweeps.algorithms.noise_scale` splits batches).
     """
 
     name: str
@@ -158,6 +161,7 @@ class AlgorithmSpec:
     own_params: Mapping[str, OwnParam]
     defaults: Mapping[str, Any]
     translate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    sequence_loss: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def known_params(self) -> frozenset[str]:
@@ -273,7 +277,8 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
 
         base = config.learner_class  # the algorithm's own, or the one its config set
         if isinstance(base, type):
-            learner_kwargs["learner_class"] = noise_learner_class(base)
+            learner_kwargs["learner_class"] = noise_learner_class(
+                base, whole_fragments=spec.sequence_loss)
             learner_kwargs["learner_config_dict"] = {"grad_noise_scale_every": every}
     for key, value in p.items():
         own = spec.param_section(key)
