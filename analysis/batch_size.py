@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["BatchSizeCheck", "batch_size_check", "check_lines", "fit_critical_batch", "main",
+__all__ = ["BatchSizeCheck", "batch_advice", "batch_size_check", "check_lines", "fit_critical_batch", "main",
            "steps_at", "trial_batch"]
 
 
@@ -216,6 +216,68 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
             "steps_high", "ttt", "ttt_pred", "ttt_low", "ttt_high", "updates_error",
             "steps_error", "ttt_error"]
     return BatchSizeCheck(pd.DataFrame(rows, columns=cols), fits, notes)
+
+
+#: Algorithms whose batch is a replay minibatch: their batch's samples are replayed
+#: transitions, not fresh env steps.
+_REPLAY_ALGORITHMS = ("DQN", "APEX")
+
+
+def batch_advice(tm: pd.DataFrame, progress: pd.DataFrame,
+                 check: BatchSizeCheck | None = None) -> list[str]:
+    """What the measured gradient noise scale says about batch size, per algorithm: one line
+    each, for the capacity plan (``analysis.plan`` and the report).
+
+    Per algorithm whose trials recorded ``grad_noise_scale``: ``B_simple`` (median over its
+    trials of :func:`trial_batch`'s ``b_simple``) against the batch sizes it ran, with the
+    model's optimisation-step penalty ``S(B) / S_min = 1 + B_simple / B`` at each (McCandlish et
+    al. 2018, eq. 2.11): below ``B_simple`` most of each update is gradient noise and steps are
+    wasted; well above it, more data per update (a larger batch, or more env runners feeding
+    it) buys few fewer updates, so env steps (samples) are wasted instead. With a
+    :class:`BatchSizeCheck` (several batch sizes measured), also the batch size whose predicted
+    time-to-target is lowest and how far the model's predictions were off where it was checked
+    (``check``: :func:`batch_size_check` of the same trials; None: computed here when possible).
+
+    Returns:
+        lines of text; empty when no trial measured the noise scale.
+    """
+    if "grad_noise_scale" not in progress or not progress["grad_noise_scale"].notna().any():
+        return []
+    tb = trial_batch(tm[~tm["is_reference"] & (tm["status"] != "error")], progress)
+    if check is None and tb.groupby("algorithm")["train_batch_size"].nunique().max() >= 2:
+        check = batch_size_check(tm, progress)
+    out = []
+    for alg, g in tb.groupby("algorithm", sort=True):
+        bn = float(g["b_simple"].median())
+        sizes = sorted(b for b in g["train_batch_size"].unique() if np.isfinite(b) and b > 0)
+        if not math.isfinite(bn) or not sizes:
+            continue
+        pen = ", ".join(f"B={b:g}: {1 + bn / b:.2f}" for b in sizes)
+        line = (f"Batch size for {alg}: measured gradient noise scale B_simple ~ {bn:,.0f} "
+                f"(median over {int(g['b_simple'].notna().sum())} trials); learner updates "
+                f"needed relative to the minimum, 1 + B_simple/B: {pen}. ")
+        bmax = sizes[-1]
+        fewer = 1.0 - (1.0 + bn / (2 * bmax)) / (1.0 + bn / bmax)
+        more = (1.0 + 2 * bmax / bn) / (1.0 + bmax / bn) - 1.0
+        samples = ("replayed transitions" if alg in _REPLAY_ALGORITHMS else "env steps")
+        line += (f"Doubling the largest batch (B={bmax:g}) is predicted to need {fewer:.0%} fewer "
+                 f"learner updates and {more:.0%} more {samples} (above ~B_simple a larger "
+                 "batch, or more env runners feeding one, spends samples rather than saving "
+                 "updates)")
+        f = (check.fits.get(alg) if check is not None else None) or None
+        rows = (check.rows[check.rows["algorithm"] == alg] if check is not None
+                else pd.DataFrame())
+        if f is not None and len(rows) and rows["ttt_pred"].notna().any():
+            best = rows.loc[rows["ttt_pred"].idxmin()]
+            errs = rows.loc[rows["role"] == "checked", "ttt_error"].dropna()
+            line += (f"; fastest predicted batch B={best['train_batch_size']:g} (TTT "
+                     f"{best['ttt_pred']:,.1f} s [{best['ttt_low']:,.1f}, {best['ttt_high']:,.1f}]"
+                     f", from pilot B={f['pilot']:g})")
+            if len(errs):
+                line += ("; the model's TTT error at the checked batch sizes: "
+                         + ", ".join(f"{e:+.0%}" for e in errs))
+        out.append(line + ".")
+    return out
 
 
 def check_lines(check: BatchSizeCheck) -> list[str]:

@@ -956,6 +956,10 @@ def main(argv: list[str] | None = None) -> int:
     _print_table(plan, console)
     for line in plan_text(plan):
         console.print(line, highlight=False)
+    from analysis.batch_size import batch_advice
+
+    for line in batch_advice(tm, res.progress):
+        console.print(line, highlight=False, soft_wrap=True)
     pick = plan.cheapest if plan.cheapest is not None else plan.fastest
     if pick is not None:
         for line in launch_lines(pick, vms, sweep_file_of(res.environment)):

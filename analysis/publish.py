@@ -264,8 +264,7 @@ def _what_was_run(data: Study) -> list[str]:
     if spec.get("search_space") or spec.get("per_algorithm"):
         space = _space(spec.get("search_space") or {})
         per = [f"{alg}: {_space(s)}" for alg, s in (spec.get("per_algorithm") or {}).items() if s]
-        item("- **Search space**: " + "; ".join(x for x in [space, *per] if x)
-            )
+        item("- **Search space**: " + "; ".join(x for x in [space, *per] if x))
     fixed = {**(spec.get("fixed") or {})}
     per_fixed = {a: f for a, f in (spec.get("per_algorithm_fixed") or {}).items() if f}
     if fixed or per_fixed:
@@ -573,7 +572,7 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
         out.append("From `analysis.plan` (no deadline or budget given; reproduce or constrain "
                    f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
                    "--budget 1usd`):")
-        out += [""] + [f"- {_scrub_paths(x)}" for x in plan_text(plan)]
+        out += [""] + [f"- {_scrub_paths(x)}" for x in [*plan_text(plan), *data.batch_advice]]
     out += _fit_lines(data)
     out += _plan_check_lines(data)
     out += _batch_size_lines(data)

@@ -465,7 +465,7 @@ def _cost(ctx: Study, figs: _Figures) -> str:
                                                     "type": "log", **log_ticks(c["ttt_s"])},
                       yaxis={"title": "cost per run (US$)", "type": "log",
                              **log_ticks(c["cost_usd"], "$")})
-    lines = plan_text(plan)
+    lines = [*plan_text(plan), *ctx.batch_advice]
     return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
             + "</ul><p class=\"note\">Cost model: nodes = ceil(CPUs / vCPUs per VM), "
             "with the CPUs the trials asked for (driver + N &times; CPUs per env runner), enough "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.batch_size import BatchSizeCheck, batch_size_check
+from analysis.batch_size import BatchSizeCheck, batch_advice, batch_size_check
 from analysis.fmt import fmt_s, fmt_speedup
 from analysis.load import Results
 from analysis.metrics import ResolvedTarget, trial_metrics
@@ -69,6 +69,8 @@ class Study:
         throughput_fits: per algorithm, ``{"amdahl": fit, "usl": fit}`` of every trial's env
             steps/s of its best configurations against N (the throughput figure).
         colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
+        batch_advice: what the measured gradient noise scale says about batch size, one line
+            per algorithm (:func:`analysis.batch_size.batch_advice`); empty when not measured.
     """
 
     res: Results
@@ -85,6 +87,7 @@ class Study:
     throughput_fits: dict[str, dict[str, ScalingFit]] = field(default_factory=dict)
     colors: dict[tuple[str, int], str] = field(default_factory=dict)
     alg_color: dict[str, str] = field(default_factory=dict)
+    batch_advice: list[str] = field(default_factory=list)
 
     @property
     def baseline_seeds(self) -> int:
@@ -229,4 +232,5 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
                  batch=batch, baseline=pick_baseline(summary) if len(summary) else None,
                  models=models,
                  throughput_fits=throughput_fits(tm, summary) if len(summary) else {},
-                 colors=colors, alg_color=alg_color)
+                 colors=colors, alg_color=alg_color,
+                 batch_advice=batch_advice(tm, prog, batch) if len(summary) else [])

@@ -77,3 +77,20 @@ def test_notes_instead_of_rows() -> None:
     check = batch_size_check(tm, prog.assign(grad_noise_scale=np.nan))
     assert check.rows.empty and "no seed of the pilot" in check.notes[0]
     assert "was not measured" in batch_size_check(tm, prog, pilot=100.0).notes[0]
+
+
+def test_batch_advice_from_the_measured_noise_scale() -> None:
+    """The plan's batch-size line: B_simple, the update penalty 1 + B_simple/B at each batch
+    run, what doubling the largest batch buys, and the check's fastest predicted batch."""
+    from analysis.batch_size import batch_advice
+
+    tm, prog = _run(np.random.default_rng(0))
+    (line,) = batch_advice(tm, prog)
+    assert line.startswith("Batch size for PPO: measured gradient noise scale B_simple ~ 300 ")
+    assert "B=128: 3.34, B=256: 2.17, B=512: 1.59, B=1024: 1.29" in line
+    # doubling 1024: updates (1 + 300/2048) / (1 + 300/1024) - 1 = -11 %; env steps
+    # (1 + 2048/300) / (1 + 1024/300) - 1 = +77 %
+    assert "need 11% fewer learner updates and 77% more env steps" in line
+    # with E = S x B and equal TTTs the fewest env steps win: the smallest batch
+    assert "fastest predicted batch B=128" in line
+    assert batch_advice(tm, prog.drop(columns="grad_noise_scale")) == []

@@ -1,0 +1,143 @@
+"""Trial start-up: where the seconds between a trial's clock start and its first finished
+iteration go.
+
+A trial's timed region starts right before ``build_algo()`` (:mod:`sweeps.trainable`), so the
+Algorithm's start-up counts in every time-to-target. This benchmark builds one trial's
+Algorithm (the suite's own config, :func:`sweeps.algorithms.build_config`) in a fresh process
+on a fresh local Ray (2 CPUs), libraries imported first as in a trial
+(:func:`sweeps.trainable.preload_libraries`), and times, by wrapping RLlib's own methods:
+
+- ``env runners``: ``EnvRunnerGroup.__init__`` (the env runner actors: process start, their
+  imports of RLlib and torch, env and connector construction), and, for scale, an empty Ray
+  actor's start-up and first call in the same Ray (``bare actor``: what any actor costs);
+- ``learner``: ``AlgorithmConfig.build_learner_group`` (the learner and its RLModule);
+- ``replay buffer``: ``Algorithm._create_local_replay_buffer_if_necessary``;
+- ``weight sync``: ``EnvRunnerGroup.sync_weights`` calls during the build;
+- ``other``: the rest of ``build_algo()``;
+- ``first iteration``: the first ``train()`` call (sampling, replay warm-up, updates; at least
+  the config's ``min_time_s_per_iteration``).
+
+    python benchmarks/bench_startup.py [--algorithms DQN,APEX,IMPALA] [--reps 3]
+
+Prints a table (medians and ranges over ``--reps`` fresh processes) and saves
+``benchmarks/results/bench_startup.json``. A Ray workload: run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ENV = "ContosoCabs-v0"
+PARTS = ("bare actor", "env runners", "learner", "replay buffer", "weight sync", "other",
+         "build_algo", "first iteration")
+
+
+def child(algorithm: str) -> dict:
+    """One measurement, in this (fresh) process."""
+    import ray
+
+    from sweeps.algorithms import build_config
+    from sweeps.trainable import preload_libraries
+
+    preload_libraries()
+    from ray.rllib.algorithms.algorithm import Algorithm
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+    from ray.rllib.env.env_runner_group import EnvRunnerGroup
+
+    spent: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+
+    def timed(cls, name: str, part: str) -> None:
+        original = getattr(cls, name)
+
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - t0
+
+        setattr(cls, name, wrapper)
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        @ray.remote(num_cpus=0)
+        class Empty:
+            def ping(self) -> int:
+                return 1
+
+        t0 = time.perf_counter()
+        actor = Empty.remote()
+        ray.get(actor.ping.remote())
+        spent["bare actor"] = time.perf_counter() - t0
+        ray.kill(actor)
+        config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0}, ENV)
+        config.debugging(log_level="ERROR")
+        timed(EnvRunnerGroup, "__init__", "env runners")
+        timed(EnvRunnerGroup, "sync_weights", "weight sync")
+        timed(AlgorithmConfig, "build_learner_group", "learner")
+        if hasattr(Algorithm, "_create_local_replay_buffer_if_necessary"):
+            timed(Algorithm, "_create_local_replay_buffer_if_necessary", "replay buffer")
+        t0 = time.perf_counter()
+        algo = config.build_algo()
+        spent["build_algo"] = time.perf_counter() - t0
+        build_sync = spent["weight sync"]
+        t0 = time.perf_counter()
+        algo.train()
+        spent["first iteration"] = time.perf_counter() - t0
+        spent["weight sync"] = build_sync  # the build's syncs only
+        spent["other"] = spent["build_algo"] - sum(
+            spent[p] for p in ("env runners", "learner", "replay buffer", "weight sync"))
+        algo.stop()
+    finally:
+        ray.shutdown()
+    return spent
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algorithms", default="DQN,APEX,IMPALA")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--out", default=str(HERE / "results" / "bench_startup.json"))
+    args = p.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    runs: dict[str, list[dict]] = {a: [] for a in algorithms}
+    for rep in range(args.reps):
+        for a in algorithms if rep % 2 == 0 else reversed(algorithms):
+            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", a],
+                                  cwd=ROOT, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"bench_startup: {a} failed: {proc.stderr[-2000:]}")
+            runs[a].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    summary = {a: {part: {"median_s": statistics.median(r[part] for r in rs),
+                          "min_s": min(r[part] for r in rs), "max_s": max(r[part] for r in rs)}
+                   for part in PARTS} for a, rs in runs.items()}
+    print(f"{'part (s)':<18}" + "".join(f"{a:>22}" for a in algorithms))
+    for part in PARTS:
+        print(f"{part:<18}" + "".join(
+            f"{summary[a][part]['median_s']:>8.2f} [{summary[a][part]['min_s']:.2f}-"
+            f"{summary[a][part]['max_s']:.2f}]" for a in algorithms))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
+                   f"--reps {args.reps}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": runs, "summary": summary}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
