@@ -169,8 +169,6 @@ def fmt_speedup(r: pd.Series | None, n: int | None = None, base_n: int | None = 
     if math.isnan(v):
         return "n/a (median not reached)" if why else "n/a"
     fmt = lambda z: f"{z:.2f}"  # noqa: E731
-    if key not in ("speedup", "abs_speedup") and f"{key}_low" not in r.index:
-        return f"{fmt(v)}{unit}"
     if n is not None and base_n is not None and min(n, base_n) < MIN_SEEDS_FOR_CI:
         ci = few_seeds(n, base_n)
     else:

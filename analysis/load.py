@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from sweeps.schema import (
-    PROGRESS_COLUMNS,
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
@@ -42,7 +41,6 @@ __all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
 # ones (evaluation, noise scale) stay absent in older runs, so the analysis can tell.
 _PROGRESS_COLUMNS = ("trial_id", "iteration", "wall_time_s", "env_steps", "episodes",
                      "episode_return_mean", "learner_updates", "env_steps_per_s")
-assert set(_PROGRESS_COLUMNS) <= set(PROGRESS_COLUMNS)
 
 
 class ResultsError(ValueError):

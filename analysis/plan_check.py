@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -357,8 +358,7 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
     for _, r in check.rows.iterrows():
         ttt = r["quantity"] == "TTT"
 
-        def num(x: float, ttt: bool = ttt) -> str:
-            return _quantity(x, ttt)
+        num = partial(_quantity, ttt=ttt)
 
         rows.append([r["algorithm"], str(r["num_env_runners"]),
                      "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
@@ -378,8 +378,7 @@ def check_text(check: PlanCheck) -> list[str]:
 
         unit = " s" if ttt else " env steps/s"
 
-        def num(x: float, ttt: bool = ttt) -> str:
-            return _quantity(x, ttt)
+        num = partial(_quantity, ttt=ttt)
 
         pred = "n/a" if not math.isfinite(r["predicted"]) else (
             f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")

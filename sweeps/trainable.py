@@ -18,8 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sweeps.search import META_KEYS, censored_objective
@@ -33,7 +32,7 @@ class TrialSetup:
 
     Attributes:
         env: gymnasium id or RLlib env name.
-        env_config: the env's config (read-only).
+        env_config: the env's config (callers pass copies of it on).
         target_metric: ``"evaluation"``, ``"training"`` or an RLlib result key.
         target_value: the threshold on it (env units of episode return).
         budget_time_s: wall-clock seconds per trial, or None.
@@ -59,13 +58,6 @@ class TrialSetup:
     allow_oversubscription: bool = False
     quiet: bool = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "env_config", MappingProxyType(dict(self.env_config)))
-
-    def __reduce__(self):  # MappingProxyType does not pickle; rebuild from a plain dict
-        fields = {**self.__dict__, "env_config": dict(self.env_config)}
-        return (_trial_setup, (fields,))
-
     @classmethod
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
            quiet: bool = True, max_node_gpus: float | None = None) -> TrialSetup:
@@ -81,7 +73,7 @@ class TrialSetup:
 
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
-        return TrialSetup(**{**self.__dict__, "env_config": dict(self.env_config), **changes})
+        return replace(self, **changes)
 
     @property
     def target(self) -> dict[str, Any]:
@@ -97,10 +89,6 @@ class TrialSetup:
     def evaluation(self) -> dict[str, int]:
         """``{"episodes", "seed"}`` of the evaluation protocol."""
         return {"episodes": self.evaluation_episodes, "seed": self.evaluation_seed}
-
-
-def _trial_setup(fields: dict[str, Any]) -> TrialSetup:
-    return TrialSetup(**fields)
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
