@@ -24,6 +24,8 @@ APEX_PARAMS: dict[str, OwnParam] = {
     "epsilon": OwnParam("training", "base ε of the actors' ε_i = ε^(1 + α·i/(N−1)) (paper: 0.4)"),
     "epsilon_alpha": OwnParam("training", "α of ε_i (paper: 7)"),
     "weights_sync_period": OwnParam("training", "learner updates between weight broadcasts"),
+    "updates_per_learner_call": OwnParam(
+        "training", "prioritized minibatches trained on per call of the learner"),
     "training_intensity": OwnParam(
         "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
 }
@@ -39,6 +41,7 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.4,
     "epsilon_alpha": 7.0,
     "weights_sync_period": 10,
+    "updates_per_learner_call": 4,
     "training_intensity": None,
     "prioritized_replay": True,
     "buffer_size": 100_000,

@@ -1,0 +1,155 @@
+"""Learner updates per second of DQN and APEX on Contoso Cabs (issue 12, item 4).
+
+Each repetition is a fresh Python process on a fresh local Ray (2 CPUs): the suite's tuned
+defaults (``sweeps.algorithms.build_config``) with 1 env runner train for ``--seconds`` after
+their first two iterations (replay warm-up). Reported per algorithm, as the median and range over
+``--reps``: learner updates/s (gradient steps of ``train_batch_size`` transitions), env steps
+sampled/s, the lifetime replay ratio (replayed / sampled transitions), and RLlib's per-call
+timers of the last iteration (replay sampling, learner update) in milliseconds.
+
+    flock /tmp/ray_workload.lock python benchmarks/bench_learner.py --reps 3
+    flock /tmp/ray_workload.lock python benchmarks/bench_learner.py --algorithms APEX \\
+        --set updates_per_learner_call=1 --label k1
+
+``--set KEY=VALUE`` (repeatable; VALUE parsed as JSON when it can be) overrides a vocabulary key
+of every algorithm run. The ``sweeps`` package is imported from ``PYTHONPATH`` first, so the same
+script measures another checkout: ``PYTHONPATH=/path/to/old/checkout python benchmarks/...``.
+Writes ``benchmarks/results/bench_learner[_LABEL].json`` (machine, versions, git revision of the
+measured checkout, every repetition). A Ray workload: run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ENV = "ContosoCabs-v0"
+ENV_CONFIG = {"num_cities": 5, "time_matrix_seed": 0}
+TIMERS = ("replay_buffer_sampling_timer", "learner_update_timer")
+
+
+def child(algorithm: str, overrides: dict, seconds: float, seed: int) -> dict:
+    """One measurement in this (fresh) process."""
+    import ray
+
+    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.trainable import preload_libraries
+
+    preload_libraries()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
+                               **overrides}, ENV, env_config=ENV_CONFIG)
+        config.debugging(log_level="ERROR")
+        algo = config.build_algo()
+        try:
+            algo.train()
+            m0 = extract_metrics(algorithm, algo.train())
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                result = algo.train()
+            dt = time.perf_counter() - t0
+            m = extract_metrics(algorithm, result)
+        finally:
+            algo.stop()
+    finally:
+        ray.shutdown()
+    timers = result.get("timers", {})
+    batch = config.total_train_batch_size
+    return {
+        "seconds": dt,
+        "learner_updates_per_s": (m["learner_updates"] - m0["learner_updates"]) / dt,
+        "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
+        "replay_ratio": m["learner_updates"] * batch / max(m["env_steps"], 1),
+        **{f"{name}_ms": 1000 * float(timers.get(name, float("nan"))) for name in TIMERS},
+    }
+
+
+def _git_revision(root: Path) -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _parse_set(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"bench_learner: --set {item!r}: expected KEY=VALUE")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algorithms", default="DQN,APEX")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--label", default="")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    overrides = _parse_set(args.set)
+    if args.child:
+        algorithm, seed = args.child.split(":")
+        print(json.dumps(child(algorithm, overrides, args.seconds, int(seed))))
+        return 0
+    import sweeps
+
+    measured_root = Path(sweeps.__file__).resolve().parent.parent
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    runs: dict[str, list[dict]] = {a: [] for a in algorithms}
+    for rep in range(args.reps):
+        for a in algorithms if rep % 2 == 0 else list(reversed(algorithms)):
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", f"{a}:{rep}",
+                   "--seconds", str(args.seconds), *sum((["--set", s] for s in args.set), [])]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"bench_learner: {a} failed: {proc.stderr[-2000:]}")
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            runs[a].append(row)
+            print(f"{a:<7} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
+                  f"{row['env_steps_per_s']:7.1f} env steps/s  replay ratio "
+                  f"{row['replay_ratio']:.2f}", flush=True)
+    keys = list(next(iter(runs.values()))[0])
+    summary = {a: {k: {"median": statistics.median(r[k] for r in rs),
+                       "min": min(r[k] for r in rs), "max": max(r[k] for r in rs)} for k in keys}
+               for a, rs in runs.items()}
+    for a in algorithms:
+        s = summary[a]
+        print(f"{a}: learner updates/s {s['learner_updates_per_s']['median']:.1f} "
+              f"[{s['learner_updates_per_s']['min']:.1f}-{s['learner_updates_per_s']['max']:.1f}], "
+              f"env steps/s {s['env_steps_per_s']['median']:.0f}, replay ratio "
+              f"{s['replay_ratio']['median']:.2f}, per call: replay sample "
+              f"{s['replay_buffer_sampling_timer_ms']['median']:.1f} ms, learner update "
+              f"{s['learner_update_timer_ms']['median']:.1f} ms")
+    name = f"bench_learner_{args.label}.json" if args.label else "bench_learner.json"
+    out = HERE / "results" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "command": "python benchmarks/bench_learner.py " + " ".join(argv or sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "git_revision": _git_revision(measured_root),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(), "load_avg": os.getloadavg()},
+        "overrides": overrides, "runs": runs, "summary": summary}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
