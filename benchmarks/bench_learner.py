@@ -12,8 +12,10 @@ timers of the last iteration (replay sampling, learner update) in milliseconds.
         --set updates_per_learner_call=1 --label k1
 
 ``--set KEY=VALUE`` (repeatable; VALUE parsed as JSON when it can be) overrides a vocabulary key
-of every algorithm run. The ``sweeps`` package is imported from ``PYTHONPATH`` first, so the same
-script measures another checkout: ``PYTHONPATH=/path/to/old/checkout python benchmarks/...``.
+of every algorithm run. The ``sweeps`` package is imported from the current directory first (Ray
+puts the driver's working directory on its workers' path too), so the same script measures
+another checkout when run from its root: ``cd OLD_CHECKOUT && python
+NEW_CHECKOUT/benchmarks/bench_learner.py --label before``.
 Writes ``benchmarks/results/bench_learner[_LABEL].json`` (machine, versions, git revision of the
 measured checkout, every repetition). A Ray workload: run it alone.
 """
@@ -29,6 +31,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.getcwd())  # the checkout being measured (see the docstring)
 
 HERE = Path(__file__).resolve().parent
 ENV = "ContosoCabs-v0"
