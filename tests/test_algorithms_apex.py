@@ -102,3 +102,34 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
         assert steps[-1] > 256 + 2 * 64
     finally:
         algo.stop()
+
+
+@pytest.mark.timeout(60)
+def test_apex_refuses_observations_its_replay_cannot_store(ray_local):
+    """Replay keeps observations in arrays: a Discrete observation space is refused in one line."""
+    from sweeps.algorithms import build_config
+
+    config = build_config({"algorithm": "APEX", "num_env_runners": 0}, "FrozenLake-v1")
+    with pytest.raises(ValueError, match="APEX needs a Box observation space"):
+        config.build_algo()
+
+
+@pytest.mark.timeout(90)
+def test_apex_without_env_runners_trains_from_the_drivers_own_samples(ray_local):
+    """num_env_runners=0: the driver samples, replay fills, the learner takes
+    updates_per_learner_call minibatches per call and the replay ratio follows."""
+    from sweeps.algorithms import build_config
+
+    config = build_config({"algorithm": "APEX", "num_env_runners": 0,
+                           "num_steps_sampled_before_learning_starts": 256,
+                           "updates_per_learner_call": 2}, "ContosoCabs-v0")
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+        apex = result["apex"]
+        assert apex["learner_updates_lifetime"] > 0 and apex["learner_updates_lifetime"] % 2 == 0
+        assert 0 < apex["replay_size"] <= 100_000
+        # one 64-step sample() call per training step, then 2 updates of 64: ratio -> 2
+        assert 1.0 < apex["replay_ratio"] <= 2.0
+    finally:
+        algo.stop()

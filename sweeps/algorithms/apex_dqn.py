@@ -41,6 +41,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.algorithms.dqn import DQN, DQNConfig
@@ -106,6 +107,10 @@ class ApexEnvRunner(SingleAgentEnvRunner):
     """
 
     def make_module(self):
+        space = getattr(getattr(self, "env", None), "single_observation_space", None)
+        if space is not None and not isinstance(space, gym.spaces.Box):
+            # Replay stores observations as arrays (sweeps.algorithms.apex_replay).
+            raise ValueError(f"APEX needs a Box observation space, got {space}")
         super().make_module()  # PLUMBING: RLlib builds the DQN RLModule (ε-greedy exploration)
         n = self.config.num_env_runners
         i, n = (0, 1) if not self.worker_index or n == 0 else (self.worker_index - 1, n)
@@ -307,8 +312,14 @@ class ApexDQN(DQN):
                     td = convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek())
                     td_errors.extend(np.ravel(x) for x in (td if isinstance(td, list) else [td]))
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        td_errors = np.concatenate(td_errors) if td_errors else np.zeros(0)
+        if td_errors.shape != indices.shape:
+            raise RuntimeError(
+                f"APEX: the learner returned {td_errors.size} TD errors for {indices.size} "
+                f"replayed transitions; priorities need one per transition, in order "
+                f"(num_learners={cfg.num_learners}: use 0 or 1)")
         with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
-            self.replay.update_priorities(indices, np.concatenate(td_errors))
+            self.replay.update_priorities(indices, td_errors)
 
         # ============ 3. broadcast weights every `weights_sync_period` updates (ALGO LOGIC) ======
         # Fire-and-forget (timeout 0): each actor applies the newest weights before its next
