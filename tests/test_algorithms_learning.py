@@ -110,14 +110,23 @@ def test_seed_baseline_preset_trains(ray_local):
 
 @pytest.mark.timeout(90)
 def test_ppo_on_cartpole_in_three_lines(ray_local):
-    """Seed 003's "PPO on CartPole in three lines"."""
+    """Seed 003's "PPO on CartPole in three lines": build, train, read the return.
+
+    A random CartPole policy averages ~22. PPO must do better within 10 iterations: iterations
+    last >= 1 s of wall-clock, so how many updates three of them hold depends on the machine's
+    load (three gave 21-28 on a busy day: a check that failed by chance).
+    """
     from sweeps.algorithms import build_config
 
-    algo = build_config({"algorithm": "PPO"}, "CartPole-v1").build_algo()
-    returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(3)]
-    algo.stop()
-    # A random CartPole policy averages ~22; three PPO iterations must already do better.
-    assert all(math.isfinite(r) for r in returns) and max(returns) > 30, returns
+    algo = build_config({"algorithm": "PPO", "seed": 0}, "CartPole-v1").build_algo()
+    returns = []
+    try:
+        while len(returns) < 10 and not (returns and returns[-1] > 30):
+            returns.append(algo.train()["env_runners"]["episode_return_mean"])
+    finally:
+        algo.stop()
+    print("PPO CartPole returns", returns)
+    assert all(math.isfinite(r) for r in returns) and returns[-1] > 30, returns
 
 
 @pytest.mark.timeout(90)
