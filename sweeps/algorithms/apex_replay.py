@@ -20,8 +20,6 @@ i.e. ~11 ms per 64-transition update before any gradient is computed.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 __all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_transitions"]
@@ -230,7 +228,3 @@ class PrioritizedReplay:
             nodes = np.where(go_right, left + 1, left)
         # a leaf past the stored transitions has p = 0 and is reached only by rounding
         return np.minimum(nodes - self._leaves, self.size - 1)
-
-    def state(self) -> dict[str, Any]:
-        """Sizes for metrics: stored, capacity, added (lifetime)."""
-        return {"size": self.size, "capacity": self.capacity, "added": self.added}
