@@ -379,12 +379,12 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     command_start = time.time() if command_start is None else command_start
     args = parse_args(argv)
     source = args.file
-    if not args.verbose:
-        quiet_logs()
     run_dir = lock = None
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = sweep_target(sweep)
+        if not args.verbose:  # RLlib is imported from here on (a missing file etc. is instant)
+            quiet_logs()
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
         root, mirror = results_root(args.results or sweep.results_dir, source)
         check_writable(root, source)

@@ -48,6 +48,21 @@ def test_missing_file(tmp_path):
     assert_one_line_error(run(str(tmp_path / "nope.py")), "nope.py", "no such sweep file")
 
 
+def test_a_mistyped_path_is_answered_without_importing_rllib(tmp_path):
+    """The file-level mistakes (missing file, no SWEEP, a bad field) are found before RLlib and
+    torch are imported (~5 s here), so the answer is immediate."""
+    probe = textwrap.dedent(f"""\
+        import sys
+        from sweeps.run import main
+        code = main([{str(tmp_path / "nope.py")!r}])
+        print(code, "ray.rllib" in sys.modules, "torch" in sys.modules)
+        """)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr[-2000:])
+    assert "no such sweep file" in proc.stderr
+
+
 def test_no_sweep(tmp_path):
     path = tmp_path / "empty.py"
     path.write_text("X = 1\n")

@@ -140,9 +140,9 @@ def test_tiny_sweep_writes_every_column(tmp_path):
 
 def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "resumable", num_samples=2, seeds=2, budget_s=6,
+    path = write_sweep(tmp_path, "resumable", num_samples=2, seeds=1, budget_s=6,
                        target=UNREACHABLE)  # fixed-length trials
-    expected = (2 + 1) * 2
+    expected = 2 + 1  # 2 sampled configurations + the baseline, 1 seed
     # Own process group, so the driver and the Ray it started are killed together.
     proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -151,7 +151,7 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         trials_file = None
         while time.time() < deadline:
             runs = list((results / "resumable").glob("*/trials.parquet"))
-            if runs and len(pd.read_parquet(runs[0])) >= 2:
+            if runs and len(pd.read_parquet(runs[0])) >= 1:
                 trials_file = runs[0]
                 break
             time.sleep(1)
@@ -160,7 +160,7 @@ def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     before = pd.read_parquet(trials_file)
-    assert 2 <= len(before) < expected
+    assert 1 <= len(before) < expected
     resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
                              text=True, timeout=400)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
