@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -108,20 +109,60 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
         """))
     results = workdir / f"results_{rep}"
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                                 str(results), "--no-report"], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=err, text=True)
+        driver_cpu = []  # (epoch s, CPU-seconds of the sweeps.run process, Tune's driver loop)
+        while proc.poll() is None:
+            cpu = process_cpu_s(proc.pid)
+            if cpu is not None:
+                driver_cpu.append((time.time(), cpu))
+            time.sleep(0.2)
+        wall = time.perf_counter() - t0
+        err.seek(0)
+        stderr = err.read()
     if proc.returncode != 0:
         raise SystemExit(f"bench_overhead: sweeps.run exited {proc.returncode}: "
-                         f"{proc.stderr.strip().splitlines()[-1:]}")
+                         f"{stderr.strip().splitlines()[-1:]}")
     run_dir = next((results / "overhead").iterdir())
     progress = pd.read_parquet(run_dir / "progress.parquet").sort_values("wall_time_s")
     env_info = json.loads((run_dir / "environment.json").read_text())
     iterations = list(zip(progress.wall_time_s.astype(float), progress.env_steps.astype(int),
                           strict=True))
+    # The steady state's window in epoch seconds, from Tune's per-iteration result.json:
+    # its length from time_total_s (exact), its end at the last result's timestamp (whole
+    # seconds, so the window is placed to within 1 s).
+    (result,) = (run_dir / "tune").glob("*/result.json")
+    rows = [json.loads(line) for line in result.read_text().splitlines() if line.strip()]
+    end = float(rows[-1]["timestamp"])
+    start = end - (rows[-1]["time_total_s"] - rows[0]["time_total_s"])
+    steady_cpu = cpu_between(driver_cpu, start, end)
     return {**timing(iterations),
             "command_wall_s": wall,
-            "startup_to_first_iteration_s": env_info.get("startup_to_first_iteration_s")}
+            "startup_to_first_iteration_s": env_info.get("startup_to_first_iteration_s"),
+            "driver_cpu_s": driver_cpu[-1][1] if driver_cpu else None,
+            "driver_cpu_steady_s": steady_cpu,
+            "driver_cores_steady": steady_cpu / (end - start) if end > start else float("nan")}
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU-seconds a live process has used (Linux ``/proc/<pid>/stat``, fields
+    14-15 in clock ticks); None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_between(samples: list[tuple[float, float]], start: float, end: float) -> float:
+    """CPU-seconds used between two epoch times, from ``[(epoch s, cumulative CPU-s), ...]``
+    sampled every ~0.2 s (linear interpolation between samples)."""
+    import numpy as np
+
+    t, c = np.array(samples).T
+    return float(np.interp(end, t, c) - np.interp(start, t, c))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                                      for k in ("sweep", "bare")},
         "startup_to_first_iteration_s_median": med(startups) if startups else None,
         "sweep_command_wall_s_median": med(r["sweep"]["command_wall_s"] for r in rows),
+        "driver_cores_steady_median": med(r["sweep"]["driver_cores_steady"] for r in rows),
+        "driver_cpu_s_median": med(r["sweep"]["driver_cpu_s"] for r in rows),
     }
     print("\n| measure | value |\n|---|---|")
     print(f"| overhead ratio (bare / sweep throughput), median of {args.reps} | "
@@ -182,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| sweep start-up: command start → first iteration (median) | "
               f"{summary['startup_to_first_iteration_s_median']:.1f} s |")
     print(f"| whole one-trial sweep command (median) | {summary['sweep_command_wall_s_median']:.1f} s |")
+    per_rep = ", ".join(f"{r['sweep']['driver_cores_steady']:.3f}" for r in rows)
+    print(f"| the sweep's driver (Tune's loop) during the steady state, median | "
+          f"{summary['driver_cores_steady_median']:.3f} cores (per repetition {per_rep}) |")
+    print(f"| the sweep's driver, whole command, median | {summary['driver_cpu_s_median']:.1f} CPU-s |")
     from sweeps.record import environment_info
 
     out = Path(args.out)
