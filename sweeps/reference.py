@@ -114,10 +114,16 @@ def check_reference(reference: Mapping[str, Any]) -> None:
 def _build_model(algo: str, params: dict[str, Any], env, seed: int):
     import stable_baselines3 as sb3
 
+    from stable_baselines3.common.logger import Logger
+
     cls = getattr(sb3, REFERENCE_ALGORITHMS[algo])
     kwargs = {k: params[k] for k in _SB3_ARGS[algo] if k in params}
-    return cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
-               policy_kwargs={"net_arch": list(params["hidden_sizes"])}, **kwargs)
+    model = cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
+                policy_kwargs={"net_arch": list(params["hidden_sizes"])}, **kwargs)
+    # No outputs: without a logger of its own, learn() makes an (empty) tempdir/SB3-<date>
+    # folder per call (stable_baselines3.common.logger.configure), one per reference trial.
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping[str, Any],

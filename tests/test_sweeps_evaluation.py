@@ -42,8 +42,14 @@ def test_every_episode_runs_to_its_end() -> None:
     assert math.isfinite(ret) and len(steps) > 10 and steps[-1] >= 1
 
 
-def test_sb3_reference_reports_iterations_and_stops_when_told() -> None:
+def test_sb3_reference_reports_iterations_and_stops_when_told(tmp_path, monkeypatch) -> None:
+    import tempfile
+
     from sweeps.reference import run_reference
+
+    # SB3 logs to a fresh tempdir/SB3-<date> folder per learn() unless given a logger
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
 
     reports = []
 
@@ -60,6 +66,7 @@ def test_sb3_reference_reports_iterations_and_stops_when_told() -> None:
     assert 0 < first["env_steps"] < second["env_steps"]
     assert second["eval_time_s"] > first["eval_time_s"] > 0
     assert math.isfinite(second["evaluation_return"])
+    assert list(tmp_path.glob("SB3-*")) == []  # no log folder left in the machine's temp folder
 
 
 def test_reference_params_are_checked() -> None:
