@@ -113,7 +113,6 @@ def check_reference(reference: Mapping[str, Any]) -> None:
 
 def _build_model(algo: str, params: dict[str, Any], env, seed: int):
     import stable_baselines3 as sb3
-
     from stable_baselines3.common.logger import Logger
 
     cls = getattr(sb3, REFERENCE_ALGORITHMS[algo])

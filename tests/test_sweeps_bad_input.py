@@ -49,8 +49,8 @@ def test_missing_file(tmp_path):
 
 
 def test_a_mistyped_path_is_answered_without_importing_rllib(tmp_path):
-    """The file-level mistakes (missing file, no SWEEP, a bad field) are found before RLlib and
-    torch are imported (~5 s here), so the answer is immediate."""
+    """A missing sweep file is answered before RLlib and torch are imported (~5 s here), so
+    the answer is immediate."""
     probe = textwrap.dedent(f"""\
         import sys
         from sweeps.run import main
