@@ -162,19 +162,25 @@ def resources_for(setup: TrialSetup):
     return _resources
 
 
-def preload_libraries() -> None:
+def preload_libraries(*, rllib: bool = True) -> None:
     """Import what a trial's process needs before its timed region starts.
 
-    torch and RLlib's Algorithm (~1.5 s in a fresh process), and ``scipy.signal``, which RLlib's
-    prioritized episode replay buffer imports lazily at its first ``sample()`` (its n-step
-    discounting uses ``scipy.signal.lfilter``): ~0.5-1 s that would otherwise land inside the
-    first training iteration of every DQN/APEX trial. ``benchmarks/bench_overhead.py`` calls
+    torch and RLlib's Algorithm (~1.5 s in a fresh process); ``torch._dynamo``, which torch
+    imports lazily when the process builds its first optimizer (``torch.optim.Optimizer``
+    checks whether it is being compiled): ~1.1 s that would otherwise land inside the clock of
+    every trial whose process builds a learner, the reference's included; and
+    ``scipy.signal``, which RLlib's prioritized episode replay buffer imports lazily at its
+    first ``sample()`` (its n-step discounting uses ``scipy.signal.lfilter``): ~0.5-1 s that
+    would otherwise land inside the first training iteration of every DQN/APEX trial.
+    ``rllib=False`` (reference trials) skips RLlib. ``benchmarks/bench_overhead.py`` calls
     this in its bare RLlib loop too, so both sides of that comparison start their clocks with
     the same libraries loaded.
     """
     import scipy.signal  # noqa: F401
     import torch  # noqa: F401
-    from ray.rllib.algorithms.algorithm import Algorithm  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    if rllib:
+        from ray.rllib.algorithms.algorithm import Algorithm  # noqa: F401
 
 
 def reuse_prestarted_workers() -> None:
@@ -337,6 +343,7 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     from sweeps.reference import run_reference
 
+    preload_libraries(rllib=False)
     evaluation = setup.target_metric == EVALUATION
     _, info = trial_algorithm_config(config, setup)
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())

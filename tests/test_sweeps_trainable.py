@@ -36,14 +36,20 @@ def test_trial_actor_has_no_runtime_env_of_tunes_own():
     assert env in ("{}", ""), env
 
 
-def test_preload_imports_what_rllib_loads_lazily():
-    """``scipy.signal`` (RLlib's prioritized replay, first ``sample()``) is imported by
-    ``preload_libraries`` in a fresh interpreter, before any trial's clock."""
+def test_preload_imports_what_rllib_and_torch_load_lazily():
+    """``scipy.signal`` (RLlib's prioritized replay, first ``sample()``) and ``torch._dynamo``
+    (torch's first optimizer, ~1.1 s) are imported by ``preload_libraries`` in a fresh
+    interpreter, before any trial's clock; building an optimizer afterwards imports nothing."""
     code = textwrap.dedent("""\
         import sys
         from sweeps.trainable import preload_libraries
         assert "scipy.signal" not in sys.modules
         preload_libraries()
-        assert {"scipy.signal", "torch", "ray.rllib.algorithms.algorithm"} <= set(sys.modules)
+        assert {"scipy.signal", "torch", "torch._dynamo",
+                "ray.rllib.algorithms.algorithm"} <= set(sys.modules)
+        import torch
+        before = set(sys.modules)
+        torch.optim.Adam(torch.nn.Linear(4, 2).parameters(), lr=1e-3)
+        assert set(sys.modules) == before, sorted(set(sys.modules) - before)
         """)
     subprocess.run([sys.executable, "-c", code], check=True)
