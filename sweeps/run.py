@@ -549,7 +549,10 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
             tune_config=tune.TuneConfig(
                 search_alg=ConcurrencyLimiter(search, max_concurrent=sweep.search.max_concurrent),
                 metric="objective", mode="min", num_samples=search.total_trials,
-                reuse_actors=False, trial_dirname_creator=trial_dirname),
+                # a trial with the previous one's resource request runs in its actor process:
+                # no process start or imports between them (before the clock either way;
+                # sweeps.trainable.begin_trial_in_process)
+                reuse_actors=True, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
                 name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
                 stop=stopper,

@@ -4,7 +4,10 @@ before it is built.
 The Tune function trainable :func:`run_trial` starts its clock (``time.perf_counter``) right
 before ``build_algo()``, so the Algorithm's start-up (env runner actors, learner, replay
 buffer) counts, as in MLPerf's timed region; importing RLlib/torch into the trial's process,
-resolving its config and building the evaluation envs happen before the clock starts. It then
+resolving its config and building the evaluation envs happen before the clock starts. Tune
+reuses a trial's actor process for the next trial with the same resource request
+(:func:`begin_trial_in_process` resets what a trial leaves behind), so only the first trial of
+each shape pays the process start and imports, none of it timed. It then
 calls ``Algorithm.train()`` and, after every iteration, runs the evaluation protocol
 (:mod:`sweeps.evaluation`, inside the timed region) until the target metric is ≥ the target
 (time-to-target = wall-clock at the end of that iteration and its evaluation) or the per-trial
@@ -203,9 +206,51 @@ def reuse_prestarted_workers() -> None:
     getattr(class_cache, "DEFAULT_ENV_VARS", {}).pop("PL_DISABLE_FORK", None)
 
 
+#: Seconds Tune waits for a finished trial's thread (its ``algo.stop()``) before it reuses the
+#: trial's actor for the next trial; past it Tune starts a fresh actor instead
+#: (``FunctionTrainable.reset_config`` reads this variable; its default, 2 s, is shorter than
+#: stopping an Algorithm with several env runners on a busy 2-core machine).
+TRIAL_THREAD_TIMEOUT_S = 30
+
+_process_torch_threads: int | None = None
+
+
+def begin_trial_in_process() -> None:
+    """Put a trial's process in the same state whether it is fresh or Tune reuses it.
+
+    Sweeps run with Tune's ``reuse_actors=True``: a trial whose resource request equals the
+    previous trial's runs in that trial's actor process, which saves the process start and
+    the imports (``preload_libraries``: ~3 s) between trials; both happen before the clock, so
+    time-to-target means the same either way. What a previous trial could leave behind is
+    reset here, before the clock: garbage (collected), torch's intra-op thread count
+    (restored to the process's first value; the reference sets 1), and the process's peak
+    RSS, which :func:`process_peak_rss_mib` reports per trial (Linux: ``/proc/self/clear_refs``
+    ``5`` resets the high-water mark to the current RSS; elsewhere it stays a per-process
+    peak, an upper bound). Also sets ``TUNE_FUNCTION_THREAD_TIMEOUT_S``
+    (:data:`TRIAL_THREAD_TIMEOUT_S`) for Tune's reuse in this process.
+    """
+    import gc
+    import os
+
+    import torch
+
+    global _process_torch_threads
+    os.environ.setdefault("TUNE_FUNCTION_THREAD_TIMEOUT_S", str(TRIAL_THREAD_TIMEOUT_S))
+    if _process_torch_threads is None:
+        _process_torch_threads = torch.get_num_threads()
+    elif torch.get_num_threads() != _process_torch_threads:
+        torch.set_num_threads(_process_torch_threads)
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def process_peak_rss_mib() -> float:
-    """Peak resident set size of the calling process so far, MiB (``getrusage``'s
-    ``ru_maxrss``: KiB on Linux)."""
+    """Peak resident set size of the calling process, MiB (``getrusage``'s ``ru_maxrss``: KiB
+    on Linux), since the process started or since :func:`begin_trial_in_process` reset it."""
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -295,6 +340,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     # MLPerf's timed region excludes framework start-up; building the Algorithm (its env
     # runner actors, learner, replay buffer) is timed, and so is every evaluation.
     preload_libraries()
+    begin_trial_in_process()
     algo_config, info = trial_algorithm_config(config, setup)
     evaluator = None
     if target_metric == EVALUATION:
@@ -344,6 +390,7 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     from sweeps.reference import run_reference
 
     preload_libraries(rllib=False)
+    begin_trial_in_process()
     evaluation = setup.target_metric == EVALUATION
     _, info = trial_algorithm_config(config, setup)
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())

@@ -53,3 +53,27 @@ def test_preload_imports_what_rllib_and_torch_load_lazily():
         assert set(sys.modules) == before, sorted(set(sys.modules) - before)
         """)
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_reused_trial_process_starts_like_a_fresh_one():
+    """Tune reuses a trial's actor process for the next trial (``reuse_actors=True``):
+    ``begin_trial_in_process`` restores torch's thread count that a reference trial set,
+    and resets the process's peak RSS, so a trial's ``peak_rss_mib`` is its own, not the
+    largest of the trials before it in that process."""
+    code = textwrap.dedent("""\
+        import os
+        import numpy as np
+        import torch
+        from sweeps.trainable import begin_trial_in_process, process_peak_rss_mib
+        begin_trial_in_process()  # the process's first trial
+        threads = torch.get_num_threads()
+        assert os.environ["TUNE_FUNCTION_THREAD_TIMEOUT_S"] == "30"
+        torch.set_num_threads(threads + 1)  # what the previous trial left behind
+        big = np.ones(400 * 2**20 // 8)  # 400 MiB touched
+        del big
+        high = process_peak_rss_mib()
+        begin_trial_in_process()  # the next trial in the same process
+        assert torch.get_num_threads() == threads
+        assert process_peak_rss_mib() < high - 300, (process_peak_rss_mib(), high)
+        """)
+    subprocess.run([sys.executable, "-c", code], check=True)
