@@ -225,8 +225,8 @@ def begin_trial_in_process() -> None:
     reset here, before the clock: garbage (collected), torch's intra-op thread count
     (restored to the process's first value; the reference sets 1), and the process's peak
     RSS, which :func:`process_peak_rss_mib` reports per trial (Linux: ``/proc/self/clear_refs``
-    ``5`` resets the high-water mark to the current RSS; elsewhere it stays a per-process
-    peak, an upper bound). Also sets ``TUNE_FUNCTION_THREAD_TIMEOUT_S``
+    ``5`` resets the high-water mark ``VmHWM`` to the current RSS; elsewhere it stays a
+    per-process peak, an upper bound). Also sets ``TUNE_FUNCTION_THREAD_TIMEOUT_S``
     (:data:`TRIAL_THREAD_TIMEOUT_S`) for Tune's reuse in this process.
     """
     import gc
@@ -249,11 +249,27 @@ def begin_trial_in_process() -> None:
 
 
 def process_peak_rss_mib() -> float:
-    """Peak resident set size of the calling process, MiB (``getrusage``'s ``ru_maxrss``: KiB
-    on Linux), since the process started or since :func:`begin_trial_in_process` reset it."""
-    import resource
+    """Peak resident set size of the calling process, MiB, since the process started or since
+    :func:`begin_trial_in_process` reset it.
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    Linux: ``VmHWM`` of ``/proc/self/status`` (the memory map's high-water mark, which
+    ``/proc/self/clear_refs`` resets). Not ``getrusage``'s ``ru_maxrss``: that keeps a
+    per-process maximum no reset clears, and it starts at the peak of the process that forked
+    before ``exec`` (a child of a 700 MiB Python reports >= 700 MiB at its first line).
+    Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS), the whole process's peak.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
 
 
 def trial_peak_rss_mib(algo) -> float:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 
@@ -76,4 +77,7 @@ def test_a_reused_trial_process_starts_like_a_fresh_one():
         assert torch.get_num_threads() == threads
         assert process_peak_rss_mib() < high - 300, (process_peak_rss_mib(), high)
         """)
+    # a parent holding 500 MiB: getrusage's ru_maxrss would start the child at that peak
+    ballast = np.ones(500 * 2**20 // 8)
     subprocess.run([sys.executable, "-c", code], check=True)
+    del ballast
