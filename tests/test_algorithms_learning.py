@@ -125,7 +125,6 @@ def test_ppo_on_cartpole_in_three_lines(ray_local):
             returns.append(algo.train()["env_runners"]["episode_return_mean"])
     finally:
         algo.stop()
-    print("PPO CartPole returns", returns)
     assert all(math.isfinite(r) for r in returns) and returns[-1] > 30, returns
 
 
