@@ -353,7 +353,8 @@ def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str], n_s
 
     inner, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
     search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                          num_configs=num_configs, reference=sweep.reference)
+                          num_configs=num_configs, reference=sweep.reference,
+                          first_seed=sweep.search.first_seed)
     print(f"Trials: {search.total_trials} = ({num_configs} sampled configs"
           f"{' + baseline' if sweep.baseline else ''}"
           f"{' + reference' if sweep.reference else ''}) x {sweep.search.seeds} seeds; budget per "
@@ -535,7 +536,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     else:
         inner, num_configs = make_optuna_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
         search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                              num_configs=num_configs, reference=sweep.reference)
+                              num_configs=num_configs, reference=sweep.reference,
+                              first_seed=sweep.search.first_seed)
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
         reporter = None if not args.verbose else tune.CLIReporter(

@@ -193,21 +193,23 @@ class SeededSearch(Searcher):
 
     Args:
         inner: the searcher that samples configurations (an ``OptunaSearch``).
-        seeds: trials per configuration, seeds ``0 .. seeds-1``.
+        seeds: trials per configuration, seeds ``first_seed .. first_seed + seeds - 1``.
         baseline: flat params of the baseline configuration, or None.
         reference: flat params of the single-process reference (``{"algorithm": "SB3-DQN",
             ...}``), or None.
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
+        first_seed: the first seed (``Search.first_seed``, default 0).
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
     def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
                  num_configs: int, reference: dict[str, Any] | None = None,
-                 metric: str = "objective", mode: str = "min"):
+                 first_seed: int = 0, metric: str = "objective", mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self._reference = reference
         self.seeds = seeds
+        self.first_seed = int(first_seed)
         self.num_configs = num_configs
         self._queue: list[dict[str, Any]] = []
         self._baseline = baseline
@@ -234,7 +236,7 @@ class SeededSearch(Searcher):
         params = complete_params(params)
         self._group_size[group] = self.seeds
         self._group_results[group] = []
-        for seed in range(self.seeds):
+        for seed in range(self.first_seed, self.first_seed + self.seeds):
             self._queue.append({**params, "seed": seed, "config_id": cid,
                                 "is_baseline": is_baseline, "is_reference": is_reference,
                                 "__group__": group})

@@ -239,6 +239,9 @@ class Search(_Strict):
         8, ge=1, description="sampled configurations (each runs once per seed); grid: max points"
     )
     seeds: int = Field(2, ge=1, description="seeds per sampled configuration (and the baseline)")
+    first_seed: int = Field(
+        0, ge=0, description="seeds are first_seed .. first_seed + seeds - 1 (e.g. a confirmation "
+        "run on seeds other than those the defaults were tuned on)")
     max_concurrent: int = Field(
         1, ge=1, description="trials running at once (1 keeps timings clean and TPE model-based)"
     )

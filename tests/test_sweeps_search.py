@@ -91,3 +91,20 @@ def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     search.on_trial_complete("t5", None, error=True)
     states = sorted(t.state.name for t in study.trials if t.state.is_finished())
     assert states == ["COMPLETE", "FAIL"]
+
+
+def test_first_seed_shifts_every_configurations_seeds(tmp_path):
+    """``Search.first_seed``: a confirmation run on seeds the defaults were not tuned on; the
+    reference, the baseline and every sampled configuration run the same shifted seeds."""
+    sweep = make_sweep(search=Search(sampler="tpe", num_samples=2, seeds=3, first_seed=10))
+    inner, n = make_optuna_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}")
+    search = SeededSearch(inner, seeds=3, baseline={"algorithm": "DQN", "num_env_runners": 1},
+                          reference={"algorithm": "SB3-DQN"}, num_configs=n,
+                          first_seed=sweep.search.first_seed)
+    search.set_search_properties("objective", "min", {})
+    configs = [search.suggest(f"t{i}") for i in range(search.total_trials)]
+    assert search.suggest("extra") == Searcher.FINISHED
+    assert [c["seed"] for c in configs] == [10, 11, 12] * 4
+    assert [c["is_reference"] for c in configs[:3]] == [True] * 3
+    with pytest.raises(ValueError, match="first_seed"):
+        Search(seeds=2, first_seed=-1)

@@ -41,7 +41,9 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.4,
     "epsilon_alpha": 7.0,
     "weights_sync_period": 10,
-    "updates_per_learner_call": 4,
+    # not the paper's (its learner trains on prefetched batches): 8 minibatches per call reached
+    # the Cabs target sooner than 4 with 0 and 1 env runners (docs/benchmarks.md, "Learner updates")
+    "updates_per_learner_call": 8,
     "training_intensity": None,
     "prioritized_replay": True,
     "buffer_size": 100_000,

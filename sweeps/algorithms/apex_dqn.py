@@ -143,7 +143,7 @@ class ApexDQNConfig(DQNConfig):
         epsilon_alpha: α of ε_i = ε^(1 + α·i/(N−1)) (default 7).
         weights_sync_period: learner updates between weight broadcasts to the actors (default 10).
         updates_per_learner_call: prioritized minibatches of ``train_batch_size`` sampled at
-            once and trained on in one call of the learner (default 4); their priorities are
+            once and trained on in one call of the learner (default 8); their priorities are
             updated after the call.
         training_intensity: if set, an upper bound on replayed / sampled transitions: the
             learner waits for fresh samples instead of exceeding it (None = unbounded, as in
