@@ -4,7 +4,7 @@ turn) and 1 env runner (an actor samples while the learner trains).
 
 More minibatches per call raise the replay ratio (replayed / sampled transitions) and amortise
 a learner call's fixed cost; with 0 env runners they also take wall-clock from sampling. The
-default (8) was chosen from seeds 0-3 and checked on seeds 10-14 by
+default (8) was chosen from seeds 0-4 and checked on seeds 10-14 by
 ``cabs_best`` (docs/benchmarks.md, "Learner updates"). 30 trials of at most 20 s, no baseline
 or reference; about 4 minutes on a 2-core laptop.
 """
