@@ -11,6 +11,9 @@ timers of the last iteration (replay sampling, learner update) in milliseconds.
     flock /tmp/ray_workload.lock python benchmarks/bench_learner.py --algorithms APEX \\
         --set updates_per_learner_call=1 --label k1
 
+``--profile`` runs the measured iterations under cProfile and reports the shares of their time by
+package: the suite's own modules (``sweeps/...``, ``envs/...``) against RLlib, torch and the rest.
+
 ``--set KEY=VALUE`` (repeatable; VALUE parsed as JSON when it can be) overrides a vocabulary key
 of every algorithm run. The ``sweeps`` package is imported from the current directory first (Ray
 puts the driver's working directory on its workers' path too), so the same script measures
@@ -37,11 +40,46 @@ sys.path.insert(0, os.getcwd())  # the checkout being measured (see the docstrin
 HERE = Path(__file__).resolve().parent
 ENV = "ContosoCabs-v0"
 ENV_CONFIG = {"num_cities": 5, "time_matrix_seed": 0}
-TIMERS = ("replay_buffer_sampling_timer", "learner_update_timer")
+TIMERS = ("env_runner_sampling_timer", "replay_buffer_add_data_timer",
+          "replay_buffer_sampling_timer", "learner_update_timer")
 
 
-def child(algorithm: str, overrides: dict, seconds: float, seed: int) -> dict:
-    """One measurement in this (fresh) process."""
+def _package(filename: str) -> str:
+    """Where a profiled function lives: the suite's own code (``sweeps/...``, ``envs/...``), a
+    library by name (rllib, ray, torch, numpy, gymnasium, tree, ...), else ``stdlib+builtins``
+    (the standard library and every C built-in, torch's kernels included)."""
+    path = filename.replace("\\", "/")
+    if "site-packages/" not in path:
+        for own in ("/sweeps/", "/envs/"):
+            if own in path:
+                return own.strip("/") + "/" + path.split(own, 1)[1]
+        return "stdlib+builtins" if path.startswith(("/", "<")) or path == "~" else path
+    lib = path.split("site-packages/", 1)[1].split("/", 1)[0]
+    return "rllib" if path.split("site-packages/", 1)[1].startswith("ray/rllib/") else lib
+
+
+def profile_shares(profile, top: int = 12) -> dict[str, float]:
+    """Fractions of a cProfile's own time (tottime) by :func:`_package`, largest first (the
+    ``top`` largest; the suite's own modules always kept). cProfile's per-call overhead inflates
+    code made of many small Python calls, so these are shares of a profiled run, not timings."""
+    import pstats
+
+    stats = pstats.Stats(profile).stats
+    totals: dict[str, float] = {}
+    for (filename, _, _), (_, _, tottime, _, _) in stats.items():
+        key = _package(filename)
+        totals[key] = totals.get(key, 0.0) + tottime
+    whole = sum(totals.values()) or 1.0
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
+    keep = [kv for i, kv in enumerate(ranked)
+            if i < top or kv[0].startswith(("sweeps/", "envs/"))]
+    return {k: v / whole for k, v in keep}
+
+
+def child(algorithm: str, overrides: dict, seconds: float, seed: int,
+          profile: bool = False) -> dict:
+    """One measurement in this (fresh) process; ``profile``: under cProfile (slower), with the
+    shares of its time by package (:func:`profile_shares`) in ``profile_shares``."""
     import ray
 
     from sweeps.algorithms import build_config, extract_metrics
@@ -57,10 +95,18 @@ def child(algorithm: str, overrides: dict, seconds: float, seed: int) -> dict:
         try:
             algo.train()
             m0 = extract_metrics(algorithm, algo.train())
+            profiler = None
+            if profile:
+                import cProfile
+
+                profiler = cProfile.Profile()
+                profiler.enable()
             t0 = time.perf_counter()
             while time.perf_counter() - t0 < seconds:
                 result = algo.train()
             dt = time.perf_counter() - t0
+            if profiler is not None:
+                profiler.disable()
             m = extract_metrics(algorithm, result)
         finally:
             algo.stop()
@@ -74,6 +120,7 @@ def child(algorithm: str, overrides: dict, seconds: float, seed: int) -> dict:
         "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
         "replay_ratio": m["learner_updates"] * batch / max(m["env_steps"], 1),
         **{f"{name}_ms": 1000 * float(timers.get(name, float("nan"))) for name in TIMERS},
+        **({"profile_shares": profile_shares(profiler)} if profiler is not None else {}),
     }
 
 
@@ -105,12 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--label", default="")
+    p.add_argument("--profile", action="store_true",
+                   help="run the measured iterations under cProfile and report where the time "
+                        "goes by package (the suite's own code, RLlib, torch, ...)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     overrides = _parse_set(args.set)
     if args.child:
         algorithm, seed = args.child.split(":")
-        print(json.dumps(child(algorithm, overrides, args.seconds, int(seed))))
+        print(json.dumps(child(algorithm, overrides, args.seconds, int(seed), args.profile)))
         return 0
     import sweeps
 
@@ -120,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     for rep in range(args.reps):
         for a in algorithms if rep % 2 == 0 else list(reversed(algorithms)):
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", f"{a}:{rep}",
-                   "--seconds", str(args.seconds), *sum((["--set", s] for s in args.set), [])]
+                   "--seconds", str(args.seconds), *sum((["--set", s] for s in args.set), []),
+                   *(["--profile"] if args.profile else [])]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise SystemExit(f"bench_learner: {a} failed: {proc.stderr[-2000:]}")
@@ -129,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{a:<7} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
                   f"{row['env_steps_per_s']:7.1f} env steps/s  replay ratio "
                   f"{row['replay_ratio']:.2f}", flush=True)
-    keys = list(next(iter(runs.values()))[0])
+    keys = [k for k in next(iter(runs.values()))[0] if k != "profile_shares"]
     summary = {a: {k: {"median": statistics.median(r[k] for r in rs),
                        "min": min(r[k] for r in rs), "max": max(r[k] for r in rs)} for k in keys}
                for a, rs in runs.items()}
@@ -141,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['replay_ratio']['median']:.2f}, per call: replay sample "
               f"{s['replay_buffer_sampling_timer_ms']['median']:.1f} ms, learner update "
               f"{s['learner_update_timer_ms']['median']:.1f} ms")
+        if args.profile:
+            shares = {k: statistics.median(r["profile_shares"].get(k, 0.0) for r in runs[a])
+                      for k in {k for r in runs[a] for k in r["profile_shares"]}}
+            summary[a]["profile_shares"] = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+            print("  where the profiled time goes (median share): " + ", ".join(
+                f"{k} {100 * v:.1f} %" for k, v in summary[a]["profile_shares"].items()))
     name = f"bench_learner_{args.label}.json" if args.label else "bench_learner.json"
     out = HERE / "results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
