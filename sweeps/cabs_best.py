@@ -5,8 +5,8 @@ The cabs_scaling study (docs/cabs_scaling.md) found, over 3 seeds, that no confi
 the single-process reference on a 2-core machine. This sweep reruns the reference, the DQN
 baseline (1 env runner) and Ape-X DQN with 0 env runners (the driver samples: one process, no
 actor start-up) and with 1 env runner, 5 seeds each, so the medians have tighter intervals
-and an olympic mean. The seeds are 10-14, not those APEX's defaults were tuned on (0-4).
-20 trials of at most 45 s; about 4-6 minutes on a 2-core laptop.
+and an olympic mean. The seeds are 10-14, not those APEX's and DQN's defaults were tuned on
+(0-4). 20 trials of at most 45 s; about 3-5 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice
