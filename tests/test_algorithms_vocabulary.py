@@ -104,6 +104,8 @@ def test_missing_keys_take_tuned_defaults_not_rllibs():
     assert c.min_sample_timesteps_per_iteration == 0  # RLlib's DQN default: 1000 env steps
     assert c.min_time_s_per_iteration == d["min_time_s_per_iteration"]
     assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+    # no Tune system-usage thread: Trainable.stop() would wait out its 0.7 s poll per trial
+    assert c.log_sys_usage is False and c.get("log_sys_usage") is False
 
 
 def test_num_workers_zero_means_sampling_in_the_driver():

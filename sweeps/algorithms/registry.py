@@ -132,6 +132,10 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     # Iterations end by wall-clock (min_time_s_per_iteration), not after RLlib's default 1000
     # sampled env steps (DQN), so time-to-target has a resolution of ~1 s for every algorithm.
     config.reporting(min_sample_timesteps_per_iteration=0, min_train_timesteps_per_iteration=0)
+    # No system-usage thread: Tune's UtilMonitor polls psutil every 0.7 s in the trial process,
+    # for a "perf" result the suite never records, and Trainable.stop() joins it, i.e. waits
+    # out its sleep: 0.02-0.70 s per trial between trials (benchmarks.md, "Time to answer").
+    config.debugging(log_sys_usage=False)
     config.callbacks(on_algorithm_init=_limit_torch_threads)
     return apply_params(config, spec, {**spec.defaults, **params})
 
