@@ -9,7 +9,8 @@ is a fresh Python process (``python -m sweeps.run ...`` and ``python bench_overh
 --bare-child ...``), so neither inherits modules imported by the other.
 
 Both clocks start right before ``build_algo()`` with the same libraries already imported
-(``sweeps.trainable.preload_libraries``) and stop at the end of the iteration that crossed the
+(``sweeps.trainable.preload_libraries``) and the process reset a trial gets
+(``sweeps.trainable.begin_trial_in_process``: garbage collected, the survivors frozen) and stop at the end of the iteration that crossed the
 env-step budget; throughput = env steps / that time (the timed region of a trial, see
 docs/results.md). Also reported, to show where a difference comes from: the time to the end
 of the first iteration (building the Algorithm: env runner actors, learner, replay buffer)
@@ -59,12 +60,13 @@ def bare_child(params: dict, env_steps: int) -> dict:
     import torch
 
     from sweeps.algorithms import build_config, extract_metrics
-    from sweeps.trainable import preload_libraries
+    from sweeps.trainable import begin_trial_in_process, preload_libraries
 
     preload_libraries()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         config = build_config(params, ENV, {})
+        begin_trial_in_process()  # as a trial: garbage collected, the survivors frozen
         start = time.perf_counter()  # as sweeps.trainable: right before build_algo()
         algo = config.build_algo()
         iterations = []

@@ -59,21 +59,35 @@ def test_preload_imports_what_rllib_and_torch_load_lazily():
 def test_a_reused_trial_process_starts_like_a_fresh_one():
     """Tune reuses a trial's actor process for the next trial (``reuse_actors=True``):
     ``begin_trial_in_process`` restores torch's thread count that a reference trial set,
-    and resets the process's peak RSS, so a trial's ``peak_rss_mib`` is its own, not the
-    largest of the trials before it in that process."""
+    collects the previous trial's garbage (reference cycles included, though the process's
+    older objects are frozen out of the collector), and resets the process's peak RSS, so a
+    trial's ``peak_rss_mib`` is its own, not the largest of the trials before it in that
+    process."""
     code = textwrap.dedent("""\
+        import gc
         import os
+        import weakref
         import numpy as np
         import torch
         from sweeps.trainable import begin_trial_in_process, process_peak_rss_mib
         begin_trial_in_process()  # the process's first trial
+        frozen = gc.get_freeze_count()
+        assert frozen > 10_000, frozen  # torch's and the suite's objects, out of collections
         threads = torch.get_num_threads()
         assert os.environ["TUNE_FUNCTION_THREAD_TIMEOUT_S"] == "30"
         torch.set_num_threads(threads + 1)  # what the previous trial left behind
+        class Node:
+            pass
+        cycle = Node()
+        cycle.self = cycle  # garbage only a collection frees
+        dead = weakref.ref(cycle)
+        del cycle
         big = np.ones(400 * 2**20 // 8)  # 400 MiB touched
         del big
         high = process_peak_rss_mib()
+        gc.disable()  # no automatic collection: the reset below must free the cycle itself
         begin_trial_in_process()  # the next trial in the same process
+        assert dead() is None
         assert torch.get_num_threads() == threads
         assert process_peak_rss_mib() < high - 300, (process_peak_rss_mib(), high)
         """)
