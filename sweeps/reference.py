@@ -149,7 +149,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from stable_baselines3.common.monitor import Monitor
 
     import envs
-    from sweeps.evaluation import GreedyEvaluator
+    from sweeps.evaluation import trial_evaluator
 
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
@@ -162,7 +162,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     total = int(params["total_timesteps"])
     if budget_env_steps is not None:
         total = min(total, int(budget_env_steps))
-    evaluator = GreedyEvaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
+    evaluator = trial_evaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
                                 seed=int(evaluation["seed"]))
     monitor = train_env = Monitor(envs.make_env(env_id, env_config))  # unscaled returns; step latency
     if scale != 1.0:
@@ -208,5 +208,4 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         if not callback.stop:  # learn() ended between two iterations: close the last one
             callback.end_iteration()
     finally:
-        evaluator.close()
         train_env.close()

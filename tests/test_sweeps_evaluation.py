@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sweeps.evaluation import GreedyEvaluator
+from sweeps.evaluation import GreedyEvaluator, trial_evaluator
 
 CABS = "ContosoCabs-v0"
 
@@ -26,6 +26,20 @@ def test_fixed_seeds_make_every_evaluation_of_a_policy_identical() -> None:
     assert a.evaluate(_fixed_policy) == first == b.evaluate(_fixed_policy)
     assert other.evaluate(_fixed_policy) != first  # other start states, other return
     assert a.evaluations == 2 and 0 < a.total_time_s < 5
+
+
+def test_trials_in_one_process_share_an_evaluator_that_measures_like_a_new_one() -> None:
+    """A reused trial process keeps its evaluator (no 20 envs rebuilt between trials); the
+    next trial's measurements are what a new evaluator would give, its counters from 0."""
+    first = trial_evaluator(CABS, {"num_cities": 5}, episodes=4, seed=7)
+    first.evaluate(_fixed_policy)
+    first.evaluate(_fixed_policy)
+    again = trial_evaluator(CABS, {"num_cities": 5}, episodes=4, seed=7)
+    assert again is first and again.evaluations == 0 and again.total_time_s == 0.0
+    fresh = GreedyEvaluator(CABS, {"num_cities": 5}, episodes=4, seed=7)
+    assert again.evaluate(_fixed_policy) == fresh.evaluate(_fixed_policy)
+    other = trial_evaluator(CABS, {"num_cities": 5}, episodes=4, seed=8)  # another protocol
+    assert other is not first and other.seed == 8 and len(other.envs) == 4
 
 
 def test_every_episode_runs_to_its_end() -> None:
