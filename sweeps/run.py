@@ -348,13 +348,10 @@ def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str], n_s
     print("\n".join(lines))
     print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
           "in the order they would start:")
-    from sweeps.search import SeededSearch, baseline_params, make_optuna_search
+    from sweeps.search import sweep_search
     from sweeps.trainable import trial_algorithm_config
 
-    inner, num_configs = make_optuna_search(sweep, "sqlite:///:memory:")
-    search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                          num_configs=num_configs, reference=sweep.reference,
-                          first_seed=sweep.search.first_seed)
+    search, num_configs = sweep_search(sweep, "sqlite:///:memory:")
     print(f"Trials: {search.total_trials} = ({num_configs} sampled configs"
           f"{' + baseline' if sweep.baseline else ''}"
           f"{' + reference' if sweep.reference else ''}) x {sweep.search.seeds} seeds; budget per "
@@ -485,7 +482,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         now_iso,
         write_json,
     )
-    from sweeps.search import SeededSearch, baseline_params, expected_trials, make_optuna_search
+    from sweeps.search import expected_trials, sweep_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
@@ -534,10 +531,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
                                    resume_unfinished=True, resume_errored=False)
     else:
-        inner, num_configs = make_optuna_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
-        search = SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                              num_configs=num_configs, reference=sweep.reference,
-                              first_seed=sweep.search.first_seed)
+        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
         reporter = None if not args.verbose else tune.CLIReporter(

@@ -284,3 +284,17 @@ class SeededSearch(Searcher):
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
             self.__dict__.update(pickle.load(f))
+
+
+def sweep_search(sweep: Sweep, storage_url: str) -> tuple[SeededSearch, int]:
+    """The searcher a run of ``sweep`` uses: :func:`make_optuna_search`'s sampler (its study
+    in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
+    the sweep's seeds, baseline and reference.
+
+    Returns:
+        (search, num_configs): the searcher and the number of sampled configurations.
+    """
+    inner, num_configs = make_optuna_search(sweep, storage_url)
+    return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
+                        num_configs=num_configs, reference=sweep.reference,
+                        first_seed=sweep.search.first_seed), num_configs
