@@ -174,6 +174,12 @@ def _ttt_estimator(reached: np.ndarray) -> str:
     return "median" if reached.all() else "KM median"
 
 
+def _median(values) -> float:
+    """Median of a pandas Series, NaN skipped; NaN when nothing is left (without the
+    "Mean of empty slice" warning numpy gives then)."""
+    return float(values.median()) if values.notna().any() else math.nan
+
+
 def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000,
                       seed: int = 0) -> pd.DataFrame:
     """Time-to-target per configuration across seeds.
@@ -214,18 +220,17 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
             "ttt_olympic_s": math.nan,
             "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
-            "steps_to_target": float(ok.loc[ok["reached"], "steps_to_target"].median())
+            "steps_to_target": _median(ok.loc[ok["reached"], "steps_to_target"])
             if r.any() else math.nan,
-            "env_steps_per_s": float(ok["env_steps_per_s"].median()) if n else math.nan,
+            "env_steps_per_s": _median(ok["env_steps_per_s"]) if n else math.nan,
             # share of the trials' wall-clock spent in the evaluation protocol (median)
-            "eval_share": float((ok["eval_time_s"] / ok["elapsed_s"]).median())
+            "eval_share": _median(ok["eval_time_s"] / ok["elapsed_s"])
             if n and "eval_time_s" in ok else math.nan,
-            "num_cpus": float(g["num_cpus"].median()),
-            "num_gpus": float(g["num_gpus"].median()),
-            "cpus_per_env_runner": float(g["cpus_per_env_runner"].median())
+            "num_cpus": _median(g["num_cpus"]),
+            "num_gpus": _median(g["num_gpus"]),
+            "cpus_per_env_runner": _median(g["cpus_per_env_runner"])
             if "cpus_per_env_runner" in g else 1.0,
-            "peak_rss_mib": float(g["peak_rss_mib"].median())
-            if "peak_rss_mib" in g and g["peak_rss_mib"].notna().any() else math.nan,
+            "peak_rss_mib": _median(g["peak_rss_mib"]) if "peak_rss_mib" in g else math.nan,
             "oversubscribed": bool(g["oversubscribed"].any()),
         }
         for c in g.columns:
