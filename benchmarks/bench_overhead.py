@@ -9,12 +9,12 @@ is a fresh Python process (``python -m sweeps.run ...`` and ``python bench_overh
 --bare-child ...``), so neither inherits modules imported by the other.
 
 Both clocks start right before ``build_algo()`` with the same libraries already imported
-(``sweeps.trainable.preload_libraries``) and the process reset a trial gets
-(``sweeps.trainable.begin_trial_in_process``: garbage collected, the survivors frozen) and stop at the end of the iteration that crossed the
-env-step budget; throughput = env steps / that time (the timed region of a trial, see
-docs/results.md). Also reported, to show where a difference comes from: the time to the end
-of the first iteration (building the Algorithm: env runner actors, learner, replay buffer)
-and the steady-state throughput after it.
+(``sweeps.trainable.preload_libraries``) after the process reset a trial gets
+(``sweeps.trainable.begin_trial_in_process``: garbage collected, the survivors frozen), and
+stop at the end of the iteration that crossed the env-step budget; throughput = env steps /
+that time (the timed region of a trial, see docs/results.md). Also reported, to show where a
+difference comes from: the time to the end of the first iteration (building the Algorithm:
+env runner actors, learner, replay buffer) and the steady-state throughput after it.
 
 Target (issue "Cabs scaling study"): overhead ratio = bare throughput / sweep throughput
 ≤ 1.03 (median over repetitions). Also reports the sweep's start-up: command start (process
