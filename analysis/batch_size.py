@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.stats import median_or_nan
+
 __all__ = ["BatchSizeCheck", "batch_advice", "batch_size_check", "check_lines", "fit_critical_batch", "main",
            "steps_at", "trial_batch"]
 
@@ -169,8 +171,8 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
             s = steps_at(bs, s_min, bn)
             e = s * spu0 * bs / b0
             # TTT: the pilot's start-up plus its seconds per env step after start-up
-            start = float(pp["startup"].median())
-            per_step = float(((pp["ttt"] - pp["startup"]) / pp["steps"]).median())
+            start = median_or_nan(pp["startup"])
+            per_step = median_or_nan((pp["ttt"] - pp["startup"]) / pp["steps"])
             return s, e, start + e * per_step
 
         bs = np.array(sizes, float)
@@ -179,7 +181,9 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
                  for _ in range(n_resamples)]
         s_lo, s_hi = np.quantile(np.array([b[0] for b in boots]), [0.025, 0.975], axis=0)
         e_lo, e_hi = np.quantile(np.array([b[1] for b in boots]), [0.025, 0.975], axis=0)
-        t_lo, t_hi = np.nanquantile(np.array([b[2] for b in boots]), [0.025, 0.975], axis=0)
+        t_boot = np.array([b[2] for b in boots])  # NaN where a resample has no start-up
+        t_lo, t_hi = (np.nanquantile(t_boot, [0.025, 0.975], axis=0) if np.isfinite(t_boot).any()
+                      else np.full((2, len(sizes)), math.nan))
         med = []
         for i, b in enumerate(sizes):
             gb = g[g["train_batch_size"] == b]
@@ -193,7 +197,7 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
                 "role": "pilot" if b == b0 else "checked",
                 "n_reached": int(len(r)), "n_trials": int(len(gb)),
                 "updates": m_upd, "steps": m_steps,
-                "b_simple": float(gb["b_simple"].median()),
+                "b_simple": median_or_nan(gb["b_simple"]),
                 "updates_pred": float(s_pred[i]), "updates_low": float(s_lo[i]),
                 "updates_high": float(s_hi[i]), "steps_pred": float(e_pred[i]),
                 "steps_low": float(e_lo[i]), "steps_high": float(e_hi[i]),

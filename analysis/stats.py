@@ -41,6 +41,7 @@ __all__ = [
     "iqm",
     "km_median",
     "km_median_batch",
+    "median_or_nan",
     "olympic_mean",
     "Note",
     "pick_baseline",
@@ -174,7 +175,7 @@ def _ttt_estimator(reached: np.ndarray) -> str:
     return "median" if reached.all() else "KM median"
 
 
-def _median(values) -> float:
+def median_or_nan(values: pd.Series) -> float:
     """Median of a pandas Series, NaN skipped; NaN when nothing is left (without the
     "Mean of empty slice" warning numpy gives then)."""
     return float(values.median()) if values.notna().any() else math.nan
@@ -220,17 +221,17 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
             "ttt_olympic_s": math.nan,
             "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
-            "steps_to_target": _median(ok.loc[ok["reached"], "steps_to_target"])
+            "steps_to_target": median_or_nan(ok.loc[ok["reached"], "steps_to_target"])
             if r.any() else math.nan,
-            "env_steps_per_s": _median(ok["env_steps_per_s"]) if n else math.nan,
+            "env_steps_per_s": median_or_nan(ok["env_steps_per_s"]) if n else math.nan,
             # share of the trials' wall-clock spent in the evaluation protocol (median)
-            "eval_share": _median(ok["eval_time_s"] / ok["elapsed_s"])
+            "eval_share": median_or_nan(ok["eval_time_s"] / ok["elapsed_s"])
             if n and "eval_time_s" in ok else math.nan,
-            "num_cpus": _median(g["num_cpus"]),
-            "num_gpus": _median(g["num_gpus"]),
-            "cpus_per_env_runner": _median(g["cpus_per_env_runner"])
+            "num_cpus": median_or_nan(g["num_cpus"]),
+            "num_gpus": median_or_nan(g["num_gpus"]),
+            "cpus_per_env_runner": median_or_nan(g["cpus_per_env_runner"])
             if "cpus_per_env_runner" in g else 1.0,
-            "peak_rss_mib": _median(g["peak_rss_mib"]) if "peak_rss_mib" in g else math.nan,
+            "peak_rss_mib": median_or_nan(g["peak_rss_mib"]) if "peak_rss_mib" in g else math.nan,
             "oversubscribed": bool(g["oversubscribed"].any()),
         }
         for c in g.columns:

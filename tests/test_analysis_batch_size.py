@@ -62,6 +62,20 @@ def test_prediction_from_a_pilot_matches_a_run_that_follows_the_model() -> None:
     assert any("B_crit" in x for x in check_lines(check))
 
 
+def test_pilot_reaching_in_its_first_iteration_predicts_steps_not_time() -> None:
+    """One iteration gives no start-up estimate (analysis.plan_check.trial_components): the
+    predicted TTT is NaN, the updates and env steps are still predicted, and no numpy
+    "Mean of empty slice" warning reaches the user (it printed ~90 lines per report)."""
+    import warnings
+
+    tm, prog = _run(np.random.default_rng(0))
+    prog = prog[prog["iteration"] == 2].assign(iteration=1)  # each trial: one iteration
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rows = batch_size_check(tm, prog, n_resamples=50).rows.set_index("train_batch_size")
+    assert rows["ttt_pred"].isna().all() and rows["updates_pred"].notna().all()
+
+
 def test_a_wrong_noise_scale_gives_wrong_predictions() -> None:
     """The check can fail: a learner reporting B_simple = 30 where B_crit is 300 misses the
     steps at the other batch sizes by far more than the noise."""
