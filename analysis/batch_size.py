@@ -188,9 +188,7 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
         for i, b in enumerate(sizes):
             gb = g[g["train_batch_size"] == b]
             r = gb[gb["reached"]]
-            m_upd = float(r["updates"].median()) if len(r) else math.nan
-            m_steps = float(r["steps"].median()) if len(r) else math.nan
-            m_ttt = float(r["ttt"].median()) if len(r) else math.nan
+            m_upd, m_steps, m_ttt = (median_or_nan(r[c]) for c in ("updates", "steps", "ttt"))
             med.append((b, m_upd))
             rows.append({
                 "algorithm": alg, "train_batch_size": b,

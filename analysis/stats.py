@@ -221,12 +221,11 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
             "ttt_olympic_s": math.nan,
             "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
-            "steps_to_target": median_or_nan(ok.loc[ok["reached"], "steps_to_target"])
-            if r.any() else math.nan,
-            "env_steps_per_s": median_or_nan(ok["env_steps_per_s"]) if n else math.nan,
+            "steps_to_target": median_or_nan(ok.loc[ok["reached"], "steps_to_target"]),
+            "env_steps_per_s": median_or_nan(ok["env_steps_per_s"]),
             # share of the trials' wall-clock spent in the evaluation protocol (median)
             "eval_share": median_or_nan(ok["eval_time_s"] / ok["elapsed_s"])
-            if n and "eval_time_s" in ok else math.nan,
+            if "eval_time_s" in ok else math.nan,
             "num_cpus": median_or_nan(g["num_cpus"]),
             "num_gpus": median_or_nan(g["num_gpus"]),
             "cpus_per_env_runner": median_or_nan(g["cpus_per_env_runner"])
