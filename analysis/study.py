@@ -114,9 +114,13 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     """One plain sentence: does any distributed configuration beat the single-process
     reference on this hardware? None when the sweep ran no reference.
 
-    A configuration beats it when its absolute speedup's point estimate is > 1 (its lower
-    bound when the reference's median was censored); the sentence gives the fastest
-    configuration's absolute speedup either way.
+    The fastest configuration (lowest median TTT) *beats* the reference when its absolute
+    speedup's 95 % interval lies above 1 (its lower bound > 1 when the reference's median was
+    censored), and *does not* when the interval lies below 1. When the interval contains 1 the
+    sentence says that these seeds cannot tell the two apart, whichever side the point estimate
+    is on; without an interval (fewer seeds than :data:`analysis.stats.MIN_SEEDS_FOR_CI`) the
+    point estimate decides. The sentence gives the fastest configuration's absolute speedup
+    either way.
     """
     if "is_reference" not in summary or not summary["is_reference"].any() or speed.empty:
         return None
@@ -131,16 +135,23 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     name = f"{top['algorithm']} with {top['num_env_runners']} env runner(s)"
     ref_name = f"the single-process reference ({ref['algorithm']})"
     s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
-    if (math.isfinite(s) and s > 1) or (math.isinf(s) and lb > 1):
-        return (f"{name} beats {ref_name}: absolute speedup "
-                f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x")
+    low, high = float(r["abs_speedup_low"]), float(r["abs_speedup_high"])
+    value = f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x"
+    times = f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))})"
+    if math.isinf(s) and lb > 1:
+        return f"{name} beats {ref_name}: absolute speedup {value}"
     if math.isnan(s):
         return (f"Neither {ref_name} nor any distributed configuration reached the target by "
                 "median: no absolute speedup can be stated.")
+    if math.isfinite(s) and math.isfinite(low) and math.isfinite(high) and low <= 1 <= high:
+        return (f"No configuration of the sweep is clearly faster or slower than {ref_name} "
+                f"on this hardware: the fastest, {name}, has an absolute speedup of {value} "
+                f"{times}; its 95 % interval contains 1, so these seeds cannot tell the two "
+                "apart.")
+    if math.isfinite(s) and s > 1:
+        return f"{name} beats {ref_name}: absolute speedup {value} {times}."
     return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
-            f"{name}, has an absolute speedup of "
-            f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x "
-            f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))}).")
+            f"{name}, has an absolute speedup of {value} {times}.")
 
 
 def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str]]:

@@ -220,3 +220,34 @@ def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
     sp = speedup_table(tm, summarize_configs(tm))[0].set_index("config_id")
     assert sp.at["fast", "speedup_lower_bound"] == pytest.approx(3.07)
     assert "S > 3.07" in sp.at["fast", "speedup_note"]  # the data's 3.07, not "3.1"
+
+
+@pytest.mark.parametrize("apex_ttts, starts", [
+    ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runner(s) beats the single-process reference"),
+    ([4.0, 4.0, 4.0, 4.0, 4.0], "No configuration of the sweep beats the single-process"),
+    # overlapping seeds: faster by the point estimate (1.5 < 2), but the interval contains 1
+    ([1.0, 1.0, 1.5, 3.0, 3.0], "No configuration of the sweep is clearly faster or slower"),
+    # slower by the point estimate, the interval contains 1: not "does not beat" either
+    ([1.0, 1.0, 2.5, 3.0, 3.0], "No configuration of the sweep is clearly faster or slower"),
+])
+def test_reference_verdict_claims_only_what_the_interval_shows(apex_ttts, starts) -> None:
+    """``reference_verdict`` says *beats* / *does not beat* only when the absolute speedup's
+    95 % interval lies on one side of 1; when it contains 1 it says the seeds cannot tell."""
+    from analysis.study import reference_verdict
+
+    ref = make_tm("reference", [2.0, 2.0, 2.0, 1.5, 2.5], [True] * 5, n=0, alg="SB3-DQN",
+                  cpus=1.0)
+    ref["is_reference"] = True
+    tm = pd.concat([ref, make_tm("base", [20.0] * 5, [True] * 5, n=1, baseline=True),
+                    make_tm("apex0", apex_ttts, [True] * 5, n=0, alg="APEX")],
+                   ignore_index=True)
+    tm["is_reference"] = tm["is_reference"].eq(True)
+    summary = summarize_configs(tm)
+    speed = speedup_table(tm, summary)[0]
+    verdict = reference_verdict(summary, speed)
+    assert verdict.startswith(starts), verdict
+    r = speed.set_index("config_id").loc["apex0"]
+    assert f"{r['abs_speedup']:.2f}" in verdict
+    if "clearly" in starts:
+        assert r["abs_speedup_low"] <= 1 <= r["abs_speedup_high"], r
+        assert "cannot tell the two apart" in verdict
