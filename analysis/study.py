@@ -144,10 +144,9 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
         return (f"Neither {ref_name} nor any distributed configuration reached the target by "
                 "median: no absolute speedup can be stated.")
     if math.isfinite(s) and math.isfinite(low) and math.isfinite(high) and low <= 1 <= high:
-        return (f"No configuration of the sweep is clearly faster or slower than {ref_name} "
-                f"on this hardware: the fastest, {name}, has an absolute speedup of {value} "
-                f"{times}; its 95 % interval contains 1, so these seeds cannot tell the two "
-                "apart.")
+        return (f"The fastest configuration, {name}, cannot be told apart from {ref_name} "
+                f"on this hardware with these seeds: absolute speedup {value} {times}; its "
+                "95 % interval contains 1.")
     if math.isfinite(s) and s > 1:
         return f"{name} beats {ref_name}: absolute speedup {value} {times}."
     return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
