@@ -35,6 +35,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# this checkout's packages, even where the environment has another checkout installed editable
+sys.path.insert(0, str(ROOT))
 ENV = "ContosoCabs-v0"
 PARTS = ("bare actor", "env runners", "learner", "replay buffer", "weight sync", "other",
          "build_algo", "first iteration")

@@ -32,6 +32,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# this checkout's packages, even where the environment has another checkout installed editable
+sys.path.insert(0, str(ROOT))
 
 
 def uncapped_sweep_file(sweep_file: Path, folder: Path) -> Path:
