@@ -138,8 +138,6 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     low, high = float(r["abs_speedup_low"]), float(r["abs_speedup_high"])
     value = f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x"
     times = f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))})"
-    if math.isinf(s) and lb > 1:
-        return f"{name} beats {ref_name}: absolute speedup {value}"
     if math.isnan(s):
         return (f"Neither {ref_name} nor any distributed configuration reached the target by "
                 "median: no absolute speedup can be stated.")
@@ -147,8 +145,9 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
         return (f"The fastest configuration, {name}, cannot be told apart from {ref_name} "
                 f"on this hardware with these seeds: absolute speedup {value} {times}; its "
                 "95 % interval contains 1.")
-    if math.isfinite(s) and s > 1:
-        return f"{name} beats {ref_name}: absolute speedup {value} {times}."
+    if math.isfinite(s) and s > 1 or math.isinf(s) and lb > 1:  # inf: the reference's median not reached
+        return f"{name} beats {ref_name}: absolute speedup {value}" + (
+            f" {times}." if math.isfinite(s) else "")
     return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
             f"{name}, has an absolute speedup of {value} {times}.")
 
