@@ -74,6 +74,12 @@ class Results:
         """Sweep name (``spec["name"]``, else the parent folder's name)."""
         return str(self.spec.get("name") or self.path.parent.name or self.path.name)
 
+    @property
+    def seeds(self) -> int | None:
+        """Seeds per configuration (``spec["search"]["seeds"]``), None without a spec."""
+        seeds = (self.spec.get("search") or {}).get("seeds")
+        return int(seeds) if isinstance(seeds, int | float) and seeds >= 1 else None
+
 
 def _read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
     if not path.is_file():

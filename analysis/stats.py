@@ -33,6 +33,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from sweeps.schema import skipped_seeds
+
 __all__ = [
     "MIN_SEEDS_FOR_CI",
     "OLYMPIC_MIN_SEEDS",
@@ -182,7 +184,7 @@ def median_or_nan(values: pd.Series) -> float:
 
 
 def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000,
-                      seed: int = 0) -> pd.DataFrame:
+                      seed: int = 0, seeds: int | None = None) -> pd.DataFrame:
     """Time-to-target per configuration across seeds.
 
     Args:
@@ -190,6 +192,9 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         confidence: level of all intervals.
         n_resamples: bootstrap resamples.
         seed: RNG seed.
+        seeds: the sweep's seeds per configuration (``spec["search"]["seeds"]``), to note the
+            seeds adaptive capping left unrun (:func:`sweeps.schema.skipped_seeds`); None: not
+            noted.
 
     Returns:
         One row per ``config_id`` with ``algorithm, num_env_runners, is_baseline,
@@ -202,6 +207,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         ``note`` (what is missing and why).
     """
     rows = []
+    skipped = skipped_seeds(tm, seeds) if seeds and "censor_reason" in tm else {}
     for cid, g in tm.groupby("config_id", sort=False):
         ok = g[g["status"] != "error"]
         d = ok["duration_s"].to_numpy(dtype=float)
@@ -267,6 +273,10 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
                 notes.append(Note("capped", f"{n_capped} of {n} capped: stopped when they could "
                                   "no longer beat the fastest configuration (adaptive capping), "
                                   "censored there"))
+            if skipped.get(cid):
+                notes.append(Note("skipped", f"{skipped[cid]} more seed(s) not run: with most "
+                                  "of its seeds capped, its median TTT is above the cap "
+                                  "whatever they give"))
         if 0 < n < MIN_SEEDS_FOR_CI:
             notes.append(Note("too_few_seeds", f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})"))
         if n >= OLYMPIC_MIN_SEEDS:

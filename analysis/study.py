@@ -31,6 +31,7 @@ from analysis.stats import (
     speedup_table,
     summarize_configs,
 )
+from sweeps.schema import skipped_seeds
 
 __all__ = ["Study", "analyse", "reference_verdict", "throughput_fits"]
 
@@ -186,9 +187,13 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  "their timings are not trustworthy")
     n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
     if n_capped:
+        n_skipped = sum(skipped_seeds(tm, res.seeds).values()) if res.seeds else 0
         w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
                  "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
-                 "so they could no longer be the fastest; counted as censored at that time")
+                 "so they could no longer be the fastest; counted as censored at that time"
+                 + (f"; {n_skipped} more seed(s) of configurations with most of their seeds "
+                    "capped were not run (their median is above the cap whatever those give)"
+                    if n_skipped else ""))
     retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
     if len(retried):
         w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
@@ -220,7 +225,7 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
         ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
     """
     tm, tgt, warns = trial_metrics(res, target)
-    summary = summarize_configs(tm)
+    summary = summarize_configs(tm, seeds=res.seeds)
     speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
     plan, models = None, {}
     if len(summary):

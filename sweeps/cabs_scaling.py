@@ -11,7 +11,8 @@ over 20 fixed-seed evaluation episodes after every ~1 s training iteration (the 
 protocol, :mod:`sweeps.evaluation`), timed inside its time-to-target.
 
 Sized for a 2-core laptop: (6 sampled configs + baseline + reference) × 3 seeds = 24 trials of
-at most 45 s each (docs/cabs_scaling.md gives the measured wall time). Trials with 2 env
+at most 45 s each (fewer when adaptive capping has capped two seeds of a configuration: its
+third is not run) (docs/cabs_scaling.md gives the measured wall time). Trials with 2 env
 runners ask for 3 CPUs; on a 2-CPU node they run oversubscribed and are flagged as such in
 every table. To scale on a cluster, change only ``search.num_samples``, the ``num_env_runners``
 choices and the budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``).

@@ -25,7 +25,13 @@ import pandas as pd
 from ray.tune import Callback, Stopper
 from rich.console import Console
 
-from sweeps.schema import PROGRESS_COLUMNS, TRIAL_COLUMNS, VOCAB_COLUMNS, first_crossing
+from sweeps.schema import (
+    PROGRESS_COLUMNS,
+    TRIAL_COLUMNS,
+    VOCAB_COLUMNS,
+    first_crossing,
+    skipped_seeds,
+)
 from sweeps.schema import read_parquet as _read_parquet
 from sweeps.schema import write_parquet as _write_parquet
 from sweeps.search import META_KEYS
@@ -154,31 +160,41 @@ class SweepProgress:
     once; "at most": the same with every trial running its whole time budget.
 
     Args:
-        expected: trials the sweep will run in all.
+        expected: trials the sweep will run in all, before adaptive capping skips any.
         budget_s: time budget per trial (seconds), None if the budget is in env steps only.
         max_concurrent: trials running at once (at least 1).
         start: ``time.time()`` when the command started.
+        seeds: seeds per configuration (``search.seeds``), to count the seeds adaptive
+            capping skips (:func:`sweeps.schema.skipped_seeds`); None: none are.
     """
 
     def __init__(self, expected: int, budget_s: float | None, max_concurrent: int,
-                 start: float):
+                 start: float, seeds: int | None = None):
         self.expected = int(expected)
         self.budget_s = budget_s
         self.max_concurrent = max(1, int(max_concurrent))
         self.start = start
+        self.seeds = seeds
+
+    def skipped_in(self, trials: list[dict[str, Any]]) -> int:
+        """Seeds adaptive capping skipped, judged from the recorded ``trials`` rows."""
+        return sum(skipped_seeds(trials, self.seeds).values()) if self.seeds else 0
 
     def line(self, done: int, durations: list[float], running: list[float],
-             incumbent: float | None, now: float | None = None) -> str:
+             incumbent: float | None, now: float | None = None, skipped: int = 0) -> str:
         """One line. ``done``: trials recorded (earlier runs of a resumed sweep included);
         ``durations``: wall-clock seconds of the trials finished by this run (references
         left out: they are no typical trial); ``running``:
-        seconds the running trials have run so far; ``incumbent``: TTT (s) or None."""
+        seconds the running trials have run so far; ``incumbent``: TTT (s) or None;
+        ``skipped``: seeds adaptive capping skipped (they leave the expected count)."""
         now = time.time() if now is None else now
-        left = max(self.expected - done - len(running), 0)
-        parts = [f"{done}/{self.expected} trials done",
+        expected = self.expected - skipped
+        left = max(expected - done - len(running), 0)
+        parts = [f"{done}/{expected} trials done"
+                 + (f" ({skipped} skipped by capping)" if skipped else ""),
                  f"incumbent TTT {incumbent:.1f} s" if incumbent is not None
                  else "no incumbent yet", f"elapsed {_fmt_duration(now - self.start)}"]
-        if done < self.expected:
+        if done < expected:
             eta = []
             if durations:
                 typical = statistics.median(durations)
@@ -250,6 +266,12 @@ class ResultsRecorder(LiveOnRestore, Callback):
         medians = [statistics.median(v) for v in by_config.values()
                    if v and all(math.isfinite(t) for t in v)]
         return min(medians) if medians else None
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        """The trial rows recorded so far (``trials.parquet``'s, earlier runs of a resumed
+        sweep included), in the order they were recorded."""
+        return self._trials
 
     @property
     def console(self) -> Console:
@@ -355,7 +377,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
         now = time.time() if now is None else now
         running = [now - st[0] for tid, st in self._starts.items() if tid not in self._recorded]
         return self.progress.line(len(self._trials), self._durations, running,
-                                  self.incumbent_ttt_s(), now)
+                                  self.incumbent_ttt_s(), now,
+                                  skipped=self.progress.skipped_in(self._trials))
 
     def _live(self) -> None:
         """Keep the progress line at the bottom of a terminal (at most once a second)."""

@@ -531,7 +531,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
                                    resume_unfinished=True, resume_errored=False)
     else:
-        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}")
+        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
+                                 recorder=recorder)
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
         reporter = None if not args.verbose else tune.CLIReporter(
@@ -560,7 +561,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     # sweeps.record.LiveOnRestore objects, so it gets this process's (built above).
     expected = expected_trials(sweep)
     recorder.progress = SweepProgress(expected, setup.budget_time_s,
-                                      sweep.search.max_concurrent or 1, command_start)
+                                      sweep.search.max_concurrent or 1, command_start,
+                                      seeds=sweep.search.seeds)
     interrupted = False
     from sweeps.cli import EXIT_WRITE_FAILED, describe_os_error, find_os_error, sigterm_as_interrupt
 
@@ -586,11 +588,15 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         for name in ("environment.json", "optuna.db"):
             mirror.put(run_dir / name)
     n = recorder.num_recorded
-    if interrupted or n < expected:
-        print(f"Interrupted: {n} of {expected} trials finished and are kept in {run_dir}; "
-              f"continue with: python -m sweeps.run {args.file} --resume", file=sys.stderr)
+    skipped = recorder.progress.skipped_in(recorder.trials)  # seeds capping made pointless
+    if interrupted or n < expected - skipped:
+        print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
+              f"{run_dir}; continue with: python -m sweeps.run {args.file} --resume",
+              file=sys.stderr)
         return 130
-    print(f"Done: {n} trials recorded in {where}")
+    print(f"Done: {n} trials recorded in {where}" + (
+        f" ({skipped} more seed(s) skipped: adaptive capping had capped most of their "
+        "configuration's seeds)" if skipped else ""))
     if not args.no_report:
         _write_report(run_dir)
         if mirror is not None and (run_dir / "report.html").is_file():

@@ -1,5 +1,5 @@
 """The results schema (docs/results.md): one owner for what ``trials.parquet`` and
-``progress.parquet`` hold, their version, and the two rules every writer and reader share.
+``progress.parquet`` hold, their version, and the rules every writer and reader share.
 
 - :data:`TRIAL_COLUMNS` / :data:`PROGRESS_COLUMNS`: column name → dtype kind, in the order
   written; :data:`TRIAL_DEFAULTS`: what a reader fills in for a column an older run lacks.
@@ -9,6 +9,8 @@
 - :func:`first_crossing`: when a learning curve reaches the target (the recorder's
   ``time_to_target_s`` and the analysis' re-computation for another target use it alike).
 - :func:`censored_objective`: what a trial that missed the target scores for Optuna.
+- :func:`skipped_seeds`: the seeds adaptive capping left unrun (a majority of a
+  configuration's seeds capped).
 
 ``sweeps.record`` writes through this module, ``analysis.load`` reads through it and
 ``analysis.synthetic`` builds its rows with the same functions. Light: pandas and pyarrow only.
@@ -249,3 +251,37 @@ def censored_objective(budget_s: float, best: float, target: float) -> float:
         shortfall = (target - best) / abs(target) if target != 0 else float(best < target)
         shortfall = min(max(shortfall, 0.0), 1.0)
     return float(budget_s) * (1.0 + shortfall)
+
+
+def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:
+    """Seeds of each configuration that adaptive capping left unrun: ``{config_id: count}``.
+
+    A sampled configuration (not the baseline, not the reference) with more than half of its
+    ``seeds`` capped (``censor_reason == "capped"``) cannot have a median TTT below the
+    smallest of its caps whatever its other seeds would give: with ``c > seeds / 2`` values
+    above the cap, the median of ``seeds`` values is above it too (for an even ``seeds``, both
+    middle values are). So a sweep runs no more of its seeds: adaptive capping bounds a
+    configuration's whole evaluation, not one run (Hutter, Hoos, Leyton-Brown and Stuetzle,
+    "ParamILS", JAIR 36, 2009, section 5). ``sweeps.search.SeededSearch`` applies this rule
+    and ``sweeps.run`` and ``analysis`` count with it, from the recorded rows alone.
+
+    Args:
+        trials: recorded trial rows, a ``trials.parquet`` frame or a list of row dicts
+            (``config_id``, ``is_baseline``, ``is_reference``, ``censor_reason``).
+        seeds: seeds per configuration in the sweep (``search.seeds``).
+
+    Returns:
+        ``config_id`` -> seeds not run (``seeds`` minus its recorded trials, at least 0), for
+        the configurations the rule stopped; others are absent.
+    """
+    rows = trials.to_dict("records") if isinstance(trials, pd.DataFrame) else list(trials)
+    recorded: dict[str, int] = {}
+    capped: dict[str, int] = {}
+    for row in rows:
+        if row.get("is_baseline") or row.get("is_reference"):
+            continue
+        cid = str(row["config_id"])
+        recorded[cid] = recorded.get(cid, 0) + 1
+        capped[cid] = capped.get(cid, 0) + (row.get("censor_reason") == "capped")
+    return {cid: max(int(seeds) - recorded[cid], 0) for cid, c in capped.items()
+            if 2 * c > int(seeds)}

@@ -7,7 +7,10 @@ Tune asks a searcher for one config per trial. A scaling study needs more struct
    seed (relative speedups are relative to it);
 2. each configuration Optuna samples runs once per **seed**; Optuna is told one objective per
    configuration (the mean over its seeds) once all its seeds finished, so model-based search
-   (TPE) learns from seed-averaged numbers and is never fed a half-measured config;
+   (TPE) learns from seed-averaged numbers and is never fed a half-measured config; once
+   adaptive capping has capped more than half of a configuration's seeds, its median can no
+   longer beat the incumbent and its other seeds are not run
+   (:func:`sweeps.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
 3. the **objective** is time-to-target; a censored trial scores
    ``budget_s × (1 + shortfall)``, ``shortfall = clip((target − best) / |target|, 0, 1)``, so the
    search still learns from trials that missed the target (closer misses score better) and a
@@ -28,7 +31,7 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from sweeps.schema import censored_objective, config_id  # noqa: F401 - re-exported
+from sweeps.schema import censored_objective, config_id, skipped_seeds  # noqa: F401 - re-exported
 from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
@@ -199,14 +202,18 @@ class SeededSearch(Searcher):
             ...}``), or None.
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
         first_seed: the first seed (``Search.first_seed``, default 0).
+        recorder: the run's :class:`sweeps.record.ResultsRecorder` when adaptive capping is
+            on (its recorded rows decide which seeds are skipped), else None: every seed runs.
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
     def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
                  num_configs: int, reference: dict[str, Any] | None = None,
-                 first_seed: int = 0, metric: str = "objective", mode: str = "min"):
+                 first_seed: int = 0, recorder: Any = None, metric: str = "objective",
+                 mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
+        self.recorder = recorder
         self._reference = reference
         self.seeds = seeds
         self.first_seed = int(first_seed)
@@ -241,7 +248,35 @@ class SeededSearch(Searcher):
                                 "is_baseline": is_baseline, "is_reference": is_reference,
                                 "__group__": group})
 
+    def _skip_dominated(self) -> None:
+        """Drop the queued seeds of the configuration at the head of the queue when adaptive
+        capping has capped more than half of its seeds (:func:`sweeps.schema.skipped_seeds`,
+        on the rows recorded so far); Optuna gets its objective once its running seeds end."""
+        while self._queue and self.recorder is not None:
+            head = self._queue[0]
+            group = head["__group__"]
+            if group in ("baseline", "reference") or head["config_id"] not in self.skipped:
+                return
+            self._queue = [c for c in self._queue if c["__group__"] != group]
+            running = sum(1 for g in self._group_of.values() if g == group)
+            self._group_size[group] = len(self._group_results[group]) + running
+            if not running:
+                self._tell(group, head["config_id"])
+
+    def _tell(self, group: str, cid: str | None = None) -> None:
+        """Give Optuna the configuration's objective: the mean over its seeds that ran (a
+        configuration sampled again after it was skipped: its earlier recorded trials')."""
+        values = [v for v in self._group_results[group] if v is not None and math.isfinite(v)]
+        if not values and cid is not None and self.recorder is not None:
+            values = [v for r in self._recorded() if r.get("config_id") == cid
+                      for v in [float(r.get("objective") or math.nan)] if math.isfinite(v)]
+        if values:
+            self.inner.on_trial_complete(group, {self.metric: sum(values) / len(values)})
+        else:
+            self.inner.on_trial_complete(group, None, error=True)
+
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        self._skip_dominated()
         if not self._queue:
             if self._reference is not None:
                 self._enqueue("reference", self._reference)
@@ -256,6 +291,9 @@ class SeededSearch(Searcher):
                     return suggestion
                 self._sampled += 1
                 self._enqueue(group, trial_params(suggestion))
+                self._skip_dominated()  # sampled again after it was skipped: no seed runs
+                if not self._queue:
+                    return self.suggest(trial_id)
             else:
                 return Searcher.FINISHED
         config = dict(self._queue.pop(0))
@@ -271,11 +309,16 @@ class SeededSearch(Searcher):
         done = self._group_results[group]
         if len(done) < self._group_size[group] or group in ("baseline", "reference"):
             return
-        values = [v for v in done if v is not None and math.isfinite(v)]
-        if values:
-            self.inner.on_trial_complete(group, {self.metric: sum(values) / len(values)})
-        else:
-            self.inner.on_trial_complete(group, None, error=True)
+        self._tell(group)
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """``{config_id: seeds not run}`` so far (:func:`sweeps.schema.skipped_seeds`)."""
+        return skipped_seeds(self._recorded(), self.seeds)
+
+    def _recorded(self) -> list[dict[str, Any]]:
+        # an inert stand-in (unpickled where no sweep runs) has no rows
+        return list(getattr(self.recorder, "trials", None) or [])
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
@@ -286,10 +329,13 @@ class SeededSearch(Searcher):
             self.__dict__.update(pickle.load(f))
 
 
-def sweep_search(sweep: Sweep, storage_url: str) -> tuple[SeededSearch, int]:
+def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
+                 ) -> tuple[SeededSearch, int]:
     """The searcher a run of ``sweep`` uses: :func:`make_optuna_search`'s sampler (its study
     in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
-    the sweep's seeds, baseline and reference.
+    the sweep's seeds, baseline and reference; ``recorder`` (the run's
+    :class:`sweeps.record.ResultsRecorder`) lets it skip the seeds adaptive capping made
+    pointless (only when the sweep caps).
 
     Returns:
         (search, num_configs): the searcher and the number of sampled configurations.
@@ -297,4 +343,6 @@ def sweep_search(sweep: Sweep, storage_url: str) -> tuple[SeededSearch, int]:
     inner, num_configs = make_optuna_search(sweep, storage_url)
     return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
                         num_configs=num_configs, reference=sweep.reference,
-                        first_seed=sweep.search.first_seed), num_configs
+                        first_seed=sweep.search.first_seed,
+                        recorder=recorder if sweep.search.capping is not None else None
+                        ), num_configs

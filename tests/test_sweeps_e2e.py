@@ -375,30 +375,44 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
 
 
 def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_path):
-    """A real sweep: the baseline (DQN, Cabs, half the optimum) reaches the target in seconds;
-    a configuration that cannot learn (lr 1e-9) is stopped at margin x the incumbent's TTT,
-    well inside its 60 s budget, and recorded as censored with censor_reason 'capped'."""
+    """A real sweep: the baseline (DQN, Cabs, half the optimum) reaches the target in seconds
+    on each of 3 seeds; a configuration that cannot learn (lr 1e-9) is stopped at margin x the
+    incumbent's TTT, well inside its 60 s budget, and recorded as censored with censor_reason
+    'capped'; with 2 of its 3 seeds capped its third seed is not run, and the sweep and the
+    analysis say so."""
+    from analysis.load import load_results
+    from analysis.study import analyse
+
     path = tmp_path / "capped.py"
     path.write_text(textwrap.dedent("""\
         from sweeps.spec import Budget, Capping, Search, Sweep, Target, choice
         SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
                       search_space={"num_env_runners": choice([0]), "lr": choice([1e-9])},
                       target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
-                      search=Search(sampler="grid", num_samples=1, seeds=1,
+                      search=Search(sampler="grid", num_samples=1, seeds=3,
                                     capping=Capping(margin=1.5)),
                       baseline={"algorithm": "DQN", "num_env_runners": 0})
         """))
     results = tmp_path / "results"
-    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    trials = pd.read_parquet(only_run_dir(results, "capped") / "trials.parquet")
-    base = trials[trials.is_baseline].iloc[0]
-    slow = trials[~trials.is_baseline].iloc[0]
-    assert base.status == "reached" and base.censor_reason == "", base.to_dict()
-    assert slow.status == "censored" and slow.censor_reason == "capped", slow.to_dict()
-    cap = 1.5 * base.time_to_target_s
-    # stopped at the first iteration past the cap (iterations last ~1 s), not at the budget
-    assert cap < slow.elapsed_s < cap + 10 and slow.elapsed_s < slow.budget_s, slow.to_dict()
+    assert "5 trials recorded" in proc.stdout and "1 more seed(s) skipped" in proc.stdout, (
+        proc.stdout[-3000:])
+    run_dir = only_run_dir(results, "capped")
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    base = trials[trials.is_baseline]
+    slow = trials[~trials.is_baseline]
+    assert len(base) == 3 and (base.status == "reached").all(), base.to_dict("records")
+    assert (base.censor_reason == "").all()
+    assert list(slow.seed) == [0, 1], slow.to_dict("records")  # seed 2 skipped
+    cap = 1.5 * base.time_to_target_s.median()
+    for row in slow.itertuples():
+        assert row.status == "censored" and row.censor_reason == "capped", row
+        # stopped at the first iteration past the cap (iterations last ~1 s), not at the budget
+        assert cap < row.elapsed_s < cap + 10 and row.elapsed_s < row.budget_s, row
+    study = analyse(load_results(run_dir))
+    (note,) = study.summary.loc[~study.summary.is_baseline, "note"]
+    assert "2 of 2 capped" in note and "1 more seed(s) not run" in note, note
 
 
 def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path):

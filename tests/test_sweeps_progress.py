@@ -26,3 +26,17 @@ def test_a_resumed_sweep_counts_earlier_trials_as_done() -> None:
     p = SweepProgress(expected=6, budget_s=30.0, max_concurrent=1, start=0.0)
     # 3 recorded by an earlier run, 1 by this one (10 s): 2 left
     assert p.line(4, [10.0], [], None, now=20.0).endswith("ETA ~20s at most 1m00s")
+
+
+def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
+    """A configuration with 2 of its 3 seeds capped runs no third seed: 9 trials expected,
+    not 10, and the line says why."""
+    p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0, seeds=3)
+    rows = [{"config_id": "a", "censor_reason": "capped"}] * 2 + [
+        {"config_id": "base", "censor_reason": "capped", "is_baseline": True}] * 3
+    skipped = p.skipped_in(rows)
+    assert skipped == 1
+    assert p.line(5, [10.0] * 5, [], None, now=60.0, skipped=skipped).startswith(
+        "5/9 trials done (1 skipped by capping) · no incumbent yet · elapsed 1m00s · ETA ~40s")
+    assert SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(
+        rows) == 0  # no seeds given: nothing counted as skipped

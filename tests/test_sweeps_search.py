@@ -108,3 +108,64 @@ def test_first_seed_shifts_every_configurations_seeds(tmp_path):
     assert [c["is_reference"] for c in configs[:3]] == [True] * 3
     with pytest.raises(ValueError, match="first_seed"):
         Search(seeds=2, first_seed=-1)
+
+
+def test_skipped_seeds_follow_the_median():
+    """A configuration is settled once more than half of its seeds are capped: the median of
+    all its seeds is then above the cap, whatever the rest give; the baseline and the reference
+    are never judged so."""
+    from sweeps.schema import skipped_seeds
+
+    def rows(cid, reasons, **kw):
+        return [{"config_id": cid, "censor_reason": r, **kw} for r in reasons]
+
+    trials = (rows("a", ["capped", "capped"]) + rows("b", ["capped", ""])
+              + rows("c", ["capped", "capped", "capped"]) + rows("d", ["capped", "budget"])
+              + rows("base", ["capped", "capped"], is_baseline=True))
+    assert skipped_seeds(trials, 3) == {"a": 1, "c": 0}
+    assert skipped_seeds(trials, 4) == {"c": 1}  # 2 of 4 capped: the median may still be low
+    assert skipped_seeds(trials, 1) == {"a": 0, "b": 0, "c": 0, "d": 0}
+
+
+def test_seeded_search_skips_the_seeds_capping_settled(tmp_path):
+    """Two of three seeds capped: the third is not run, Optuna hears the mean of the two, the
+    next configuration starts; the baseline's seeds all run whatever happens to them."""
+    from sweeps.record import ResultsRecorder
+
+    sweep = make_sweep(search=Search(sampler="tpe", num_samples=2, seeds=3))
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    inner, n = make_optuna_search(sweep, storage)
+    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
+                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
+    search = SeededSearch(inner, seeds=3, baseline={"algorithm": "DQN", "num_env_runners": 1},
+                          num_configs=n, recorder=rec)
+    search.set_search_properties("objective", "min", {})
+
+    def finish(tid, config, reason, objective):
+        rec.trials.append({"config_id": config["config_id"], "is_baseline": config["is_baseline"],
+                           "is_reference": False, "censor_reason": reason,
+                           "objective": objective})
+        search.on_trial_complete(tid, {"objective": objective})
+
+    for i in range(3):  # the baseline is never skipped, capped or not
+        finish(f"b{i}", search.suggest(f"b{i}"), "capped", 30.0)
+    first = search.suggest("c0")
+    finish("c0", first, "capped", 20.0)
+    assert search.suggest("c1")["config_id"] == first["config_id"]  # 1 of 3: not settled
+    finish("c1", first, "capped", 24.0)
+    nxt = search.suggest("c2")
+    assert nxt["config_id"] != first["config_id"] and nxt["seed"] == 0
+    assert search.skipped == {first["config_id"]: 1}
+    study = optuna.load_study(study_name="s", storage=storage)
+    done = [t for t in study.trials if t.state.is_finished()]
+    assert len(done) == 1 and done[0].value == pytest.approx(22.0)
+    for i, tid in enumerate(("c2", "c3", "c4")):
+        config = nxt if i == 0 else search.suggest(tid)
+        finish(tid, config, "", 5.0)  # reached: every seed runs
+    assert search.suggest("extra") == Searcher.FINISHED
+    assert [t.value for t in study.trials] == [pytest.approx(22.0), pytest.approx(5.0)]
+    # no recorder (capping off): every seed runs
+    plain = SeededSearch(make_optuna_search(sweep, f"sqlite:///{tmp_path / 'o2.db'}")[0],
+                         seeds=3, baseline=None, num_configs=1)
+    plain.set_search_properties("objective", "min", {})
+    assert len([plain.suggest(f"p{i}") for i in range(3)]) == 3 and plain.skipped == {}
