@@ -117,7 +117,8 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
 
     The fastest configuration (lowest median TTT) *beats* the reference when its absolute
     speedup's 95 % interval lies above 1 (its lower bound > 1 when the reference's median was
-    censored), and *does not* when the interval lies below 1. When the interval contains 1 the
+    censored), and *does not* when the interval lies below 1. When the interval contains 1 (an
+    unbounded upper end included: ``[0.11, inf]`` contains 1) the
     sentence says that these seeds cannot tell the two apart, whichever side the point estimate
     is on; without an interval (fewer seeds than :data:`analysis.stats.MIN_SEEDS_FOR_CI`) the
     point estimate decides. The sentence gives the fastest configuration's absolute speedup
@@ -142,7 +143,8 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     if math.isnan(s):
         return (f"Neither {ref_name} nor any distributed configuration reached the target by "
                 "median: no absolute speedup can be stated.")
-    if math.isfinite(s) and math.isfinite(low) and math.isfinite(high) and low <= 1 <= high:
+    # an unbounded upper end (the reference's median censored in resamples) still contains 1
+    if math.isfinite(s) and math.isfinite(low) and not math.isnan(high) and low <= 1 <= high:
         return (f"The fastest configuration, {name}, cannot be told apart from {ref_name} "
                 f"on this hardware with these seeds: absolute speedup {value} {times}; its "
                 "95 % interval contains 1.")

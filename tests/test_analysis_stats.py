@@ -222,6 +222,30 @@ def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
     assert "S > 3.07" in sp.at["fast", "speedup_note"]  # the data's 3.07, not "3.1"
 
 
+def test_reference_verdict_with_an_unbounded_interval_does_not_claim_a_win() -> None:
+    """Seen 2026-11-24 in a capping-off run of the README study: APEX 6.7 s against the
+    reference's 7.1 s at the median, printed as "beats ... 1.06 [0.15, unbounded]x". Here the
+    same shape (a reference seed censored): the interval [0.11, unbounded] contains 1, so the
+    verdict says the seeds cannot tell the two apart."""
+    from analysis.study import reference_verdict
+
+    ref = make_tm("reference", [1.0, 7.1, 45.0], [True, True, False], n=0, alg="SB3-DQN",
+                  cpus=1.0)
+    ref["is_reference"] = True
+    tm = pd.concat([ref, make_tm("base", [20.0] * 3, [True] * 3, n=1, baseline=True),
+                    make_tm("apex1", [5.4, 6.7, 9.0], [True] * 3, n=1, alg="APEX")],
+                   ignore_index=True)
+    tm["is_reference"] = tm["is_reference"].eq(True)
+    summary = summarize_configs(tm)
+    speed = speedup_table(tm, summary)[0]
+    r = speed.set_index("config_id").loc["apex1"]
+    assert r["abs_speedup"] > 1 and r["abs_speedup_low"] < 1 and math.isinf(r["abs_speedup_high"])
+    verdict = reference_verdict(summary, speed)
+    assert verdict.startswith("The fastest configuration, APEX with 1 env runner(s), cannot"), (
+        verdict)
+    assert "unbounded" in verdict and "interval contains 1" in verdict
+
+
 @pytest.mark.parametrize("apex_ttts, starts", [
     ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runner(s) beats the single-process reference"),
     ([4.0, 4.0, 4.0, 4.0, 4.0], "No configuration of the sweep beats the single-process"),
