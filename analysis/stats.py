@@ -193,12 +193,13 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         n_resamples: bootstrap resamples.
         seed: RNG seed.
         seeds: the sweep's seeds per configuration (``spec["search"]["seeds"]``), to note the
-            seeds adaptive capping left unrun (:func:`sweeps.schema.skipped_seeds`); None: not
-            noted.
+            seeds adaptive capping left unrun (:func:`sweeps.schema.skipped_seeds`); None:
+            ``n_skipped`` is 0.
 
     Returns:
         One row per ``config_id`` with ``algorithm, num_env_runners, is_baseline,
-        config_label, n_trials, n_reached, n_censored, n_error, success_rate``, the headline
+        config_label, n_trials, n_reached, n_censored, n_error, n_skipped`` (seeds adaptive
+        capping left unrun; 0 without ``seeds``), ``success_rate``, the headline
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
         (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``
@@ -222,6 +223,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "config_label": g["config_label"].iloc[0], "n_trials": len(g),
             "n_reached": int(r.sum()), "n_censored": int((~r).sum()),
             "n_error": int((g["status"] == "error").sum()),
+            "n_skipped": skipped.get(cid, 0),
             "success_rate": float(r.mean()) if n else math.nan,
             "estimator": "", "ttt_s": math.nan, "ttt_low_s": math.nan, "ttt_high_s": math.nan,
             "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
@@ -273,8 +275,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
                 notes.append(Note("capped", f"{n_capped} of {n} capped: stopped when they could "
                                   "no longer beat the fastest configuration (adaptive capping), "
                                   "censored there"))
-            if skipped.get(cid):
-                notes.append(Note("skipped", f"{skipped[cid]} more seed(s) not run: with most "
+            if row["n_skipped"]:
+                notes.append(Note("skipped", f"{row['n_skipped']} more seed(s) not run: with most "
                                   "of its seeds capped, its median TTT is above the cap "
                                   "whatever they give"))
         if 0 < n < MIN_SEEDS_FOR_CI:
@@ -292,7 +294,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         rows.append(row)
     cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "is_reference",
             "config_label",
-            "n_trials", "n_reached", "n_censored", "n_error", "success_rate", "estimator",
+            "n_trials", "n_reached", "n_censored", "n_error", "n_skipped", "success_rate",
+            "estimator",
             "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
             "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
             "num_gpus", "cpus_per_env_runner", "peak_rss_mib", "oversubscribed", "eval_share",

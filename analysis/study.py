@@ -31,7 +31,6 @@ from analysis.stats import (
     speedup_table,
     summarize_configs,
 )
-from sweeps.schema import skipped_seeds
 
 __all__ = ["Study", "analyse", "reference_verdict", "throughput_fits"]
 
@@ -189,7 +188,7 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  "their timings are not trustworthy")
     n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
     if n_capped:
-        n_skipped = sum(skipped_seeds(tm, res.seeds).values()) if res.seeds else 0
+        n_skipped = int(summary["n_skipped"].sum()) if "n_skipped" in summary else 0
         w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
                  "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
                  "so they could no longer be the fastest; counted as censored at that time"

@@ -248,20 +248,23 @@ class SeededSearch(Searcher):
                                 "is_baseline": is_baseline, "is_reference": is_reference,
                                 "__group__": group})
 
-    def _skip_dominated(self) -> None:
+    def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
         capping has capped more than half of its seeds (:func:`sweeps.schema.skipped_seeds`,
-        on the rows recorded so far); Optuna gets its objective once its running seeds end."""
-        while self._queue and self.recorder is not None:
-            head = self._queue[0]
-            group = head["__group__"]
-            if group in ("baseline", "reference") or head["config_id"] not in self.skipped:
-                return
-            self._queue = [c for c in self._queue if c["__group__"] != group]
-            running = sum(1 for g in self._group_of.values() if g == group)
-            self._group_size[group] = len(self._group_results[group]) + running
-            if not running:
-                self._tell(group, head["config_id"])
+        on the rows recorded so far); Optuna gets its objective once its running seeds end.
+        Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
+        if not self._queue or self.recorder is None:
+            return False
+        head = self._queue[0]
+        group = head["__group__"]
+        if group in ("baseline", "reference") or head["config_id"] not in self.skipped:
+            return False
+        self._queue = [c for c in self._queue if c["__group__"] != group]
+        running = sum(1 for g in self._group_of.values() if g == group)
+        self._group_size[group] = len(self._group_results[group]) + running
+        if not running:
+            self._tell(group, head["config_id"])
+        return True
 
     def _tell(self, group: str, cid: str | None = None) -> None:
         """Give Optuna the configuration's objective: the mean over its seeds that ran (a
@@ -276,8 +279,8 @@ class SeededSearch(Searcher):
             self.inner.on_trial_complete(group, None, error=True)
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        self._skip_dominated()
-        if not self._queue:
+        # a configuration sampled again after capping settled it runs no seed: sample another
+        while self._skip_dominated() or not self._queue:
             if self._reference is not None:
                 self._enqueue("reference", self._reference)
                 self._reference = None
@@ -291,9 +294,6 @@ class SeededSearch(Searcher):
                     return suggestion
                 self._sampled += 1
                 self._enqueue(group, trial_params(suggestion))
-                self._skip_dominated()  # sampled again after it was skipped: no seed runs
-                if not self._queue:
-                    return self.suggest(trial_id)
             else:
                 return Searcher.FINISHED
         config = dict(self._queue.pop(0))
@@ -318,7 +318,7 @@ class SeededSearch(Searcher):
 
     def _recorded(self) -> list[dict[str, Any]]:
         # an inert stand-in (unpickled where no sweep runs) has no rows
-        return list(getattr(self.recorder, "trials", None) or [])
+        return getattr(self.recorder, "trials", None) or []
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
