@@ -10,9 +10,14 @@ summed elapsed time, how many trials were capped, and the recommendation the ana
 (:func:`analysis.study.analyse`): the fastest configuration (algorithm, env runners) by median
 time-to-target, the reference verdict and the capacity plan's cheapest run.
 
-Issue "Time-to-answer", item 7: the same recommendation in <= 50 % of the uncapped wall time.
+Issue "Time-to-answer", item 7: the same recommendation in <= 50 % of the wall time before
+the issue's work. ``--before DIR`` adds a third mode, "before": the same sweep file run by
+another checkout (e.g. ``git worktree add DIR 7f1eb6e``, the revision the issue measured, with
+its own ``DIR/.venv``), so the comparison is back to back on one machine rather than against
+a number measured on another day; ``--modes before,on`` runs only those two.
 
     python benchmarks/bench_time_to_answer.py [--sweep sweeps/cabs_scaling.py] [--reps 2]
+        [--before DIR] [--modes on,off]
 
 Prints a table and saves ``benchmarks/results/bench_time_to_answer.json``. Run it alone (it is
 a Ray workload; under ``flock /tmp/ray_workload.lock`` on a shared machine).
@@ -74,11 +79,13 @@ def recommendation(run_dir: Path) -> dict:
     }
 
 
-def run_once(sweep_file: Path, results: Path, mode: str) -> dict:
-    """One ``sweeps.run`` of ``sweep_file`` into ``results``; its wall-clock and analysis."""
+def run_once(sweep_file: Path, results: Path, mode: str, checkout: Path = ROOT,
+             python: str = sys.executable) -> dict:
+    """One ``sweeps.run`` of ``sweep_file`` into ``results`` by ``checkout``'s code (run with
+    ``python``); its wall-clock (seconds) and what this checkout's analysis recommends."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(sweep_file), "--results",
-                           str(results), "--no-report"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([python, "-m", "sweeps.run", str(sweep_file), "--results",
+                           str(results), "--no-report"], cwd=checkout, capture_output=True,
                           text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -92,39 +99,63 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sweep", default="sweeps/cabs_scaling.py", help="sweep file")
     p.add_argument("--reps", type=int, default=2, help="runs per mode (default 2)")
+    p.add_argument("--before", default=None,
+                   help="checkout of the revision to compare with (its own .venv); adds mode 'before'")
+    p.add_argument("--modes", default=None,
+                   help="comma-separated, from on, off, before (default: on,off, and before "
+                        "with --before)")
     p.add_argument("--out", default=str(HERE / "results" / "bench_time_to_answer.json"))
     args = p.parse_args(argv)
     sweep_file = (ROOT / args.sweep).resolve()
+    modes = (args.modes.split(",") if args.modes else
+             ["on", "off"] + (["before"] if args.before else []))
+    if not set(modes) <= {"on", "off", "before"} or len(set(modes)) != len(modes) or len(modes) < 2:
+        p.error(f"--modes {args.modes!r}: two or three distinct modes of on, off, before")
+    before = Path(args.before).resolve() if args.before else None
+    if "before" in modes and (before is None or not (before / ".venv/bin/python").exists()):
+        p.error("mode 'before' needs --before DIR: a checkout with its own DIR/.venv")
+    before_rev = (subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before,
+                                 capture_output=True, text=True).stdout.strip()
+                  if before else None)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench_tta_") as tmp:
         tmp = Path(tmp)
         uncapped = uncapped_sweep_file(sweep_file, tmp)
-        order = [m for i in range(args.reps) for m in (("on", "off") if i % 2 == 0
-                                                          else ("off", "on"))]
+        # ABBA over the modes: on, off, off, on, ... (A B C C B A with three)
+        order = [m for i in range(args.reps) for m in (modes if i % 2 == 0 else modes[::-1])]
         for i, mode in enumerate(order):
-            r = run_once(sweep_file if mode == "on" else uncapped, tmp / f"run{i}", mode)
+            if mode == "before":
+                r = run_once(Path(args.sweep), tmp / f"run{i}", mode, checkout=before,
+                             python=str(before / ".venv/bin/python"))
+            else:
+                r = run_once(sweep_file if mode == "on" else uncapped, tmp / f"run{i}", mode)
             runs.append(r)
-            print(f"{mode:>3}: {r['wall_s']:6.1f} s, {r['trials']} trials ({r['capped']} "
+            print(f"{mode:>6}: {r['wall_s']:6.1f} s, {r['trials']} trials ({r['capped']} "
                   f"capped, {r['trial_time_s']:.0f} s in trials); fastest {r['fastest']} "
                   f"({r['fastest_ttt_s']:.1f} s), cheapest {r['cheapest']}", flush=True)
-    on = [r["wall_s"] for r in runs if r["mode"] == "on"]
-    off = [r["wall_s"] for r in runs if r["mode"] == "off"]
-    summary = {
-        "median_wall_on_s": statistics.median(on), "median_wall_off_s": statistics.median(off),
-        "ratio_on_off": statistics.median(on) / statistics.median(off),
-        "ratio_range": [min(on) / max(off), max(on) / min(off)],
-        "same_fastest": len({r["fastest"] for r in runs}) == 1,
-        "same_cheapest": len({r["cheapest"] for r in runs}) == 1,
-    }
-    print(f"median wall-clock: capping on {summary['median_wall_on_s']:.1f} s, off "
-          f"{summary['median_wall_off_s']:.1f} s, ratio {summary['ratio_on_off']:.2f} "
-          f"[{summary['ratio_range'][0]:.2f}-{summary['ratio_range'][1]:.2f}]; same fastest "
-          f"configuration in every run: {summary['same_fastest']}; same cheapest: "
+    walls = {m: [r["wall_s"] for r in runs if r["mode"] == m] for m in modes}
+    summary = {f"median_wall_{m}_s": statistics.median(w) for m, w in walls.items()}
+    for a, b in (("on", "off"), ("on", "before")):
+        if a in walls and b in walls:
+            summary[f"ratio_{a}_{b}"] = statistics.median(walls[a]) / statistics.median(walls[b])
+            summary[f"ratio_{a}_{b}_range"] = [min(walls[a]) / max(walls[b]),
+                                               max(walls[a]) / min(walls[b])]
+            print(f"median wall-clock: {a} {statistics.median(walls[a]):.1f} s, {b} "
+                  f"{statistics.median(walls[b]):.1f} s, ratio {summary[f'ratio_{a}_{b}']:.3f} "
+                  f"[{summary[f'ratio_{a}_{b}_range'][0]:.3f}-"
+                  f"{summary[f'ratio_{a}_{b}_range'][1]:.3f}]")
+    summary["same_fastest"] = len({r["fastest"] for r in runs}) == 1
+    summary["same_cheapest"] = len({r["cheapest"] for r in runs}) == 1
+    print(f"same fastest configuration in every run: {summary['same_fastest']}; same cheapest: "
           f"{summary['same_cheapest']}")
+    command = f"python benchmarks/bench_time_to_answer.py --sweep {args.sweep} --reps {args.reps}"
+    if args.modes:
+        command += f" --modes {args.modes}"
+    if before is not None:
+        command += " --before DIR"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "python benchmarks/bench_time_to_answer.py "
-                                          f"--sweep {args.sweep} --reps {args.reps}",
+    out.write_text(json.dumps({"command": command, "before_revision": before_rev,
                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                "runs": runs, "summary": summary}, indent=2, default=str))
     print(f"wrote {out}")
