@@ -188,7 +188,7 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  "their timings are not trustworthy")
     n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
     if n_capped:
-        n_skipped = int(summary["n_skipped"].sum()) if "n_skipped" in summary else 0
+        n_skipped = int(summary["n_skipped"].sum())  # summarize_configs always has it
         w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
                  "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
                  "so they could no longer be the fastest; counted as censored at that time"

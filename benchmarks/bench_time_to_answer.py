@@ -136,14 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     walls = {m: [r["wall_s"] for r in runs if r["mode"] == m] for m in modes}
     summary = {f"median_wall_{m}_s": statistics.median(w) for m, w in walls.items()}
     for a, b in (("on", "off"), ("on", "before")):
-        if a in walls and b in walls:
-            summary[f"ratio_{a}_{b}"] = statistics.median(walls[a]) / statistics.median(walls[b])
-            summary[f"ratio_{a}_{b}_range"] = [min(walls[a]) / max(walls[b]),
-                                               max(walls[a]) / min(walls[b])]
-            print(f"median wall-clock: {a} {statistics.median(walls[a]):.1f} s, {b} "
-                  f"{statistics.median(walls[b]):.1f} s, ratio {summary[f'ratio_{a}_{b}']:.3f} "
-                  f"[{summary[f'ratio_{a}_{b}_range'][0]:.3f}-"
-                  f"{summary[f'ratio_{a}_{b}_range'][1]:.3f}]")
+        if a not in walls or b not in walls:
+            continue
+        ratio = summary[f"median_wall_{a}_s"] / summary[f"median_wall_{b}_s"]
+        low, high = min(walls[a]) / max(walls[b]), max(walls[a]) / min(walls[b])
+        summary[f"ratio_{a}_{b}"], summary[f"ratio_{a}_{b}_range"] = ratio, [low, high]
+        print(f"median wall-clock: {a} {summary[f'median_wall_{a}_s']:.1f} s, {b} "
+              f"{summary[f'median_wall_{b}_s']:.1f} s, ratio {ratio:.3f} [{low:.3f}-{high:.3f}]")
     summary["same_fastest"] = len({r["fastest"] for r in runs}) == 1
     summary["same_cheapest"] = len({r["cheapest"] for r in runs}) == 1
     print(f"same fastest configuration in every run: {summary['same_fastest']}; same cheapest: "
