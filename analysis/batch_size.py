@@ -222,7 +222,7 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
 
 #: Algorithms whose batch is a replay minibatch: their batch's samples are replayed
 #: transitions, not fresh env steps.
-_REPLAY_ALGORITHMS = ("DQN", "APEX")
+_REPLAY_ALGORITHMS = ("DQN", "APEX", "RLLIB-DQN")
 
 
 def batch_advice(tm: pd.DataFrame, progress: pd.DataFrame,

@@ -1,4 +1,5 @@
-"""Learner updates per second of DQN and APEX on Contoso Cabs (issue 12, item 4).
+"""Learner updates per second of DQN, APEX and RLlib's DQN as shipped (RLLIB-DQN) on Contoso
+Cabs (issue 12, item 4).
 
 Each repetition is a fresh Python process on a fresh local Ray (2 CPUs): the suite's tuned
 defaults (``sweeps.algorithms.build_config``) with 1 env runner train for ``--seconds`` after
@@ -8,6 +9,8 @@ sampled/s, the lifetime replay ratio (replayed / sampled transitions), and RLlib
 timers of the last iteration (replay sampling, learner update) in milliseconds.
 
     flock /tmp/ray_workload.lock python benchmarks/bench_learner.py --reps 3
+    flock /tmp/ray_workload.lock python benchmarks/bench_learner.py \\
+        --algorithms DQN,RLLIB-DQN,APEX --reps 3 --seconds 8 --label dqn_data_path
     flock /tmp/ray_workload.lock python benchmarks/bench_learner.py --algorithms APEX \\
         --set updates_per_learner_call=1 --label k1
 
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"bench_learner: {a} failed: {proc.stderr[-2000:]}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             runs[a].append(row)
-            print(f"{a:<7} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
+            print(f"{a:<9} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
                   f"{row['env_steps_per_s']:7.1f} env steps/s  replay ratio "
                   f"{row['replay_ratio']:.2f}", flush=True)
     keys = [k for k in next(iter(runs.values()))[0] if k != "profile_shares"]

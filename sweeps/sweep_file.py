@@ -244,12 +244,16 @@ RETURN_METRICS = frozenset({EVALUATION, TRAINING, EPISODE_RETURN,
                             "env_runners/episode_return_mean", "env_runners/episode_return_max"})
 
 #: Algorithms that act in a discrete action space only (Q-learning: argmax over actions).
-DISCRETE_ONLY = frozenset({"DQN", "APEX", "SB3-DQN"})
+DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN"})
+
+#: Algorithms whose replay stores observations as arrays (sweeps.algorithms.apex_replay).
+BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX"})
 
 
 def _check_action_space(sweep: Sweep, fail) -> None:
-    """DQN, APEX and SB3-DQN pick actions by argmax over Q-values: they need a Discrete action
-    space. The env is built once (cheap for every env shipped here) to read its space."""
+    """DQN, APEX, RLLIB-DQN and SB3-DQN pick actions by argmax over Q-values: they need a
+    Discrete action space; DQN's and APEX's replay needs a Box observation space. The env is
+    built once (cheap for every env shipped here) to read its spaces."""
     names = list(sweep.algorithms)
     if sweep.baseline:
         names.append(sweep.baseline["algorithm"])
@@ -267,11 +271,15 @@ def _check_action_space(sweep: Sweep, fail) -> None:
     except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
         raise fail("env_config", f"env {sweep.env} cannot be built with it: "
                                  f"{type(e).__name__}: {e}") from None
-    space = env.action_space
+    space, obs_space = env.action_space, env.observation_space
     env.close()
     if not isinstance(space, gymnasium.spaces.Discrete):
         raise fail("algorithms", f"{q_learners[0]} needs a discrete action space, but "
                                  f"{sweep.env}'s is {space}")
+    flat = [a for a in q_learners if a in BOX_OBSERVATIONS_ONLY]
+    if flat and not isinstance(obs_space, gymnasium.spaces.Box):
+        raise fail("algorithms", f"{flat[0]} needs a Box observation space (its replay stores "
+                                 f"arrays), but {sweep.env}'s is {obs_space}; RLLIB-DQN takes it")
 
 
 def check_gym_env_config(env_id: str, env_config: dict[str, Any],

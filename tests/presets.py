@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The seed article's agent: 2 hidden FC layers of 36 units, batch 64, γ = 0.98, ε-greedy
-#: decaying, 1 env runner, plain DQN (no double/dueling/n-step/prioritized replay).
+#: The seed article's agent: RLlib's DQN as shipped, 2 hidden FC layers of 36 units, batch 64,
+#: γ = 0.98, ε-greedy decaying, 1 env runner, plain DQN (no double/dueling/n-step/prioritized
+#: replay).
 SEED_BASELINE: dict[str, Any] = {
-    "algorithm": "DQN",
+    "algorithm": "RLLIB-DQN",
     "num_env_runners": 1,
     "hidden_sizes": [36, 36],
     "fcnet_activation": "relu",

@@ -1,4 +1,5 @@
-"""Ape-X DQN on a real local Ray: each actor's ε_i and real asynchrony.
+"""Ape-X DQN and the suite's DQN on a real local Ray: each Ape-X actor's ε_i and real
+asynchrony; DQN's synchronous rounds and its replay ratio.
 
 Run under the machine's Ray lock: ``flock /tmp/ray_workload.lock python -m pytest ...``.
 """
@@ -46,6 +47,33 @@ def ray_local():
     ray.shutdown()
 
 
+def _two_runners_one_slow(algorithm: str, **params):
+    """``algorithm`` with 2 env runners of 8 envs x 8 steps (64 env steps per sample call) on
+    :data:`SLOW_ENV`, half a CPU each so that both fit beside the driver on 2 CPUs."""
+    from sweeps.algorithms import build_config
+
+    config = build_config({"algorithm": algorithm, "num_env_runners": 2,
+                           "num_envs_per_env_runner": 8, "rollout_fragment_length": 8, **params},
+                          SLOW_ENV)
+    config.env_runners(num_cpus_per_env_runner=0.5)
+    return config.build_algo()
+
+
+def _train_for(algo, algorithm: str, seconds: float) -> tuple[list, list, list]:
+    """Train ``algo`` for ``seconds``; lifetime learner updates, env steps and seconds since the
+    start, after each iteration."""
+    from sweeps.algorithms import extract_metrics
+
+    updates, steps, walls = [], [], []
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        m = extract_metrics(algorithm, algo.train())
+        updates.append(m["learner_updates"])
+        steps.append(m["env_steps"])
+        walls.append(time.perf_counter() - t0)
+    return updates, steps, walls
+
+
 @pytest.mark.timeout(120)
 def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
     from sweeps.algorithms import build_config
@@ -74,22 +102,9 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
     """Env runner 1 needs ≥ 3.2 s per sample() call; env runner 2 needs ~0.05 s. A synchronous
     learner (RLlib's DQN) would do at most one round of updates per 3.2 s; Ape-X's must grow
     every ~1 s iteration from env runner 2's samples alone."""
-    from sweeps.algorithms import build_config, extract_metrics
-
-    config = build_config(
-        {"algorithm": "APEX", "num_env_runners": 2, "num_envs_per_env_runner": 8,
-         "rollout_fragment_length": 8, "num_steps_sampled_before_learning_starts": 256},
-        SLOW_ENV)
-    config.env_runners(num_cpus_per_env_runner=0.5)
-    algo = config.build_algo()
+    algo = _two_runners_one_slow("APEX", num_steps_sampled_before_learning_starts=256)
     try:
-        updates, steps, walls = [], [], []
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 7.0:
-            m = extract_metrics("APEX", algo.train())
-            updates.append(m["learner_updates"])
-            steps.append(m["env_steps"])
-            walls.append(time.perf_counter() - t0)
+        updates, steps, walls = _train_for(algo, "APEX", 7.0)
         # After warm-up, every ~1 s iteration adds learner updates ...
         started = [u for u in updates if u > 0]
         assert len(started) >= 3, (updates, walls)
@@ -105,12 +120,13 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
 
 
 @pytest.mark.timeout(60)
-def test_apex_refuses_observations_its_replay_cannot_store(ray_local):
+@pytest.mark.parametrize("algorithm", ["APEX", "DQN"])
+def test_replay_refuses_observations_it_cannot_store(ray_local, algorithm):
     """Replay keeps observations in arrays: a Discrete observation space is refused in one line."""
     from sweeps.algorithms import build_config
 
-    config = build_config({"algorithm": "APEX", "num_env_runners": 0}, "FrozenLake-v1")
-    with pytest.raises(ValueError, match="APEX needs a Box observation space"):
+    config = build_config({"algorithm": algorithm, "num_env_runners": 0}, "FrozenLake-v1")
+    with pytest.raises(ValueError, match=f"{algorithm} needs a Box observation space"):
         config.build_algo()
 
 
@@ -126,10 +142,50 @@ def test_apex_without_env_runners_trains_from_the_drivers_own_samples(ray_local)
     algo = config.build_algo()
     try:
         result = algo.train()
-        apex = result["apex"]
-        assert apex["learner_updates_lifetime"] > 0 and apex["learner_updates_lifetime"] % 2 == 0
-        assert 0 < apex["replay_size"] <= 100_000
+        replay = result["replay"]
+        assert replay["learner_updates_lifetime"] > 0 and replay["learner_updates_lifetime"] % 2 == 0
+        assert 0 < replay["replay_size"] <= 100_000
         # one 64-step sample() call per training step, then 2 updates of 64: ratio -> 2
-        assert 1.0 < apex["replay_ratio"] <= 2.0
+        assert 1.0 < replay["replay_ratio"] <= 2.0
+    finally:
+        algo.stop()
+
+
+@pytest.mark.timeout(150)
+def test_dqn_waits_for_every_env_runner_each_step(ray_local):
+    """The same slow env runner 1 (≥ 3.2 s per 64-step round) under the suite's DQN: every step
+    takes exactly one round from each env runner, so the driver cannot have more rounds than
+    env runner 1 could sample in the time, and sampled env steps come in pairs of rounds."""
+    algo = _two_runners_one_slow("DQN", num_steps_sampled_before_learning_starts=128)
+    try:
+        updates, steps, walls = _train_for(algo, "DQN", 7.0)
+        rounds = steps[-1] // 128
+        assert steps[-1] % 128 == 0 and rounds >= 1, (steps, walls)
+        assert rounds <= walls[-1] / (64 * SLOW_STEP_S), (steps, walls)
+        assert updates[-1] > 0, (updates, steps)
+        # two rounds asked for ahead: env runners sample while the driver trains
+        assert algo._rounds_requested - algo._rounds_collected == 2
+    finally:
+        algo.stop()
+
+
+@pytest.mark.timeout(90)
+def test_dqn_replays_exactly_its_training_intensity(ray_local):
+    """num_env_runners=0: after every step, learner updates = ⌊ρ × (sampled − learning
+    starts) / batch⌋, done `updates_per_learner_call` at a time; RLlib's own DQN rounds ρ to
+    whole sample or update calls instead."""
+    from sweeps.algorithms import build_config
+
+    config = build_config({"algorithm": "DQN", "num_env_runners": 0, "training_intensity": 2.0,
+                           "num_steps_sampled_before_learning_starts": 256,
+                           "updates_per_learner_call": 4}, "ContosoCabs-v0")
+    algo = config.build_algo()
+    try:
+        for _ in range(2):
+            result = algo.train()
+            sampled = result["env_runners"]["num_env_steps_sampled_lifetime"]
+            replay = result["replay"]
+            assert replay["learner_updates_lifetime"] == (2 * (sampled - 256)) // 64 > 0
+            assert replay["replay_size"] == min(sampled, 50_000)
     finally:
         algo.stop()

@@ -101,7 +101,7 @@ def test_seed_baseline_preset_trains(ray_local):
     algo = build_config(SEED_BASELINE, CABS).build_algo()
     try:
         for _ in range(3):
-            m = extract_metrics("DQN", algo.train())
+            m = extract_metrics("RLLIB-DQN", algo.train())
     finally:
         algo.stop()
     assert m["env_steps"] > 1000 and m["learner_updates"] > 0

@@ -22,8 +22,8 @@ from sweeps.algorithms import (
 CABS = "ContosoCabs-v0"
 
 
-def test_registry_names_the_five_algorithms():
-    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO"}
+def test_registry_names_the_six_algorithms():
+    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO", "RLLIB-DQN"}
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
@@ -133,10 +133,30 @@ def test_dqn_options_and_replay_choice():
     assert c.replay_buffer_config["alpha"] == 0.5
 
 
+def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs():
+    from ray.rllib.algorithms.dqn import DQN, DQNConfig
+
+    from sweeps.algorithms.replay_dqn import ReplayDQN, TransitionEnvRunner
+
+    c = build_config({"algorithm": "DQN", "updates_per_learner_call": 4,
+                      "training_intensity": 6.0}, CABS)
+    assert isinstance(c, DQNConfig) and c.algo_class is ReplayDQN and issubclass(ReplayDQN, DQN)
+    assert c.env_runner_cls is TransitionEnvRunner
+    assert (c.updates_per_learner_call, c.training_intensity) == (4, 6.0)
+    assert c.reward_scale == ALGORITHMS["DQN"].defaults["reward_scale"]
+    r = build_config({"algorithm": "RLLIB-DQN"}, CABS)
+    assert r.algo_class is DQN and type(r) is DQNConfig
+    assert r.training_intensity == ALGORITHMS["RLLIB-DQN"].defaults["training_intensity"]
+    with pytest.raises(UnknownParameterError, match="'updates_per_learner_call' for algorithm RLLIB-DQN"):
+        build_config({"algorithm": "RLLIB-DQN", "updates_per_learner_call": 4}, CABS)
+    with pytest.raises(ValueError, match="training_intensity"):
+        build_config({"algorithm": "DQN", "training_intensity": -1.0}, CABS).validate()
+
+
 def test_seed_baseline_preset_is_the_seed_articles_agent():
     p = SEED_BASELINE
     c = build_config(p, CABS)
-    assert c.algo_class.__name__ == "DQN"
+    assert c.algo_class.__name__ == "DQN"  # RLlib's own class
     assert c.model_config["fcnet_hiddens"] == [36, 36]
     assert c.total_train_batch_size == 64 and c.gamma == 0.98 and c.num_env_runners == 1
     eps = c.epsilon
@@ -207,7 +227,7 @@ def test_extract_metrics_reads_the_right_keys():
         {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0})
     m = extract_metrics("DQN", result)
     assert (m["grad_noise_scale"], m["grad_norm_sq"], m["grad_trace_cov"]) == (120.0, 0.5, 60.0)
-    m = extract_metrics("APEX", {**result, "apex": {"learner_updates_lifetime": 77}})
+    m = extract_metrics("APEX", {**result, "replay": {"learner_updates_lifetime": 77}})
     assert m["episode_return_mean"] == 100.0  # the exploring episodes', for APEX too
     assert m["learner_updates"] == 77
     empty = extract_metrics("IMPALA", {"env_runners": {}})

@@ -206,6 +206,10 @@ BAD_INPUT = {
         dict(env='"Pendulum-v1"', algorithms='["DQN"]',
              baseline='{"algorithm": "DQN", "num_env_runners": 0}'),
         ("algorithms", "DQN needs a discrete action space")),
+    "APEX and DQN on a discrete observation space": (
+        dict(env='"FrozenLake-v1"', algorithms='["APEX"]',
+             baseline='{"algorithm": "DQN", "num_env_runners": 0}'),
+        ("algorithms", "APEX needs a Box observation space")),
     "unknown env_config key of a gymnasium env": (
         dict(extra=', env_config={"gravity": 9.8}'),
         ("env_config", "'gravity' is not a parameter of CartPole-v1")),

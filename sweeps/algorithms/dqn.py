@@ -1,8 +1,19 @@
-"""DQN (Mnih et al. 2015) — the baseline: RLlib's DQN on the new API stack.
+"""DQN (Mnih et al. 2015) — the baseline — and RLlib's DQN as shipped, on the new API stack.
 
 Double Q (van Hasselt et al. 2016), dueling heads (Wang et al. 2016), n-step returns and
-prioritized replay (Schaul et al. 2016) are options, by RLlib's names. The defaults below are
-tuned for wall-clock speed on Contoso Cabs (docs/benchmarks.md, section Algorithms), not
+prioritized replay (Schaul et al. 2016) are options, by RLlib's names. Two algorithms a sweep
+can name:
+
+- ``DQN``: RLlib's DQN learner, RLModule and env runners with the suite's replay data path
+  (n-step transitions in flat prioritized replay, several minibatches per learner call,
+  sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`): 200+ learner
+  updates/s on Contoso Cabs where RLlib's training step gives 20-28 (docs/benchmarks.md,
+  "Learner updates"). It is the sweeps' default baseline: a slow baseline would inflate every
+  relative speedup.
+- ``RLLIB-DQN``: RLlib's ``DQN`` algorithm class unchanged (its episode replay buffer, learner
+  connector and training step), for measuring RLlib's DQN as users run it.
+
+The defaults below are tuned for wall-clock speed on Contoso Cabs (docs/benchmarks.md), not
 RLlib's: RLlib's default samples ``rollout_fragment_length="auto"`` = 1 env step per remote
 call and runs one learner update and one weight broadcast per env step, which makes it run at
 ~35 env steps/s on a 2-core machine.
@@ -28,7 +39,8 @@ DQN_PARAMS: dict[str, OwnParam] = {
     "num_steps_sampled_before_learning_starts": OwnParam(
         "training", "env steps in replay before the first learner update"),
     "training_intensity": OwnParam(
-        "training", "replayed transitions per sampled transition (None = RLlib's natural ratio)"),
+        "training", "replayed transitions per sampled transition, rounded by RLlib to whole "
+                    "sample or update calls (None = RLlib's natural ratio)"),
     "td_error_loss_fn": OwnParam("training", "'huber' or 'mse'"),
     "adam_epsilon": OwnParam("training", "Adam's epsilon"),
     "prioritized_replay": OwnParam(
@@ -55,7 +67,8 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
         "type": "EpisodeReplayBuffer", "capacity": int(get("buffer_size"))}}
 
 
-#: Tuned defaults (measured on Contoso Cabs, docs/benchmarks.md). Why they are fast:
+#: Tuned defaults of RLLIB-DQN (measured on Contoso Cabs, docs/benchmarks.md; the sweeps' DQN
+#: defaults until 2026-11-25). Why they are fast:
 #: 16 vectorised envs × 8 steps per sample call = 128 env steps per remote call instead of 1,
 #: so the fixed cost of a call and of a vector step through RLlib's connectors is shared by
 #: 128 env steps; ``training_intensity`` 2.0 → ~3.2 replayed transitions per sampled one with
@@ -64,7 +77,7 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
 #: 0.5); RLlib's default does one update and one weight broadcast per env step;
 #: rewards × 0.01 for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer
 #: updates to reach them); iterations end after ~1 s of wall-clock instead of 1000 env steps.
-DQN_DEFAULTS: dict[str, Any] = {
+RLLIB_DQN_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 8,
@@ -97,11 +110,50 @@ def _make_config():
     return DQNConfig()
 
 
-SPEC = AlgorithmSpec(
-    name="DQN",
-    summary="RLlib DQN (double, dueling, n-step, prioritized replay as options); the baseline",
+RLLIB_DQN_SPEC = AlgorithmSpec(
+    name="RLLIB-DQN",
+    summary="RLlib's DQN as shipped: its episode replay buffer and training step",
     make_config=_make_config,
     own_params=DQN_PARAMS,
+    defaults=RLLIB_DQN_DEFAULTS,
+    translate=lambda p: replay_buffer_config(p, RLLIB_DQN_DEFAULTS),
+)
+
+
+def _make_replay_config():
+    from sweeps.algorithms.replay_dqn import ReplayDQNConfig
+
+    return ReplayDQNConfig()
+
+
+#: DQN's keys: RLlib's DQN's, with ``training_intensity`` the replay ratio itself.
+REPLAY_DQN_PARAMS: dict[str, OwnParam] = {
+    **DQN_PARAMS,
+    "training_intensity": OwnParam(
+        "training", "replay ratio: replayed / sampled transitions since learning started "
+                    "(None = one learner call per sample round)"),
+    "updates_per_learner_call": OwnParam(
+        "training", "prioritized minibatches trained on per call of the learner"),
+}
+
+#: Tuned defaults of a sweep's DQN trial (Contoso Cabs, docs/benchmarks.md "Learner updates").
+DQN_DEFAULTS: dict[str, Any] = {
+    **RLLIB_DQN_DEFAULTS,
+    # 64 env steps per round in 4 vector steps (RLlib's env runner pays per vector step), as
+    # APEX's sample call (docs/benchmarks.md, "APEX's sample call")
+    "num_envs_per_env_runner": 16,
+    "rollout_fragment_length": 4,
+    # replayed / sampled transitions (SB3's DQN default replays 16: batch 64 every 4 steps)
+    "training_intensity": 8.0,
+    "updates_per_learner_call": 8,
+}
+
+SPEC = AlgorithmSpec(
+    name="DQN",
+    summary="DQN on RLlib's learner with flat n-step prioritized replay (double, dueling, "
+            "n-step as options); the baseline",
+    make_config=_make_replay_config,
+    own_params=REPLAY_DQN_PARAMS,
     defaults=DQN_DEFAULTS,
     translate=lambda p: replay_buffer_config(p, DQN_DEFAULTS),
 )

@@ -28,7 +28,8 @@ __all__ = [
 
 #: Every algorithm a sweep can name → its :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC)
+    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC,
+                        dqn.RLLIB_DQN_SPEC)
 }
 
 #: Keys a preset may carry that describe the run rather than the algorithm; build_config
@@ -156,10 +157,11 @@ def _float(x: Any) -> float:
 
 
 def _learner_updates(result: Mapping[str, Any]) -> float:
-    """Lifetime gradient updates: minibatch steps trained / minibatch size, per learner."""
-    apex_updates = _get(result, "apex", "learner_updates_lifetime")
-    if not (isinstance(apex_updates, float) and math.isnan(apex_updates)):
-        return _float(apex_updates)
+    """Lifetime gradient updates: the replay data path's count (DQN, APEX), else minibatch
+    steps trained / minibatch size, per learner."""
+    replay_updates = _get(result, "replay", "learner_updates_lifetime")
+    if not (isinstance(replay_updates, float) and math.isnan(replay_updates)):
+        return _float(replay_updates)
     learners = result.get("learners")
     if not isinstance(learners, Mapping):
         return math.nan
@@ -226,7 +228,10 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
 def register_with_tune() -> None:
     """Register ``"APEX"`` (:class:`~sweeps.algorithms.apex_dqn.ApexDQN`) as a Tune trainable.
 
-    The other names (``DQN``, ``IMPALA``, ``PPO``, ``APPO``) are RLlib's own. Idempotent.
+    The other names (``DQN``, ``IMPALA``, ``PPO``, ``APPO``) stay RLlib's own in Tune's registry;
+    a trial builds its Algorithm from its config (``build_config(...).build_algo()``), so the
+    sweeps' ``DQN`` is :class:`~sweeps.algorithms.replay_dqn.ReplayDQN` whatever Tune's
+    ``"DQN"`` names. Idempotent.
     """
     from ray import tune
 
