@@ -6,7 +6,7 @@ can name:
 
 - ``DQN``: RLlib's DQN learner, RLModule and env runners with the suite's replay data path
   (n-step transitions in flat prioritized replay, several minibatches per learner call,
-  sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`): 4.8x the learner
+  sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`): 4.8-6.0x the learner
   updates/s of RLlib's training step on Contoso Cabs and a shorter time-to-target, measured
   back to back (docs/benchmarks.md, "DQN on the same data path"). It is the sweeps' default
   baseline: a slow baseline would inflate every relative speedup.
