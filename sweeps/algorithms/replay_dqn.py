@@ -144,6 +144,15 @@ class ReplayDQNConfig(DQNConfig):
         self.min_sample_timesteps_per_iteration = 0
         self.min_time_s_per_iteration = 1.0
 
+    def get_default_learner_class(self):
+        """:class:`~sweeps.algorithms.dqn_learner.ReplayDQNTorchLearner` (torch only)."""
+        if self.framework_str != "torch":
+            raise ValueError(f"{self.algo_class.__name__} needs framework 'torch', got "
+                             f"{self.framework_str!r}")
+        from sweeps.algorithms.dqn_learner import ReplayDQNTorchLearner
+
+        return ReplayDQNTorchLearner
+
     def training(self, *, updates_per_learner_call=NotProvided, **kwargs):
         super().training(**kwargs)
         if updates_per_learner_call is not NotProvided:
