@@ -9,7 +9,8 @@ Read top to bottom, like CleanRL's ``dqn.py``:
 2. how samples reach replay: asynchronously, as they arrive; the learner never waits for the
    slowest actor — :meth:`ApexDQN.training_step`, step 1;
 3. how the learner trains: ``updates_per_learner_call`` prioritized minibatches per call of
-   RLlib's DQN learner, then their priorities from the TD errors — step 2;
+   RLlib's DQN learner (:mod:`sweeps.algorithms.dqn_learner`), then their priorities from
+   the TD errors — step 2;
 4. when weights are broadcast: every ``weights_sync_period`` learner updates, fire-and-forget —
    step 3.
 

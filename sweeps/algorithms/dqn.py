@@ -8,7 +8,8 @@ can name:
   (n-step transitions in flat prioritized replay, several minibatches per learner call,
   sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`): 4.8-6.0x the learner
   updates/s of RLlib's training step on Contoso Cabs and a shorter time-to-target, measured
-  back to back (docs/benchmarks.md, "DQN on the same data path"). It is the sweeps' default
+  back to back (docs/benchmarks.md, "DQN on the same data path"); its learner is RLlib's with
+  the per-update overhead trimmed (:mod:`sweeps.algorithms.dqn_learner`). It is the sweeps' default
   baseline: a slow baseline would inflate every relative speedup.
 - ``RLLIB-DQN``: RLlib's ``DQN`` algorithm class unchanged (its episode replay buffer, learner
   connector and training step), for measuring RLlib's DQN as users run it.

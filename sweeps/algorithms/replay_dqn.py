@@ -18,7 +18,8 @@ section 3; :mod:`sweeps.algorithms.apex_replay`). Read top to bottom, like Clean
    round to one flat prioritized replay — :meth:`ReplayDQN.training_step`, step 1;
 2. how the learner trains: as many prioritized minibatches as the replay ratio
    (``training_intensity`` = replayed / sampled transitions) allows, ``updates_per_learner_call``
-   at a time through RLlib's own DQN learner (double Q, dueling, n-step, Huber loss), then their
+   at a time through RLlib's DQN learner (double Q, dueling, n-step, Huber loss; per-update
+   overhead trimmed, same results: :mod:`sweeps.algorithms.dqn_learner`), then their
    priorities from the TD errors — :meth:`ReplayDQN._learn`;
 3. when weights reach the env runners: after every round's updates, as RLlib's DQN does.
 
@@ -187,7 +188,8 @@ class ReplayDQNConfig(DQNConfig):
 
 # ===================================== the algorithm =====================================
 class ReplayDQN(DQN):
-    """DQN: env runners → n-step transitions → flat prioritized replay → RLlib's DQN learner.
+    """DQN: env runners → n-step transitions → flat prioritized replay → RLlib's DQN learner
+    (:class:`~sweeps.algorithms.dqn_learner.ReplayDQNTorchLearner`).
 
     Result keys: DQN's, plus ``replay/``: ``learner_updates_lifetime``,
     ``learner_updates_per_s`` (this iteration), ``env_steps_sampled_per_s``, ``replay_ratio``
