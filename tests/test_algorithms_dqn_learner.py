@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import tree
 
 pytest.importorskip("ray.rllib")
 
@@ -20,7 +21,7 @@ from ray.rllib.utils.numpy import convert_to_numpy  # noqa: E402
 
 import envs  # noqa: E402,F401  (registers the env ids)
 from sweeps.algorithms import build_config  # noqa: E402
-from sweeps.algorithms.dqn_learner import ReplayDQNTorchLearner  # noqa: E402
+from sweeps.algorithms.dqn_learner import LastValueLogger, ReplayDQNTorchLearner  # noqa: E402
 from sweeps.algorithms.noise_scale import noise_learner_class  # noqa: E402
 
 ENV, ENV_CONFIG = "ContosoCabs-v0", {"num_cities": 5, "time_matrix_seed": 0}
@@ -80,14 +81,30 @@ def _assert_same(rllib, suite, atol: float = 1e-6) -> None:
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=atol)
 
 
+def _assert_same_results(r_rllib, r_suite) -> None:
+    """Every reduced metric of an ``update()`` call: same keys, same kind of ``Stats``, same
+    values (the suite logs window-1 statistics once per call, RLlib once per minibatch)."""
+    flat_rllib, flat_suite = dict(tree.flatten_with_path(r_rllib)), dict(tree.flatten_with_path(r_suite))
+    assert flat_suite.keys() == flat_rllib.keys()
+    for key, theirs in flat_rllib.items():
+        ours = flat_suite[key]
+        assert type(ours) is type(theirs), key
+        a, b = (convert_to_numpy(x.peek()) for x in (theirs, ours))
+        if isinstance(a, list):
+            a, b = np.concatenate([np.ravel(x) for x in a]), np.concatenate([np.ravel(x) for x in b])
+        np.testing.assert_allclose(np.asarray(b, float), np.asarray(a, float), rtol=1e-5,
+                                   atol=1e-5, equal_nan=True, err_msg=str(key))
+
+
 @pytest.mark.parametrize("noise_every", [0, 1])
 def test_same_weights_td_errors_and_metrics_as_rllibs_learner(noise_every: int) -> None:
     """Five calls of four minibatches each (the replay path's call), with and without the
     noise-scale mixin: weights, per-transition TD errors (the replay priorities) and the logged
-    step counts and loss equal RLlib's; the optimizer is torch's foreach Adam."""
+    step counts, loss and every other reduced metric equal RLlib's; the optimizer is torch's
+    fused Adam."""
     torch.manual_seed(0)
     (rllib, suite), env = _pair(noise_every)
-    assert suite.get_optimizer(DEFAULT_MODULE_ID).defaults["foreach"] is True
+    assert suite.get_optimizer(DEFAULT_MODULE_ID).defaults["fused"] is True
     start = _weights(suite)
     for call in range(5):
         batch = _batch(env, 4 * MB, seed=call)
@@ -99,6 +116,8 @@ def test_same_weights_td_errors_and_metrics_as_rllibs_learner(noise_every: int) 
             assert r_suite["__all_modules__"][key].peek() == r_rllib["__all_modules__"][key].peek()
         assert (r_suite[DEFAULT_MODULE_ID]["qf_loss"].peek()
                 == pytest.approx(r_rllib[DEFAULT_MODULE_ID]["qf_loss"].peek(), rel=1e-5))
+        _assert_same_results(r_rllib, r_suite)
+    assert not isinstance(suite.metrics, LastValueLogger)  # the real logger is back
     assert not all(np.array_equal(a, b) for a, b in zip(start, _weights(suite), strict=True))
     assert suite.module[DEFAULT_MODULE_ID].training
 
@@ -115,6 +134,7 @@ def test_rllibs_path_for_other_calls() -> None:
     r_rllib, r_suite = _update(rllib, batch), _update(suite, batch)
     _assert_same(rllib, suite)
     np.testing.assert_allclose(_td(r_suite), _td(r_rllib), rtol=1e-5, atol=1e-6)
+    _assert_same_results(r_rllib, r_suite)
 
 
 def test_non_finite_gradients_are_handled_as_rllib_handles_them() -> None:
@@ -122,8 +142,7 @@ def test_non_finite_gradients_are_handled_as_rllib_handles_them() -> None:
     ``torch_skip_nan_gradients=False``) and end with the same, finite weights."""
     (rllib, suite), env = _pair()
     batch = _batch(env, MB, seed=20, nan_reward=True)
-    _update(rllib, batch)
-    _update(suite, batch)
+    _assert_same_results(_update(rllib, batch), _update(suite, batch))
     for a, b in zip(_weights(rllib), _weights(suite), strict=True):
         assert np.isfinite(b).all()
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
@@ -182,3 +201,27 @@ def test_foreach_clipping_equals_rllibs(scale: float) -> None:
         torch.testing.assert_close(norm_ours, norm_theirs, equal_nan=True)
         for k in grads:
             torch.testing.assert_close(ours[k], theirs[k], equal_nan=True)
+
+
+def test_last_value_logger_holds_window_one_means_only() -> None:
+    """Window-1 means are held (latest value per key) until reduce; sums, item series and
+    other windows go through at once; the reduced result equals logging every call."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    def log(m) -> None:
+        for i in range(3):
+            m.log_value(("mod", "loss"), float(i), window=1)
+            m.log_dict({"q_max": 10.0 + i, "q_min": -float(i)}, key="mod", window=1)
+            m.log_value(("mod", "steps"), 16, reduce="sum")
+            m.log_value(("mod", "td"), torch.full((2,), float(i)), reduce="item_series")
+            m.log_value(("mod", "ema"), float(i))
+
+    plain, real = MetricsLogger(), MetricsLogger()
+    held = LastValueLogger(real)
+    log(plain)
+    log(held)
+    assert real.peek(("mod", "steps")) == 48  # went through at once
+    assert "loss" not in real.peek("mod")  # held
+    expected, got = plain.reduce(), held.reduce()
+    assert got["mod"]["loss"].peek() == expected["mod"]["loss"].peek() == 2.0
+    _assert_same_results(expected, got)
