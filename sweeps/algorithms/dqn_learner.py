@@ -23,12 +23,13 @@ Read in site-packages (``TorchLearner``, ``Learner.update``, ``MiniBatchCyclicIt
 importance weights), gradient clipping, target-network updates and metrics, and changes only
 how those five steps are done, each with the same result:
 
-1. Adam with ``fused=True``: torch's single-kernel implementation of the same update rule
-   (torch docs, ``torch.optim.Adam``: "fused ... implementation ... is typically faster than
-   the for-loop and foreach implementations");
-2. one check of the global gradient norm, done by the clipping that RLlib's config already
-   asks for (``grad_clip_by="global_norm"``; ``torch.nn.utils.get_total_norm``): finite means
-   every gradient is finite, and the step goes ahead as RLlib's would; otherwise RLlib's own
+1. Adam with ``fused=True``: torch's fused implementation of the same update rule (torch docs,
+   ``torch.optim.Adam``: "The foreach and fused implementations are typically faster than the
+   for-loop, single-tensor implementation, with fused being theoretically fastest");
+2. one check of the global gradient norm, the one the clipping that RLlib's config already
+   asks for computes (``grad_clip_by="global_norm"``; ``torch.nn.utils.get_total_norm``;
+   with other clipping, one foreach norm in ``apply_gradients``): finite means every
+   gradient is finite, and the step goes ahead as RLlib's would; otherwise RLlib's own
    ``clip_gradients`` and ``apply_gradients`` run, so non-finite gradients are handled exactly
    as RLlib handles them;
 3. ``train()`` only when a module is not already in train mode;
