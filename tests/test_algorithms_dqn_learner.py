@@ -225,3 +225,19 @@ def test_last_value_logger_holds_window_one_means_only() -> None:
     expected, got = plain.reduce(), held.reduce()
     assert got["mod"]["loss"].peek() == expected["mod"]["loss"].peek() == 2.0
     _assert_same_results(expected, got)
+
+
+def test_one_global_norm_per_update(monkeypatch) -> None:
+    """The clip's global norm is the finiteness check: one norm per minibatch update, not
+    one for the clip and one before the optimizer step."""
+    (_, suite), env = _pair()
+    calls = []
+    real = torch.nn.utils.get_total_norm
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.utils, "get_total_norm", counting)
+    _update(suite, _batch(env, 3 * MB, seed=40))
+    assert len(calls) == 3

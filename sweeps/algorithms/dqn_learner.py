@@ -86,6 +86,12 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
             return norm
         return clip
 
+    def postprocess_gradients(self, gradients_dict):
+        """RLlib's (clipping per module), with the count of gradients known finite started
+        afresh for this update."""
+        self._grads_known_finite = 0
+        return super().postprocess_gradients(gradients_dict)
+
     def apply_gradients(self, gradients_dict) -> None:
         """Sets the gradients and steps every optimizer when every gradient is finite (known
         from the clip's global norm, else one foreach norm here); otherwise RLlib's
