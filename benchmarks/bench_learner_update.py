@@ -93,12 +93,11 @@ def build_learners(k: int, seed: int = 0):
 class PlainTorchDQN:
     """Yardstick, not used by the suite: the same update written directly in torch (double Q,
     dueling head with mean-centred advantages, n-step target, importance-weighted Huber loss,
-    global-norm clipping at ``grad_clip``, fused Adam as the suite's learner; foreach Adam until
-    70b8e4e) on a copy of the learner module's
-    64×64 network; one ``update()`` call trains on the batch's minibatches in order, as the
-    learners do. What an update costs without a framework around it. From the same weights it
-    gives the same online weights as the learners (checked: max difference 0.0 after 2
-    minibatches)."""
+    global-norm clipping at ``grad_clip``, fused Adam as the suite's learner; foreach until
+    70b8e4e) on a copy of the learner module's 64×64 network; one ``update()`` call trains on
+    the batch's minibatches in order, as the learners do. What an update costs without a
+    framework around it. From the same weights it gives the same online weights as the
+    learners (checked: max difference 0.0 after 2 minibatches)."""
 
     def __init__(self, learner, gamma: float, grad_clip: float, lr: float):
         import copy

@@ -76,13 +76,12 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
     # ------------------------------- 2. clipping and the finiteness check -------------------------------
     def _get_clip_function(self):
         """:func:`clip_gradients_foreach`, counting the gradient tensors it found finite in
-        ``self._grads_known_finite`` (read and reset by :meth:`apply_gradients`)."""
+        ``self._grads_known_finite`` (zeroed by :meth:`postprocess_gradients`, read by
+        :meth:`apply_gradients`)."""
         def clip(gradients_dict, *, grad_clip=None, grad_clip_by="value"):
             norm, finite = _clip_foreach(gradients_dict, grad_clip, grad_clip_by)
             if finite:
-                self._grads_known_finite = (getattr(self, "_grads_known_finite", 0)
-                                            + sum(g is not None
-                                                  for g in gradients_dict.values()))
+                self._grads_known_finite += sum(g is not None for g in gradients_dict.values())
             return norm
         return clip
 
@@ -97,11 +96,10 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
         from the clip's global norm, else one foreach norm here); otherwise RLlib's
         ``TorchLearner.apply_gradients`` (which zeroes non-finite gradients or skips the step,
         per ``torch_skip_nan_gradients``)."""
-        known_finite, self._grads_known_finite = getattr(self, "_grads_known_finite", 0), 0
         grads = [g for g in gradients_dict.values() if g is not None]
         if (self._grad_scalers is not None or self._lr_scheduler_classes is not None
                 or not grads
-                or (known_finite != len(grads) and not bool(
+                or (self._grads_known_finite != len(grads) and not bool(
                     torch.isfinite(torch.nn.utils.get_total_norm(grads, foreach=True))))):
             return super().apply_gradients(gradients_dict)
         for pid, grad in gradients_dict.items():
@@ -113,6 +111,7 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
     # ---------------------------------- 3. train() mode ----------------------------------
     def build(self) -> None:
         super().build()
+        self._grads_known_finite = 0  # see _get_clip_function
         for module in self.module.values():
             if isinstance(module, TorchRLModule):
                 module.train()
