@@ -21,25 +21,17 @@ from ray.rllib.utils.numpy import convert_to_numpy  # noqa: E402
 
 import envs  # noqa: E402,F401  (registers the env ids)
 from sweeps.algorithms import build_config  # noqa: E402
-from sweeps.algorithms.dqn_learner import (  # noqa: E402
-    LastValueLogger,
-    ReplayDQNTorchLearner,
-    dqn_forward_train,
-    lean_forward_applies,
-)
+from sweeps.algorithms.dqn_learner import LastValueLogger, ReplayDQNTorchLearner  # noqa: E402
 from sweeps.algorithms.noise_scale import noise_learner_class  # noqa: E402
 
 ENV, ENV_CONFIG = "ContosoCabs-v0", {"num_cities": 5, "time_matrix_seed": 0}
 MB = 16  # minibatch rows: small, so a test call is fast
 
 
-def _pair(noise_every: int = 0, **training):
-    """RLlib's and the suite's learner, built from the sweeps' DQN config (with ``training``
-    overrides of RLlib's ``config.training()``, e.g. ``dueling=False``), same weights."""
+def _pair(noise_every: int = 0):
+    """RLlib's and the suite's learner, built from the sweeps' DQN config, same weights."""
     config = build_config({"algorithm": "DQN", "train_batch_size": MB,
                            "grad_noise_scale_every": noise_every}, ENV, ENV_CONFIG)
-    if training:
-        config = config.copy(copy_frozen=False).training(**training)
     env = gym.make(ENV, **ENV_CONFIG)
     spaces = {DEFAULT_MODULE_ID: (env.observation_space, env.action_space)}
     spec = config.get_multi_rl_module_spec(spaces=spaces)
@@ -128,73 +120,6 @@ def test_same_weights_td_errors_and_metrics_as_rllibs_learner(noise_every: int) 
     assert not isinstance(suite.metrics, LastValueLogger)  # the real logger is back
     assert not all(np.array_equal(a, b) for a, b in zip(start, _weights(suite), strict=True))
     assert suite.module[DEFAULT_MODULE_ID].training
-
-
-@pytest.mark.parametrize("training", [{"dueling": False}, {"double_q": False},
-                                      {"dueling": False, "double_q": False}])
-def test_same_weights_td_errors_and_metrics_without_dueling_or_double_q(training) -> None:
-    """The lean forward's other branches (no value head; the target's own argmax) against
-    RLlib's learner: three calls of three minibatches, same weights, TD errors, metrics."""
-    torch.manual_seed(1)
-    (rllib, suite), env = _pair(**training)
-    assert suite.module[DEFAULT_MODULE_ID].forward_train.__func__ is dqn_forward_train
-    for call in range(3):
-        batch = _batch(env, 3 * MB, seed=40 + call)
-        r_rllib, r_suite = _update(rllib, batch), _update(suite, batch)
-        _assert_same(rllib, suite)
-        np.testing.assert_allclose(_td(r_suite), _td(r_rllib), rtol=1e-5, atol=1e-6)
-        _assert_same_results(r_rllib, r_suite)
-
-
-def test_lean_forward_gives_rllibs_outputs_and_records_only_the_online_pass() -> None:
-    """The sweeps' DQN module takes :func:`dqn_forward_train`: the keys and values of RLlib's
-    ``_forward_train``, with only ``qf_preds`` recorded for autograd, and the same gradient of
-    the same loss."""
-    from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
-
-    (rllib, suite), env = _pair()
-    module = suite.module[DEFAULT_MODULE_ID]
-    assert lean_forward_applies(module)
-    assert module.forward_train.__func__ is dqn_forward_train
-    data = {k: torch.as_tensor(v) for k, v in _batch(env, MB, seed=50)
-            .policy_batches[DEFAULT_MODULE_ID].items()}
-    theirs = rllib.module[DEFAULT_MODULE_ID]._forward_train(data)
-    ours = module.forward_train(data)
-    assert ours.keys() == theirs.keys()
-    for key, value in theirs.items():
-        torch.testing.assert_close(ours[key], value, rtol=1e-5, atol=1e-6)
-        assert ours[key].requires_grad == (key == QF_PREDS), key
-
-    def grads(learner, fwd_out):
-        learner.module[DEFAULT_MODULE_ID].zero_grad(set_to_none=True)
-        cfg = learner.config.get_config_for_module(DEFAULT_MODULE_ID)
-        learner.compute_loss_for_module(module_id=DEFAULT_MODULE_ID, config=cfg, batch=data,
-                                        fwd_out=fwd_out).backward()
-        return {name: p.grad for name, p in learner.module[DEFAULT_MODULE_ID].named_parameters()}
-
-    g_rllib, g_suite = grads(rllib, theirs), grads(suite, ours)
-    assert {k for k, g in g_suite.items() if g is not None} == {
-        k for k, g in g_rllib.items() if g is not None} and not any(
-        k.startswith("_target") for k, g in g_suite.items() if g is not None)
-    for name, a in g_rllib.items():
-        if a is not None:
-            torch.testing.assert_close(g_suite[name], a, rtol=1e-5, atol=1e-6)
-
-
-def test_lean_forward_applies_only_where_it_gives_rllibs_outputs() -> None:
-    """Distributional Q (``num_atoms`` > 1) and a module with a forward hook keep RLlib's
-    forward; the sweeps' module (dueling, double Q, expected Q-values) takes the lean one."""
-    (_, suite), _ = _pair()
-    module = suite.module[DEFAULT_MODULE_ID]
-    assert lean_forward_applies(module)
-    handle = module.encoder.register_forward_hook(lambda *a: None)
-    assert not lean_forward_applies(module)
-    handle.remove()
-    assert lean_forward_applies(module)
-    (_, suite), _ = _pair(num_atoms=5, v_min=-10.0, v_max=10.0)
-    module = suite.module[DEFAULT_MODULE_ID]
-    assert not lean_forward_applies(module)
-    assert module.forward_train.__func__ is not dqn_forward_train
 
 
 def test_rllibs_path_for_other_calls() -> None:

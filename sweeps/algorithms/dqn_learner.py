@@ -12,10 +12,6 @@ Read in site-packages (``TorchLearner``, ``Learner.update``, ``MiniBatchCyclicIt
    non-finite gradients, once before the optimizer step): one Python-level check and one
    tensor→bool sync per tensor, twice;
 3. re-enters ``train()`` mode on every submodule (``TorchRLModule.forward_train``);
-   and runs the module's forward through its generic layers (``TorchModel.forward``, dict-in
-   dict-out encoder and heads, ``tree.map_structure`` to concatenate observations), with
-   autograd recording the target network's pass and the online network's pass over the next
-   observations, which the loss only reads (``argmax`` of the one, ``detach()`` of the other);
 4. slices the train batch into minibatches with ``MiniBatchCyclicIterator``, which builds a
    ``SampleBatch`` per slice through its generic (sequence-aware) slicing;
 5. logs seven statistics that keep one value (``window=1``: the loss, mean/min/max Q, mean TD
@@ -36,13 +32,7 @@ how those five steps are done, each with the same result:
    gradient is finite, and the step goes ahead as RLlib's would; otherwise RLlib's own
    ``clip_gradients`` and ``apply_gradients`` run, so non-finite gradients are handled exactly
    as RLlib handles them;
-3. ``train()`` only when a module is not already in train mode; and for RLlib's default DQN
-   module with MLP encoder and heads, expected (not distributional) Q-values and no state
-   (Contoso Cabs' case), the forward is :func:`dqn_forward_train`: the same layers' functions
-   on the same tensors giving the same outputs, with the online pass over the observations
-   recorded for autograd and the two passes the loss only reads under ``torch.no_grad()``
-   (the gradients are the same: no gradient flows through either in RLlib's loss); any other
-   module keeps RLlib's forward;
+3. ``train()`` only when a module is not already in train mode;
 4. for the replay data path's call (a batch of exactly k × ``minibatch_size`` rows, one
    epoch, no shuffle, no sequences) the minibatches are row slices of the batch's tensors in
    order, which is what RLlib's iterator yields for such a call; every other call (other
@@ -60,24 +50,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from ray.rllib.algorithms.dqn.default_dqn_rl_module import (
-    QF_NEXT_PREDS,
-    QF_PREDS,
-    QF_TARGET_NEXT_PREDS,
-)
-from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
 from ray.rllib.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
-from ray.rllib.core.columns import Columns
-from ray.rllib.core.models.torch.encoder import TorchMLPEncoder
-from ray.rllib.core.models.torch.heads import TorchMLPHead
-from ray.rllib.core.models.torch.primitives import TorchMLP
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics.stats import StatsBase
 from ray.rllib.utils.torch_utils import clip_gradients
 
-__all__ = ["LastValueLogger", "ReplayDQNTorchLearner", "clip_gradients_foreach",
-           "dqn_forward_train", "lean_forward_applies"]
+__all__ = ["LastValueLogger", "ReplayDQNTorchLearner", "clip_gradients_foreach"]
 
 
 class ReplayDQNTorchLearner(DQNTorchLearner):
@@ -129,7 +108,7 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
             for name in optimizer_names:
                 self.get_optimizer(module_id, name).step()
 
-    # ------------------------------ 3. train() mode, the forward ------------------------------
+    # ---------------------------------- 3. train() mode ----------------------------------
     def build(self) -> None:
         super().build()
         self._grads_known_finite = 0  # see _get_clip_function
@@ -137,11 +116,8 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
             if isinstance(module, TorchRLModule):
                 module.train()
                 # ``TorchRLModule.forward_train`` calls ``train()`` (a walk over every
-                # submodule) each update; this instance's version does it only when needed,
-                # and takes the lean forward where it gives RLlib's outputs.
-                forward = (dqn_forward_train if lean_forward_applies(module)
-                           else _forward_train_in_train_mode)
-                module.forward_train = forward.__get__(module)
+                # submodule) each update; this instance's version does it only when needed.
+                module.forward_train = _forward_train_in_train_mode.__get__(module)
 
     # ------------------------------------ 4. minibatches ------------------------------------
     def _create_iterator_if_necessary(self, *, training_data, num_total_minibatches=0,
@@ -272,81 +248,6 @@ def _forward_train_in_train_mode(self, batch: dict[str, Any], **kwargs) -> dict[
     if not self.training:
         self.train()
     return super(TorchRLModule, self).forward_train(batch, **kwargs)
-
-
-def lean_forward_applies(module) -> bool:
-    """Whether :func:`dqn_forward_train` gives ``module``'s ``forward_train`` outputs: RLlib's
-    ``DefaultDQNTorchRLModule`` (not a subclass, which may change the forward) built for
-    training, expected Q-values (``num_atoms == 1``), its encoder and heads (online and target)
-    plain ``TorchMLPEncoder`` / ``TorchMLPHead`` over a ``TorchMLP`` (no log-std clipping; the
-    encoder is stateless by construction), and no forward hooks or pre-hooks on any submodule
-    (they would be skipped)."""
-    if type(module) is not DefaultDQNTorchRLModule or module.inference_only:
-        return False
-    if module.num_atoms != 1:
-        return False
-    encoders = [module.encoder, module._target_encoder]
-    heads = [module.af, module._target_af] + (
-        [module.vf, module._target_vf] if module.uses_dueling else [])
-    if not (all(type(e) is TorchMLPEncoder for e in encoders)
-            and all(type(h) is TorchMLPHead and not h.clip_log_std for h in heads)
-            and all(type(n.net) is TorchMLP for n in encoders + heads)):
-        return False
-    return not any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
-
-
-def _mlp(model, x: torch.Tensor) -> torch.Tensor:
-    """``model.net.mlp(x)`` (an ``nn.Sequential``), its ``nn.Linear`` layers as
-    ``torch.nn.functional.linear`` (what ``nn.Linear.forward`` calls) and the others called."""
-    linear = torch.nn.functional.linear
-    for layer in model.net.mlp:
-        x = (linear(x, layer.weight, layer.bias) if type(layer) is torch.nn.Linear
-             else layer(x))
-    return x
-
-
-def _q_values(module, encoder, af, vf, obs: torch.Tensor) -> torch.Tensor:
-    """RLlib's ``DefaultDQNTorchRLModule._qf_forward_helper`` for expected Q-values, as tensors:
-    the encoder, then the advantage head, and with dueling the advantages centred by their
-    NaN-ignoring mean (``-inf`` read as NaN, as RLlib's) plus the value head. ``obs``: (B, obs
-    dim); returns (B, number of actions)."""
-    h = _mlp(encoder, obs)
-    q = _mlp(af, h)
-    if module.uses_dueling:
-        q = (q - torch.nan_to_num(q, neginf=torch.nan).nanmean(dim=-1, keepdim=True)
-             + _mlp(vf, h))
-    return q
-
-
-def dqn_forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
-    """``forward_train`` of a module for which :func:`lean_forward_applies`: the outputs of
-    RLlib's ``DefaultDQNTorchRLModule._forward_train`` (``qf_preds`` (B, actions) with autograd,
-    ``qf_next_preds`` with double Q, ``qf_target_next_preds``) from the same layers.
-
-    RLlib's runs the online network once over the observations and next observations
-    concatenated and the target network over the next observations, all recorded for
-    autograd. Its loss (``DQNTorchLearner.compute_loss_for_module``) takes only ``argmax`` of
-    ``qf_next_preds`` and detaches the target it builds from ``qf_target_next_preds``, so no
-    gradient flows through either: here they are computed under ``torch.no_grad()`` and the
-    online pass is recorded over the observations alone (half the rows to differentiate).
-    Same values (up to the rounding of a matrix product over 2B rows instead of B) and same
-    gradients. Enters train mode only when not in it, as :func:`_forward_train_in_train_mode`.
-    A batch with RNN state or non-tensor observations goes to RLlib's forward.
-    """
-    obs, next_obs = batch[Columns.OBS], batch[Columns.NEXT_OBS]
-    if (Columns.STATE_IN in batch or not isinstance(obs, torch.Tensor)
-            or not isinstance(next_obs, torch.Tensor)):
-        return _forward_train_in_train_mode(self, batch, **kwargs)
-    if not self.training:
-        self.train()
-    vf = getattr(self, "vf", None)
-    out = {QF_PREDS: _q_values(self, self.encoder, self.af, vf, obs)}
-    with torch.no_grad():
-        if self.uses_double_q:
-            out[QF_NEXT_PREDS] = _q_values(self, self.encoder, self.af, vf, next_obs)
-        out[QF_TARGET_NEXT_PREDS] = _q_values(self, self._target_encoder, self._target_af,
-                                              getattr(self, "_target_vf", None), next_obs)
-    return out
 
 
 def _row_slices(policy_batches: dict[str, SampleBatch], rows: int, size: int):
