@@ -28,10 +28,13 @@ ENV, ENV_CONFIG = "ContosoCabs-v0", {"num_cities": 5, "time_matrix_seed": 0}
 MB = 16  # minibatch rows: small, so a test call is fast
 
 
-def _pair(noise_every: int = 0):
-    """RLlib's and the suite's learner, built from the sweeps' DQN config, same weights."""
+def _pair(noise_every: int = 0, **training):
+    """RLlib's and the suite's learner, built from the sweeps' DQN config (with ``training``
+    overrides of RLlib's ``config.training()``, e.g. ``dueling=False``), same weights."""
     config = build_config({"algorithm": "DQN", "train_batch_size": MB,
                            "grad_noise_scale_every": noise_every}, ENV, ENV_CONFIG)
+    if training:
+        config = config.copy(copy_frozen=False).training(**training)
     env = gym.make(ENV, **ENV_CONFIG)
     spaces = {DEFAULT_MODULE_ID: (env.observation_space, env.action_space)}
     spec = config.get_multi_rl_module_spec(spaces=spaces)
@@ -120,6 +123,22 @@ def test_same_weights_td_errors_and_metrics_as_rllibs_learner(noise_every: int) 
     assert not isinstance(suite.metrics, LastValueLogger)  # the real logger is back
     assert not all(np.array_equal(a, b) for a, b in zip(start, _weights(suite), strict=True))
     assert suite.module[DEFAULT_MODULE_ID].training
+
+
+@pytest.mark.parametrize("training", [{"dueling": False}, {"double_q": False},
+                                      {"dueling": False, "double_q": False}])
+def test_same_weights_td_errors_and_metrics_without_dueling_or_double_q(training) -> None:
+    """The suite's learner with RLlib's other Q-learning variants (no value head; the target
+    network's own argmax) against RLlib's learner: three calls of three minibatches, same
+    weights, TD errors and reduced metrics."""
+    torch.manual_seed(1)
+    (rllib, suite), env = _pair(**training)
+    for call in range(3):
+        batch = _batch(env, 3 * MB, seed=40 + call)
+        r_rllib, r_suite = _update(rllib, batch), _update(suite, batch)
+        _assert_same(rllib, suite)
+        np.testing.assert_allclose(_td(r_suite), _td(r_rllib), rtol=1e-5, atol=1e-6)
+        _assert_same_results(r_rllib, r_suite)
 
 
 def test_rllibs_path_for_other_calls() -> None:
