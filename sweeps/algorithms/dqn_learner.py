@@ -79,9 +79,8 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
         ``self._grads_known_finite`` (zeroed by :meth:`postprocess_gradients`, read by
         :meth:`apply_gradients`)."""
         def clip(gradients_dict, *, grad_clip=None, grad_clip_by="value"):
-            norm, finite = _clip_foreach(gradients_dict, grad_clip, grad_clip_by)
-            if finite:
-                self._grads_known_finite += sum(g is not None for g in gradients_dict.values())
+            norm, known_finite = _clip_foreach(gradients_dict, grad_clip, grad_clip_by)
+            self._grads_known_finite += known_finite
             return norm
         return clip
 
@@ -227,20 +226,21 @@ def clip_gradients_foreach(gradients_dict: dict, *, grad_clip: float | None = No
     return _clip_foreach(gradients_dict, grad_clip, grad_clip_by)[0]
 
 
-def _clip_foreach(gradients_dict: dict, grad_clip, grad_clip_by) -> tuple[Any, bool]:
-    """:func:`clip_gradients_foreach`'s work: ``(its return value, True if it took the foreach
-    path, i.e. every gradient was finite)``."""
+def _clip_foreach(gradients_dict: dict, grad_clip, grad_clip_by) -> tuple[Any, int]:
+    """:func:`clip_gradients_foreach`'s work: ``(its return value, the number of gradient
+    tensors known finite)``: all of them when it took the foreach path (a finite global norm),
+    else 0."""
     grads = [g for g in gradients_dict.values() if g is not None]
     if grad_clip is None or grad_clip_by != "global_norm" or not grads:
         return clip_gradients(gradients_dict, grad_clip=grad_clip,
-                              grad_clip_by=grad_clip_by), False
+                              grad_clip_by=grad_clip_by), 0
     total = torch.nn.utils.get_total_norm(grads, foreach=True)
     if not bool(torch.isfinite(total)):
         return clip_gradients(gradients_dict, grad_clip=grad_clip,
-                              grad_clip_by=grad_clip_by), False
+                              grad_clip_by=grad_clip_by), 0
     coeff = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
     torch._foreach_mul_([g.detach() for g in grads], coeff)
-    return total, True
+    return total, len(grads)
 
 
 def _forward_train_in_train_mode(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
