@@ -196,13 +196,16 @@ def test_actor_epsilons_follow_horgan_et_al():
 def test_apex_config_is_a_dqn_config_with_apex_defaults():
     from ray.rllib.algorithms.dqn import DQN, DQNConfig
 
-    from sweeps.algorithms.apex_dqn import ApexDQN, ApexEnvRunner
+    from sweeps.algorithms.apex_dqn import ApexDQN, ApexDQNConfig, ApexEnvRunner
 
     c = build_config({"algorithm": "APEX", "weights_sync_period": 5, "epsilon": 0.3}, CABS)
     assert isinstance(c, DQNConfig) and issubclass(c.algo_class, DQN) and c.algo_class is ApexDQN
     assert c.env_runner_cls is ApexEnvRunner
     assert (c.weights_sync_period, c.epsilon, c.epsilon_alpha) == (5, 0.3, 7.0)
-    assert c.n_step == 3 and c.double_q and c.dueling
+    # The sweeps' Cabs-tuned 1-step returns; ApexDQNConfig itself keeps the paper's 3.
+    assert c.n_step == 1 and c.double_q and c.dueling
+    assert ApexDQNConfig().n_step == 3
+    assert build_config({"algorithm": "APEX", "n_step": 3}, CABS).n_step == 3
     assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
     # No RLlib evaluation of its own: the suite's evaluation protocol measures every algorithm.
     assert not c.evaluation_interval
