@@ -1,10 +1,11 @@
 """APEX's n-step length on Contoso Cabs, on seeds no default was tuned on, beside the reference.
 
 ``cabs_apex_tune`` (seeds 0-4) found APEX with 0 env runners reaching the Cabs target at its
-first or second evaluation with 1-step returns, against its second to fourth with the Ape-X
-paper's 3 (docs/benchmarks.md, "APEX's learning settings"). This sweep checks that on seeds
-20-24: n-step 1 and 3, 0 and 1 env runners, the single-process reference (SB3 DQN) alongside.
-25 trials of at most 45 s; about 4-6 minutes on a 2-core laptop.
+first evaluation in 20 of 50 trials with 1-step returns, against 3 of 20 with the Ape-X
+paper's 3 (docs/benchmarks.md, "Learning settings: 1-step returns"). This sweep checks that
+on seeds 20-24: n-step 1 and 3, 0 and 1 env runners, the single-process reference (SB3 DQN)
+alongside.
+25 trials of at most 45 s; about 2-3 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice

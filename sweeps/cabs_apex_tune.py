@@ -4,10 +4,11 @@ The single-process reference (SB3 DQN) reaches 95 % of the Cabs optimum in ~2 k 
 APEX with 0 env runners, the fastest suite configuration, needed ~4-5 k with the Ape-X paper's
 settings (docs/cabs_scaling.md, "Confirmation with 5 seeds"). Its sampling and learner rates
 were tuned before (docs/benchmarks.md); this sweep searches the settings that decide how much
-it learns per env step: learning rate, n-step length (at most the 4-step fragment), warm-up, target-network period and the
-actor's ε. TPE (Optuna) over 24 configurations, tuning seeds 0-4, time-to-target as the
-objective; ``cabs_best`` then confirms the chosen defaults on seeds 20-24, which no default was
-tuned on. 120 trials of at most 15 s; about 15-20 minutes on a 2-core laptop.
+it learns per env step: learning rate, n-step length (at most the 4-step sample fragment),
+warm-up, target-network period and the actor's ε. TPE (Optuna) over 24 configurations, tuning
+seeds 0-4, time-to-target as the objective; ``cabs_apex_n_step`` and ``cabs_best`` then check
+the choice on seeds 20-24, which no default was tuned on (docs/benchmarks.md, "Learning
+settings: 1-step returns"). 120 trials of at most 15 s; about 8 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform

@@ -5,7 +5,7 @@ the sweeps' DQN baseline samples with ε decaying from 1.0 to 0.02 over its firs
 steps, so its early n-step returns follow an exploring policy too. This sweep measures
 whether 1-step returns speed the baseline as well (a slow baseline would inflate every
 relative speedup): 1 env runner (the baseline's configuration), n-step 1 and 3, seeds 20-24.
-10 trials of at most 45 s; about 3 minutes on a 2-core laptop.
+10 trials of at most 45 s; about 2 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice

@@ -71,7 +71,7 @@ APEX_DEFAULTS: dict[str, Any] = {
     # ε = 0.4, and uncorrected n-step returns follow that exploring policy. 1 step reached the
     # Cabs target at the first evaluation on 7 of 15 held-out trials with 0 env runners (3 of
     # 15 with 3 steps; medians 2.3 s and 3.3 s) and sooner with 1 env runner too (6.2 s against
-    # 7.5 s) (docs/benchmarks.md, "APEX's learning settings"; sweeps/cabs_apex_tune.py,
+    # 7.5 s) (docs/benchmarks.md, "Learning settings: 1-step returns"; sweeps/cabs_apex_tune.py,
     # sweeps/cabs_apex_n_step.py). With many env runners most actors' ε is small; the paper's
     # 3 may pay there: a sweep can set n_step.
     "n_step": 1,

@@ -152,7 +152,7 @@ DQN_DEFAULTS: dict[str, Any] = {
     # 1-step returns, not 3: ε decays from 1.0 over the first 10 k env steps, so early n-step
     # returns follow an exploring policy; 1 step reached the Cabs target in 7.5 s against 10.8 s
     # (medians, 1 env runner, 10 held-out trials each; sweeps/cabs_dqn_n_step.py,
-    # docs/benchmarks.md "APEX's learning settings")
+    # docs/benchmarks.md "Learning settings: 1-step returns")
     "n_step": 1,
 }
 
