@@ -147,6 +147,8 @@ def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs(
     r = build_config({"algorithm": "RLLIB-DQN"}, CABS)
     assert r.algo_class is DQN and type(r) is DQNConfig
     assert r.training_intensity == ALGORITHMS["RLLIB-DQN"].defaults["training_intensity"]
+    # The suite's DQN learns from 1-step returns (tuned on Cabs); RLlib's DQN keeps its 3.
+    assert (c.n_step, r.n_step) == (1, 3)
     with pytest.raises(UnknownParameterError, match="'updates_per_learner_call' for algorithm RLLIB-DQN"):
         build_config({"algorithm": "RLLIB-DQN", "updates_per_learner_call": 4}, CABS)
     with pytest.raises(ValueError, match="training_intensity"):
