@@ -114,8 +114,10 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0,
                            "grad_noise_scale_every": 1, **extra}, "CartPole-v1")
-    assert type(config.learner_class).__name__ != "" and config.learner_class.__name__.startswith(
-        "NoiseScale")
+    from sweeps.algorithms.noise_scale import NoiseScaleMixin
+
+    assert issubclass(config.learner_class, NoiseScaleMixin), config.learner_class.__mro__
+    assert config.learner_class.__name__.startswith("NoiseScale")
     # V-trace reads time-major fragments: its half batches keep whole fragments (the spec says)
     assert config.learner_class._noise_unit_is_fragment == (algorithm == "IMPALA")
     algo = config.build_algo()

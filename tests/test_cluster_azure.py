@@ -5,6 +5,7 @@ service is the external boundary). No credentials, no network."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -400,7 +401,7 @@ def test_submit_sends_the_job_with_a_fresh_token_and_never_prints_it(monkeypatch
     job = created.job
     assert job.resources.instance_count == 3
     token = job.environment_variables["RAY_AUTH_TOKEN"]
-    assert len(token) == 64 and int(token, 16) >= 0
+    assert re.fullmatch(r"[0-9a-f]{64}", token), token
     out = capsys.readouterr()
     assert token not in out.out + out.err
     assert "submitted job-0" in out.out

@@ -4,6 +4,7 @@ the node helpers. Tests marked `ray` start a real local Ray."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_tokens_are_fresh_hex_and_redacted(tmp_path):
     a, b = new_token(), new_token()
-    assert a != b and len(a) == 64 and int(a, 16) >= 0
+    assert a != b and re.fullmatch(r"[0-9a-f]{64}", a) and re.fullmatch(r"[0-9a-f]{64}", b)
     assert auth_env(a) == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": a}
     assert auth_env(None) == {"RAY_AUTH_MODE": "disabled"}
     assert redact(f"failed with token {a}!", {"RAY_AUTH_TOKEN": a}) == "failed with token ***!"
