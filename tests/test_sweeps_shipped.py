@@ -39,17 +39,28 @@ def _asks_for_gpus(path: Path) -> bool:
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
-def test_dry_run(path):
-    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line."""
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],
-                          capture_output=True, text=True, timeout=180)
-    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+def test_dry_run(path, capsys, monkeypatch):
+    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line.
+    In this process (the CLI's own process is tested below): a dry run starts no Ray."""
+    from sweeps.run import main
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    code = main([str(path), "--dry-run"])
+    out, err = capsys.readouterr()
     if _asks_for_gpus(path) and shutil.which("nvidia-smi") is None:
-        lines = proc.stderr.strip().splitlines()
-        assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err[-2000:]
         assert "GPU(s) but the largest node has 0" in lines[0], lines
         return
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert code == 0, err[-2000:]
+    assert "First trials" in out
+
+
+def test_the_main_command_dry_runs_as_a_command():
+    """``python -m sweeps.run`` itself: its own process, its exit code, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(SWEEPS / "cabs_scaling.py"),
+                           "--dry-run"], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "First trials" in proc.stdout
 
 
