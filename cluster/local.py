@@ -32,7 +32,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cluster.auth import AUTH_MODE_VAR, AUTH_TOKEN_VAR, configured_token, new_token, redact
-from cluster.nodes import grpc_answers, is_loopback, port_open, split_address
+from cluster.nodes import (
+    RAY_SYSTEM_CONFIG,
+    grpc_answers,
+    is_loopback,
+    port_open,
+    split_address,
+)
 
 #: Seconds to wait for a TCP answer from an existing cluster's GCS before giving up.
 CONNECT_PROBE_TIMEOUT_S = 5.0
@@ -135,6 +141,7 @@ def _start_embedded(num_cpus: int | None, log_to_driver: bool = True) -> None:
             include_dashboard=False,
             logging_level=logging.WARNING,
             log_to_driver=log_to_driver,
+            _system_config=dict(RAY_SYSTEM_CONFIG),
         )
     except Exception as exc:
         raise ClusterError(

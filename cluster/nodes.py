@@ -41,6 +41,17 @@ from cluster.auth import auth_env
 #: Default GCS port of a Ray head (``ray start --head``'s default).
 DEFAULT_HEAD_PORT = 6379
 
+#: Ray settings (``_system_config``) of every cluster this project starts: the embedded Ray
+#: (:mod:`cluster.local`) and the heads of :mod:`cluster.local_multinode` and
+#: :mod:`cluster.bootstrap` (a worker node takes its head's). ``worker_niceness``: Ray starts
+#: every worker process (Tune's trial actors, RLlib's env runners and learners) at nice 15 by
+#: default, so that any nice-0 process busy on the same core takes ~97 % of it (the kernel's
+#: CFS weights 1024 against 36). A trial's env runner then all but stops sampling, and a trial
+#: is timed, or stalls, by what else runs on the machine: an Algorithm built in a nice-0
+#: process (a test, a notebook) starved its own env runners whenever its learner or one busy
+#: process beside it held the other core. At 0, the measured processes compete as equals.
+RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
+
 #: Environment that keeps Ray's IP detection on loopback (see the module docstring).
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
@@ -365,6 +376,7 @@ def _run_node(args: argparse.Namespace) -> int:
         min_worker_port=0 if loopback else None,
         max_worker_port=0 if loopback else None,
         huge_pages=False,
+        _system_config=dict(RAY_SYSTEM_CONFIG) if args.head else None,
     )
     if args.head:
         params.gcs_server_port = args.port

@@ -27,12 +27,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr = f"skipped in CI, which counts as a failure: {reason}"
 
 
+def init_local_ray():
+    """Start a private 2-CPU Ray (never a stray cluster) with the project's Ray settings
+    (:data:`cluster.nodes.RAY_SYSTEM_CONFIG`: env runners at the test process's priority, so
+    a learner built in this process cannot starve them); returns the ``ray`` module."""
+    import ray
+
+    from cluster.nodes import RAY_SYSTEM_CONFIG
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             _system_config=dict(RAY_SYSTEM_CONFIG))
+    return ray
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    """A private 2-CPU Ray for one test module (never a stray cluster), shut down after it;
+    """A private 2-CPU Ray for one test module (:func:`init_local_ray`), shut down after it;
     yields the ``ray`` module."""
-    ray = pytest.importorskip("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray = init_local_ray()
     try:
         yield ray
     finally:

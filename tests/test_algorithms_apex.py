@@ -34,17 +34,14 @@ class SlowOnFirstRunner(gym.Wrapper):
 
 
 @pytest.fixture(scope="module")
-def ray_local():
-    import ray
+def ray_local(local_ray):
     from ray import cloudpickle
     from ray.tune.registry import register_env
 
     # Env runners cannot import this test module: ship its classes by value.
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     register_env(SLOW_ENV, SlowOnFirstRunner)
     yield
-    ray.shutdown()
 
 
 def _two_runners_one_slow(algorithm: str, **params):

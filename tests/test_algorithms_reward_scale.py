@@ -59,11 +59,11 @@ def test_driver_sampling_reports_returns_in_env_units():
     (``AddOneTsToEpisodesAndTruncate``) ahead of any custom piece. Hence the 5 % tolerance;
     the bug this guards against lost far more.
     """
-    import ray
+    from conftest import init_local_ray
 
     from sweeps.algorithms import build_config
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray = init_local_ray()
     try:
         config = build_config({"algorithm": "PPO", "num_env_runners": 0, "train_batch_size": 256,
                                "min_time_s_per_iteration": 0, "reward_scale": 0.01, "seed": 0},

@@ -5,8 +5,8 @@ service is the external boundary). No credentials, no network."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path

@@ -18,6 +18,7 @@ def test_trial_actor_has_no_runtime_env_of_tunes_own():
     """A trainable actor built by Tune's class cache runs with the job's (empty) runtime env, so
     it and the env runners it creates can take Ray's prestarted worker processes."""
     import ray
+    from conftest import init_local_ray
     from ray.tune.execution.class_cache import _ActorClassCache
 
     from sweeps.trainable import reuse_prestarted_workers
@@ -27,7 +28,7 @@ def test_trial_actor_has_no_runtime_env_of_tunes_own():
             return ray.get_runtime_context().get_runtime_env_string(), os.getpid()
 
     reuse_prestarted_workers()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    init_local_ray()
     try:
         actor = _ActorClassCache().get(Probe).options(num_cpus=1).remote()
         env, _ = ray.get(actor.runtime_env.remote(), timeout=60)
