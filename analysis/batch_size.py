@@ -246,6 +246,8 @@ def batch_advice(tm: pd.DataFrame, progress: pd.DataFrame,
     if "grad_noise_scale" not in progress or not progress["grad_noise_scale"].notna().any():
         return []
     tb = trial_batch(tm[~tm["is_reference"] & (tm["status"] != "error")], progress)
+    if tb.empty:  # every trial ended in an error (a stalled run, say): nothing to advise
+        return []
     if check is None and tb.groupby("algorithm")["train_batch_size"].nunique().max() >= 2:
         check = batch_size_check(tm, progress)
     out = []

@@ -294,6 +294,8 @@ def trial_metrics(res: Results, target: str | float | None = None
             "elapsed_s": elapsed, "total_env_steps": total_steps,
             "eval_time_s": float(t["eval_time_s"]) if pd.notna(t["eval_time_s"]) else math.nan,
             "node_count": t["node_count"], "error": t["error"],
+            # "stalled" (sweeps.trainable.StallDetector) or "exception"; never censored evidence
+            "error_kind": (str(t.get("error_kind") or "exception")) if status == "error" else "",
             "config_label": _describe(t, param_cols),
             # CPUs each env runner asked for (RLlib's default 1 unless the sweep set it)
             "cpus_per_env_runner": _float(t.get("param_num_cpus_per_env_runner"), 1.0),

@@ -165,6 +165,13 @@ def _missing(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 1: summary
 # ---------------------------------------------------------------------------------------------
+def _stalled(tm: pd.DataFrame) -> pd.DataFrame:
+    """The trials that ended as stalled (``error_kind == "stalled"``)."""
+    if not len(tm) or "error_kind" not in tm:
+        return tm.iloc[:0]
+    return tm[tm["error_kind"] == "stalled"]
+
+
 def _summary(ctx: Study) -> str:
     s, tm = ctx.summary, ctx.tm
     parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
@@ -174,7 +181,9 @@ def _summary(ctx: Study) -> str:
              f'{_esc(describe_metric(ctx.target.metric, ctx.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: '
              f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
              f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
-             f'{int((tm["status"] == "error").sum()) if len(tm) else 0} errors.</p>']
+             f'{len(_stalled(tm))} stalled, '
+             f'{int((tm["status"] == "error").sum()) - len(_stalled(tm)) if len(tm) else 0} '
+             'other errors.</p>']
     lat = tm["step_latency_ms"] if "step_latency_ms" in tm else pd.Series(dtype=float)
     if (lat > 0).any():
         cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
@@ -294,6 +303,17 @@ def _summary(ctx: Study) -> str:
                              "absolute speedup [95% CI]",
                              "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
                             rows, left=(0, 2, 4, 10, 11), raw=True))
+    stalled = _stalled(tm)
+    if len(stalled):
+        parts.append('<h3 id="stalled-trials">Stalled trials</h3>')
+        parts.append('<p class="note">Their env steps or learner updates stopped moving (the '
+                     'sweep\'s <code>stall</code> rule): a fault of the run, not a slow '
+                     'configuration. They count neither as reached nor as censored in any '
+                     'statistic.</p>')
+        parts.append(_table(["algorithm", "env runners", "seed", "after (s)", "reason"],
+                            [[r["algorithm"], str(r["num_env_runners"]), str(r["seed"]),
+                              fmt_num(float(r["elapsed_s"]), 3), r["error"]]
+                             for _, r in stalled.iterrows()], left=(0, 4)))
     if not s.empty:
         sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
         rows = []

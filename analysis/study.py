@@ -200,6 +200,12 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
         w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
                  "their time-to-target counts from the first attempt's start")
     errs = tm[tm["status"] == "error"]
+    stalled = errs[errs["error_kind"] == "stalled"] if "error_kind" in errs else errs.iloc[:0]
+    if len(stalled):
+        w.append(f"{len(stalled)} trial(s) stalled (their env steps or learner updates stopped "
+                 "moving; listed under 'Stalled trials') and are left out of TTT statistics: "
+                 "neither reached nor censored evidence")
+    errs = errs.drop(stalled.index)
     if len(errs):
         first = str(errs["error"].iloc[0]) if "error" in errs else ""
         w.append(f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"

@@ -441,8 +441,12 @@ class ResultsRecorder(LiveOnRestore, Callback):
             return
         rows = self._pending.pop(tid, [])
         last = trial.last_result or {}
+        error_kind = "exception" if error is not None else ""
+        if error is None and last.get("stalled"):  # sweeps.trainable.StallDetector ended it
+            error, error_kind = str(last["stalled"]), "stalled"
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
                         capped=tid in self.capped)
+        row["error_kind"] = error_kind
         row["node_count"] = _node_count()
         row["step_latency_ms"] = self.step_latency_ms
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
@@ -461,6 +465,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
             outcome = f"[green]TTT {row['time_to_target_s']:.1f} s[/green]"
         elif row["status"] == "censored":
             outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s)[/yellow]"
+        elif row.get("error_kind") == "stalled":
+            outcome = f"[red]{row['error'][:80]}[/red]"
         else:
             outcome = f"[red]error: {row['error'][:80]}[/red]"
         batch = row.get("train_batch_size")

@@ -73,7 +73,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "learner_updates": "float", "eval_time_s": "float", "num_cpus": "float",
     "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
     "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
-    "node_count": "int", "step_latency_ms": "float", "attempts": "int",
+    "node_count": "int", "step_latency_ms": "float", "attempts": "int", "error_kind": "str",
 }
 
 #: Columns without which no analysis is possible.
@@ -100,6 +100,8 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "node_count": 1,
     "node_ip": "",
     "error": "",
+    # runs recorded before stall detection: every error was an exception
+    "error_kind": "",
     "objective": np.nan,
     "is_reference": False,
     "eval_time_s": np.nan,

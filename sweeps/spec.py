@@ -229,6 +229,25 @@ class Capping(_Strict):
                 for p in v]
 
 
+class Stall(_Strict):
+    """When a trial counts as stalled, not slow (docs/design.md, *stalled trial*).
+
+    After every training iteration the trial checks two lifetime counters: env steps sampled
+    and learner updates (the latter only once it has moved: no update during warm-up is
+    normal). When either has not moved for ``iterations`` consecutive iterations spanning at
+    least ``min_time_s`` seconds of wall-clock, the trial ends as an error with
+    ``error_kind = "stalled"`` and a one-line reason naming the counter. A stalled trial is
+    never censored evidence: its time says nothing about how fast its configuration learns.
+    """
+
+    iterations: int = Field(
+        5, ge=2, le=10_000,
+        description="consecutive training iterations in which a counter did not move")
+    min_time_s: float = Field(
+        30.0, gt=0, le=86_400,
+        description="... spanning at least this many seconds since the counter last moved")
+
+
 class Search(_Strict):
     """How configurations are sampled (Optuna) and repeated (seeds)."""
 
@@ -297,6 +316,10 @@ class Sweep(_Strict):
     evaluation: Evaluation = Field(
         default_factory=Evaluation, description="the evaluation protocol of target 'evaluation'")
     results_dir: str = Field("results", description="root folder for results")
+    stall: Stall | None = Field(
+        default_factory=Stall,
+        description="when a trial whose env steps or learner updates stopped moving ends as "
+        "'stalled' (an error, never censored evidence); None: never")
     allow_oversubscription: bool = Field(
         False,
         description="run trials that ask for more CPUs than a node has (their CPU requests are "

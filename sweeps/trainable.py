@@ -46,6 +46,9 @@ class TrialSetup:
         max_node_gpus: GPUs of the largest node, or None when unknown.
         allow_oversubscription: scale down a trial's CPU request that exceeds a node.
         quiet: RLlib logs errors only in the trials.
+        stall_iterations: iterations without progress that make a trial stalled
+            (:class:`sweeps.spec.Stall`), or None: never stalled.
+        stall_min_time_s: ... spanning at least this many seconds.
     """
 
     env: str
@@ -60,6 +63,8 @@ class TrialSetup:
     max_node_gpus: float | None = None
     allow_oversubscription: bool = False
     quiet: bool = True
+    stall_iterations: int | None = None
+    stall_min_time_s: float = 30.0
 
     @classmethod
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
@@ -72,7 +77,9 @@ class TrialSetup:
                    evaluation_episodes=sweep.evaluation.episodes,
                    evaluation_seed=sweep.evaluation.seed, max_node_cpus=float(max_node_cpus),
                    max_node_gpus=max_node_gpus,
-                   allow_oversubscription=sweep.allow_oversubscription, quiet=quiet)
+                   allow_oversubscription=sweep.allow_oversubscription, quiet=quiet,
+                   stall_iterations=sweep.stall.iterations if sweep.stall else None,
+                   stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0)
 
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
@@ -278,24 +285,100 @@ def process_peak_rss_mib() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
 
 
-def trial_peak_rss_mib(algo) -> float:
+class TrialPeakMemory:
     """Peak RSS (MiB) of a trial's processes: its own (driver side: the Algorithm, a local
     learner, the evaluation envs) plus each remote env runner's and learner's, each its own
-    peak so far (``ru_maxrss``), summed: an upper bound on the trial's simultaneous peak.
-    NaN parts (an actor that cannot answer) are left out."""
-    total = process_peak_rss_mib()
-    groups = [getattr(algo, "env_runner_group", None)]
-    learners = getattr(algo, "learner_group", None)
-    try:
-        if groups[0] is not None and groups[0].num_remote_env_runners() > 0:
-            total += sum(groups[0].foreach_env_runner(
-                lambda _runner: process_peak_rss_mib(), local_env_runner=False))
+    peak so far (:func:`process_peak_rss_mib`), summed: an upper bound on the trial's
+    simultaneous peak.
+
+    The remote actors answer between their other calls, so asking them is a synchronisation
+    point: it waits for an env runner's in-flight ``sample()``, and an env runner blocked in
+    ``env.step()`` would block the trial (and hide a stall) until it wakes. So they are asked
+    at most every ``every_s`` seconds and at the trial's last iteration, each ask waiting at
+    most ``timeout_s``; in between, and for an actor that did not answer in time, the last
+    answers count. Peaks only grow, so a late answer loses at most the growth since the last.
+
+    Args:
+        algo: the trial's built RLlib ``Algorithm``.
+        every_s: seconds of wall-clock between two asks of the remote actors.
+        timeout_s: seconds one ask waits for the actors' answers.
+    """
+
+    def __init__(self, algo, every_s: float = 10.0, timeout_s: float = 2.0):
+        self.algo = algo
+        self.every_s, self.timeout_s = float(every_s), float(timeout_s)
+        self._asked_at = -math.inf
+        self._remote_mib = 0.0
+
+    def _ask_remote(self) -> float:
+        runners = getattr(self.algo, "env_runner_group", None)
+        learners = getattr(self.algo, "learner_group", None)
+        total = 0.0
+        if runners is not None and runners.num_remote_env_runners() > 0:
+            total += sum(runners.foreach_env_runner(
+                lambda _runner: process_peak_rss_mib(), local_env_runner=False,
+                timeout_seconds=self.timeout_s))
         if learners is not None and not learners.is_local:
-            results = learners.foreach_learner(lambda _learner: process_peak_rss_mib())
+            results = learners.foreach_learner(lambda _learner: process_peak_rss_mib(),
+                                               timeout_seconds=self.timeout_s)
             total += sum(r.get() for r in results if r.ok)  # RemoteCallResults
-    except Exception:  # noqa: BLE001 - memory is reported, never a reason to fail a trial
-        pass
-    return float(total)
+        return total
+
+    def __call__(self, now: float, final: bool = False) -> float:
+        """The trial's peak RSS so far, MiB; ``now``: monotonic seconds (``perf_counter``);
+        ``final``: the trial's last iteration (the remote actors are asked whatever the
+        time)."""
+        if final or now - self._asked_at >= self.every_s:
+            self._asked_at = now
+            try:
+                self._remote_mib = max(self._remote_mib, self._ask_remote())
+            except Exception:  # noqa: BLE001 - memory is reported, never a reason to fail
+                pass
+        return float(process_peak_rss_mib() + self._remote_mib)
+
+
+class StallDetector:
+    """Tells a stalled trial from a slow one (:class:`sweeps.spec.Stall`).
+
+    Fed the lifetime counters after every training iteration; a counter is stalled when it
+    has not moved for ``iterations`` consecutive iterations and ``min_time_s`` seconds since
+    it last moved. Env steps are watched from the start of sampling (an env runner that never
+    delivers is a stall too); learner updates only once they have moved (warm-up before the
+    first update is normal) and never when the algorithm does not report them (NaN). A NaN
+    update count after finite ones (an iteration in which no learner result arrived) counts
+    as not moved.
+
+    Args:
+        iterations: K, consecutive iterations without progress (>= 1).
+        min_time_s: seconds without progress, at least.
+        wall: seconds since the trial's start when sampling could begin (the Algorithm built).
+    """
+
+    def __init__(self, iterations: int, min_time_s: float, wall: float = 0.0):
+        self.iterations = int(iterations)
+        self.min_time_s = float(min_time_s)
+        # counter -> [last value, wall-clock when it last moved, iterations since]
+        self._state: dict[str, list[float]] = {"env steps": [0.0, wall, 0]}
+
+    def update(self, wall: float, env_steps: float, learner_updates: float) -> str | None:
+        """Feed one iteration's counters (``wall``: seconds since the trial started);
+        returns the one-line reason once a counter is stalled, else None."""
+        if "learner updates" not in self._state and math.isfinite(learner_updates) \
+                and learner_updates > 0:  # armed at the first update, as if it just moved
+            self._state["learner updates"] = [0.0, wall, 0]
+        for name, value in (("env steps", env_steps), ("learner updates", learner_updates)):
+            state = self._state.get(name)
+            if state is None:
+                continue
+            if math.isfinite(value) and value > state[0]:
+                state[:] = [value, wall, 0]
+                continue
+            state[2] += 1
+            still = wall - state[1]
+            if state[2] >= self.iterations and still >= self.min_time_s:
+                return (f"stalled: {name} stayed at {state[0]:.0f} for {int(state[2])} "
+                        f"iterations ({still:.0f} s)")
+        return None
 
 
 class _IterationReporter:
@@ -314,22 +397,29 @@ class _IterationReporter:
         self.last_steps, self.last_wall = 0, wall  # wall: when sampling could start
 
     def report(self, *, wall: float, steps: int, value: float, out_of_steps: bool = False,
-               **columns: Any) -> bool:
+               stalled: str = "", **columns: Any) -> bool:
         """Report one iteration (``columns``: episodes, episode_return_mean,
-        evaluation_return, eval_time_s, learner_updates); returns True when the trial ends."""
+        evaluation_return, eval_time_s, learner_updates); returns True when the trial ends.
+        ``stalled``: the :class:`StallDetector`'s reason, which ends the trial as an error
+        (the recorder reads it from this last result). A ``peak_rss_mib`` column may be a
+        callable of ``final`` (True when this iteration ends the trial), e.g.
+        :class:`TrialPeakMemory`."""
         from ray import tune
 
         if math.isfinite(value):
             self.best = max(self.best, value)
         budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
         reached = math.isfinite(value) and value >= self.target
-        done = reached or out_of_steps or (budget_s is not None and wall >= budget_s) or (
+        done = reached or bool(stalled) or out_of_steps or (
+            budget_s is not None and wall >= budget_s) or (
             budget_steps is not None and steps >= budget_steps)
+        if callable(columns.get("peak_rss_mib")):
+            columns["peak_rss_mib"] = columns["peak_rss_mib"](final=bool(done))
         tune.report({
             "wall_time_s": wall, "env_steps": steps, **columns, "target_metric_value": value,
             "env_steps_per_s_iter": (steps - self.last_steps) / max(wall - self.last_wall, 1e-9),
             "best_return": self.best if math.isfinite(self.best) else math.nan,
-            "reached": bool(reached), "done": bool(done),
+            "reached": bool(reached), "done": bool(done), "stalled": stalled,
             "objective": wall if reached else censored_objective(budget_s or wall, self.best,
                                                                  self.target),
             **self.fixed,
@@ -371,9 +461,12 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                                     seed=setup.evaluation_seed)
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     algo = algo_config.build_algo()
-    reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(),
-                                  wall=time.perf_counter() - start)
+    built = time.perf_counter() - start
+    reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(), wall=built)
+    stall = (StallDetector(setup.stall_iterations, setup.stall_min_time_s, wall=built)
+             if setup.stall_iterations else None)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
+    peak_memory = TrialPeakMemory(algo)
     try:
         while True:
             result = algo.train()
@@ -388,16 +481,18 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                 value = m["episode_return_mean"]
             else:
                 value = lookup_metric(result, target_metric)
+            updates = float(m.get("learner_updates", math.nan))
+            stalled = stall.update(wall, m["env_steps"], updates) if stall else None
             if reporter.report(
                     wall=wall, steps=int(m["env_steps"]), value=value,
                     episodes=int(m["episodes"]),
                     episode_return_mean=float(m["episode_return_mean"]),
                     evaluation_return=evaluation_return,
                     eval_time_s=evaluator.total_time_s if evaluator else 0.0,
-                    learner_updates=float(m.get("learner_updates", math.nan)),
+                    learner_updates=updates, stalled=stalled or "",
                     grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
                     grad_trace_cov=m["grad_trace_cov"],
-                    peak_rss_mib=trial_peak_rss_mib(algo)):
+                    peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final)):
                 break
     finally:
         algo.stop()
