@@ -78,7 +78,7 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
 def test_bootstrap_runs_the_sweep_across_three_nodes(tmp_path):
     import pandas as pd
 
-    sweep = write_sweep(tmp_path, "tiny_mpi", num_samples=3, budget_s=20)
+    sweep = write_sweep(tmp_path, "tiny_mpi", num_samples=3, budget_s=12)
     out, logs = tmp_path / "outputs", tmp_path / "logs"
     logs.mkdir()
     token, port = new_token(), free_port()

@@ -138,51 +138,6 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_killed_sweep_resumes_without_loss_or_duplicates(tmp_path):
-    results = tmp_path / "results"
-    path = write_sweep(tmp_path, "resumable", num_samples=2, seeds=1, budget_s=6,
-                       target=UNREACHABLE)  # fixed-length trials
-    expected = 2 + 1  # 2 sampled configurations + the baseline, 1 seed
-    # Own process group, so the driver and the Ray it started are killed together.
-    proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.time() + 240
-        trials_file = None
-        while time.time() < deadline:
-            runs = list((results / "resumable").glob("*/trials.parquet"))
-            if runs and len(pd.read_parquet(runs[0])) >= 1:
-                trials_file = runs[0]
-                break
-            time.sleep(1)
-        assert trials_file is not None, "sweep recorded no trial in time"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    before = pd.read_parquet(trials_file)
-    assert 1 <= len(before) < expected
-    resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
-                             text=True, timeout=400)
-    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    after = pd.read_parquet(trials_file)
-    assert len(after) == expected, after[["trial_id", "config_id", "seed", "status"]]
-    assert after.trial_id.is_unique
-    assert not after.duplicated(["config_id", "seed"]).any()
-    # nothing recorded before the kill was lost or changed
-    kept = after.set_index("trial_id").loc[before.trial_id]
-    assert (kept.elapsed_s.values == before.elapsed_s.values).all()
-    progress = pd.read_parquet(trials_file.parent / "progress.parquet")
-    assert not progress.duplicated(["trial_id", "iteration"]).any()
-    assert set(progress.trial_id) == set(after.trial_id)
-    # the Optuna study kept its history: one completed Optuna trial per sampled config
-    import optuna
-
-    study = optuna.load_study(study_name="resumable",
-                              storage=f"sqlite:///{trials_file.parent / 'optuna.db'}")
-    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    assert len(complete) == 2
-
-
 def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 240) -> Path:
     deadline = time.time() + timeout
     while time.time() < deadline and proc.poll() is None:
@@ -195,7 +150,7 @@ def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 24
 
 def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=8,
+    path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=5,
                        target=UNREACHABLE)
     proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -217,15 +172,30 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     assert not alive.strip(), f"processes left in the sweep's group: {alive}"
 
 
-def test_sigterm_and_a_concurrent_second_run_keep_results_and_resume(tmp_path):
-    """Two real ``sweeps.run`` processes on one results directory, then a SIGTERM (``kill``,
-    ``timeout``, a batch scheduler): the second process is refused in one line naming the
-    first's pid while the first runs; SIGTERM ends the first with its one "Interrupted" line
-    and exit 130 (no native stack dump); ``--resume`` then finishes the sweep with no trial
-    lost or duplicated."""
+def _wait_for_rows(trials_file: Path, at_least: int, proc, timeout: float = 240) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if trials_file.exists() and len(pd.read_parquet(trials_file)) >= at_least:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"fewer than {at_least} trials recorded in time (exit {proc.poll()})")
+
+
+def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_path):
+    """One results directory through every way a real ``sweeps.run`` ends early:
+
+    1. while a first run works, a second process is refused in one line naming its pid;
+    2. SIGTERM (``kill``, ``timeout``, a batch scheduler) ends the first with its one
+       "Interrupted" line and exit 130 (no native stack dump);
+    3. ``--resume`` runs on until SIGKILL takes it and the Ray it started (no clean-up);
+    4. ``--resume`` finishes the sweep: every trial recorded once, nothing recorded before a
+       kill lost or changed, no trial that a signal cut short recorded as censored, and the
+       Optuna study's history whole.
+    """
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "terminated", num_samples=2, seeds=1, budget_s=6,
-                       target=UNREACHABLE)
+    path = write_sweep(tmp_path, "terminated", num_samples=3, seeds=1, budget_s=5,
+                       target=UNREACHABLE)  # fixed-length trials
+    expected = 3 + 1  # 3 sampled configurations + the baseline, 1 seed
     first = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -245,16 +215,42 @@ def test_sigterm_and_a_concurrent_second_run_keep_results_and_resume(tmp_path):
     assert first.returncode == 130, (first.returncode, out[-2000:], err[-3000:])
     assert "Interrupted:" in err and "--resume" in err, err[-2000:]
     assert "Traceback" not in err and "SIGTERM received" not in err, err[-3000:]
-    kept = pd.read_parquet(trials_file)
-    assert len(kept) >= 1
+    after_sigterm = pd.read_parquet(trials_file)
+    assert 1 <= len(after_sigterm) < expected
+
+    # Own process group, so the driver and the Ray it started are killed together.
+    third = subprocess.Popen(sweep_cmd(path, results, "--resume"), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_rows(trials_file, len(after_sigterm) + 1, third)
+    finally:
+        os.killpg(third.pid, signal.SIGKILL)
+        third.wait(timeout=30)
+    before = pd.read_parquet(trials_file)
+    assert len(before) < expected, "the sweep finished before it could be killed"
+    assert set(after_sigterm.trial_id) <= set(before.trial_id)
+
     resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
                              text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     after = pd.read_parquet(trials_file)
-    assert len(after) == 3 and after.trial_id.is_unique  # baseline + 2 sampled, 1 seed
-    assert set(kept.trial_id) <= set(after.trial_id)
-    # the trial SIGTERM cut short was not recorded as censored: every trial ran its budget
+    assert len(after) == expected, after[["trial_id", "config_id", "seed", "status"]]
+    assert after.trial_id.is_unique and not after.duplicated(["config_id", "seed"]).any()
+    # nothing recorded before the kill was lost or changed
+    kept = after.set_index("trial_id").loc[before.trial_id]
+    assert (kept.elapsed_s.values == before.elapsed_s.values).all()
+    progress = pd.read_parquet(trials_file.parent / "progress.parquet")
+    assert not progress.duplicated(["trial_id", "iteration"]).any()
+    assert set(progress.trial_id) == set(after.trial_id)
+    # the trials the signals cut short were not recorded as censored: every one ran its budget
     assert (after.elapsed_s >= after.budget_s).all(), after[["trial_id", "elapsed_s"]]
+    # the Optuna study kept its history: one completed Optuna trial per sampled config
+    import optuna
+
+    study = optuna.load_study(study_name="terminated",
+                              storage=f"sqlite:///{trials_file.parent / 'optuna.db'}")
+    complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(complete) == 3
 
 
 DISK_FULL = """\
@@ -355,7 +351,7 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
-                      target={UNREACHABLE}, budget=Budget(time_s=6),
+                      target={UNREACHABLE}, budget=Budget(time_s=4),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
                       baseline={{"algorithm": "PPO", "num_env_runners": 0}})
         """))
@@ -370,7 +366,7 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     assert len(trials) == 1
     row = trials.iloc[0]
     assert row.attempts == 2 and row.status == "censored", row.to_dict()
-    # the retry ran its 6 s budget; the recorded time also counts the failed first attempt
+    # the retry ran its 4 s budget; the recorded time also counts the failed first attempt
     assert row.elapsed_s > row.budget_s + 0.5, row.to_dict()
 
 
@@ -425,7 +421,7 @@ def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path)
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},
                       fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1}},
-                      target={UNREACHABLE}, budget=Budget(time_s=8),
+                      target={UNREACHABLE}, budget=Budget(time_s=5),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline={{"algorithm": "PPO", "num_env_runners": 4}})
         """))

@@ -82,7 +82,7 @@ def test_a_real_sweep_writes_its_run_to_s3_and_is_reanalysed_from_there(s3, tmp_
         "from sweeps.spec import Budget, Search, Sweep, Target, choice\n"
         "SWEEP = Sweep(name='s3sweep', env='CartPole-v1', algorithms=['PPO'],\n"
         "    search_space={'num_env_runners': choice([0])}, target=Target(value=1e6),\n"
-        "    budget=Budget(time_s=6), search=Search(sampler='grid', num_samples=1, seeds=2),\n"
+        "    budget=Budget(time_s=3), search=Search(sampler='grid', num_samples=1, seeds=2),\n"
         "    baseline={'algorithm': 'PPO', 'num_env_runners': 0})\n")
     proc = _py("sweeps.run", str(path), "--results", "s3://rl-results/results", env=s3["env"])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
