@@ -1,9 +1,9 @@
 """The Azure ML bootstrap for real: local processes carrying the MPI variables of a job form a
-Ray cluster on 127.0.0.1, run a command on rank 0, and all exit soon after the head."""
+Ray cluster on 127.0.0.1, run a command on rank 0, and all exit soon after the head (three
+ranks running a real sweep: tests/test_cluster_sweep_e2e.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cluster_support import files_containing, live_sessions, read_probe, write_probe
+from test_cluster_support import live_sessions, read_probe, write_probe
 
 from cluster.auth import new_token
 from cluster.nodes import free_port
@@ -88,39 +88,6 @@ def wait_all(procs: dict[int, subprocess.Popen], timeout_s: float) -> dict[int, 
                 proc.wait()
     assert len(ended) == len(procs), f"ranks still running after {timeout_s} s"
     return ended
-
-
-def test_three_ranks_form_a_cluster_run_the_command_and_exit(tmp_path):
-    probe, out, logs = write_probe(tmp_path), tmp_path / "outputs", tmp_path / "logs"
-    logs.mkdir()
-    token, port = new_token(), free_port()
-    cmd = [sys.executable, str(probe), str(out)]
-    # Workers first: they must wait for a head that is not there yet.
-    procs = {
-        rank: start_rank(rank, 3, port, ["--results-dir", str(out)], cmd, logs, token)
-        for rank in (2, 1)
-    }
-    time.sleep(2)
-    procs[0] = start_rank(0, 3, port, ["--results-dir", str(out)], cmd, logs, token)
-    ended = wait_all(procs, timeout_s=180)
-    text = {r: (logs / f"rank{r}.log").read_text() for r in procs}
-    assert [procs[r].returncode for r in (0, 1, 2)] == [0, 0, 0], text
-    # Every process exits within 60 s of the head finishing.
-    for rank in (1, 2):
-        assert ended[rank] - ended[0] < 60, (ended, text[rank])
-    assert "the Ray head is gone" in text[1] and "the Ray head is gone" in text[2]
-
-    record = read_probe(out)
-    assert record["token"] == token  # the command ran with the job's token
-    assert len(record["nodes"]) == 3
-    assert len(record["task_nodes"]) > 1  # the tasks landed on more than one node
-    boot = json.loads((out / "bootstrap.json").read_text())
-    assert boot["nodes_expected"] == 3 and len(boot["nodes"]) == 3
-    assert boot["token_auth"] is True
-    assert boot["ray_address"] == f"127.0.0.1:{port}" == record["address"]
-    assert live_sessions(record["task_sessions"]) == []
-    # The token is in no log and no result.
-    assert files_containing(tmp_path, token) == []
 
 
 def test_head_reports_missing_nodes_and_stops(tmp_path):
