@@ -74,7 +74,9 @@ def test_grpc_probe_tells_a_silent_listener_from_a_grpc_server():
     try:
         started = time.monotonic()
         assert not grpc_answers("127.0.0.1", port, timeout_s=1.0)
-        assert time.monotonic() - started < 3
+        # it gives up at its 1 s timeout (median 1.0 s), not after minutes; 5x that beside
+        # another test (-n 2)
+        assert time.monotonic() - started < 5
     finally:
         srv.close()
     assert not grpc_answers("127.0.0.1", free_port(), timeout_s=1.0)
@@ -225,7 +227,9 @@ def session_in_subprocess(*args: str, **env: str) -> tuple[int, str, str, float]
 def test_unreachable_address_fails_fast_with_one_line():
     port = free_port()
     code, out, err, seconds = session_in_subprocess(f"127.0.0.1:{port}")
-    assert code == 2 and seconds < 15
+    # its 5 s probe and a Python start (median 5.5 s), not ray.init's minutes of retries;
+    # 5x that beside another test (-n 2)
+    assert code == 2 and seconds < 30
     assert out == (
         f"cannot reach a Ray cluster at 127.0.0.1:{port} (address): nothing answered "
         f"on 127.0.0.1:{port} within 5 s"
@@ -239,7 +243,7 @@ def test_ray_address_variable_is_used_and_named():
         code, out, err, seconds = session_in_subprocess(RAY_ADDRESS=f"127.0.0.1:{port}")
     finally:
         srv.close()
-    assert code == 2 and seconds < 15
+    assert code == 2 and seconds < 30  # as above
     assert out.startswith(f"no Ray cluster at 127.0.0.1:{port} (RAY_ADDRESS): something listens")
     assert "Traceback" not in err
 
