@@ -45,10 +45,10 @@ def test_a_sweep_submitted_through_the_jobs_api_is_recorded_and_downloaded(tmp_p
     try:
         head.wait_up(120)
         _job_server_up(address, env)
-        # one seed, 8 s budgets: the baseline and one sampled configuration
+        # one seed, 4 s budgets: the baseline and one sampled configuration
         sub = _jobs("submit", "sweeps/cartpole_quick.py", "--address", address,
                     "--remote-results", str(tmp_path / "on_the_head"),
-                    "--", "--seeds", "1", "--budget-s", "8", env=env)
+                    "--", "--seeds", "1", "--budget-s", "4", env=env)
         assert sub.returncode == 0, sub.stdout[-3000:] + sub.stderr[-3000:]
         job = re.search(r"^Submitted (\S+) to ", sub.stdout, re.MULTILINE).group(1)
         assert f"Job {job}: SUCCEEDED" in sub.stdout

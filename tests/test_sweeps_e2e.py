@@ -284,7 +284,7 @@ def test_a_full_disk_ends_in_one_line_and_keeps_what_was_recorded(tmp_path):
     site.mkdir()
     (site / "sitecustomize.py").write_text(DISK_FULL)
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "diskfull", num_samples=1, seeds=1, budget_s=5,
+    path = write_sweep(tmp_path, "diskfull", num_samples=1, seeds=1, budget_s=3,
                        target=UNREACHABLE)
     env = {**os.environ, "DISK_FULL_AFTER_ONE_TRIAL": "1",
            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
@@ -306,7 +306,7 @@ def test_a_full_disk_ends_in_one_line_and_keeps_what_was_recorded(tmp_path):
     # curve were rebuilt from what Tune kept, not lost
     progress = pd.read_parquet(run / "progress.parquet")
     assert set(progress.trial_id) == set(after.trial_id)
-    assert (after.status == "censored").all() and (after.elapsed_s >= 5).all()
+    assert (after.status == "censored").all() and (after.elapsed_s >= 3).all()
     assert not list(run.glob("*.tmp")) and not list(run.glob(".*.tmp"))
 
 
@@ -420,7 +420,8 @@ def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path)
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},
-                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1}},
+                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1,
+                             "train_batch_size": 400}},
                       target={UNREACHABLE}, budget=Budget(time_s=5),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline={{"algorithm": "PPO", "num_env_runners": 4}})
