@@ -175,6 +175,8 @@ def resolve_config(config: Mapping[str, Any] | None = None) -> CabsConfig:
         m = _as_int("num_cities", cfg["num_cities"], 2)
         seed = _as_int("time_matrix_seed", cfg["time_matrix_seed"], 0)
         shape = (m, m, HOURS_PER_DAY, DAYS_PER_WEEK)
+        _check_fits("num_cities", m, "its travel-time matrix (m² × 24 × 7 int64)",
+                    8 * math.prod(shape))
         matrix = np.random.default_rng(seed).integers(
             MIN_TRIP_HOURS, MAX_TRIP_HOURS + 1, size=shape
         )
@@ -237,8 +239,43 @@ class _Dynamics:
     next_state: np.ndarray
 
 
+def memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (``sysconf``), or None where unknown."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+class ConfigTooLarge(ValueError):
+    """A Contoso Cabs config whose arrays would not fit in this machine's memory."""
+
+
+def _check_fits(key: str, m: int, what: str, need: int) -> None:
+    """Refuse, before allocating it, an array larger than this machine's memory.
+
+    Raises:
+        ConfigTooLarge: one line naming the config key, the size needed and the memory there
+            is.
+    """
+    have = memory_bytes()
+    if have is not None and need > have:
+        raise ConfigTooLarge(f"Contoso Cabs config '{key}': {m} cities need ~{need / 2**30:,.1f} "
+                         f"GiB for {what}, more than this machine's {have / 2**30:.1f} GiB "
+                         "of memory")
+
+
+#: int64/float64 arrays of shape (m × 24 × 7, m²) the exact solve (:func:`_dynamics`) holds at
+#: once, at most.
+_SOLVE_ARRAYS = 10
+
+
 def _dynamics(cfg: CabsConfig) -> _Dynamics:
     m, T = cfg.num_cities, cfg.time_matrix
+    _check_fits("num_cities", m, "the exact optimum's dynamics (m³ × 24 × 7 per table)",
+                _SOLVE_ARRAYS * 8 * m**3 * HOURS_PER_DAY * DAYS_PER_WEEK)
     R, C = cfg.revenue_per_hour, cfg.cost_per_hour
     loc = np.arange(m)[:, None, None, None]
     hour = np.arange(HOURS_PER_DAY)[None, :, None, None]

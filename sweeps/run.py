@@ -380,7 +380,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     run_dir = lock = None
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
-        target = sweep_target(sweep)
+        target = sweep_target(sweep, source)
         if not args.verbose:  # RLlib is imported from here on (a missing file etc. is instant)
             quiet_logs()
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +105,40 @@ def _yaml_param(value: Any) -> Any:
     return value
 
 
+class _DuplicateKey(ValueError):
+    """A YAML mapping names one key twice (``line`` is 1-based)."""
+
+    def __init__(self, key: Any, line: int):
+        super().__init__(f"{key!r} is given twice (again on line {line})")
+
+
+def _yaml_loader():
+    """PyYAML's safe loader, except that a mapping naming one key twice is an error: PyYAML
+    keeps the last value silently, so a second ``budget:`` would replace the first unseen."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, Hashable):  # PyYAML's own error follows
+                    continue
+                if key in seen:
+                    raise _DuplicateKey(key, key_node.start_mark.line + 1)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
 def _load_yaml(path: Path) -> Sweep:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_yaml_loader())  # noqa: S506 - a SafeLoader
+    except _DuplicateKey as e:
+        raise SpecError(f"{path}: {e}: a key may appear once per mapping") from None
     except yaml.YAMLError as e:
         raise SpecError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
@@ -215,7 +245,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         if sweep.target.metric not in (EVALUATION, TRAINING, EPISODE_RETURN):
             raise fail("reference", f"a reference is judged on target metric 'evaluation' or "
                                     f"'training', not the RLlib key {sweep.target.metric!r}")
-    optimal = envs.oracle_return(sweep.env, sweep.env_config)
+    optimal = _oracle(sweep, source)
     if sweep.target.fraction_of_optimal is not None:
         if optimal is None:
             raise fail("target.fraction_of_optimal",
@@ -333,17 +363,41 @@ def env_exists(env_id: str) -> bool:
     return env_id in envs.RLLIB_ENVS or env_id in gymnasium.registry
 
 
-def sweep_target(sweep: Sweep) -> dict[str, Any]:
+def _oracle(sweep: Sweep, source: str) -> float | None:
+    """The env's exact optimal return (:func:`envs.oracle_return`), None without an oracle.
+
+    An oracle that cannot solve this config on this machine (too big) is an error only when
+    the target is a fraction of the optimum; an absolute target does without it.
+
+    Raises:
+        SpecError: one line naming ``source`` and ``env_config``.
+    """
+    import envs
+    from envs.contoso_cabs import ConfigTooLarge
+
+    try:
+        return envs.oracle_return(sweep.env, sweep.env_config)
+    except ConfigTooLarge as e:
+        if sweep.target.fraction_of_optimal is None:
+            return None
+        raise SpecError(f"{source}: env_config: {e}") from None
+    except ValueError as e:
+        raise SpecError(f"{source}: env_config: {e}") from None
+
+
+def sweep_target(sweep: Sweep, source: str = "sweep") -> dict[str, Any]:
     """The target as recorded in spec.json: absolute ``value``, and ``optimal_return`` when the
     env has an oracle.
 
     Returns:
         ``{"metric", "value", "fraction_of_optimal", "optimal_return"}``; value in episode-return
         units.
-    """
-    import envs
 
-    optimal = envs.oracle_return(sweep.env, sweep.env_config)
+    Raises:
+        SpecError: the oracle cannot solve the env's config (too big for this machine), one
+            line naming ``source`` and ``env_config``.
+    """
+    optimal = _oracle(sweep, source)
     if sweep.target.fraction_of_optimal is not None:
         assert optimal is not None  # validate_sweep guarantees it
         value = sweep.target.fraction_of_optimal * optimal

@@ -137,6 +137,44 @@ def test_yaml_bad_range(tmp_path):
     assert_one_line_error(run(str(path), "--dry-run"), "bad.yaml", "search_space.lr")
 
 
+def test_yaml_duplicate_key(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: a second ``budget:`` of 99999 s
+    would replace the first unseen. A key given twice is one line, exit 2, naming it and
+    where; a key repeated in two different mappings is fine."""
+    from sweeps.sweep_file import SpecError, load_sweep
+
+    text = textwrap.dedent("""\
+        name: t
+        env: CartPole-v1
+        algorithms: [PPO]
+        search_space:
+          num_env_runners: {choice: [0]}
+        target: {value: 100}
+        budget: {time_s: 10}
+        baseline: {algorithm: PPO, num_env_runners: 0}
+        """)
+    path = tmp_path / "dup.yaml"
+    path.write_text(text)
+    assert load_sweep(path).budget.time_s == 10  # num_env_runners twice, in two mappings
+    path.write_text(text + "budget: {time_s: 99999}\n")
+    with pytest.raises(SpecError, match=r"dup.yaml: 'budget' is given twice \(again on line 9\)"):
+        load_sweep(path)
+    assert_one_line_error(run(str(path), "--dry-run"), "dup.yaml", "'budget' is given twice")
+
+
+@pytest.mark.parametrize("cities, what", [(100_000, "travel-time matrix"),
+                                          (300, "exact optimum's dynamics")])
+def test_an_env_config_too_big_for_the_machine(tmp_path, cities, what):
+    """Contoso Cabs with 100,000 cities would need ~12 TiB (an internal MemoryError, exit 1,
+    before): one line, exit 2, before anything is allocated; 300 cities fit as an env but not
+    their exact optimum (the fraction-of-optimal target needs it)."""
+    path = sweep_file(tmp_path, env='"ContosoCabs-v0"',
+                      target="Target(fraction_of_optimal=0.9)",
+                      extra=f', env_config={{"num_cities": {cities}}}')
+    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "num_cities",
+                          f"{cities} cities need", what, "of memory")
+
+
 @pytest.mark.ray
 def test_unreachable_address(tmp_path):
     path = sweep_file(tmp_path)
