@@ -174,6 +174,7 @@ def _stalled(tm: pd.DataFrame) -> pd.DataFrame:
 
 def _summary(ctx: Study) -> str:
     s, tm = ctx.summary, ctx.tm
+    stalled = _stalled(tm)
     parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
              f'(from {_esc(ctx.target.source)}'
              + (f"; the sweep ran with {ctx.target.original:g}" if ctx.target.overridden else "")
@@ -181,8 +182,8 @@ def _summary(ctx: Study) -> str:
              f'{_esc(describe_metric(ctx.target.metric, ctx.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: '
              f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
              f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
-             f'{len(_stalled(tm))} stalled, '
-             f'{int((tm["status"] == "error").sum()) - len(_stalled(tm)) if len(tm) else 0} '
+             f'{len(stalled)} stalled, '
+             f'{int((tm["status"] == "error").sum()) - len(stalled) if len(tm) else 0} '
              'other errors.</p>']
     lat = tm["step_latency_ms"] if "step_latency_ms" in tm else pd.Series(dtype=float)
     if (lat > 0).any():
@@ -303,7 +304,6 @@ def _summary(ctx: Study) -> str:
                              "absolute speedup [95% CI]",
                              "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
                             rows, left=(0, 2, 4, 10, 11), raw=True))
-    stalled = _stalled(tm)
     if len(stalled):
         parts.append('<h3 id="stalled-trials">Stalled trials</h3>')
         parts.append('<p class="note">Their env steps or learner updates stopped moving (the '
