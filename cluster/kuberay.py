@@ -16,8 +16,10 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
   trials (``num-cpus: "0"``), 2 CPUs and 8 GiB;
 - **worker group**: ``--workers`` pods of ``--cpus-per-worker`` CPUs (requests = limits, so
   Ray counts exactly those), ``--memory`` and ``--gpus-per-worker`` (``nvidia.com/gpu``);
-  every kind of trial the sweep can produce must fit one worker pod
-  (:func:`sweeps.run.trial_requests`): if one does not, the command says which and exits 2;
+  every kind of trial the sweep can produce must fit the worker group by Ray's placement rule
+  (:func:`sweeps.placement.placement_problem`: each bundle on some pod, all of them in the
+  group, over several pods unless the sweep's ``placement_strategy`` is STRICT_PACK): if one
+  does not, the command says which and exits 2;
 - **the project as the runtime environment**: the image (default ``rl-scaling:<version>``,
   built from ``cluster/Dockerfile``) holds the project at ``/home/ray/rl-scaling``; the job's
   ``runtimeEnvYAML`` makes that folder the job's ``working_dir``, so every pod runs the code
@@ -79,17 +81,20 @@ def _dns_name(text: str) -> str:
     return (name or "sweep")[:63].rstrip("-")
 
 
-def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dict[str, Any]:
-    """Load and check a sweep file against a worker pod's size.
+def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
+               workers: int = 1) -> dict[str, Any]:
+    """Load and check a sweep file against the worker group: ``workers`` pods of
+    ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs (the head runs no trials).
 
     Returns:
         ``{"sweep": Sweep, "trials": int, "deadline_s": int, "largest": (algorithm,
         num_env_runners, CPUs, GPUs)}`` (CPUs and GPUs of the largest trial).
 
     Raises:
-        KubeRayError: the file is bad (the loader's one line) or a trial does not fit a
-            worker pod (which one, and what it asks for).
+        KubeRayError: the file is bad (the loader's one line) or a trial cannot be placed on
+            the worker group (which one, what it asks for and why).
     """
+    from sweeps.placement import placement_problem
     from sweeps.run import trial_requests
     from sweeps.search import expected_trials
     from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
@@ -99,18 +104,22 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float) -> dic
         sweep = load_sweep(file)
         target = sweep_target(sweep)
         check_points(sweep, file)
-        requests = trial_requests(sweep, TrialSetup.of(sweep, target, cpus_per_worker,
-                                                       max_node_gpus=gpus_per_worker))
+        requests = trial_requests(sweep, TrialSetup.of(
+            sweep, target, cpus_per_worker, max_node_gpus=gpus_per_worker,
+            cluster_cpus=cpus_per_worker * workers))
     except SpecError as e:
         raise KubeRayError(str(e)) from None
-    largest = max(requests, key=lambda r: (r[2], r[3]))
-    algo, n, cpus, gpus = largest
-    if cpus > cpus_per_worker or gpus > gpus_per_worker:
-        raise KubeRayError(
-            f"{file}: its largest trial ({algo}, num_env_runners={n}) asks for {cpus:g} CPUs and "
-            f"{gpus:g} GPUs, more than a worker pod has ({cpus_per_worker:g} CPUs, "
-            f"{gpus_per_worker:g} GPUs): raise --cpus-per-worker/--gpus-per-worker "
-            "(a trial runs on one pod)")
+    pods = [{"CPU": float(cpus_per_worker), "GPU": float(gpus_per_worker)}] * workers
+    for r in sorted(requests, key=lambda r: (-r.cpus, -r.gpus)):  # the largest one is named
+        problem = placement_problem(r.bundles, pods, sweep.placement_strategy)
+        if problem:
+            raise KubeRayError(
+                f"{file}: a trial ({r.algorithm}, num_env_runners={r.num_env_runners}: "
+                f"{r.cpus:g} CPUs, {r.gpus:g} GPUs) cannot be placed on {workers} worker pod(s) "
+                f"of {cpus_per_worker:g} CPUs and {gpus_per_worker:g} GPUs "
+                f"({sweep.placement_strategy}): {problem}; raise --workers, "
+                "--cpus-per-worker or --gpus-per-worker")
+    largest = tuple(max(requests, key=lambda r: (r.cpus, r.gpus))[:4])
     trials = expected_trials(sweep)
     budget = sweep.budget.time_s or 3600.0
     waves = math.ceil(trials / sweep.search.max_concurrent)
@@ -163,7 +172,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         raise KubeRayError(f"--gpus-per-worker: must be >= 0, got {gpus_per_worker:g}")
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?", memory):
         raise KubeRayError(f"--memory: {memory!r} is not a Kubernetes quantity (e.g. 32Gi)")
-    plan = sweep_plan(file, cpus_per_worker, gpus_per_worker)
+    plan = sweep_plan(file, cpus_per_worker, gpus_per_worker, workers)
     sweep = plan["sweep"]
     image = image or f"rl-scaling:{project_version()}"
     entry = ["python", "-m", "sweeps.run", file, "--address", "auto"]

@@ -127,7 +127,8 @@ def _embedded_auth() -> None:
         os.environ[AUTH_TOKEN_VAR] = new_token()
 
 
-def _start_embedded(num_cpus: int | None, log_to_driver: bool = True) -> None:
+def _start_embedded(num_cpus: int | None, log_to_driver: bool = True,
+                    runtime_env: dict | None = None) -> None:
     import ray
 
     _embedded_auth()
@@ -141,6 +142,7 @@ def _start_embedded(num_cpus: int | None, log_to_driver: bool = True) -> None:
             include_dashboard=False,
             logging_level=logging.WARNING,
             log_to_driver=log_to_driver,
+            runtime_env=runtime_env,
             _system_config=dict(RAY_SYSTEM_CONFIG),
         )
     except Exception as exc:
@@ -151,7 +153,8 @@ def _start_embedded(num_cpus: int | None, log_to_driver: bool = True) -> None:
         auth_logger.setLevel(level)
 
 
-def _connect(address: str, source: str, log_to_driver: bool = True) -> None:
+def _connect(address: str, source: str, log_to_driver: bool = True,
+             runtime_env: dict | None = None) -> None:
     import ray
     from ray._private.services import canonicalize_bootstrap_address
 
@@ -188,7 +191,8 @@ def _connect(address: str, source: str, log_to_driver: bool = True) -> None:
     saved = os.environ.get(_GCS_WAIT_VAR)
     os.environ.setdefault(_GCS_WAIT_VAR, str(GCS_CONNECT_ATTEMPTS))
     try:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=log_to_driver)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=log_to_driver,
+                 runtime_env=runtime_env)
     except Exception as exc:
         raise ClusterError(
             f"cannot connect to the Ray cluster at {address} ({source}): "
@@ -209,7 +213,8 @@ def _one_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def ray_session(
-    address: str | None = None, *, num_cpus: int | None = None, log_to_driver: bool = True
+    address: str | None = None, *, num_cpus: int | None = None, log_to_driver: bool = True,
+    runtime_env: dict | None = None,
 ) -> Iterator[ClusterInfo]:
     """Start or connect to Ray for the duration of a ``with`` block.
 
@@ -224,6 +229,8 @@ def ray_session(
             requires, when connecting to an existing cluster (its nodes declare their own).
         log_to_driver: forward the stdout/stderr of Ray workers (trials, env runners) to this
             process (``ray.init(log_to_driver=...)``); False hides their warnings.
+        runtime_env: the job's Ray runtime environment (``ray.init(runtime_env=...)``), e.g.
+            ``{"py_modules": [path]}`` to ship a user's env module to every node.
 
     Yields:
         :class:`ClusterInfo` of the cluster.
@@ -248,9 +255,9 @@ def ray_session(
     resolved, source = _resolve_address(address)
     started = time.monotonic()
     if resolved is None:
-        _start_embedded(num_cpus, log_to_driver)
+        _start_embedded(num_cpus, log_to_driver, runtime_env)
     else:
-        _connect(resolved, source, log_to_driver)
+        _connect(resolved, source, log_to_driver, runtime_env)
     try:
         info = ClusterInfo(
             address=resolved or "local", embedded=resolved is None, nodes=alive_nodes()

@@ -60,17 +60,26 @@ def make_env(env_id: str, env_config: Mapping[str, Any] | None = None,
              with_latency: bool = True) -> gymnasium.Env:
     """One env as the suite's env runners build it.
 
-    Our creator for the names in :data:`RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), else
+    Our creator for the names in :data:`RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), the
+    user's module for ``"module:EnvId"``/``"module:Factory"`` (:mod:`envs.forms`), else
     ``gymnasium.make(env_id, **env_config)``; wrapped in :class:`envs.latency.StepLatency` when
     ``env_config`` has ``step_latency_ms > 0`` and ``with_latency`` (the evaluation protocol
     builds its envs without it).
 
     Raises:
-        ValueError: a bad ``step_latency_ms``.
+        ValueError: a bad ``step_latency_ms``; :class:`envs.forms.EnvError` (a ValueError)
+            for a user's module that cannot be imported or has no such env.
     """
     latency_ms, rest = split_step_latency(env_config)
     creator = RLLIB_ENVS.get(env_id)
-    env = creator(rest) if creator is not None else gymnasium.make(env_id, **rest)
+    if creator is not None:
+        env = creator(rest)
+    elif ":" in env_id:  # a user's module: "module:EnvId" or "module:Factory"
+        from envs.forms import make_from_form
+
+        env = make_from_form(env_id, rest)
+    else:
+        env = gymnasium.make(env_id, **rest)
     return StepLatency(env, latency_ms) if with_latency and latency_ms > 0 else env
 
 
@@ -78,6 +87,16 @@ def latency_env_name(env_id: str) -> str:
     """The RLlib env name under which :func:`register_latency_env` registers ``env_id`` with
     its step latency (RLlib's own fallback, ``gymnasium.make``, would not take the key)."""
     return f"{env_id}+{STEP_LATENCY_KEY}"
+
+
+def register_form_env(env_id: str) -> str:
+    """Register :func:`make_env` for a ``"module:..."`` env under its own name with Tune's
+    registry (RLlib's fallback, ``gymnasium.make``, cannot call a factory with
+    ``env_config``); returns the name."""
+    from ray.tune.registry import register_env
+
+    register_env(env_id, lambda cfg, _id=env_id: make_env(_id, cfg))
+    return env_id
 
 
 def register_latency_env(env_id: str) -> str:

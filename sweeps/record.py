@@ -554,6 +554,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "num_gpus": float(last.get("num_gpus", nan)),
         "oversubscribed": bool(last.get("oversubscribed", False)),
         "node_ip": str(last.get("node_ip", "")),
+        "nodes_used": str(last.get("nodes_used", "")),
         "error": error or "",
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
         "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",

@@ -23,7 +23,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -56,6 +56,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="continue the latest interrupted run of this sweep (finished trials are kept)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the resolved spec, the first trials and their resources; train nothing")
+    p.add_argument("--cluster", type=cluster_shape, default=None, metavar="SHAPE",
+                   help="with --dry-run: check the trials against this cluster instead of this "
+                        "machine: NODESxCPUS[:GPUS] per node kind, joined by '+', e.g. "
+                        "'1x6+4x2' (a 6-CPU head and four 2-CPU workers) or '4x16:1'")
     p.add_argument("--results", default=None, help="results root (default: the sweep's results_dir)")
     p.add_argument("--num-samples", type=int, default=None, help="override search.num_samples")
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
@@ -66,7 +70,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "settings apply to the trials still to run; spec.json keeps what ran)")
     p.add_argument("--verbose", action="store_true",
                    help="show Ray/RLlib warnings and logs of the trials (hidden by default)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.cluster is not None and not args.dry_run:
+        p.error("--cluster: only with --dry-run (a run uses the cluster it connects to)")
+    return args
+
+
+def cluster_shape(text: str) -> list[dict[str, float]]:
+    """``--cluster``: ``"1x6+4x2:1"`` → one resource dict per node (``{"CPU", "GPU"}``).
+
+    Raises:
+        argparse.ArgumentTypeError: a malformed shape (argparse prints it in one line).
+    """
+    import re
+
+    nodes: list[dict[str, float]] = []
+    for part in text.replace(" ", "").split("+"):
+        m = re.fullmatch(r"(\d+)x(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?", part)
+        if m is None or int(m.group(1)) < 1 or float(m.group(2)) <= 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected NODESxCPUS[:GPUS] joined by '+', e.g. '1x6+4x2' or '4x16:1'")
+        nodes += [{"CPU": float(m.group(2)), "GPU": float(m.group(3) or 0)}] * int(m.group(1))
+    return nodes
 
 
 def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Sweep:
@@ -285,11 +310,11 @@ def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
     return [int(fixed)] if fixed is not None else []
 
 
-def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[tuple[str, Any, float, float]]:
-    """What each kind of trial asks Ray for: ``[(algorithm, num_env_runners, CPUs, GPUs)]``, one
-    entry per algorithm × ``num_env_runners`` value the sweep can produce (the baseline first),
-    RLlib's own placement-group request (:func:`sweeps.trainable.trial_algorithm_config`)."""
-    from sweeps.trainable import trial_algorithm_config
+def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
+    """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
+    ``num_env_runners`` value the sweep can produce (the baseline first): RLlib's own
+    placement-group request (:func:`sweeps.trainable.trial_algorithm_config`), unscaled."""
+    from sweeps.trainable import request_bundles, trial_algorithm_config
 
     combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
     if sweep.baseline:
@@ -301,49 +326,75 @@ def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[tuple[str, Any, floa
             cfg["num_env_runners"] = n
         if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
             cfg.update(sweep.baseline)
-        _, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
-        out.append((algo, n, float(info["requested_cpus"]), float(info["num_gpus"])))
+        algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
+        out.append(TrialRequest(algo, n, float(info["requested_cpus"]), float(info["num_gpus"]),
+                                request_bundles(algo_config)))
     return out
 
 
-def feasibility(sweep: Sweep, setup: TrialSetup, source: str, strict: bool = True) -> list[str]:
-    """Check every algorithm × num_env_runners against the largest node.
+class TrialRequest(NamedTuple):
+    """One kind of trial's request: ``cpus``/``gpus`` summed over its ``bundles``."""
+
+    algorithm: str
+    num_env_runners: int | None
+    cpus: float
+    gpus: float
+    bundles: list[dict[str, float]]
+
+
+def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
+                strict: bool = True) -> list[str]:
+    """Check every algorithm × num_env_runners against the cluster by Ray's placement rule
+    (:func:`sweeps.placement.placement_problem`: each bundle on some node, all of them in the
+    cluster, over several nodes unless the strategy is STRICT_PACK).
+
+    Args:
+        nodes: the cluster's nodes as resource dicts (``{"CPU": .., "GPU": ..}``).
+        strict: raise for a trial that cannot be placed (False: only describe it).
 
     Returns:
         lines describing each (algorithm, num_env_runners): CPUs asked, fits or oversubscribed.
     Raises:
-        SpecError: a trial would ask for more CPUs than any node has and the sweep does not
-            allow oversubscription.
+        SpecError: a trial asks for GPUs no node has, or cannot be placed and the sweep does
+            not allow oversubscription.
     """
-    node_cpus = setup.max_node_cpus
+    from sweeps.placement import placement_problem
+
+    strategy = sweep.placement_strategy
+    requests = trial_requests(sweep, setup)
+    problems = [placement_problem(r.bundles, nodes, strategy) for r in requests]
+    for r, problem in sorted(zip(requests, problems, strict=True), key=lambda rp: (-rp[0].cpus, -rp[0].gpus)):
+        gpu_problem = placement_problem([{"GPU": b.get("GPU", 0.0)} for b in r.bundles], nodes,
+                                        strategy) if r.gpus else None
+        if gpu_problem:  # the largest trial is named
+            raise SpecError(
+                f"{source}: num_gpus_per_learner: a trial of {r.algorithm} cannot be placed: "
+                f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs")
+        if problem and not sweep.allow_oversubscription and strict:
+            raise SpecError(
+                f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
+                f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
+                "lower it, use a larger cluster or set allow_oversubscription=True")
     lines = []
-    for algo, n, cpus, gpus in trial_requests(sweep, setup):
-        node_gpus = setup.max_node_gpus
-        if node_gpus is not None and gpus > node_gpus:
-            raise SpecError(
-                f"{source}: num_gpus_per_learner: a {algo} trial asks for {gpus:g} "
-                f"GPU(s) but the largest node has {node_gpus:g}; drop the GPU request or run on "
-                "a cluster with GPUs")
-        fits = cpus <= node_cpus
-        if not fits and not sweep.allow_oversubscription and strict:
-            raise SpecError(
-                f"{source}: num_env_runners: a {algo} trial with num_env_runners={n} asks for {cpus:g} CPUs "
-                f"but the largest node has {node_cpus:g}; lower it or set allow_oversubscription=True"
-            )
-        lines.append(f"  {algo:<7} num_env_runners={n}: {cpus:g} CPUs, {gpus:g} GPUs  "
-                     + ("fits" if fits else
-                        f"OVERSUBSCRIBED (node has {node_cpus:g}; flagged)" if sweep.allow_oversubscription
-                        else f"DOES NOT FIT (largest node has {node_cpus:g} CPUs)"))
+    for r, problem in zip(requests, problems, strict=True):
+        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}: {r.cpus:g} CPUs, "
+                     f"{r.gpus:g} GPUs  "
+                     + ("fits" if not problem else
+                        f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
+                        if sweep.allow_oversubscription else f"DOES NOT FIT ({problem})"))
     return lines
 
 
-def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str], n_show: int = 6) -> None:
-    """Print the resolved spec, the first sampled trials and their resources."""
+def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
+            nodes: list[dict[str, float]], n_show: int = 6) -> None:
+    """Print the resolved spec, the cluster, the first sampled trials and their resources."""
+    from sweeps.placement import describe_cluster
+
     print("Resolved sweep spec:")
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
     print(json.dumps(spec, indent=2))
-    print(f"\nCluster: largest node has {setup.max_node_cpus:g} CPUs")
+    print(f"\nCluster: {describe_cluster(nodes)}")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))
     print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
@@ -402,27 +453,31 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     from cluster.local import ClusterError, ray_session
 
     address = args.address or os.environ.get("RAY_ADDRESS") or None
-    if args.dry_run and address is None:
-        from sweeps.trainable import TrialSetup
+    if args.dry_run and (address is None or args.cluster is not None):
 
-        setup = TrialSetup.of(sweep, target, max_node_cpus=float(os.cpu_count() or 1),
-                              max_node_gpus=_local_gpus())
+        nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": _local_gpus()}]
+        setup = _setup(sweep, target, nodes)
         try:
-            dry_run(sweep, target, setup, feasibility(sweep, setup, source, strict=False))
+            dry_run(sweep, target, setup,
+                    feasibility(sweep, setup, source, nodes, strict=args.cluster is not None),
+                    nodes)
         except SpecError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         return 0
     try:
-        with ray_session(address, log_to_driver=args.verbose) as cluster_info:
-            from sweeps.trainable import TrialSetup
+        from sweeps.sweep_file import modules_to_ship
 
-            setup = TrialSetup.of(sweep, target, max(n["num_cpus"] for n in cluster_info.nodes),
-                                  quiet=not args.verbose,
-                                  max_node_gpus=max(n["num_gpus"] for n in cluster_info.nodes))
-            lines = feasibility(sweep, setup, source, strict=not args.dry_run)
+        ship = modules_to_ship(sweep, args.file)  # the user's env module, to every node
+        with ray_session(address, log_to_driver=args.verbose,
+                         runtime_env={"py_modules": ship} if ship else None) as cluster_info:
+            from sweeps.placement import cluster_nodes
+
+            nodes = cluster_nodes(cluster_info.nodes)
+            setup = _setup(sweep, target, nodes, quiet=not args.verbose)
+            lines = feasibility(sweep, setup, source, nodes, strict=not args.dry_run)
             if args.dry_run:
-                dry_run(sweep, target, setup, lines)
+                dry_run(sweep, target, setup, lines, nodes)
                 return 0
             return _run(sweep, spec, setup, run_dir, args, cluster_info, command_start, argv,
                         mirror)
@@ -435,6 +490,15 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     finally:
         if lock is not None:
             lock.release()
+
+
+def _setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet: bool = True):
+    """The sweep's :class:`sweeps.trainable.TrialSetup` on a cluster of ``nodes``."""
+    from sweeps.trainable import TrialSetup
+
+    return TrialSetup.of(sweep, target, max(n["CPU"] for n in nodes), quiet=quiet,
+                         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
+                         cluster_cpus=sum(n["CPU"] for n in nodes))
 
 
 def _local_gpus() -> float:

@@ -74,6 +74,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
     "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
     "node_count": "int", "step_latency_ms": "float", "attempts": "int", "error_kind": "str",
+    "nodes_used": "str",
 }
 
 #: Columns without which no analysis is possible.
@@ -102,6 +103,7 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "error": "",
     # runs recorded before stall detection: every error was an exception
     "error_kind": "",
+    "nodes_used": "",  # runs recorded before it: where the env runners ran is unknown
     "objective": np.nan,
     "is_reference": False,
     "eval_time_s": np.nan,

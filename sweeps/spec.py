@@ -285,8 +285,15 @@ class Sweep(_Strict):
     """
 
     name: str = Field(description="study name; results go to <results_dir>/<name>/<run_id>/")
-    env: str = Field(description="gymnasium id or RLlib env name, e.g. 'ContosoCabs-v0'")
+    env: str = Field(description="a registered gymnasium id or RLlib env name "
+                     "('ContosoCabs-v0'), 'module:EnvId' (importing module registers EnvId) "
+                     "or 'module:Factory' (called with env_config); a module beside the sweep "
+                     "file ships to every process of every trial")
     env_config: dict[str, Any] = Field(default_factory=dict, description="passed to the env")
+    code_dirs: list[str] = Field(
+        default_factory=list,
+        description="folders (relative to the sweep file) whose modules and packages the env "
+        "needs besides its own module: searched for it and shipped with it to every node")
     algorithms: list[str] = Field(description="algorithms searched over, e.g. ['DQN', 'APEX']")
     search_space: dict[str, Param] = Field(
         default_factory=dict, description="parameters sampled for every algorithm"
@@ -322,9 +329,14 @@ class Sweep(_Strict):
         "'stalled' (an error, never censored evidence); None: never")
     allow_oversubscription: bool = Field(
         False,
-        description="run trials that ask for more CPUs than a node has (their CPU requests are "
-        "scaled down to fit, and their timings are flagged 'oversubscribed')",
+        description="run trials that ask for more CPUs than the cluster has (their CPU "
+        "requests are scaled down to fit, and their timings are flagged 'oversubscribed')",
     )
+    placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK"] = Field(
+        "PACK",
+        description="how Ray places a trial's bundles (driver, env runners, learners) on the "
+        "nodes: PACK (RLlib's default: as few nodes as possible, over several when one is too "
+        "small), SPREAD (over as many nodes as possible) or STRICT_PACK (one node)")
 
     @model_validator(mode="before")
     @classmethod

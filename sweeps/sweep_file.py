@@ -53,17 +53,50 @@ def load_sweep(path: str | Path) -> Sweep:
         SpecError: missing file, no ``SWEEP``, a schema violation, or an unknown algorithm,
             env, parameter or metric (see :func:`validate_sweep`).
     """
+    from envs.forms import search_path
+
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"{path}: no such sweep file")
-    if path.suffix in (".yaml", ".yml"):
-        sweep = _load_yaml(path)
-    elif path.suffix == ".py":
-        sweep = _load_python(path)
-    else:
+    if path.suffix not in (".yaml", ".yml", ".py"):
         raise SpecError(f"{path}: sweep files are .py (declaring SWEEP) or .yaml/.yml")
-    validate_sweep(sweep, source=str(path))
+    # The sweep file's folder is where a user's env module is looked up (as for a script)
+    with search_path([path.parent]):
+        sweep = _load_yaml(path) if path.suffix in (".yaml", ".yml") else _load_python(path)
+        dirs = code_dirs(sweep, path)
+        with search_path(dirs):
+            validate_sweep(sweep, source=str(path))
     return sweep
+
+
+def code_dirs(sweep: Sweep, path: str | Path) -> list[Path]:
+    """The sweep's ``code_dirs``, resolved against the sweep file's folder.
+
+    Raises:
+        SpecError: a folder that does not exist.
+    """
+    out = []
+    for i, d in enumerate(sweep.code_dirs):
+        folder = (Path(path).parent / d).resolve()
+        if not folder.is_dir():
+            raise SpecError(f"{path}: code_dirs[{i}]: {d!r} is not a folder (relative to the "
+                            "sweep file's)")
+        out.append(folder)
+    return out
+
+
+def modules_to_ship(sweep: Sweep, path: str | Path) -> list[str]:
+    """Local paths for Ray's ``runtime_env["py_modules"]``: the env's module when it is the
+    user's (:func:`envs.forms.modules_to_ship`) and every module and package at the top of
+    the sweep's ``code_dirs``; empty when the env is installed or the suite's own."""
+    from envs.forms import modules_to_ship as env_modules
+
+    paths = env_modules(sweep.env)
+    for folder in code_dirs(sweep, path):
+        for p in sorted(folder.iterdir()):
+            if (p.suffix == ".py" or (p / "__init__.py").is_file()) and str(p) not in paths:
+                paths.append(str(p))
+    return paths
 
 
 def _load_python(path: Path) -> Sweep:
@@ -216,21 +249,32 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
             if key != "algorithm" and key not in known:
                 raise fail(f"baseline.{key}", f"unknown parameter for algorithm {baseline_algo}")
 
-    if not env_exists(sweep.env):
-        raise fail("env", f"unknown env {sweep.env!r}: not an RLlib name in envs.RLLIB_ENVS nor a "
-                          "registered gymnasium id")
+    from envs.forms import EnvError, check_env, parse_env
+
+    try:
+        form = parse_env(sweep.env)
+    except EnvError as e:
+        raise fail("env", str(e)) from None
     try:
         envs.check_env_config(sweep.env, sweep.env_config)
-        if sweep.env not in envs.RLLIB_ENVS:
-            _, own = envs.latency.split_step_latency(sweep.env_config)
+        _, own = envs.latency.split_step_latency(sweep.env_config)
+        if form.kind == "module_id":
+            check_gym_env_config(form.attr, own)
+        elif form.kind == "registered" and sweep.env not in envs.RLLIB_ENVS:
             check_gym_env_config(sweep.env, own)
         elif sweep.env in envs.atari.PONG_IDS:  # the keys that go on to ale-py's constructor
-            _, ale_kwargs = envs.atari.check_atari_config(
-                sweep.env, envs.latency.split_step_latency(sweep.env_config)[1])
+            _, ale_kwargs = envs.atari.check_atari_config(sweep.env, own)
             check_gym_env_config(sweep.env, dict(ale_kwargs),
                                  also_accepted=set(envs.atari.PREPROCESSING_DEFAULTS))
+    except EnvError as e:
+        raise fail("env", str(e)) from None
     except ValueError as e:
         raise fail("env_config", str(e)) from None
+    if sweep.env not in envs.RLLIB_ENVS:  # the suite's own envs are tested by its tests
+        try:
+            check_env(sweep.env, sweep.env_config)
+        except EnvError as e:
+            raise fail("env", str(e)) from None
 
     if sweep.target.metric not in KNOWN_METRICS:
         raise fail("target.metric", f"{sweep.target.metric!r} is not produced by env {sweep.env} "
@@ -352,15 +396,6 @@ def check_gym_env_config(env_id: str, env_config: dict[str, Any],
         if key not in accepted:
             raise ValueError(f"{key!r} is not a parameter of {env_id} "
                              f"(accepted: {', '.join(sorted(accepted))})")
-
-
-def env_exists(env_id: str) -> bool:
-    """True if ``env_id`` is one of ours (``envs.RLLIB_ENVS``) or a registered gymnasium id."""
-    import gymnasium
-
-    import envs
-
-    return env_id in envs.RLLIB_ENVS or env_id in gymnasium.registry
 
 
 def _oracle(sweep: Sweep, source: str) -> float | None:

@@ -34,7 +34,8 @@ class TrialSetup:
     (``tune.with_parameters(run_trial, setup=...)``) and pickled to each trial's process.
 
     Attributes:
-        env: gymnasium id or RLlib env name.
+        env: the env as every process of a trial builds it (:func:`envs.forms.runner_env`):
+            a gymnasium id, an RLlib env name, ``"module:EnvId"`` or ``"module:Factory"``.
         env_config: the env's config (callers pass copies of it on).
         target_metric: ``"evaluation"``, ``"training"`` or an RLlib result key.
         target_value: the threshold on it (env units of episode return).
@@ -42,9 +43,13 @@ class TrialSetup:
         budget_env_steps: env steps per trial, or None.
         evaluation_episodes: episodes per evaluation (:mod:`sweeps.evaluation`).
         evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
-        max_node_cpus: CPUs of the largest node (oversubscription check and scaling).
+        max_node_cpus: CPUs of the largest node.
         max_node_gpus: GPUs of the largest node, or None when unknown.
-        allow_oversubscription: scale down a trial's CPU request that exceeds a node.
+        cluster_cpus: CPUs of all nodes together (oversubscription scaling), or None: the
+            cluster is one node of ``max_node_cpus``.
+        allow_oversubscription: scale down a trial's CPU request that exceeds the cluster.
+        placement_strategy: Ray's strategy for the trial's bundles (``PACK``, ``SPREAD``,
+            ``STRICT_PACK``; :mod:`sweeps.placement`).
         quiet: RLlib logs errors only in the trials.
         stall_iterations: iterations without progress that make a trial stalled
             (:class:`sweeps.spec.Stall`), or None: never stalled.
@@ -61,23 +66,29 @@ class TrialSetup:
     evaluation_seed: int = 10_000
     max_node_cpus: float = 1.0
     max_node_gpus: float | None = None
+    cluster_cpus: float | None = None
     allow_oversubscription: bool = False
+    placement_strategy: str = "PACK"
     quiet: bool = True
     stall_iterations: int | None = None
     stall_min_time_s: float = 30.0
 
     @classmethod
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
-           quiet: bool = True, max_node_gpus: float | None = None) -> TrialSetup:
+           quiet: bool = True, max_node_gpus: float | None = None,
+           cluster_cpus: float | None = None) -> TrialSetup:
         """The setup of ``sweep``'s trials; ``target``: the resolved ``{"metric", "value"}``
         (:func:`sweeps.sweep_file.sweep_target`)."""
-        return cls(env=sweep.env, env_config=dict(sweep.env_config),
+        from envs.forms import runner_env
+
+        return cls(env=runner_env(sweep.env), env_config=dict(sweep.env_config),
                    target_metric=str(target["metric"]), target_value=float(target["value"]),
                    budget_time_s=sweep.budget.time_s, budget_env_steps=sweep.budget.env_steps,
                    evaluation_episodes=sweep.evaluation.episodes,
                    evaluation_seed=sweep.evaluation.seed, max_node_cpus=float(max_node_cpus),
-                   max_node_gpus=max_node_gpus,
-                   allow_oversubscription=sweep.allow_oversubscription, quiet=quiet,
+                   max_node_gpus=max_node_gpus, cluster_cpus=cluster_cpus,
+                   allow_oversubscription=sweep.allow_oversubscription,
+                   placement_strategy=sweep.placement_strategy, quiet=quiet,
                    stall_iterations=sweep.stall.iterations if sweep.stall else None,
                    stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0)
 
@@ -122,8 +133,8 @@ def algorithm_params(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
-    """The RLlib ``AlgorithmConfig`` of one trial, its CPU request scaled down to the node when
-    the sweep allows oversubscription.
+    """The RLlib ``AlgorithmConfig`` of one trial, its CPU request scaled down to the cluster's
+    CPUs when the sweep allows oversubscription.
 
     Returns:
         (algorithm_config, info): info = ``{"num_cpus", "num_gpus", "oversubscribed",
@@ -138,23 +149,31 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
     algo_config = build_config(params, setup.env, dict(setup.env_config))
     if setup.quiet:
         algo_config.debugging(log_level="ERROR")  # RLlib's level in the trial and its env runners
+    algo_config.resources(placement_strategy=setup.placement_strategy)
     cpus, gpus = request_totals(algo_config)
     info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False}
-    node_cpus = setup.max_node_cpus
-    if node_cpus and cpus > node_cpus and setup.allow_oversubscription:
+    limit = (setup.max_node_cpus if setup.placement_strategy == "STRICT_PACK"
+             else setup.cluster_cpus or setup.max_node_cpus)
+    if limit and cpus > limit and setup.allow_oversubscription:
         runners = algo_config.num_env_runners
         others = cpus - runners * algo_config.num_cpus_per_env_runner
-        if runners > 0 and others < node_cpus:
-            per_runner = (node_cpus - others) / runners
+        if runners > 0 and others < limit:
+            per_runner = (limit - others) / runners
             algo_config.env_runners(num_cpus_per_env_runner=per_runner)
-            info.update(num_cpus=node_cpus, oversubscribed=True)
+            info.update(num_cpus=limit, oversubscribed=True)
     return algo_config, info
+
+
+def request_bundles(algo_config) -> list[dict[str, float]]:
+    """The trial's placement-group bundles (RLlib's own request): driver, env runners,
+    learners, each ``{"CPU": .., "GPU": ..}``."""
+    pgf = algo_config.algo_class.default_resource_request(algo_config)
+    return [dict(b) for b in pgf.bundles]
 
 
 def request_totals(algo_config) -> tuple[float, float]:
     """(CPUs, GPUs) summed over the trial's placement-group bundles (RLlib's own request)."""
-    pgf = algo_config.algo_class.default_resource_request(algo_config)
-    bundles = pgf.bundles
+    bundles = request_bundles(algo_config)
     return (sum(b.get("CPU", 0) for b in bundles), sum(b.get("GPU", 0) for b in bundles))
 
 
@@ -337,6 +356,26 @@ class TrialPeakMemory:
         return float(process_peak_rss_mib() + self._remote_mib)
 
 
+def trial_nodes(algo, timeout_s: float = 2.0) -> str:
+    """Where a trial's env runners run: the first 12 hex digits of each Ray node id, sorted,
+    comma-separated (the ``nodes_used`` column); the trial process's own node when it has no
+    remote env runner (``algo`` None: the reference) or they do not answer in ``timeout_s``."""
+    import ray
+
+    ids: set[str] = set()
+    runners = getattr(algo, "env_runner_group", None)
+    if runners is not None and runners.num_remote_env_runners() > 0:
+        try:
+            ids.update(runners.foreach_env_runner(
+                lambda _runner: ray.get_runtime_context().get_node_id(),
+                local_env_runner=False, timeout_seconds=timeout_s))
+        except Exception:  # noqa: BLE001 - where it ran is reported, never a reason to fail
+            pass
+    if not ids:
+        ids.add(ray.get_runtime_context().get_node_id())
+    return ",".join(sorted(i[:12] for i in ids if i))
+
+
 class StallDetector:
     """Tells a stalled trial from a slow one (:class:`sweeps.spec.Stall`).
 
@@ -415,6 +454,8 @@ class _IterationReporter:
             budget_steps is not None and steps >= budget_steps)
         if callable(columns.get("peak_rss_mib")):
             columns["peak_rss_mib"] = columns["peak_rss_mib"](final=bool(done))
+        if callable(columns.get("nodes_used")):  # asked once, at the trial's last iteration
+            columns["nodes_used"] = columns["nodes_used"]() if done else ""
         tune.report({
             "wall_time_s": wall, "env_steps": steps, **columns, "target_metric_value": value,
             "env_steps_per_s_iter": (steps - self.last_steps) / max(wall - self.last_wall, 1e-9),
@@ -492,7 +533,8 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                     learner_updates=updates, stalled=stalled or "",
                     grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
                     grad_trace_cov=m["grad_trace_cov"],
-                    peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final)):
+                    peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
+                    nodes_used=lambda: trial_nodes(algo)):
                 break
     finally:
         algo.stop()
@@ -517,7 +559,8 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             value=r["evaluation_return"] if evaluation else r["training_return"],
             episodes=r["episodes"], episode_return_mean=r["training_return"],
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
-            learner_updates=r["learner_updates"], peak_rss_mib=process_peak_rss_mib())
+            learner_updates=r["learner_updates"], peak_rss_mib=process_peak_rss_mib(),
+            nodes_used=trial_nodes(None))
 
     run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
                   evaluation=setup.evaluation, report=report,

@@ -108,14 +108,20 @@ def test_results_to_object_storage(rayjob_schema):
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_a_trial_larger_than_a_worker_pod_is_one_line():
-    proc = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4",
+def test_a_trial_spans_worker_pods_and_one_larger_than_the_group_is_one_line():
+    """Ray places a trial's bundles over several pods: 16 CPUs fit 4 pods of 8 (PACK); on
+    one pod of 8 they cannot be placed, said in one line."""
+    spans = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4",
+                 "--cpus-per-worker", "8")
+    assert spans.returncode == 0, spans.stderr
+    proc = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "1",
                 "--cpus-per-worker", "8")
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "its largest trial (APEX, num_env_runners=15) asks for 16 CPUs and 0 GPUs, more than a " \
-        "worker pod has (8 CPUs, 0 GPUs)" in lines[0], lines[0]
+    assert "(APEX, num_env_runners=15: 16 CPUs, 0 GPUs) cannot be placed on 1 worker pod(s) of 8 " \
+        "CPUs and 0 GPUs (PACK): it asks for 16 CPUs and the cluster has 8 in all" in lines[0], \
+        lines[0]
 
 
 def test_apply_without_a_kubeconfig_is_one_line(tmp_path):

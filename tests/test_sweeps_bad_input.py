@@ -267,7 +267,8 @@ BAD_INPUT = {
         dict(env=CABS, extra=', env_config={"step_latency_ms": -2}'),
         ("env_config", "step_latency_ms: must be a finite number of milliseconds >= 0")),
     "GPU learner on a machine without GPUs": (
-        dict(extra=', fixed={"num_gpus_per_learner": 1}'), ("GPU", "largest node has 0")),
+        dict(extra=', fixed={"num_gpus_per_learner": 1}'),
+        ("GPU", "it asks for 1 GPUs and the cluster has 0 in all")),
 }
 
 

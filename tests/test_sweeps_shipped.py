@@ -40,8 +40,9 @@ def _asks_for_gpus(path: Path) -> bool:
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_dry_run(path, capsys, monkeypatch):
-    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line.
-    In this process (the CLI's own process is tested below): a dry run starts no Ray."""
+    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line,
+    and passes when checked against a target cluster with GPUs (``--cluster``). In this
+    process (the CLI's own process is tested below): a dry run starts no Ray."""
     from sweeps.run import main
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
@@ -50,7 +51,10 @@ def test_dry_run(path, capsys, monkeypatch):
     if _asks_for_gpus(path) and shutil.which("nvidia-smi") is None:
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1, err[-2000:]
-        assert "GPU(s) but the largest node has 0" in lines[0], lines
+        assert "GPUs and the cluster has 0 in all" in lines[0], lines
+        assert main([str(path), "--dry-run", "--cluster", "1x16:1"]) == 0
+        out, err = capsys.readouterr()
+        assert "Cluster: 1 node(s), 16 CPUs and 1 GPUs in total" in out, err[-2000:]
         return
     assert code == 0, err[-2000:]
     assert "First trials" in out

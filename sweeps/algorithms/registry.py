@@ -127,6 +127,8 @@ def build_config(trial_config: Mapping[str, Any], env: str,
 
     if envs.split_step_latency(env_config)[0] > 0:  # RLlib's gymnasium.make would not take it
         env = envs.register_latency_env(env)
+    elif ":" in env:  # a user's module: RLlib's fallback cannot call a factory
+        env = envs.register_form_env(env)
     config.environment(env, env_config=dict(env_config or {}))
     config.framework("torch")
     config.api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)

@@ -1,0 +1,104 @@
+"""Whether a trial's placement group can be placed on a cluster: Ray's rule, before Ray starts.
+
+A trial asks Ray for a placement group: one bundle for its driver (and a local learner), one
+per env runner, one per remote learner (RLlib's ``default_resource_request``). Ray places
+bundles on any nodes that have room, so a trial larger than one node is normal on a cluster
+(the Pong how-to runs 13 env runners over 5 VMs). With the strategy
+
+- ``PACK`` (RLlib's default) and ``SPREAD``: every bundle must fit on some node and all of
+  them together in the cluster (checked by first-fit-decreasing packing, which finds a
+  placement whenever the bundles are uniform, as RLlib's are);
+- ``STRICT_PACK``: all bundles on one node;
+
+(`Ray docs, placement groups
+<https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html>`_). A trial that cannot
+be placed is *oversubscribed*: it asks for more than the cluster has.
+
+Example:
+    >>> nodes = [{"CPU": 2.0}] * 3
+    >>> placement_problem([{"CPU": 1.0}] * 5, nodes) is None
+    True
+    >>> placement_problem([{"CPU": 1.0}] * 5, nodes, "STRICT_PACK")
+    'STRICT_PACK needs all 5 CPUs on one node, and the largest node has 2'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+__all__ = ["STRATEGIES", "placement_problem", "cluster_nodes", "describe_cluster"]
+
+#: Placement strategies a sweep can choose (``STRICT_SPREAD`` would need a node per bundle).
+STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK")
+
+_NAMES = {"CPU": "CPUs", "GPU": "GPUs"}
+
+
+def _name(key: str) -> str:
+    return _NAMES.get(key, key)
+
+
+def cluster_nodes(nodes: Sequence[Mapping]) -> list[dict[str, float]]:
+    """Ray's node dicts (``cluster.local.alive_nodes``: ``num_cpus``, ``num_gpus``) → the
+    resource dicts :func:`placement_problem` takes (``{"CPU": .., "GPU": ..}``)."""
+    return [{"CPU": float(n.get("num_cpus", 0)), "GPU": float(n.get("num_gpus", 0))}
+            for n in nodes]
+
+
+def describe_cluster(nodes: Sequence[Mapping[str, float]]) -> str:
+    """One line: node count, CPUs and GPUs in total, the largest node."""
+    cpus = sum(n.get("CPU", 0) for n in nodes)
+    gpus = sum(n.get("GPU", 0) for n in nodes)
+    big = max(nodes, key=lambda n: (n.get("CPU", 0), n.get("GPU", 0)))
+    return (f"{len(nodes)} node(s), {cpus:g} CPUs and {gpus:g} GPUs in total "
+            f"(largest node: {big.get('CPU', 0):g} CPUs, {big.get('GPU', 0):g} GPUs)")
+
+
+def placement_problem(bundles: Sequence[Mapping[str, float]],
+                      nodes: Sequence[Mapping[str, float]], strategy: str = "PACK") -> str | None:
+    """Why Ray could never place ``bundles`` on ``nodes`` with ``strategy``, or None if it can.
+
+    Args:
+        bundles: resource dicts of one placement group, e.g. ``[{"CPU": 1}, {"CPU": 1}]``.
+        nodes: each node's total resources, e.g. ``[{"CPU": 2, "GPU": 0}] * 3``.
+        strategy: one of :data:`STRATEGIES`.
+
+    Returns:
+        None, or one clause naming the resource that is short (no trailing period).
+
+    Raises:
+        ValueError: an unknown strategy, or no nodes.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"placement_strategy {strategy!r}: one of {', '.join(STRATEGIES)}")
+    if not nodes:
+        raise ValueError("a cluster of no nodes")
+    keys = sorted({k for b in bundles for k, v in b.items() if v > 0})
+    total = {k: sum(b.get(k, 0.0) for b in bundles) for k in keys}
+    if strategy == "STRICT_PACK":
+        if any(all(total[k] <= n.get(k, 0.0) + 1e-9 for k in keys) for n in nodes):
+            return None
+        largest = {k: max(n.get(k, 0.0) for n in nodes) for k in keys}
+        k = next((k for k in keys if total[k] > largest[k] + 1e-9), keys[0])
+        return (f"STRICT_PACK needs all {total[k]:g} {_name(k)} on one node, and the largest "
+                f"node has {largest[k]:g}")
+    for k in keys:
+        have = sum(n.get(k, 0.0) for n in nodes)
+        if total[k] > have + 1e-9:
+            return f"it asks for {total[k]:g} {_name(k)} and the cluster has {have:g} in all"
+    for b in bundles:
+        if not any(all(v <= n.get(k, 0.0) + 1e-9 for k, v in b.items()) for n in nodes):
+            k = next(iter(k for k, v in b.items() if v > 0))
+            return (f"one of its bundles asks for {b[k]:g} {_name(k)} and no node has that "
+                    f"many (largest: {max(n.get(k, 0.0) for n in nodes):g})")
+    free = [dict(n) for n in nodes]
+    for b in sorted(bundles, key=lambda b: tuple(-b.get(k, 0.0) for k in ("GPU", "CPU"))):
+        for n in free:
+            if all(v <= n.get(k, 0.0) + 1e-9 for k, v in b.items()):
+                for k, v in b.items():
+                    n[k] = n.get(k, 0.0) - v
+                break
+        else:
+            asked = ", ".join(f"{total[k]:g} {_name(k)}" for k in keys)
+            return f"its {len(bundles)} bundles ({asked}) do not pack onto the cluster's nodes"
+    return None

@@ -1,0 +1,284 @@
+"""A user's own env, named in its three forms, checked before Ray and shipped to every process
+of every trial; trials placed over several nodes by Ray's rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: A user's env module: a corridor walked right to its end (return 1 - 0.01 per extra step),
+#: registering ``Corridor-v0`` on import; the class is also a factory of ``env_config``.
+CORRIDOR = '''\
+import gymnasium
+import numpy as np
+
+
+class Corridor(gymnasium.Env):
+    def __init__(self, config=None, length=4):
+        self.length = int((config or {}).get("length", length))
+        self.observation_space = gymnasium.spaces.Box(0.0, 1.0, (self.length + 1,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.pos = 0
+
+    def _obs(self):
+        obs = np.zeros(self.length + 1, np.float32)
+        obs[self.pos] = 1.0
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.pos = max(0, self.pos + (1 if action == 1 else -1))
+        done = self.pos == self.length
+        return self._obs(), (1.0 if done else -0.01), done, False, {}
+
+
+def not_an_env(config):
+    return "a string"
+
+
+NOT_CALLABLE = 3
+
+gymnasium.register("Corridor-v0", entry_point=Corridor, max_episode_steps=20)
+'''
+
+#: An env that breaks gymnasium's env check: its observation lies outside its space.
+BROKEN = '''\
+import gymnasium
+import numpy as np
+
+
+class OutOfSpace(gymnasium.Env):
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.full(2, 5.0, np.float32), {}
+
+    def step(self, action):
+        return np.full(2, 5.0, np.float32), 0.0, True, False, {}
+'''
+
+
+def user_folder(tmp_path: Path, module: str = "corridor_env", text: str = CORRIDOR) -> Path:
+    """A folder outside the project holding the user's module (never importable otherwise)."""
+    folder = tmp_path / "user"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{module}.py").write_text(text)
+    return folder
+
+
+def yaml_sweep(folder: Path, env: str, *, runners=(0, 1), algorithms=("DQN", "PPO"),
+               budget_s: float = 30, name: str = "corridor", extra: str = "") -> Path:
+    path = folder / f"{name}.yaml"
+    fixed = {"DQN": "{reward_scale: 1.0}", "PPO": "{train_batch_size: 500}"}
+    per_algorithm = "".join(f"\n  {a}: {fixed[a]}" for a in algorithms)
+    env_config = "{length: 4}" if env.startswith("corridor") else "{}"
+    lines = [
+        f"name: {name}",
+        f'env: "{env}"',
+        f"env_config: {env_config}",
+        f"algorithms: [{', '.join(algorithms)}]",
+        "search_space:",
+        f"  num_env_runners: {{choice: [{', '.join(str(n) for n in runners)}]}}",
+        f"per_algorithm_fixed:{per_algorithm}",
+        "target: {value: 0.9}",
+        f"budget: {{time_s: {budget_s}}}",
+        f"search: {{sampler: grid, num_samples: {len(algorithms) * len(runners)}, seeds: 1, "
+        "max_concurrent: 1, capping: null}",
+        "baseline: {algorithm: PPO, num_env_runners: 0}",
+    ]
+    path.write_text("\n".join(lines) + "\n" + extra)
+    return path
+
+
+@pytest.fixture
+def clean_imports(tmp_path):
+    """The user's modules (imported from ``tmp_path``) and the gymnasium ids this test adds
+    are removed after it."""
+    import gymnasium
+
+    ids = set(gymnasium.registry)
+    yield
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
+    for env_id in set(gymnasium.registry) - ids:
+        del gymnasium.registry[env_id]
+
+
+def test_the_three_forms_of_env(tmp_path, clean_imports):
+    from envs.forms import modules_to_ship, parse_env, search_path
+
+    folder = user_folder(tmp_path)
+    assert parse_env("CartPole-v1").kind == "registered"
+    assert parse_env("ContosoCabs-v0").kind == "registered"
+    assert modules_to_ship("CartPole-v1") == []
+    with search_path([folder]):
+        assert parse_env("corridor_env:Corridor-v0").kind == "module_id"
+        factory = parse_env("corridor_env:Corridor")
+    assert (factory.kind, factory.module, factory.attr) == ("factory", "corridor_env", "Corridor")
+    # imported from outside the project: shipped as its file, found after sys.path is restored
+    assert modules_to_ship("corridor_env:Corridor") == [str(folder / "corridor_env.py")]
+    import envs
+
+    env = envs.make_env("corridor_env:Corridor", {"length": 3})
+    assert env.observation_space.shape == (4,)
+    env = envs.make_env("corridor_env:Corridor-v0", {"length": 2, "step_latency_ms": 1})
+    assert type(env).__name__ == "StepLatency" and env.unwrapped.length == 2
+
+
+def test_a_python_sweep_file_importing_the_module_ships_it(tmp_path, clean_imports):
+    """The registered id of a module the sweep file imports becomes ``module:EnvId`` for the
+    trials' processes, and the module is shipped."""
+    from sweeps.sweep_file import load_sweep, modules_to_ship
+    from sweeps.trainable import TrialSetup
+
+    folder = user_folder(tmp_path)
+    path = folder / "mine.py"
+    path.write_text(textwrap.dedent("""\
+        import corridor_env  # noqa: F401 - registers Corridor-v0
+        from sweeps.spec import Budget, Sweep, Target
+        SWEEP = Sweep(name="mine", env="Corridor-v0", algorithms=["PPO"],
+                      target=Target(value=0.9), budget=Budget(time_s=10), baseline=None)
+        """))
+    sweep = load_sweep(path)
+    assert TrialSetup.of(sweep, {"metric": "evaluation", "value": 0.9}, 2.0).env == \
+        "corridor_env:Corridor-v0"
+    assert modules_to_ship(sweep, path) == [str(folder / "corridor_env.py")]
+
+
+BAD_ENVS = {
+    "a module that does not exist": ("nosuchmodule_xyz:Env-v0",
+                                     "cannot import module 'nosuchmodule_xyz': ModuleNotFoundError"),
+    "an id the module does not register": ("corridor_env:Nothing-v0",
+                                           "defines no 'Nothing-v0' and importing it registers"),
+    "an attribute that is not callable": ("corridor_env:NOT_CALLABLE", "is a int, not an Env"),
+    "a factory returning no Env": ("corridor_env:not_an_env", "returned a str, not a gymnasium.Env"),
+    "an env failing gymnasium's check": ("broken_env:OutOfSpace",
+                                         "fails gymnasium's env check: AssertionError"),
+    "an unknown id": ("NoSuchEnv-v9", "unknown env 'NoSuchEnv-v9'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_ENVS), ids=lambda c: c.replace(" ", "-"))
+def test_a_bad_user_env_is_one_line_and_exit_2_before_ray(tmp_path, case, capsys,
+                                                           clean_imports, monkeypatch):
+    from sweeps.run import main
+
+    env, fragment = BAD_ENVS[case]
+    folder = user_folder(tmp_path)
+    user_folder(tmp_path, "broken_env", BROKEN)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    code = main([str(yaml_sweep(folder, env)), "--dry-run"])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, err
+    assert ": env: " in lines[0] and fragment in lines[0], lines[0]
+    assert not (folder / "results").exists()
+
+
+def test_placement_follows_rays_rule():
+    from sweeps.placement import placement_problem
+
+    two_cpu_nodes = [{"CPU": 2.0, "GPU": 0.0}] * 3
+    five = [{"CPU": 1.0}] * 5
+    assert placement_problem(five, two_cpu_nodes) is None  # over 3 nodes
+    assert placement_problem(five, two_cpu_nodes, "SPREAD") is None
+    assert "largest node has 2" in placement_problem(five, two_cpu_nodes, "STRICT_PACK")
+    assert "cluster has 6 in all" in placement_problem([{"CPU": 1.0}] * 7, two_cpu_nodes)
+    assert "no node has that many" in placement_problem([{"CPU": 3.0}], two_cpu_nodes)
+    assert "GPUs and the cluster has 0" in placement_problem([{"CPU": 1, "GPU": 1}], two_cpu_nodes)
+    # 3 bundles of 1.5 CPUs fit 4.5 < 6 CPUs in all, but only one per 2-CPU node: 3 nodes
+    assert placement_problem([{"CPU": 1.5}] * 3, two_cpu_nodes) is None
+    assert "do not pack" in placement_problem([{"CPU": 1.5}] * 4, two_cpu_nodes)
+    with pytest.raises(ValueError, match="placement_strategy 'STRICT_SPREAD'"):
+        placement_problem(five, two_cpu_nodes, "STRICT_SPREAD")
+
+
+def test_the_dry_run_checks_a_target_cluster_shape(tmp_path, capsys, monkeypatch):
+    """A trial of 5 CPUs fits three 2-CPU nodes (PACK over nodes), not one of them, and not
+    with STRICT_PACK."""
+    from sweeps.run import main
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    path = yaml_sweep(folder, "CartPole-v1", runners=(4,), algorithms=("PPO",))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert main([str(path), "--dry-run", "--cluster", "3x2"]) == 0
+    out, _ = capsys.readouterr()
+    assert "Cluster: 3 node(s), 6 CPUs" in out and "num_env_runners=4: 5 CPUs, 0 GPUs  fits" in out
+    assert main([str(path), "--dry-run", "--cluster", "1x2"]) == 2
+    assert "it asks for 5 CPUs and the cluster has 2 in all" in capsys.readouterr().err
+    strict = yaml_sweep(folder, "CartPole-v1", runners=(4,), algorithms=("PPO",), name="strict",
+                        extra="placement_strategy: STRICT_PACK\n")
+    assert main([str(strict), "--dry-run", "--cluster", "3x2"]) == 2
+    assert "STRICT_PACK needs all 5 CPUs on one node" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:
+        main([str(path), "--dry-run", "--cluster", "3by2"])
+    assert bad.value.code == 2 and "expected NODESxCPUS[:GPUS]" in capsys.readouterr().err
+
+
+def run_sweep(path: Path, results: Path, env: dict | None = None, timeout: float = 400):
+    return subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results", str(results),
+                           "--no-report"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def reached_rows(results: Path, name: str):
+    import pandas as pd
+
+    (run_dir,) = (results / name).iterdir()
+    return pd.read_parquet(run_dir / "trials.parquet")
+
+
+@pytest.mark.ray
+def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(tmp_path):
+    """The module lives in a folder no process has on its path: only Ray's runtime
+    environment brings it to the trial actors and their env runners."""
+    folder = user_folder(tmp_path)
+    path = yaml_sweep(folder, "corridor_env:Corridor-v0")
+    proc = run_sweep(path, tmp_path / "results")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    trials = reached_rows(tmp_path / "results", "corridor")
+    table = trials[["algorithm", "num_env_runners", "status", "error"]].to_string()
+    assert sorted(zip(trials.algorithm, trials.num_env_runners, strict=True)) == [
+        ("DQN", 0), ("DQN", 1), ("PPO", 0), ("PPO", 1)], table  # the baseline is PPO, 0
+    assert (trials.status == "reached").all(), table
+    assert (trials.nodes_used.str.len() == 12).all(), trials.nodes_used  # one node
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_user_env_and_a_trial_spanning_nodes_on_a_three_node_cluster(tmp_path):
+    """On 3 nodes of 2 CPUs: the user's module reaches every node, DQN and PPO with 0 and 1
+    env runners reach the target, and a PPO trial with 4 env runners (5 CPUs: more than any
+    node) is placed over several nodes and reaches it too."""
+    from cluster.local_multinode import LoopbackCluster
+
+    folder = user_folder(tmp_path)
+    path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 1, 4), budget_s=60)
+    with LoopbackCluster(nodes=3, cpus_per_node=2, log_dir=tmp_path / "logs") as cluster:
+        proc = run_sweep(path, tmp_path / "results", env=cluster.client_env(), timeout=500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    trials = reached_rows(tmp_path / "results", "corridor")
+    table = trials[["algorithm", "num_env_runners", "status", "nodes_used", "error"]].to_string()
+    assert (trials.status == "reached").all(), table
+    assert (trials.node_count == 3).all(), table
+    spanning = trials[trials.num_env_runners == 4]
+    assert sorted(spanning.algorithm) == ["DQN", "PPO"], table
+    assert (spanning.num_cpus == 5).all() and not spanning.oversubscribed.any(), table
+    assert (spanning.nodes_used.str.split(",").str.len() > 1).all(), table
