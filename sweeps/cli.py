@@ -10,6 +10,8 @@ Exit codes (documented in README.md and docs/results.md):
 2    bad input: a sweep file, flag, results directory or address that cannot be used
 3    the results could not be written (disk full, permissions): what was recorded before is
      kept, and ``sweeps.run --resume`` continues once there is room
+4    ``sweeps.run``: no trial succeeded (every one ended in an error): a summary names the
+     error class, how many trials had it, the first message and the log with the tracebacks
 130  interrupted (Ctrl-C or SIGTERM): what finished is kept; ``sweeps.run --resume`` continues
 ==== ==========================================================================================
 """
@@ -26,6 +28,7 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 3
+EXIT_NO_TRIAL_SUCCEEDED = 4
 EXIT_INTERRUPTED = 130
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from sweeps.schema import (
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
     first_crossing,
-    skipped_seeds,
+    unrun_seeds,
 )
 from sweeps.schema import read_parquet as _read_parquet
 from sweeps.schema import write_parquet as _write_parquet
@@ -177,8 +178,10 @@ class SweepProgress:
         self.seeds = seeds
 
     def skipped_in(self, trials: list[dict[str, Any]]) -> int:
-        """Seeds adaptive capping skipped, judged from the recorded ``trials`` rows."""
-        return sum(skipped_seeds(trials, self.seeds).values()) if self.seeds else 0
+        """Seeds the sweep will not run, judged from the recorded ``trials`` rows: those
+        adaptive capping skipped and those of configurations whose trial raised
+        (:func:`sweeps.schema.unrun_seeds`)."""
+        return sum(unrun_seeds(trials, self.seeds).values()) if self.seeds else 0
 
     def line(self, done: int, durations: list[float], running: list[float],
              incumbent: float | None, now: float | None = None, skipped: int = 0) -> str:
@@ -191,7 +194,7 @@ class SweepProgress:
         expected = self.expected - skipped
         left = max(expected - done - len(running), 0)
         parts = [f"{done}/{expected} trials done"
-                 + (f" ({skipped} skipped by capping)" if skipped else ""),
+                 + (f" ({skipped} seed(s) skipped)" if skipped else ""),
                  f"incumbent TTT {incumbent:.1f} s" if incumbent is not None
                  else "no incumbent yet", f"elapsed {_fmt_duration(now - self.start)}"]
         if done < expected:
@@ -433,7 +436,38 @@ class ResultsRecorder(LiveOnRestore, Callback):
             self._record(trial, error=_error_line(trial) if trial.status == "ERROR" else None)
 
     def on_trial_error(self, iteration, trials, trial, **info):
+        self._log_traceback(trial)
         self._record(trial, error=_error_line(trial))
+
+    def _log_traceback(self, trial) -> None:
+        """Append the trial's whole error (Tune's error file: the traceback) to
+        ``errors.log`` in the run directory; the console gets one line per failed trial."""
+        text = ""
+        path = getattr(trial, "error_file", None)
+        if path and os.path.exists(path):
+            text = Path(path).read_text(errors="replace")
+        if not text:
+            text = _error_line(trial)
+        try:
+            with open(self.run_dir / ERRORS_LOG, "a") as f:
+                f.write(f"=== trial {trial.trial_id} {json.dumps(trial.config, default=str)}\n"
+                        f"{text.rstrip()}\n\n")
+        except OSError:  # the recorder's own write reports a full disk
+            pass
+
+    def error_summary(self) -> str | None:
+        """When no recorded trial succeeded (every one ended in an error): one line with the
+        most common error class, how many trials had it, its first message and the log with
+        the tracebacks; None when a trial reached the target or was censored, or none ran."""
+        if not self._trials or any(t["status"] != "error" for t in self._trials):
+            return None
+        classes = [str(t["error"]).split(":")[0].strip() or "error" for t in self._trials]
+        top = max(set(classes), key=classes.count)
+        first = next(t["error"] for t, c in zip(self._trials, classes, strict=True) if c == top)
+        log = self.run_dir / ERRORS_LOG
+        return (f"no trial succeeded: {classes.count(top)} of {len(self._trials)} ended in "
+                f"{top} (first: {first[:200]})"
+                + (f"; tracebacks in {log}" if log.exists() else ""))
 
     def _record(self, trial, error: str | None) -> None:
         tid = trial.trial_id
@@ -484,6 +518,10 @@ class ResultsRecorder(LiveOnRestore, Callback):
             self.console.print(f"      {line}", soft_wrap=True, markup=False)
 
 
+#: The run directory's log of failed trials' tracebacks (one block per trial).
+ERRORS_LOG = "errors.log"
+
+
 def _error_line(trial) -> str:
     msg = ""
     try:
@@ -493,8 +531,22 @@ def _error_line(trial) -> str:
         pass
     if not msg and getattr(trial, "error_file", None) and os.path.exists(trial.error_file):
         msg = Path(trial.error_file).read_text()
-    lines = [ln.strip() for ln in msg.strip().splitlines() if ln.strip()]
-    return (lines[-1] if lines else "unknown error")[:500]
+    return error_message(msg)
+
+
+#: A traceback's exception line with a message: "ValueError: ...", "gymnasium.error.X: ...".
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|"
+                             r"NotFound|Failure)\w*(\(\w+\))?: \S")
+
+
+def error_message(text: str) -> str:
+    """The one line of a trial's error to record (500 characters at most): the last
+    exception line of its traceback that carries a message (the root cause, where a wrapper
+    re-raises it bare, as RLlib's env runner does with ``raise RuntimeError from e``), else
+    its last line."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    with_message = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+    return ((with_message or lines or ["unknown error"])[-1])[:500]
 
 
 def _node_count() -> int:

@@ -10,7 +10,8 @@ configuration once per seed. Each trial is one RLlib Algorithm timed from before
 Exit codes (:mod:`sweeps.cli`): 0 done; 1 internal error (one line; ``--verbose`` for the
 traceback); 2 bad input (one line on stderr naming file, field and reason), also a results
 directory in use by another ``sweeps.run`` or too damaged to resume; 3 the results could not
-be written (disk full: what finished is kept, ``--resume`` continues); 130 interrupted by
+be written (disk full: what finished is kept, ``--resume`` continues); 4 no trial succeeded
+(every trial ended in an error: a one-line summary, tracebacks in the run's errors.log); 130 interrupted by
 Ctrl-C or SIGTERM (what finished is kept; continue with ``--resume``).
 """
 
@@ -432,8 +433,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = sweep_target(sweep, source)
-        if not args.verbose:  # RLlib is imported from here on (a missing file etc. is instant)
-            quiet_logs()
+        quiet_logs(args.verbose)  # RLlib is imported from here on (a missing file etc. is instant)
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
         root, mirror = results_root(args.results or sweep.results_dir, source)
         check_writable(root, source)
@@ -511,15 +511,38 @@ def _local_gpus() -> float:
         return 0.0
 
 
-def quiet_logs() -> None:
+class _DropTuneLines:
+    """A logging filter dropping Tune's lines the suite says better itself: a failed trial's
+    traceback (the recorder prints one line; the traceback goes to the run's errors.log), the
+    list of trials that did not complete, and "Resume experiment with: Tuner.restore(...)"
+    (the suite prints its own ``--resume`` command)."""
+
+    def __init__(self, verbose: bool = False):
+        self.prefixes = ("Experiment has been interrupted",) + (() if verbose else (
+            "Trial task failed for trial", "Trials did not complete"))
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
+def quiet_logs(verbose: bool = False) -> None:
     """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
     new-API-stack notice); with ``log_to_driver=False`` the trials' own output stays in Ray's
-    session logs. Trial errors still surface through Tune and the one-line-per-trial
-    progress. ``--verbose`` keeps all of it."""
+    session logs. Trial errors surface as the recorder's one line per trial and their
+    tracebacks in the run's errors.log. ``verbose`` (``--verbose``) keeps the warnings and
+    Tune's tracebacks; Tune's "Resume experiment with: Tuner.restore" always goes (the suite
+    says how to resume)."""
     import logging
 
     import ray.rllib  # noqa: F401 - it configures its logger on import; override after
 
+    for name in ("ray.tune.execution.tune_controller", "ray.tune.tune"):
+        logger = logging.getLogger(name)
+        for f in [f for f in logger.filters if isinstance(f, _DropTuneLines)]:
+            logger.removeFilter(f)
+        logger.addFilter(_DropTuneLines(verbose))
+    if verbose:
+        return
     for name in ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"):
         logging.getLogger(name).setLevel(logging.ERROR)
     import optuna
@@ -628,7 +651,14 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
                                       sweep.search.max_concurrent or 1, command_start,
                                       seeds=sweep.search.seeds)
     interrupted = False
-    from sweeps.cli import EXIT_WRITE_FAILED, describe_os_error, find_os_error, sigterm_as_interrupt
+    from sweeps.cli import (
+        EXIT_NO_TRIAL_SUCCEEDED,
+        EXIT_WRITE_FAILED,
+        describe_os_error,
+        find_os_error,
+        sigterm_as_interrupt,
+    )
+    from sweeps.record import ERRORS_LOG
 
     sigterm_as_interrupt()  # again: Ray's core worker replaced the handler when it started
     try:
@@ -660,11 +690,17 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         return 130
     print(f"Done: {n} trials recorded in {where}" + (
         f" ({skipped} more seed(s) skipped: adaptive capping had capped most of their "
-        "configuration's seeds)" if skipped else ""))
+        "configuration's seeds, or one of them raised an error)" if skipped else ""))
+    if mirror is not None and (run_dir / ERRORS_LOG).is_file():
+        mirror.put(run_dir / ERRORS_LOG)
     if not args.no_report:
         _write_report(run_dir)
         if mirror is not None and (run_dir / "report.html").is_file():
             mirror.put(run_dir / "report.html")
+    summary = recorder.error_summary()
+    if summary is not None:
+        print(f"error: {args.file}: {summary}", file=sys.stderr)
+        return EXIT_NO_TRIAL_SUCCEEDED
     return 0
 
 

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,50 @@ def censored_objective(budget_s: float, best: float, target: float) -> float:
         shortfall = (target - best) / abs(target) if target != 0 else float(best < target)
         shortfall = min(max(shortfall, 0.0), 1.0)
     return float(budget_s) * (1.0 + shortfall)
+
+
+#: Exceptions of Ray's own machinery (a lost node or process, a timeout, no room): a trial
+#: that ends with one says nothing about its configuration, so its other seeds still run.
+SYSTEM_ERRORS = re.compile(
+    r"\b(ActorDiedError|ActorUnavailableError|RayActorError|NodeDiedError|WorkerCrashedError|"
+    r"OutOfMemoryError|ObjectLostError|OwnerDiedError|RaySystemError|GetTimeoutError|"
+    r"TimeoutError|ActorUnschedulableError|TaskUnschedulableError|RpcError)\b")
+
+
+def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
+    """Seeds of each configuration left unrun because one of its trials raised an error of
+    the env's or the configuration's: ``{config_id: count}``.
+
+    A trial that raised (``error_kind == "exception"``) with anything but an error of Ray's
+    machinery (:data:`SYSTEM_ERRORS`: a lost node, a timeout) would raise again with the next
+    seed, so a sweep runs no more of its configuration's seeds: it fails fast instead of
+    spending every seed's budget on the same traceback. Stalled trials do not count (a stall
+    may depend on the seed). The baseline and the reference count like any configuration.
+
+    Args:
+        trials: recorded trial rows, a ``trials.parquet`` frame or a list of row dicts
+            (``config_id``, ``status``, ``error_kind``, ``error``).
+        seeds: seeds per configuration (``search.seeds``).
+
+    Returns:
+        ``config_id`` -> seeds not run (``seeds`` minus its recorded trials, at least 0).
+    """
+    rows = trials.to_dict("records") if isinstance(trials, pd.DataFrame) else list(trials)
+    recorded: dict[str, int] = {}
+    failed: set[str] = set()
+    for row in rows:
+        cid = str(row["config_id"])
+        recorded[cid] = recorded.get(cid, 0) + 1
+        if (row.get("status") == "error" and row.get("error_kind") == "exception"
+                and not SYSTEM_ERRORS.search(str(row.get("error") or ""))):
+            failed.add(cid)
+    return {cid: max(int(seeds) - recorded[cid], 0) for cid in failed}
+
+
+def unrun_seeds(trials: Any, seeds: int) -> dict[str, int]:
+    """Every seed a sweep leaves unrun: adaptive capping's (:func:`skipped_seeds`) and failed
+    configurations' (:func:`failed_seeds`), ``{config_id: count}``."""
+    return {**skipped_seeds(trials, seeds), **failed_seeds(trials, seeds)}
 
 
 def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:

@@ -31,7 +31,12 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from sweeps.schema import censored_objective, config_id, skipped_seeds  # noqa: F401 - re-exported
+from sweeps.schema import (  # noqa: F401 - skipped_seeds re-exported
+    censored_objective,
+    config_id,
+    failed_seeds,
+    skipped_seeds,
+)
 from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
@@ -202,8 +207,9 @@ class SeededSearch(Searcher):
             ...}``), or None.
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
         first_seed: the first seed (``Search.first_seed``, default 0).
-        recorder: the run's :class:`sweeps.record.ResultsRecorder` when adaptive capping is
-            on (its recorded rows decide which seeds are skipped), else None: every seed runs.
+        recorder: the run's :class:`sweeps.record.ResultsRecorder` (its recorded rows decide
+            which seeds are skipped: adaptive capping's and failed configurations'), or None:
+            every seed runs.
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
@@ -251,18 +257,22 @@ class SeededSearch(Searcher):
     def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
         capping has capped more than half of its seeds (:func:`sweeps.schema.skipped_seeds`,
-        on the rows recorded so far); Optuna gets its objective once its running seeds end.
+        on the rows recorded so far), or when one of its trials raised an error of the env's
+        or the configuration's (:func:`sweeps.schema.failed_seeds`); Optuna gets its
+        objective once its running seeds end.
         Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
         if not self._queue or self.recorder is None:
             return False
         head = self._queue[0]
         group = head["__group__"]
-        if group in ("baseline", "reference") or head["config_id"] not in self.skipped:
+        failed = failed_seeds(self._recorded(), self.seeds)  # fail fast: an env/config error
+        if head["config_id"] not in failed and (
+                group in ("baseline", "reference") or head["config_id"] not in self.skipped):
             return False
         self._queue = [c for c in self._queue if c["__group__"] != group]
         running = sum(1 for g in self._group_of.values() if g == group)
         self._group_size[group] = len(self._group_results[group]) + running
-        if not running:
+        if not running and group not in ("baseline", "reference"):  # Optuna never sampled those
             self._tell(group, head["config_id"])
         return True
 
@@ -335,7 +345,7 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
     in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
     the sweep's seeds, baseline and reference; ``recorder`` (the run's
     :class:`sweeps.record.ResultsRecorder`) lets it skip the seeds adaptive capping made
-    pointless (only when the sweep caps).
+    pointless (when the sweep caps) and those of a configuration whose trial raised.
 
     Returns:
         (search, num_configs): the searcher and the number of sampled configurations.
@@ -344,5 +354,4 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
     return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
                         num_configs=num_configs, reference=sweep.reference,
                         first_seed=sweep.search.first_seed,
-                        recorder=recorder if sweep.search.capping is not None else None
-                        ), num_configs
+                        recorder=recorder), num_configs

@@ -282,3 +282,48 @@ def test_a_user_env_and_a_trial_spanning_nodes_on_a_three_node_cluster(tmp_path)
     assert sorted(spanning.algorithm) == ["DQN", "PPO"], table
     assert (spanning.num_cpus == 5).all() and not spanning.oversubscribed.any(), table
     assert (spanning.nodes_used.str.split(",").str.len() > 1).all(), table
+
+
+EXPLODING = CORRIDOR + '''
+
+class Exploding(Corridor):
+    """Raises after 30 env steps (gymnasium's env check takes fewer)."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps > 30:
+            raise RuntimeError("the simulator lost its licence server")
+        return super().step(action)
+'''
+
+
+@pytest.mark.ray
+def test_a_failing_env_fails_fast_and_loudly(tmp_path):
+    """An env that raises in every trial: its configuration's other seeds are not run, the
+    console gets one line per failed trial and no traceback, the traceback goes to the run's
+    errors.log, and the run exits 4 with a summary."""
+    folder = user_folder(tmp_path, text=EXPLODING)
+    path = yaml_sweep(folder, "corridor_env:Exploding", runners=(0,), algorithms=("PPO",),
+                      name="exploding", budget_s=20)
+    path.write_text(path.read_text().replace("seeds: 1", "seeds: 3").replace("{length: 4}", "{}"))
+    proc = run_sweep(path, tmp_path / "results")
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    trials = reached_rows(tmp_path / "results", "exploding")
+    assert list(trials.status) == ["error"] and list(trials.seed) == [0], trials  # 2 skipped
+    assert trials.error[0] == "RuntimeError: the simulator lost its licence server"
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "Tuner.restore" not in proc.stdout + proc.stderr
+    assert "error: RuntimeError: the simulator lost its licence server" in proc.stdout
+    assert "2 more seed(s) skipped" in proc.stdout
+    (run_dir,) = (tmp_path / "results" / "exploding").iterdir()
+    summary = [ln for ln in proc.stderr.splitlines() if "no trial succeeded" in ln]
+    assert summary == [f"error: {path}: no trial succeeded: 1 of 1 ended in RuntimeError "
+                       "(first: RuntimeError: the simulator lost its licence server); "
+                       f"tracebacks in {run_dir / 'errors.log'}"], proc.stderr[-3000:]
+    log = (run_dir / "errors.log").read_text()
+    assert 'raise RuntimeError("the simulator lost its licence server")' in log, log[-3000:]
+    assert log.startswith("=== trial ") and "corridor_env.py" in log

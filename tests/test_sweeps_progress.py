@@ -37,6 +37,6 @@ def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     skipped = p.skipped_in(rows)
     assert skipped == 1
     assert p.line(5, [10.0] * 5, [], None, now=60.0, skipped=skipped).startswith(
-        "5/9 trials done (1 skipped by capping) · no incumbent yet · elapsed 1m00s · ETA ~40s")
+        "5/9 trials done (1 seed(s) skipped) · no incumbent yet · elapsed 1m00s · ETA ~40s")
     assert SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(
         rows) == 0  # no seeds given: nothing counted as skipped

@@ -122,7 +122,9 @@ def test_a_trial_whose_env_runner_blocks_ends_as_stalled(tmp_path: Path):
     proc = subprocess.run(
         [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results)],
         capture_output=True, text=True, timeout=220)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # no trial succeeded: exit 4 with a one-line summary (the report is still written)
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "no trial succeeded: 1 of 1 ended in stalled" in proc.stderr, proc.stderr[-3000:]
     (run_dir,) = [p for p in (results / "blocking").iterdir() if p.is_dir()]
     trials = pd.read_parquet(run_dir / "trials.parquet")
     assert len(trials) == 1
