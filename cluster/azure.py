@@ -577,11 +577,24 @@ def download_results(client, name: str, results: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_sweep(sweep_file: str) -> None:
-    """Validate the sweep file locally (``sweeps.run --dry-run``) before paying for VMs."""
+def target_shape(nodes: int, vm: str | None) -> str | None:
+    """The ``sweeps.run --cluster`` shape of ``nodes`` VMs of size ``vm`` (serverless compute:
+    default ``DEFAULT_CPU_VM``), from ``analysis/vm_sizes.csv``; None for a size the table
+    does not list."""
+    from analysis.plan import load_vm_sizes
+
+    size = load_vm_sizes().get(vm or DEFAULT_CPU_VM)
+    return None if size is None else f"{int(nodes)}x{size.vcpus}:{size.gpus}"
+
+
+def _check_sweep(sweep_file: str, cluster: str | None = None) -> None:
+    """Validate the sweep file locally (``sweeps.run --dry-run``) before paying for VMs: its
+    trials against the target cluster's shape (``cluster``, :func:`target_shape`) when known,
+    else against this machine."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.run", sweep_file, "--dry-run"],
+        [sys.executable, "-m", "sweeps.run", sweep_file, "--dry-run",
+         *(["--cluster", cluster] if cluster else [])],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
@@ -625,8 +638,9 @@ def _cmd_compute(args) -> int:
 def _cmd_submit(args) -> int:
     if args.vm and args.compute:
         raise AzureError("--vm and --compute exclude each other (--vm means serverless compute)")
-    if not args.no_check:
-        _check_sweep(args.sweep_file)
+    if not args.no_check:  # serverless: the VM size is known here; --compute: its size is not
+        _check_sweep(args.sweep_file,
+                     None if args.compute else target_shape(args.nodes, args.vm))
     token = None if args.dry_run else new_token()
     jobs = job_specs(
         args.sweep_file,

@@ -144,6 +144,26 @@ def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episod
     return evaluator
 
 
+def env_actions(space, normalize: bool, clip: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """What RLlib's env runner does to a policy's continuous actions before ``env.step``
+    (``AlgorithmConfig.normalize_actions``: the policy acts in [-1, 1], unsquashed linearly to
+    the Box's bounds; ``clip_actions``: clipped to them); the identity for other spaces.
+    Shapes: (B, *action_shape) in and out."""
+    import gymnasium
+
+    if not (isinstance(space, gymnasium.spaces.Box)
+            and np.issubdtype(space.dtype, np.floating)) or not (normalize or clip):
+        return lambda a: a
+    low, high = space.low, space.high
+
+    def convert(a: np.ndarray) -> np.ndarray:
+        if normalize and np.all(np.isfinite(low)) and np.all(np.isfinite(high)):
+            a = low + (a + 1.0) * (high - low) / 2.0
+        return np.clip(a, low, high).astype(space.dtype)
+
+    return convert
+
+
 def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy]:
     """A factory of greedy policies holding the RLlib ``algo``'s current learner weights.
 
@@ -151,8 +171,9 @@ def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy
     process; each call of the returned factory loads the learner's newest weights
     (``LearnerGroup.get_weights``) into it and returns the batched greedy policy: the
     module's ``forward_inference`` actions when it outputs them (DQN/APEX: argmax Q), else the
-    mode of its inference action distribution (PPO/IMPALA/APPO:
-    ``from_logits(...).to_deterministic()``).
+    mode of its inference action distribution (PPO/IMPALA/APPO/SAC:
+    ``from_logits(...).to_deterministic()``); continuous actions are mapped to the env's
+    bounds as RLlib's env runner maps them (:func:`env_actions`).
 
     Args:
         algo: a built RLlib ``Algorithm`` (new API stack, one module).
@@ -168,14 +189,16 @@ def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy
     module = spec.build()
     module.eval()
     dist_cls = module.get_inference_action_dist_cls()
+    to_env = env_actions(evaluator.action_space, algo.config.normalize_actions,
+                         algo.config.clip_actions)
 
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             out = module.forward_inference({Columns.OBS: torch.as_tensor(obs)})
             if Columns.ACTIONS in out:
-                return out[Columns.ACTIONS].cpu().numpy()
+                return to_env(out[Columns.ACTIONS].cpu().numpy())
             dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
-            return dist.sample().cpu().numpy()
+            return to_env(dist.sample().cpu().numpy())
 
     def current() -> Policy:
         weights = algo.learner_group.get_weights(module_ids=[DEFAULT_MODULE_ID])

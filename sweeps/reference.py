@@ -1,4 +1,4 @@
-"""The single-process reference: Stable-Baselines3 DQN or PPO, timed like every other trial.
+"""The single-process reference: Stable-Baselines3 DQN, PPO or SAC, timed like every other trial.
 
 In HPC, *absolute* speedup is measured against the best serial implementation, not against the
 parallel code run on one worker (DESIGN.md, *reference*). A sweep that declares
@@ -26,7 +26,7 @@ from typing import Any
 __all__ = ["REFERENCE_ALGORITHMS", "REFERENCE_DEFAULTS", "check_reference", "run_reference"]
 
 #: Reference implementations a sweep can name → the SB3 class name.
-REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO"}
+REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO", "SB3-SAC": "SAC"}
 
 #: Parameters common to both references (not SB3 constructor arguments).
 _OWN = {
@@ -55,6 +55,14 @@ REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
         "hidden_sizes": [64, 64], "reward_scale": 0.01, "total_timesteps": 200_000,
         "min_time_s_per_iteration": 1.0,
     },
+    # SB3's SAC defaults (MLP 256x256, batch 256, one update per env step, automatic entropy
+    # coefficient), a 100 k replay buffer and no reward scaling
+    "SB3-SAC": {
+        "learning_rate": 3e-4, "batch_size": 256, "buffer_size": 100_000,
+        "learning_starts": 100, "train_freq": 1, "gradient_steps": 1, "tau": 0.005,
+        "gamma": 0.99, "hidden_sizes": [256, 256], "reward_scale": 1.0,
+        "total_timesteps": 100_000, "min_time_s_per_iteration": 1.0,
+    },
 }
 
 #: SB3 constructor arguments a sweep may set, per reference.
@@ -65,6 +73,9 @@ _SB3_ARGS = {
                 "max_grad_norm"),
     "SB3-PPO": ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
                 "clip_range", "ent_coef", "vf_coef", "max_grad_norm"),
+    "SB3-SAC": ("learning_rate", "batch_size", "buffer_size", "learning_starts", "train_freq",
+                "gradient_steps", "tau", "gamma", "ent_coef", "target_update_interval",
+                "target_entropy"),
 }
 
 

@@ -468,7 +468,10 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     try:
         from sweeps.sweep_file import modules_to_ship
 
-        ship = modules_to_ship(sweep, args.file)  # the user's env module, to every node
+        # the user's env module, to every node; a Ray Jobs driver (cluster.jobs, KubeRay) has
+        # it in the job's own runtime environment, which a second one would replace
+        ship = ([] if os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
+                else modules_to_ship(sweep, args.file))
         with ray_session(address, log_to_driver=args.verbose,
                          runtime_env={"py_modules": ship} if ship else None) as cluster_info:
             from sweeps.placement import cluster_nodes

@@ -317,7 +317,7 @@ class Sweep(_Strict):
         None,
         description="single-process reference implementation run on the same env, target, "
         "evaluation protocol, budget and seeds (first, with every seed): {'algorithm': "
-        "'SB3-DQN' or 'SB3-PPO', <Stable-Baselines3 parameters>}; absolute speedups are "
+        "'SB3-DQN', 'SB3-PPO' or 'SB3-SAC' (Box actions), <Stable-Baselines3 parameters>}; absolute speedups are "
         "relative to it",
     )
     evaluation: Evaluation = Field(

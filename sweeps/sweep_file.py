@@ -226,6 +226,8 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
     for i, algo in enumerate(sweep.algorithms + ([baseline_algo] if baseline_algo else [])):
         if algo not in algorithms.ALGORITHMS:
             field = f"algorithms[{i}]" if i < len(sweep.algorithms) else "baseline.algorithm"
+            if algo in algorithms.REFUSED:
+                raise fail(field, f"{algo} is {algorithms.REFUSED[algo]}")
             raise fail(field, f"unknown algorithm {algo!r} (known: {', '.join(known_algos)})")
 
     for algo in sweep.algorithms:
@@ -239,10 +241,10 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         for section, params in sections.items():
             for key in params:
                 if key == "algorithm" or key not in known:
-                    raise fail(
-                        f"{section}.{key}",
-                        f"unknown parameter for algorithm {algo} (known: {', '.join(sorted(known))})",
-                    )
+                    from sweeps.algorithms import UnknownParameterError
+
+                    reason = str(UnknownParameterError(key, algo, known))
+                    raise fail(f"{section}.{key}", reason.replace(f"parameter {key!r} ", "parameter "))
     if sweep.baseline:
         known = algorithms.known_params(baseline_algo)
         for key in sweep.baseline:
@@ -320,6 +322,9 @@ RETURN_METRICS = frozenset({EVALUATION, TRAINING, EPISODE_RETURN,
 #: Algorithms that act in a discrete action space only (Q-learning: argmax over actions).
 DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN"})
 
+#: Algorithms that act in a continuous (Box) action space only.
+CONTINUOUS_ONLY = frozenset({"SB3-SAC"})
+
 #: Algorithms whose replay stores observations as arrays (sweeps.algorithms.apex_replay).
 BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX"})
 
@@ -334,7 +339,8 @@ def _check_action_space(sweep: Sweep, fail) -> None:
     if sweep.reference:
         names.append(sweep.reference.get("algorithm"))
     q_learners = [a for a in names if a in DISCRETE_ONLY]
-    if not q_learners:
+    continuous = [a for a in names if a in CONTINUOUS_ONLY]
+    if not q_learners and not continuous:
         return
     import gymnasium
 
@@ -347,6 +353,11 @@ def _check_action_space(sweep: Sweep, fail) -> None:
                                  f"{type(e).__name__}: {e}") from None
     space, obs_space = env.action_space, env.observation_space
     env.close()
+    if continuous and not isinstance(space, gymnasium.spaces.Box):
+        raise fail("reference", f"{continuous[0]} needs a continuous (Box) action space, but "
+                                f"{sweep.env}'s is {space}; SB3-DQN or SB3-PPO take it")
+    if not q_learners:
+        return
     if not isinstance(space, gymnasium.spaces.Discrete):
         raise fail("algorithms", f"{q_learners[0]} needs a discrete action space, but "
                                  f"{sweep.env}'s is {space}")

@@ -512,3 +512,17 @@ def test_compute_accepts_the_readme_spelling(cli):
         "Standard_D16s_v5",
         4,
     )
+
+
+def test_submit_checks_the_sweep_against_the_target_vm_not_this_machine(cli):
+    """A GPU sweep passes the check for GPU VMs although this machine has none (4 x
+    NC4as_T4_v3: 16 vCPUs, 4 GPUs in all), and fails it for CPU-only VMs, in one line."""
+    sweep = "sweeps/pong_impala_16cpu.py"
+    assert azure.target_shape(4, "Standard_NC4as_T4_v3") == "4x4:1"
+    assert azure.target_shape(2, "Standard_Unknown") is None
+    ok = cli("submit", sweep, "--nodes", "4", "--vm", "Standard_NC4as_T4_v3", "--dry-run")
+    assert ok.returncode == 0, ok.stderr
+    cpu_only = cli("submit", sweep, "--nodes", "4", "--vm", "Standard_F8s_v2", "--dry-run")
+    lines = cpu_only.stderr.strip().splitlines()
+    assert cpu_only.returncode == 2 and len(lines) == 1, cpu_only.stderr
+    assert "it asks for 1 GPUs and the cluster has 0 in all" in lines[0], lines[0]

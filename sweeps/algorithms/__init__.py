@@ -1,4 +1,5 @@
-"""What a sweep can choose: DQN, APEX (Ape-X DQN), IMPALA, PPO and APPO behind one vocabulary.
+"""What a sweep can choose: DQN, APEX (Ape-X DQN), IMPALA, PPO and APPO behind one vocabulary,
+and RLlib's other online algorithms (SAC, DreamerV3) by their RLlib names (``rllib_any.py``).
 
 One file per algorithm (``dqn.py``, ``apex.py`` + its implementation ``apex_dqn.py``,
 ``impala.py``, ``ppo.py``, ``appo.py``) holds what a sweep may set for it and its tuned
@@ -9,6 +10,7 @@ here. Importing this package does not import RLlib.
 from sweeps.algorithms.registry import (
     ALGORITHMS,
     PRESET_META_KEYS,
+    REFUSED,
     build_config,
     extract_metrics,
     known_params,
@@ -19,6 +21,7 @@ from sweeps.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
 __all__ = [
     "ALGORITHMS",
     "PRESET_META_KEYS",
+    "REFUSED",
     "SHARED_PARAMS",
     "UnknownParameterError",
     "build_config",

@@ -15,11 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeps.algorithms import apex, appo, dqn, impala, ppo
+from sweeps.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
 from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
 
 __all__ = [
     "ALGORITHMS",
     "PRESET_META_KEYS",
+    "REFUSED",
     "build_config",
     "extract_metrics",
     "known_params",
@@ -29,8 +31,11 @@ __all__ = [
 #: Every algorithm a sweep can name → its :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC,
-                        dqn.RLLIB_DQN_SPEC)
+                        dqn.RLLIB_DQN_SPEC, *(generic_spec(n) for n in GENERIC))
 }
+
+#: RLlib algorithms a sweep cannot name → why (:data:`sweeps.algorithms.rllib_any.OFFLINE`).
+REFUSED: dict[str, str] = dict(OFFLINE)
 
 #: Keys a preset may carry that describe the run rather than the algorithm; build_config
 #: accepts them (``env`` must then match its ``env`` argument) and does not pass them to RLlib.
@@ -40,6 +45,8 @@ PRESET_META_KEYS = ("env", "env_config", "stop")
 def _spec(algorithm: Any) -> AlgorithmSpec:
     spec = ALGORITHMS.get(algorithm) if isinstance(algorithm, str) else None
     if spec is None:
+        if algorithm in REFUSED:
+            raise ValueError(f"algorithm {algorithm!r} is {REFUSED[algorithm]}")
         raise ValueError(f"unknown algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
     return spec
 

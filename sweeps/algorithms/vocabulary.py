@@ -39,9 +39,14 @@ class UnknownParameterError(ValueError):
     """
 
     def __init__(self, key: str, algorithm: str, known: frozenset[str]):
+        import difflib
+
         self.key, self.algorithm, self.known = key, algorithm, known
+        close = difflib.get_close_matches(str(key), sorted(known), n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         super().__init__(
-            f"unknown parameter {key!r} for algorithm {algorithm} (known: {', '.join(sorted(known))})"
+            f"unknown parameter {key!r} for algorithm {algorithm} ({hint}known: "
+            f"{', '.join(sorted(known))})"
         )
 
 
