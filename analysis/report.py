@@ -609,6 +609,24 @@ def _optuna(ctx: Study, figs: _Figures) -> str:
     return "".join(out)
 
 
+def _where_trials_ran(trials: pd.DataFrame) -> str:
+    """How many trials Ray placed over several nodes, and which (``nodes_used``)."""
+    if "nodes_used" not in trials or not trials["nodes_used"].astype(bool).any():
+        return ""
+    nodes = trials["nodes_used"].fillna("").astype(str)
+    spanning = trials[nodes.str.count(",") > 0]
+    out = [f'<p id="nodes-used">Trials whose env runners ran on more than one node: '
+           f"{len(spanning)} of {len(trials)}; {nodes[nodes != ''].str.split(',').explode().nunique()} "
+           "node(s) used in all (<code>nodes_used</code>, first 12 hex digits of Ray's node "
+           "ids).</p>"]
+    if len(spanning):
+        out.append(_table(["algorithm", "env runners", "seed", "nodes used"],
+                          [[r["algorithm"], str(r["num_env_runners"]), str(r["seed"]),
+                            _esc(r["nodes_used"])] for _, r in spanning.iterrows()],
+                          left=(0, 3)))
+    return "".join(out)
+
+
 # ---------------------------------------------------------------------------------------------
 # Section 8: environment and spec
 # ---------------------------------------------------------------------------------------------
@@ -628,6 +646,7 @@ def _environment(ctx: Study) -> str:
         out.append(_table(["", "value"], rows, left=(0, 1)))
     else:
         out.append(_missing("environment.json is missing."))
+    out.append(_where_trials_ran(ctx.res.trials))
     out.append(f"<p>Results directory: <code>{_esc(ctx.res.path)}</code></p>")
     if spec:
         out.append("<h3>Sweep spec (spec.json)</h3><pre>" + _esc(json.dumps(spec, indent=2))

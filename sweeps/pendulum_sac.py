@@ -1,8 +1,9 @@
 """A continuous-action study: RLlib's SAC (RLlib's defaults) on Pendulum-v1, in the driver and
 with 1 env runner, against Stable-Baselines3's SAC as the single-process reference (absolute
 speedup). On a 2-core machine SB3's SAC reaches the target in ~40 s (~3.5 k env steps, one
-update per step) while RLlib's SAC makes ~25 updates/s and is censored at the budget: the
-answer for this env on this machine is "one process".
+update per step, ~95 updates/s) while RLlib's SAC makes ~10 updates/s once learning starts and
+is censored at the budget (docs/your_workload.md, "Measured"): the answer for this env on this
+machine is "one process".
 
 Pendulum has no exact optimum: the target is a return most good policies pass (an episode of
 a random policy returns about -1,200; a swung-up, balanced pendulum about -150), see

@@ -49,7 +49,12 @@ if TYPE_CHECKING:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from sweeps.cli import OneLineParser
 
-    p = OneLineParser(prog="python -m sweeps.run", description=__doc__.split("\n\n")[0])
+    p = OneLineParser(
+        prog="python -m sweeps.run", description=__doc__.split("\n\n")[0],
+        epilog="The sweep's env is a registered id ('CartPole-v1'), gymnasium's 'module:EnvId' "
+               "(importing module registers EnvId) or 'module:Factory' (called with env_config); "
+               "a module beside the sweep file is checked before Ray starts and shipped to "
+               "every node. See docs/your_workload.md.")
     p.add_argument("file", help="sweep file (.py declaring SWEEP, or .yaml)")
     p.add_argument("--address", default=None,
                    help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")

@@ -282,6 +282,13 @@ def test_a_user_env_and_a_trial_spanning_nodes_on_a_three_node_cluster(tmp_path)
     assert sorted(spanning.algorithm) == ["DQN", "PPO"], table
     assert (spanning.num_cpus == 5).all() and not spanning.oversubscribed.any(), table
     assert (spanning.nodes_used.str.split(",").str.len() > 1).all(), table
+    # the report says where they ran
+    from analysis.report import write_report
+
+    page = write_report(next((tmp_path / "results" / "corridor").iterdir())).read_text()
+    assert 'id="nodes-used"' in page and "more than one node: 2 of " in page
+    for nodes in spanning.nodes_used:
+        assert nodes in page
 
 
 EXPLODING = CORRIDOR + '''
@@ -327,3 +334,14 @@ def test_a_failing_env_fails_fast_and_loudly(tmp_path):
     log = (run_dir / "errors.log").read_text()
     assert 'raise RuntimeError("the simulator lost its licence server")' in log, log[-3000:]
     assert log.startswith("=== trial ") and "corridor_env.py" in log
+
+
+def test_help_shows_the_three_forms_of_env(capsys):
+    from sweeps.run import parse_args
+
+    with pytest.raises(SystemExit) as done:
+        parse_args(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    assert "registered id ('CartPole-v1')" in out and "'module:EnvId'" in out
+    assert "'module:Factory'" in out
