@@ -299,6 +299,7 @@ def _summary(ctx: Study) -> str:
                      'speedup / resources ratio, per env runner and per CPU, only for the '
                      'baseline\'s algorithm. Cost: one run at the measured TTT on '
                      'the cheapest VM size that fits it (pay-as-you-go).</p>')
+        parts.append(_configurations_per_algorithm(ctx))
         parts.append(_table(["algorithm", "env runners", "configuration", "reached",
                              "estimator", "TTT [95% CI]", "speedup [95% CI]",
                              "absolute speedup [95% CI]",
@@ -607,6 +608,25 @@ def _optuna(ctx: Study, figs: _Figures) -> str:
         except (RuntimeError, ValueError, ZeroDivisionError) as exc:
             out.append(_missing(f"Parameter importances could not be computed ({exc})."))
     return "".join(out)
+
+
+def _configurations_per_algorithm(ctx: Study) -> str:
+    """One sentence: how many configurations the search gave each declared algorithm (the
+    baseline and the reference apart), naming any declared algorithm it never measured."""
+    trials = ctx.res.trials
+    sampled = trials[~trials["is_baseline"].astype(bool) & ~trials["is_reference"].astype(bool)]
+    counts = sampled.groupby("algorithm")["config_id"].nunique()
+    declared = list((ctx.res.spec or {}).get("algorithms") or counts.index)
+    parts = [f"{a} {int(counts.get(a, 0))}" for a in declared]
+    missing = [a for a in declared if not counts.get(a, 0)]
+    return ('<p class="note" id="configs-per-algorithm">Configurations the search measured, '
+            f"per algorithm (baseline and reference apart): {_esc(', '.join(parts))}."
+            + (f" <strong>Not measured: {_esc(', '.join(missing))}</strong> (no trial of "
+               "theirs was recorded)." if missing else "")
+            + (" Each algorithm's first configuration is its defaults, queued before the "
+               "sampler takes over." if len(declared) > 1 and (ctx.res.spec or {}).get(
+                   "search", {}).get("sampler") != "grid" else "")
+            + "</p>")
 
 
 def _where_trials_ran(trials: pd.DataFrame) -> str:

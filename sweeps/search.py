@@ -119,6 +119,49 @@ def grid_points(sweep: Sweep) -> list[dict[str, Any]]:
     return points
 
 
+def _default_in(p: Param, default: Any) -> Any:
+    """``default`` when the parameter's space holds it, else the space's first choice or
+    the middle of its range (geometric for log ranges)."""
+    import math
+
+    if isinstance(p, Choice):
+        return default if default in p.values else p.values[0]
+    ok = isinstance(default, (int, float)) and not isinstance(default, bool)
+    if ok and p.low <= default <= p.high and (not isinstance(p, IntRange) or default == int(default)):
+        return int(default) if isinstance(p, IntRange) else float(default)
+    if isinstance(p, IntRange):
+        return int(round(math.sqrt(p.low * p.high))) if p.log else (p.low + p.high) // 2
+    if isinstance(p, LogUniform):
+        return math.sqrt(p.low * p.high)
+    return (p.low + p.high) / 2
+
+
+def first_points(sweep: Sweep) -> list[dict[str, Any]]:
+    """One configuration per algorithm (Optuna parameter names), enqueued before the sampler
+    takes over so that every declared algorithm is measured whatever the sampler would draw:
+    each parameter at the algorithm's tuned default when the space holds it, else its first
+    choice or the middle of its range; for the baseline's algorithm, another
+    ``num_env_runners`` than the baseline's when the space has one (the baseline runs anyway).
+    """
+    from sweeps.algorithms import ALGORITHMS
+
+    base = sweep.baseline or {}
+    points = []
+    for algo in sweep.algorithms:
+        defaults = ALGORITHMS[algo].defaults
+        point: dict[str, Any] = {"algorithm": algo}
+        for shared, params in ((True, sweep.search_space),
+                               (False, sweep.per_algorithm.get(algo, {}))):
+            for name, p in params.items():
+                value = _default_in(p, defaults.get(name))
+                if (name == "num_env_runners" and algo == base.get("algorithm")
+                        and isinstance(p, Choice) and value == base.get("num_env_runners")):
+                    value = next((v for v in p.values if v != value), value)
+                point[_optuna_name(algo, name, shared)] = value
+        points.append(point)
+    return points
+
+
 def trial_params(optuna_config: dict[str, Any]) -> dict[str, Any]:
     """Turn an OptunaSearch config into the flat trial vocabulary (``algorithm`` + params)."""
     cfg = dict(optuna_config)
@@ -170,13 +213,18 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     """The inner ``OptunaSearch`` for a sweep and the number of configurations to sample.
 
     Returns:
-        (searcher, num_configs): TPE or random sampler seeded with ``search.sampler_seed``;
-        for ``grid``, a random sampler whose study has every grid point enqueued.
+        (searcher, num_configs): TPE or random sampler seeded with ``search.sampler_seed``,
+        its study with one configuration per algorithm enqueued first when the sweep has
+        several (:func:`first_points`); for ``grid``, a random sampler whose study has every
+        grid point enqueued.
     """
     import optuna
 
     seed = sweep.search.sampler_seed
-    points = _grid_configs(sweep) if sweep.search.sampler == "grid" else None
+    if sweep.search.sampler == "grid":
+        points = _grid_configs(sweep)
+    else:  # every declared algorithm measured at least once (counted in num_samples)
+        points = first_points(sweep) if len(sweep.algorithms) > 1 else None
     n = num_configs(sweep)
     if sweep.search.sampler == "tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, n))

@@ -304,6 +304,10 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
           and sweep.target.value > optimal):
         raise fail("target.value", f"{sweep.target.value:g} is above the env's exact optimal "
                                    f"return {optimal:.2f}: no policy can reach it")
+    if sweep.search.sampler != "grid" and sweep.search.num_samples < len(sweep.algorithms):
+        raise fail("search.num_samples", f"{sweep.search.num_samples} cannot give each of the "
+                                         f"{len(sweep.algorithms)} algorithms one configuration; "
+                                         f"give at least {len(sweep.algorithms)}")
     if sweep.search.sampler == "grid":
         for algo in sweep.algorithms:
             for name, p in sweep.params_for(algo).items():

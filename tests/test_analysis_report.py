@@ -191,3 +191,23 @@ def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup
         if "(reference)" in cells[0]:
             continue
         assert re.match(r"0\.\d\d( \[|$)", cells[6]), cells  # every one slower than the reference
+
+
+def test_the_report_says_how_many_configurations_each_algorithm_got():
+    """And names a declared algorithm the search never measured."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from analysis.report import _configurations_per_algorithm
+
+    trials = pd.DataFrame({
+        "algorithm": ["DQN", "DQN", "DQN", "APEX", "APEX", "SB3-DQN"],
+        "config_id": ["baseline", "DQN-a", "DQN-b", "APEX-a", "APEX-a", "reference"],
+        "is_baseline": [True, False, False, False, False, False],
+        "is_reference": [False] * 5 + [True]})
+    spec = {"algorithms": ["DQN", "APEX", "IMPALA"], "search": {"sampler": "tpe"}}
+    html = _configurations_per_algorithm(SimpleNamespace(res=SimpleNamespace(trials=trials,
+                                                                             spec=spec)))
+    assert "per algorithm (baseline and reference apart): DQN 2, APEX 1, IMPALA 0." in html
+    assert "<strong>Not measured: IMPALA</strong>" in html and "its defaults, queued" in html

@@ -73,7 +73,8 @@ def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     sampled = configs[2:]
     for c in sampled:
         assert c["algorithm"] in ("DQN", "IMPALA") and c["gamma"] == 0.98
-        assert ("rollout_fragment_length" in c) == (c["algorithm"] == "IMPALA")
+        # IMPALA's own space; DQN gets its default (every config records the key)
+        assert c["rollout_fragment_length"] in ([20, 50] if c["algorithm"] == "IMPALA" else [4])
         assert (c.get("train_batch_size") == 64) == (c["algorithm"] == "DQN")
     # Optuna hears one seed-averaged value per config, only once both seeds finished.
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
@@ -169,3 +170,47 @@ def test_seeded_search_skips_the_seeds_capping_settled(tmp_path):
                          seeds=3, baseline=None, num_configs=1)
     plain.set_search_properties("objective", "min", {})
     assert len([plain.suggest(f"p{i}") for i in range(3)]) == 3 and plain.skipped == {}
+
+
+def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
+    """Three algorithms, three samples, for several sampler seeds: whatever the sampler would
+    draw, the first configurations are one per algorithm, in the declared order, at the
+    algorithms' defaults where the space holds them (a random draw covers all three in that
+    order with probability 1/27 per seed)."""
+    import optuna
+
+    from sweeps.search import sweep_search
+    from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    for sampler_seed in range(4):
+        sweep = Sweep(name="cover", env="CartPole-v1", algorithms=["PPO", "IMPALA", "APPO"],
+                      search_space={"num_env_runners": choice([1, 2]),
+                                    "lr": loguniform(1e-5, 1e-1)},
+                      target=Target(value=100.0), budget=Budget(time_s=5),
+                      search=Search(sampler="random", num_samples=3, seeds=1,
+                                    sampler_seed=sampler_seed),
+                      baseline={"algorithm": "PPO", "num_env_runners": 1})
+        search, _ = sweep_search(sweep, "sqlite:///:memory:")
+        configs = []
+        for i in range(search.total_trials):
+            configs.append(search.suggest(f"t{i}"))
+            search.on_trial_complete(f"t{i}", {"objective": 1.0})
+        sampled = [c for c in configs if not c["is_baseline"]]
+        assert [c["algorithm"] for c in sampled] == ["PPO", "IMPALA", "APPO"], sampled
+        # PPO's default num_env_runners (1) is the baseline's: its queued point takes 2
+        assert sampled[0]["num_env_runners"] == 2 and sampled[0]["lr"] == 3e-4
+        assert sampled[1]["num_env_runners"] == 1
+
+
+def test_too_few_samples_for_the_declared_algorithms_is_one_line(tmp_path):
+    from sweeps.sweep_file import SpecError, load_sweep
+
+    path = tmp_path / "few.py"
+    path.write_text("from sweeps.spec import Budget, Search, Sweep, Target\n"
+                    "SWEEP = Sweep(name='few', env='CartPole-v1', algorithms=['PPO', 'IMPALA', "
+                    "'APPO'], target=Target(value=100.0), budget=Budget(time_s=5), "
+                    "search=Search(num_samples=2))\n")
+    with pytest.raises(SpecError, match=r"search.num_samples: 2 cannot give each of the 3 "
+                                        r"algorithms one configuration; give at least 3$"):
+        load_sweep(path)
