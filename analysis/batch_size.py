@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import median_or_nan
+from sweeps.cli import EXIT_BAD_INPUT
 
 __all__ = ["BatchSizeCheck", "batch_advice", "batch_size_check", "check_lines", "fit_critical_batch", "main",
            "steps_at", "trial_batch"]
@@ -328,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         tm, target, _ = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     check = batch_size_check(tm, res.progress, pilot=args.pilot)
     print(f"Batch-size check for {res.path} -- target {target.metric} >= {target.value:g}")
     for line in check_lines(check):

@@ -1,6 +1,6 @@
 """Per-trial metrics, recomputed from ``progress.parquet``.
 
-Time-to-target (TTT, DESIGN.md): wall-clock seconds from the trial's start to the end of the
+Time-to-target (TTT, docs/design.md): wall-clock seconds from the trial's start to the end of the
 first training iteration whose target metric is >= the target; steps-to-target: env steps
 sampled by then. A trial that never crosses the target is *censored* at the time it stopped
 (its TTT is "> elapsed_s"), unless it ended in an error.

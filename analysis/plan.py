@@ -61,7 +61,7 @@ from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
-from sweeps.cli import OneLineParser
+from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
     "Plan",
@@ -931,14 +931,14 @@ def main(argv: list[str] | None = None) -> int:
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     console = Console(width=max(Console().width, 120))
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
         except ValueError as exc:
             sys.stderr.write(f"{prog}: error: {exc}\n")
-            return 2
+            return EXIT_BAD_INPUT
     summary = summarize_configs(tm)
     if holdout is not None:
         return _check_main(res, tm, summary, holdout, target, warns, console)

@@ -11,7 +11,7 @@ N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):
 1. **USL on 1/TTT**: Gunther's Universal Scalability Law (Amdahl with two distinct N) fitted to
    1/TTT against N, TTT(N) = 1/X(N) -- what the capacity plan uses (:mod:`analysis.scaling`).
 2. **Pipeline**: TTT(N) = S(N) + E(N) / R(N), the trial's own decomposition into the parts it
-   can measure (DESIGN.md: TTT counts actor start-up):
+   can measure (docs/design.md: TTT counts actor start-up):
 
    - S(N), start-up seconds: the time at which the trial's env steps, extrapolated back along
      its steady sampling rate, were zero (actor start-up, module build, first weights sync);

@@ -71,7 +71,7 @@ from analysis.plan import plan_text
 from analysis.plan_check import TABLE_HEADERS, table_rows
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
-from sweeps.cli import OneLineParser
+from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -706,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
                        figures=names, engine=args.engine, width=args.width, scale=args.scale)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     sys.stdout.write(done.markdown)
     sys.stdout.flush()
     for path in done.figures.values():

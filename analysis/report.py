@@ -61,7 +61,7 @@ from analysis.plan import plan_text
 from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
-from sweeps.cli import OneLineParser
+from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = ["analyse", "build_report", "main", "write_report"]
 
@@ -778,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         path = write_report(args.results_dir, args.output, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
-        return 2
+        return EXIT_BAD_INPUT
     print(path)
     return 0
 

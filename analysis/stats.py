@@ -1,6 +1,6 @@
 """Statistics across seeds: time-to-target per configuration, speedup, parallel efficiency.
 
-Rules (DESIGN.md):
+Rules (docs/design.md):
 
 - A configuration is the set of trials sharing ``config_id`` (one per seed).
 - Censored trials are never replaced by the budget. With no censoring, TTT is summarised by
@@ -171,10 +171,6 @@ def olympic_mean(durations: np.ndarray, reached: np.ndarray) -> tuple[float, str
         return math.nan, f"olympic mean undefined: {n_miss} runs missed the target"
     t = np.sort(np.where(reached, durations, np.inf))
     return float(np.mean(t[1:-1])), ""
-
-
-def _ttt_estimator(reached: np.ndarray) -> str:
-    return "median" if reached.all() else "KM median"
 
 
 def median_or_nan(values: pd.Series) -> float:
@@ -458,7 +454,7 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         ``(table, warnings)``. ``table`` has one row per ``config_id`` with ``speedup,
         speedup_low, speedup_high`` (relative speedup S = TTT(baseline)/TTT(config)),
         ``abs_speedup, abs_speedup_low, abs_speedup_high`` (absolute speedup =
-        TTT(reference)/TTT(config), the single-process reference of DESIGN.md; NaN without
+        TTT(reference)/TTT(config), the single-process reference of docs/design.md; NaN without
         one), ``runner_ratio, efficiency_per_runner`` (+ ``_low/_high``), ``cpu_ratio,
         efficiency_per_cpu`` (+ ``_low/_high``) — parallel efficiency E = S / resources ratio,
         only for configurations of the baseline's algorithm (across algorithms it would mix

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.auth import AUTH_MODE_VAR, AUTH_TOKEN_VAR, new_token
+from sweeps.cli import EXIT_BAD_INPUT
 
 #: Root of this project: uploaded as the job's code.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -820,10 +821,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pip install -e '.[azure]'",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_BAD_INPUT
     except subprocess.TimeoutExpired:
         print(f"error: cluster.azure {args.cmd}: the sweep file check timed out", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

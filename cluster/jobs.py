@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sweeps.cli import EXIT_BAD_INPUT
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Where results go on the cluster's head (the job's own folder is deleted with the job).
 DEFAULT_REMOTE_RESULTS = "~/rl-scaling-results"
@@ -268,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except JobsError as e:
         print(f"error: cluster.jobs {args.cmd}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
 
 def _known(jobs, job_id: str) -> None:

@@ -60,6 +60,8 @@ from typing import Any
 
 import yaml
 
+from sweeps.cli import EXIT_BAD_INPUT
+
 #: Where cluster/Dockerfile puts the project in the image, and where results go on the head.
 PROJECT_DIR = "/home/ray/rl-scaling"
 RESULTS_DIR = "/home/ray/results"
@@ -301,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                                    "for AKS: az aks get-credentials -g GROUP -n CLUSTER")
     except KubeRayError as e:
         print(f"error: cluster.kuberay {args.cmd}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     text = yaml.safe_dump(manifest, sort_keys=False)
     if not (args.results_pvc or args.results):
         print("warning: no --results-pvc: the results stay on the head pod and are deleted "

@@ -6,7 +6,7 @@ RLlib's env runner pays a fixed cost per *vector* step (its env-to-module and mo
 connector pipelines and one forward pass), whatever the number of envs; a sample call of
 16 envs × 4 steps and one of 8 × 8 both deliver 64 env steps, and so the same replay ratio, but
 the first makes half as many vector steps. 8 × 4 and 16 × 8 halve or double the env steps per
-call. The default (16 × 4; 8 × 8 until 2026-11-24) was chosen from seeds 0-4 and checked on
+call. The default (16 × 4, which replaced 8 × 8) was chosen from seeds 0-4 and checked on
 seeds 20-24 by ``cabs_best`` (docs/benchmarks.md, "APEX's sample call"). 45 trials of at most
 20 s; about 6 minutes on a 2-core laptop.
 """

@@ -4,7 +4,7 @@ against a single-process Stable-Baselines3 DQN reference.
 Question: on this machine, which algorithm and how many env runners reach 95 % of the exact
 optimal monthly profit (``envs.oracle_return``) fastest in wall-clock, how does that compare
 with the seed article's DQN baseline (1 env runner) — and does any of them beat a plain
-single-process DQN (the *reference*: absolute speedup, DESIGN.md)?
+single-process DQN (the *reference*: absolute speedup, docs/design.md)?
 
 Every trial, the reference included, is judged on one metric: the greedy policy's mean return
 over 20 fixed-seed evaluation episodes after every ~1 s training iteration (the evaluation

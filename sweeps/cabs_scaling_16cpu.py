@@ -8,7 +8,7 @@ single-process Stable-Baselines3 DQN reference, with the same evaluation protoco
 (95 % of the exact optimum). A trial asks for N + 1 CPUs, so N = 15 fills a 16-CPU node and
 every trial's CPU request is honest (``max_concurrent=1``: one trial at a time).
 
-Measured on a 16-core GPU machine: docs/cabs_scaling_16cpu.md (data under docs/data/).
+Measured on a 16-core GPU machine: docs/device_16cpu.md (data under docs/data/).
 On a 2-core laptop, ``--dry-run`` shows that the N >= 2 points do not fit.
 """
 

@@ -24,7 +24,6 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 
-EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 3

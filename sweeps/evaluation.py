@@ -1,6 +1,6 @@
 """The evaluation protocol: one greedy-policy measurement, identical for every algorithm.
 
-Comparing algorithms on different metrics is a defect (DESIGN.md, *evaluation protocol*). The
+Comparing algorithms on different metrics is a defect (docs/design.md, *evaluation protocol*). The
 target metric ``"evaluation"`` is therefore measured here, by our code, the same way for RLlib's
 DQN, APEX, IMPALA, PPO and APPO and for the single-process reference (:mod:`sweeps.reference`):
 

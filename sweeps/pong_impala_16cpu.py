@@ -6,7 +6,7 @@ learner: ``num_learners=0``, ``num_gpus_per_learner=1``), so the trial asks for 
 16 CPUs and 1 GPU. The budget is 8 minutes, not the how-to's hour: the run measures
 throughput (env steps/s with 15 runners and a GPU learner) and the start of the learning
 curve, and is expected to be censored below the how-to's target of 18. Measured on a 16-core
-H100 machine: docs/pong_16cpu.md (data under docs/data/pong_impala_16cpu/).
+H100 machine: docs/device_16cpu.md (data under docs/data/pong_impala_16cpu/).
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice

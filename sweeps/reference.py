@@ -1,7 +1,7 @@
 """The single-process reference: Stable-Baselines3 DQN, PPO or SAC, timed like every other trial.
 
 In HPC, *absolute* speedup is measured against the best serial implementation, not against the
-parallel code run on one worker (DESIGN.md, *reference*). A sweep that declares
+parallel code run on one worker (docs/design.md, *reference*). A sweep that declares
 ``reference={"algorithm": "SB3-DQN", ...}`` runs this well-kept single-process implementation
 on the same env, target, evaluation protocol (:mod:`sweeps.evaluation`), budget and seeds as
 its RLlib trials: one Python process (the trial's own), no Ray actors, torch on the trial's one

@@ -39,6 +39,7 @@ os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most
 os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
 os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
 
+from sweeps.cli import EXIT_BAD_INPUT  # noqa: E402
 from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
 from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
 
@@ -453,7 +454,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         if lock is not None:
             lock.release()
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
     from cluster.local import ClusterError, ray_session
 
@@ -468,7 +469,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
                     nodes)
         except SpecError as e:
             print(f"error: {e}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
         return 0
     try:
         from sweeps.sweep_file import modules_to_ship
@@ -491,10 +492,10 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
                         mirror)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except ClusterError as e:
         print(f"error: {source}: --address: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     finally:
         if lock is not None:
             lock.release()

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# Target metrics (DESIGN.md, *evaluation protocol*). EVALUATION: the mean return of the current
+# Target metrics (docs/design.md, *evaluation protocol*). EVALUATION: the mean return of the current
 # policy acting greedily on fixed evaluation episodes, measured the same way for every algorithm
 # and the reference (sweeps.evaluation). TRAINING: the mean return of the exploring training
 # episodes (RLlib's env_runners/episode_return_mean; the reference's last 100 episodes).

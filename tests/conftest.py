@@ -49,3 +49,33 @@ def local_ray():
         yield ray
     finally:
         ray.shutdown()
+
+
+@pytest.fixture()
+def s3(tmp_path, monkeypatch):
+    """A moto S3 server on 127.0.0.1 with one bucket; the env that points clients at it."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from cluster.nodes import free_port
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+           "RL_SCALING_STAGING": str(tmp_path / "cache")}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    client.create_bucket(Bucket="rl-results")
+    try:
+        yield {"env": {**os.environ, **env}, "client": client}
+    finally:
+        server.stop()
+
+
+def s3_keys(client, prefix: str = "") -> set[str]:
+    """The keys under ``prefix`` in the :func:`s3` fixture's bucket."""
+    out = client.list_objects_v2(Bucket="rl-results", Prefix=prefix)
+    return {o["Key"] for o in out.get("Contents", [])}

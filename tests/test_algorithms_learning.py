@@ -7,9 +7,9 @@ policy's (≈ −40 dollars for the default Cabs) to at least halfway to the exa
 (≈ 2966 dollars), i.e. ≥ ≈ 1463 dollars, within 75 s of training. Fixed seeds (the trial's
 RLlib seed and the evaluation seeds) remove the evaluation's own noise; what is left is the
 scheduling noise of Ray on 2 cores. Measured spread, 5 runs of this file in a row on a 2-core
-machine (2026-11-22; seconds of training, after the Algorithm was built, until the evaluation
+machine (seconds of training, after the Algorithm was built, until the evaluation
 return passed the bar): DQN 3.2–9.4 s (median 4.2; RLlib's DQN then, 2.1–3.2 s on the suite's
-replay data path on 2026-11-25, 1.0–1.1 s with 1-step returns in 3 runs that day), APEX
+replay data path, 1.0–1.1 s with 1-step returns in 3 runs), APEX
 2.0–5.1 s (median 4.1; 1.0–1.1 s with 1-step returns), IMPALA
 4.1–5.2 s (median 4.2) — at least 8x inside the 75 s budget; best evaluation returns at that
 point 1,480–2,882. The whole file took 49–59 s per run.

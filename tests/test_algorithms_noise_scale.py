@@ -126,7 +126,7 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
         # Until the first measurement, by time, not by a count of iterations: IMPALA's
         # iterations return empty (no env steps, no updates) until its env runner actor has
         # started and sent a sample, which took over 6 ~1 s iterations on a loaded 2-core
-        # machine (a chance failure, 1 run in 4 on 2026-11-25).
+        # machine (a chance failure, 1 run in 4).
         deadline = time.monotonic() + 90.0
         while not seen or time.monotonic() < deadline:
             m = extract_metrics(algorithm, algo.train())

@@ -80,3 +80,24 @@ def test_sac_and_the_sb3_sac_reference_run_end_to_end_on_pendulum(tmp_path):
     progress = pd.read_parquet(run_dir / "progress.parquet")
     assert progress.evaluation_return.notna().all() and progress.env_steps.max() > 0
     assert (run_dir / "report.html").is_file()
+
+
+@pytest.mark.parametrize("algorithm", ["SB3-PPO", "SB3-SAC"])
+def test_the_references_act_in_a_continuous_action_space(algorithm):
+    """SB3-PPO and SB3-SAC on Pendulum (Box actions), no Ray: two short iterations, each with
+    a greedy evaluation of continuous actions inside Pendulum's bounds."""
+    from sweeps.reference import run_reference
+
+    reports = []
+
+    def report(r):
+        reports.append(r)
+        return len(reports) >= 2
+
+    run_reference({"algorithm": algorithm, "seed": 0, "min_time_s_per_iteration": 0.2,
+                   "total_timesteps": 5_000,
+                   **({"n_steps": 64, "batch_size": 64} if algorithm == "SB3-PPO" else {})},
+                  env_id="Pendulum-v1", env_config={}, evaluation={"episodes": 2, "seed": 0},
+                  budget_env_steps=None, report=report)
+    assert len(reports) == 2 and reports[-1]["env_steps"] > 0
+    assert all(-3300 <= r["evaluation_return"] <= 0 for r in reports), reports

@@ -223,7 +223,7 @@ def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
 
 
 def test_reference_verdict_with_an_unbounded_interval_does_not_claim_a_win() -> None:
-    """Seen 2026-11-24 in a capping-off run of the README study: APEX 6.7 s against the
+    """Seen in a capping-off run of the README study: APEX 6.7 s against the
     reference's 7.1 s at the median, printed as "beats ... 1.06 [0.15, unbounded]x". Here the
     same shape (a reference seed censored): the interval [0.11, unbounded] contains 1, so the
     verdict says the seeds cannot tell the two apart."""

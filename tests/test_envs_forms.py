@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import s3_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -246,14 +247,33 @@ def reached_rows(results: Path, name: str):
 
 
 @pytest.mark.ray
-def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(tmp_path):
+def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s3, tmp_path):
     """The module lives in a folder no process has on its path: only Ray's runtime
-    environment brings it to the trial actors and their env runners."""
+    environment brings it to the trial actors and their env runners. The run is written to
+    object storage (a real S3-compatible server) as it goes, and analysed from there."""
+    import pandas as pd
+
+    from sweeps.storage import fetch_run
+
     folder = user_folder(tmp_path)
     path = yaml_sweep(folder, "corridor_env:Corridor-v0")
-    proc = run_sweep(path, tmp_path / "results")
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           "s3://rl-results/results"], cwd=ROOT, env=s3["env"],
+                          capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    trials = reached_rows(tmp_path / "results", "corridor")
+    keys = s3_keys(s3["client"], "results/corridor/")
+    (run_id,) = {k.split("/")[2] for k in keys}
+    uri = f"s3://rl-results/results/corridor/{run_id}"
+    assert f"results in {uri}" in proc.stdout
+    assert {"trials.parquet", "progress.parquet", "spec.json", "environment.json", "optuna.db",
+            "report.html"} <= {k.split("/")[-1] for k in keys}, keys
+    again = subprocess.run([sys.executable, "-m", "analysis.report", uri, "-o",
+                            str(tmp_path / "again.html")], cwd=ROOT, env=s3["env"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    local = fetch_run(uri)
+    trials = pd.read_parquet(local / "trials.parquet")
+    assert set(pd.read_parquet(local / "progress.parquet").trial_id) == set(trials.trial_id)
     table = trials[["algorithm", "num_env_runners", "status", "error"]].to_string()
     assert sorted(zip(trials.algorithm, trials.num_env_runners, strict=True)) == [
         ("DQN", 0), ("DQN", 1), ("PPO", 0), ("PPO", 1)], table  # the baseline is PPO, 0

@@ -9,7 +9,6 @@ here. Importing this package does not import RLlib.
 
 from sweeps.algorithms.registry import (
     ALGORITHMS,
-    PRESET_META_KEYS,
     REFUSED,
     build_config,
     extract_metrics,
@@ -20,7 +19,6 @@ from sweeps.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
 
 __all__ = [
     "ALGORITHMS",
-    "PRESET_META_KEYS",
     "REFUSED",
     "SHARED_PARAMS",
     "UnknownParameterError",

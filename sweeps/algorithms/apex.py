@@ -55,7 +55,7 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
 APEX_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
     # 64 env steps per sample call in 4 vector steps: RLlib's env runner pays per vector step,
-    # so 16 x 4 samples faster than 8 x 8 (the default until 2026-11-24) at the same replay
+    # so 16 x 4 samples faster than 8 x 8 (the earlier default) at the same replay
     # ratio and reached the Cabs target sooner with 0 and 1 env runners (docs/benchmarks.md,
     # "APEX's sample call"; sweeps/cabs_apex_sample_shape.py)
     "num_envs_per_env_runner": 16,

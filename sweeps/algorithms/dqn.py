@@ -68,8 +68,8 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
         "type": "EpisodeReplayBuffer", "capacity": int(get("buffer_size"))}}
 
 
-#: Tuned defaults of RLLIB-DQN (measured on Contoso Cabs, docs/benchmarks.md; the sweeps' DQN
-#: defaults until 2026-11-25). Why they are fast:
+#: Tuned defaults of RLLIB-DQN (measured on Contoso Cabs, docs/benchmarks.md; before the
+#: suite's DQN had its own data path, they were its defaults). Why they are fast:
 #: 16 vectorised envs × 8 steps per sample call = 128 env steps per remote call instead of 1,
 #: so the fixed cost of a call and of a vector step through RLlib's connectors is shared by
 #: 128 env steps; ``training_intensity`` 2.0 → ~3.2 replayed transitions per sampled one with

@@ -47,8 +47,6 @@ DEFAULT_EVERY = 20
 EMA_DECAY = 0.9
 """Decay of the exponential moving averages of |G|^2 and tr(Sigma), per measurement."""
 
-NOISE_KEYS = ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov")
-
 
 def two_batch_estimates(norm_sq_small: float, norm_sq_big: float, b_small: float,
                         b_big: float) -> tuple[float, float]:

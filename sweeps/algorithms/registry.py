@@ -20,7 +20,6 @@ from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_
 
 __all__ = [
     "ALGORITHMS",
-    "PRESET_META_KEYS",
     "REFUSED",
     "build_config",
     "extract_metrics",
@@ -36,10 +35,6 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
 
 #: RLlib algorithms a sweep cannot name → why (:data:`sweeps.algorithms.rllib_any.OFFLINE`).
 REFUSED: dict[str, str] = dict(OFFLINE)
-
-#: Keys a preset may carry that describe the run rather than the algorithm; build_config
-#: accepts them (``env`` must then match its ``env`` argument) and does not pass them to RLlib.
-PRESET_META_KEYS = ("env", "env_config", "stop")
 
 
 def _spec(algorithm: Any) -> AlgorithmSpec:
@@ -92,9 +87,9 @@ def build_config(trial_config: Mapping[str, Any], env: str,
         trial_config: flat dict with ``"algorithm"`` plus vocabulary keys (see
             :data:`sweeps.algorithms.vocabulary.SHARED_PARAMS` and :func:`known_params`). Keys
             it does not set take the algorithm's tuned defaults (``ALGORITHMS[name].defaults``),
-            not RLlib's. A preset's ``env``/``env_config``/``stop`` are accepted.
+            not RLlib's.
         env: gymnasium id or RLlib-registered env name, e.g. ``"ContosoCabs-v0"``.
-        env_config: the env's config dict (RLlib ``env_config``); if None, a preset's.
+        env_config: the env's config dict (RLlib ``env_config``).
 
     Returns:
         A new-API-stack ``AlgorithmConfig``; ``config.build_algo()`` builds the Algorithm and
@@ -102,8 +97,8 @@ def build_config(trial_config: Mapping[str, Any], env: str,
         (driver + env runners + learners).
 
     Raises:
-        ValueError: no or an unknown ``algorithm`` (naming the known ones), a preset ``env``
-            different from ``env``, a vocabulary value of the wrong type or range, or both
+        ValueError: no or an unknown ``algorithm`` (naming the known ones), a vocabulary
+            value of the wrong type or range, or both
             the old and the current name of one parameter (``num_workers`` is accepted as
             ``num_env_runners`` with a notice, :data:`~sweeps.algorithms.vocabulary.DEPRECATED_NAMES`).
         UnknownParameterError: (a ValueError) a key the algorithm does not know.
@@ -114,13 +109,6 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     if "algorithm" not in params:
         raise ValueError(f"trial config has no 'algorithm' key (one of: {', '.join(ALGORITHMS)})")
     spec = _spec(params.pop("algorithm"))
-    preset_env = params.pop("env", None)
-    if preset_env is not None and preset_env != env:
-        raise ValueError(f"trial config is for env {preset_env!r} but the trial's env is {env!r}")
-    preset_env_config = params.pop("env_config", None)
-    params.pop("stop", None)
-    if env_config is None:
-        env_config = preset_env_config
     known = spec.known_params()
     for key in params:  # before merging defaults, so the error names the user's key
         if key not in known:
