@@ -489,7 +489,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
         self._recorded.add(tid)
         starts = self._starts.get(tid)
         if not row.get("is_reference"):  # a single-process reference is no typical trial
-            self._durations.append(time.time() - starts[0] if starts else
+            # a trial replayed from Tune's state on --resume has no start time here (0.0)
+            self._durations.append(time.time() - starts[0] if starts and starts[0] > 0 else
                                    float(row.get("elapsed_s") or 0.0))
         self._flush()
         self._print(row)

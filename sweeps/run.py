@@ -624,6 +624,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         print(f"(staged locally in {run_dir}; each file is uploaded as soon as it is written)")
     if args.resume:
         print(f"Resuming {tune_dir} (finished trials are kept, unfinished ones restart)")
+        reopen_search(tune_dir)
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
                                    resume_unfinished=True, resume_errored=False)
     else:
@@ -711,6 +712,31 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         print(f"error: {args.file}: {summary}", file=sys.stderr)
         return EXIT_NO_TRIAL_SUCCEEDED
     return 0
+
+
+def reopen_search(tune_dir: Path) -> bool:
+    """Let a resumed run suggest the trials its first run never started.
+
+    When a run ends early through a stopper (a full disk: :class:`sweeps.record.StopOnWriteError`),
+    Tune marks its search as finished (``SearchGenerator.set_finished``) and saves that in the
+    experiment's ``search_gen_state-*.json``; restored as is, the run would end with the trials
+    never suggested still missing. The searcher itself knows when it is done
+    (:class:`sweeps.search.SeededSearch` returns ``FINISHED``), so the flag is cleared in the
+    newest state file (atomically). Returns whether it was set.
+    """
+    import ray.cloudpickle as cloudpickle
+
+    states = sorted(tune_dir.glob("search_gen_state-*.json"), key=lambda p: p.stat().st_mtime)
+    if not states:
+        return False
+    state = cloudpickle.loads(states[-1].read_bytes())
+    if not (isinstance(state, dict) and state.get("finished")):
+        return False
+    state["finished"] = False
+    tmp = states[-1].with_name(f".{states[-1].name}.tmp")
+    tmp.write_bytes(cloudpickle.dumps(state))
+    os.replace(tmp, states[-1])
+    return True
 
 
 def trial_dirname(trial) -> str:
