@@ -214,6 +214,7 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     assert f"is in use by another sweeps.run (pid {first.pid})" in second.stderr
     assert first.returncode == 130, (first.returncode, out[-2000:], err[-3000:])
     assert "Interrupted:" in err and "--resume" in err, err[-2000:]
+    assert "Tuner.restore" not in out + err  # Tune's own hint names an API, not the command
     assert "Traceback" not in err and "SIGTERM received" not in err, err[-3000:]
     after_sigterm = pd.read_parquet(trials_file)
     assert 1 <= len(after_sigterm) < expected
