@@ -555,7 +555,7 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
             f"{describe_metric(data.target.metric, res.spec)}. Env steps/s: "
             "median over seeds of total env steps / trial wall-clock. Steps-to-target: median "
             "over the seeds that reached the target. Oversubscribed: the trial asked for more "
-            "CPUs than the node had, so its timings are not trustworthy.")
+            "CPUs than the cluster had, so its timings are not trustworthy.")
         out += ["", _md_table(headers, rows, right=(1, 2, 3, 5, 12, 13)), ""]
         if notes:
             out.append("Notes:")

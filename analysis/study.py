@@ -184,7 +184,7 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  "seeds: no confidence interval for them")
     n_o = int(tm["oversubscribed"].sum())
     if n_o:
-        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the node had): "
+        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the cluster had): "
                  "their timings are not trustworthy")
     n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
     if n_capped:
