@@ -198,6 +198,35 @@ def ttt_figure(data: Study) -> Any:
     return fig
 
 
+#: Below this R² a drawn fit is flagged in its legend entry as a poor fit.
+POOR_FIT_R2 = 0.5
+
+
+def fit_line_name(alg: str, f: Any) -> str | None:
+    """The legend name of a fit worth drawing, or None when the data cannot test it: a model
+    that failed, or one exactly determined by its points (as many distinct N as parameters:
+    it passes through them whatever the truth, no residual). A drawn fit with R² below
+    :data:`POOR_FIT_R2` says so in its name."""
+    if not f.ok or f.dof <= 0 or f.n_distinct <= (3 if f.model == "usl" else 2):
+        return None
+    name = f"{alg} {'USL' if f.model == 'usl' else 'Amdahl'} fit"
+    if math.isfinite(f.r2) and f.r2 < POOR_FIT_R2:
+        name += f" (R² {f.r2:.2f}: poor fit)"
+    return name
+
+
+def untestable_fit_note(fits: list[tuple[str, str, Any]]) -> str | None:
+    """One line for the fits not drawn because the measured N determine them exactly."""
+    short = sorted({(alg, f.n_distinct) for alg, _, f in fits
+                    if f.ok and fit_line_name(alg, f) is None})
+    if not short:
+        return None
+    which = ", ".join(f"{alg} ({n} env runner counts)" for alg, n in short)
+    return (f"No scaling model is drawn for {which}: as many distinct N as a model has "
+            "parameters determine it exactly, so the data cannot test it; measure at least 3 "
+            "env runner counts to fit Amdahl, 4 for the USL.")
+
+
 @dataclass
 class SpeedupFigures:
     """The speedup and parallel-efficiency figures (see :func:`speedup_figures`).
@@ -278,10 +307,10 @@ def speedup_figures(data: Study) -> SpeedupFigures:
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
             fit_rows.append((alg, "1/TTT", f))
-            if f.ok:
+            name = fit_line_name(alg, f)
+            if name is not None:
                 fig.add_trace(go.Scatter(
-                    x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines",
-                    name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
+                    x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines", name=name,
                     line={"color": data.alg_color[alg], "dash": dash, "width": 1.5}))
         eff.add_trace(go.Scatter(
             x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
@@ -332,9 +361,9 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
             tp_fit_rows.append((alg, "env steps/s", f))
-            if f.ok:
-                fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines",
-                                         name=f"{alg} {'USL' if m == 'usl' else 'Amdahl'} fit",
+            name = fit_line_name(alg, f)
+            if name is not None:
+                fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines", name=name,
                                          line={"color": data.alg_color[alg], "dash": dash}))
     fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
                             "start-up included)", xaxis=axis, yaxis_title="env steps / s")

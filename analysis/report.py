@@ -46,6 +46,7 @@ from analysis.figures import (
     FigureUnavailable,
     batch_size_figure,
     best_per_n,
+    fit_line_name,
     learning_curve_figure,
     log_ticks,
     plan_check_figure,
@@ -53,6 +54,7 @@ from analysis.figures import (
     style_figure,
     throughput_figure,
     ttt_figure,
+    untestable_fit_note,
 )
 from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
@@ -390,11 +392,16 @@ def _scaling(ctx: Study, figs: _Figures) -> str:
         fit_rows = sf.fits
     fig, tp_fit_rows = throughput_figure(ctx)
     out.append(figs.div(fig, height=FIGURE_HEIGHT["throughput"]))
+    untestable = untestable_fit_note([*fit_rows, *tp_fit_rows])
+    if untestable:
+        out.append(f'<p class="note" id="untestable-fits">{_esc(untestable)}</p>')
 
     rows = []
     for alg, what, f in [*fit_rows, *tp_fit_rows]:
+        fitted = ("no" if not f.ok else "yes" if fit_line_name(alg, f) is not None
+                  else "exactly determined: not a model")
         rows.append([alg, what, f.model.upper() if f.model == "usl" else "Amdahl",
-                     "yes" if f.ok else "no", fmt_num(f.gamma, 4), fmt_num(f.alpha, 3),
+                     fitted, fmt_num(f.gamma, 4), fmt_num(f.alpha, 3),
                      fmt_num(f.beta, 3) if f.model == "usl" else "0",
                      fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
                      fmt_num(f.r2, 3), str(f.n_distinct), f.reason])

@@ -211,3 +211,22 @@ def test_the_report_says_how_many_configurations_each_algorithm_got():
                                                                              spec=spec)))
     assert "per algorithm (baseline and reference apart): DQN 2, APEX 1, IMPALA 0." in html
     assert "<strong>Not measured: IMPALA</strong>" in html and "its defaults, queued" in html
+
+
+def test_a_fit_exactly_determined_by_its_points_draws_no_line():
+    """Two distinct N for Amdahl's two parameters: the fit passes through them whatever the
+    truth, so it is neither drawn nor called a model; three N draw it, a poor one flagged."""
+    import numpy as np
+
+    from analysis.figures import fit_line_name, untestable_fit_note
+    from analysis.scaling import fit_scaling
+
+    two = fit_scaling(np.array([1, 1, 2, 2]), np.array([100.0, 110.0, 180.0, 170.0]))
+    assert two["amdahl"].ok and fit_line_name("DQN", two["amdahl"]) is None
+    note = untestable_fit_note([("DQN", "env steps/s", two["amdahl"])])
+    assert "DQN (2 env runner counts)" in note and "at least 3 env runner counts" in note
+    three = fit_scaling(np.array([1, 2, 4]), np.array([100.0, 190.0, 350.0]))
+    assert fit_line_name("DQN", three["amdahl"]) == "DQN Amdahl fit"
+    assert fit_line_name("DQN", three["usl"]) is None  # USL: 3 parameters, 3 N
+    noisy = fit_scaling(np.array([1, 2, 4, 1, 2, 4]), np.array([100, 40, 100, 30, 160, 35.0]))
+    assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
