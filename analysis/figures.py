@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.scaling import N_PARAMS
 from analysis.stats import best_configs
 from analysis.study import Study
 
@@ -207,7 +208,7 @@ def fit_line_name(alg: str, f: Any) -> str | None:
     that failed, or one exactly determined by its points (as many distinct N as parameters:
     it passes through them whatever the truth, no residual). A drawn fit with R² below
     :data:`POOR_FIT_R2` says so in its name."""
-    if not f.ok or f.dof <= 0 or f.n_distinct <= (3 if f.model == "usl" else 2):
+    if not f.ok or f.n_distinct <= N_PARAMS[f.model]:
         return None
     name = f"{alg} {'USL' if f.model == 'usl' else 'Amdahl'} fit"
     if math.isfinite(f.r2) and f.r2 < POOR_FIT_R2:
@@ -223,8 +224,9 @@ def untestable_fit_note(fits: list[tuple[str, str, Any]]) -> str | None:
         return None
     which = ", ".join(f"{alg} ({n} env runner counts)" for alg, n in short)
     return (f"No scaling model is drawn for {which}: as many distinct N as a model has "
-            "parameters determine it exactly, so the data cannot test it; measure at least 3 "
-            "env runner counts to fit Amdahl, 4 for the USL.")
+            "parameters determine it exactly, so the data cannot test it; measure at least "
+            f"{N_PARAMS['amdahl'] + 1} env runner counts to fit Amdahl, {N_PARAMS['usl'] + 1} "
+            "for the USL.")
 
 
 @dataclass

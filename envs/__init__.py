@@ -89,24 +89,25 @@ def latency_env_name(env_id: str) -> str:
     return f"{env_id}+{STEP_LATENCY_KEY}"
 
 
-def register_form_env(env_id: str) -> str:
-    """Register :func:`make_env` for a ``"module:..."`` env under its own name with Tune's
-    registry (RLlib's fallback, ``gymnasium.make``, cannot call a factory with
-    ``env_config``); returns the name."""
+def _register_make_env(name: str, env_id: str) -> str:
+    """Register :func:`make_env` of ``env_id`` with Tune's registry under ``name`` (idempotent;
+    any process of a running Ray); returns ``name``."""
     from ray.tune.registry import register_env
 
-    register_env(env_id, lambda cfg, _id=env_id: make_env(_id, cfg))
-    return env_id
+    register_env(name, lambda cfg, _id=env_id: make_env(_id, cfg))
+    return name
+
+
+def register_form_env(env_id: str) -> str:
+    """Register :func:`make_env` for a ``"module:..."`` env under its own name (RLlib's
+    fallback, ``gymnasium.make``, cannot call a factory with ``env_config``); returns it."""
+    return _register_make_env(env_id, env_id)
 
 
 def register_latency_env(env_id: str) -> str:
-    """Register :func:`make_env` for ``env_id`` with Tune's registry under
-    :func:`latency_env_name` (idempotent; any process of a running Ray); returns the name."""
-    from ray.tune.registry import register_env
-
-    name = latency_env_name(env_id)
-    register_env(name, lambda cfg, _id=env_id: make_env(_id, cfg))
-    return name
+    """Register :func:`make_env` for ``env_id`` under :func:`latency_env_name` (RLlib's own
+    fallback, ``gymnasium.make``, would not take ``step_latency_ms``); returns the name."""
+    return _register_make_env(latency_env_name(env_id), env_id)
 
 
 def register_rllib_envs() -> None:

@@ -145,23 +145,19 @@ def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episod
 
 
 def env_actions(space, normalize: bool, clip: bool) -> Callable[[np.ndarray], np.ndarray]:
-    """What RLlib's env runner does to a policy's continuous actions before ``env.step``
-    (``AlgorithmConfig.normalize_actions``: the policy acts in [-1, 1], unsquashed linearly to
-    the Box's bounds; ``clip_actions``: clipped to them); the identity for other spaces.
-    Shapes: (B, *action_shape) in and out."""
+    """What RLlib's env runner does to a policy's continuous actions before ``env.step``: its
+    own ``unsquash_action`` (``AlgorithmConfig.normalize_actions``: the policy acts in
+    [-1, 1], mapped linearly to the Box's bounds) or ``clip_action`` (``clip_actions``); the
+    identity for other spaces. Shapes: (B, *action_shape) in and out."""
     import gymnasium
 
-    if not (isinstance(space, gymnasium.spaces.Box)
-            and np.issubdtype(space.dtype, np.floating)) or not (normalize or clip):
+    if not isinstance(space, gymnasium.spaces.Box) or not (normalize or clip):
         return lambda a: a
-    low, high = space.low, space.high
+    from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 
-    def convert(a: np.ndarray) -> np.ndarray:
-        if normalize and np.all(np.isfinite(low)) and np.all(np.isfinite(high)):
-            a = low + (a + 1.0) * (high - low) / 2.0
-        return np.clip(a, low, high).astype(space.dtype)
-
-    return convert
+    if normalize:
+        return lambda a: unsquash_action(a, space)
+    return lambda a: clip_action(a, space)
 
 
 def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy]:

@@ -272,9 +272,10 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         raise fail("env", str(e)) from None
     except ValueError as e:
         raise fail("env_config", str(e)) from None
+    checked = None
     if sweep.env not in envs.RLLIB_ENVS:  # the suite's own envs are tested by its tests
         try:
-            check_env(sweep.env, sweep.env_config)
+            checked = check_env(sweep.env, sweep.env_config)
         except EnvError as e:
             raise fail("env", str(e)) from None
 
@@ -316,7 +317,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
                                else f"per_algorithm.{algo}")
                     raise fail(f"{section}.{name}", f"the grid sampler needs choice() values, "
                                                     f"got a {p.kind} range")
-    _check_action_space(sweep, fail)
+    _check_action_space(sweep, fail, checked)
 
 
 #: Target metrics that are episode returns (compared with an env's exact optimum).
@@ -333,10 +334,11 @@ CONTINUOUS_ONLY = frozenset({"SB3-SAC"})
 BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX"})
 
 
-def _check_action_space(sweep: Sweep, fail) -> None:
+def _check_action_space(sweep: Sweep, fail, env=None) -> None:
     """DQN, APEX, RLLIB-DQN and SB3-DQN pick actions by argmax over Q-values: they need a
-    Discrete action space; DQN's and APEX's replay needs a Box observation space. The env is
-    built once (cheap for every env shipped here) to read its spaces."""
+    Discrete action space; DQN's and APEX's replay needs a Box observation space. ``env``: the
+    env the validation already built (:func:`envs.forms.check_env`), else it is built once
+    (cheap for every env shipped here) to read its spaces."""
     names = list(sweep.algorithms)
     if sweep.baseline:
         names.append(sweep.baseline["algorithm"])
@@ -350,13 +352,14 @@ def _check_action_space(sweep: Sweep, fail) -> None:
 
     from sweeps.evaluation import make_env
 
-    try:
-        env = make_env(sweep.env, sweep.env_config)
-    except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
-        raise fail("env_config", f"env {sweep.env} cannot be built with it: "
-                                 f"{type(e).__name__}: {e}") from None
+    if env is None:
+        try:
+            env = make_env(sweep.env, sweep.env_config)
+        except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
+            raise fail("env_config", f"env {sweep.env} cannot be built with it: "
+                                     f"{type(e).__name__}: {e}") from None
+        env.close()
     space, obs_space = env.action_space, env.observation_space
-    env.close()
     if continuous and not isinstance(space, gymnasium.spaces.Box):
         raise fail("reference", f"{continuous[0]} needs a continuous (Box) action space, but "
                                 f"{sweep.env}'s is {space}; SB3-DQN or SB3-PPO take it")
