@@ -257,18 +257,40 @@ def compute_specs(
 # ---------------------------------------------------------------------------------------------
 
 
-def _sweep_path(sweep_file: str | Path) -> str:
-    """The sweep file relative to the project root (the job's code folder), POSIX style."""
+#: The job input that holds the folder of a sweep file outside the project.
+SWEEP_FOLDER_INPUT = "sweep_folder"
+
+
+def _sweep_path(sweep_file: str | Path) -> tuple[str, dict[str, Any]]:
+    """Where the job finds the sweep file (its shell-quoted path in the job's command), and
+    the job's inputs that carry it.
+
+    A sweep file inside the project is found relative to the job's code folder (the project).
+    One outside it travels as a ``uri_folder`` input, :data:`SWEEP_FOLDER_INPUT`: its folder,
+    with the user's env module and ``code_dirs`` (azure-ai-ml uploads a local input path at
+    submission), read from the input's mount; ``sweeps.run`` ships the user's modules from
+    there to the other nodes.
+
+    Raises:
+        AzureError: no such file, a sweep file outside the project that does not validate,
+            or its code outside its folder.
+    """
+    from azure.ai.ml import Input
+
     path = Path(sweep_file).resolve()
     if not path.is_file():
         raise AzureError(f"sweep file {sweep_file}: no such file")
+    if path.is_relative_to(PROJECT_ROOT):
+        return _shell_quote(path.relative_to(PROJECT_ROOT).as_posix()), {}
+    from sweeps.sweep_file import SpecError, code_root, load_sweep
+
     try:
-        return path.relative_to(PROJECT_ROOT).as_posix()
-    except ValueError:
-        raise AzureError(
-            f"sweep file {sweep_file}: must be inside the project folder, which is uploaded as "
-            "the job's code"
-        ) from None
+        root = code_root(load_sweep(path), path, PROJECT_ROOT)
+    except SpecError as e:
+        raise AzureError(f"sweep file {e}") from None
+    inputs = {SWEEP_FOLDER_INPUT: Input(type="uri_folder", path=str(root), mode="ro_mount")}
+    return (f"${{{{inputs.{SWEEP_FOLDER_INPUT}}}}}/"
+            + _shell_quote(path.relative_to(root).as_posix()), inputs)
 
 
 def _sweep_name(sweep_path: str) -> str:
@@ -298,7 +320,8 @@ def job_specs(
     """The command job(s) of a sweep run on ``nodes`` Azure ML nodes.
 
     Args:
-        sweep_file: the sweep file, inside this project (the job's code folder).
+        sweep_file: the sweep file: inside this project (the job's code folder), or anywhere
+            (its folder is uploaded as a job input, :func:`_sweep_path`).
         nodes: Ray nodes, head included (>= 1).
         vm: VM size for serverless compute (used when ``compute`` is None; default
             ``DEFAULT_CPU_VM``).
@@ -334,13 +357,13 @@ def job_specs(
     for label, value in (("--compute", compute), ("--head-compute", head_compute)):
         if value is not None and not _NAME_RE.match(value):
             raise AzureError(f"{label} {value!r}: not an Azure ML compute name")
-    sweep_path = _sweep_path(sweep_file)
-    name = _sweep_name(sweep_path)
+    sweep_path, inputs = _sweep_path(sweep_file)
+    name = _sweep_name(str(sweep_file))
     experiment = experiment or f"rl-scaling-{name}"
     group = group or uuid.uuid4().hex[:12]
     extra = " ".join(_shell_quote(a) for a in sweep_args)
     results_arg = "--results ${{outputs.results}}"
-    sweep_cmd = f"python -m sweeps.run {_shell_quote(sweep_path)} {results_arg}"
+    sweep_cmd = f"python -m sweeps.run {sweep_path} {results_arg}"
     if extra:
         sweep_cmd += f" {extra}"
     env_vars = {"PYTHONUNBUFFERED": "1"}
@@ -350,6 +373,7 @@ def job_specs(
     results = {"results": Output(type="uri_folder", mode="rw_mount")}
     common = dict(
         code=str(PROJECT_ROOT),
+        inputs=inputs,
         experiment_name=experiment,
         environment_variables=env_vars,
         shm_size="8g",  # Ray's object store lives in /dev/shm (Docker's default is 64 MB)
@@ -419,7 +443,8 @@ def job_specs(
 def job_yaml(job) -> str:
     """The YAML of a job as ``az ml job create -f`` reads it, from the project folder.
 
-    The code path is written relative to the current folder (save the YAML there), the
+    The code path and a local input folder (a sweep folder outside the project) are written
+    relative to the current folder (save the YAML there), the
     anonymous environment loses its generated name and version, and no Ray token is
     included (``RAY_AUTH_TOKEN``/``RAY_AUTH_MODE`` are dropped: such a job runs Ray without
     token authentication inside its network; ``submit`` without ``--dry-run`` adds one).
@@ -430,6 +455,11 @@ def job_yaml(job) -> str:
     job.dump(buffer)
     data = yaml.safe_load(buffer.getvalue())
     data["code"] = os.path.relpath(PROJECT_ROOT, Path.cwd())
+    for name, spec in (data.get("inputs") or {}).items():
+        local = getattr(job.inputs.get(name), "path", None)
+        if isinstance(spec, dict) and local and Path(str(local)).is_dir():
+            # dump() spells a local folder as an asset id (azureml:...); the CLI uploads a path
+            spec["path"] = os.path.relpath(str(local), Path.cwd())
     env = data.get("environment")
     if isinstance(env, dict):
         for key in ("name", "version", "tags"):
@@ -578,24 +608,57 @@ def download_results(client, name: str, results: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 
 
-def target_shape(nodes: int, vm: str | None) -> str | None:
+def target_shape(nodes: int, vm: str | None, head_vm: str | None = None) -> str | None:
     """The ``sweeps.run --cluster`` shape of ``nodes`` VMs of size ``vm`` (serverless compute:
-    default ``DEFAULT_CPU_VM``), from ``analysis/vm_sizes.csv``; None for a size the table
-    does not list."""
+    default ``DEFAULT_CPU_VM``), or, with ``head_vm``, one head of that size and ``nodes - 1``
+    of ``vm``, from ``analysis/vm_sizes.csv``; None for a size the table does not list."""
     from analysis.plan import load_vm_sizes
 
-    size = load_vm_sizes().get(vm or DEFAULT_CPU_VM)
-    return None if size is None else f"{int(nodes)}x{size.vcpus}:{size.gpus}"
+    sizes = load_vm_sizes()
+    size, head = sizes.get(vm or DEFAULT_CPU_VM), sizes.get(head_vm) if head_vm else None
+    if size is None or (head_vm and head is None):
+        return None
+    if head is None:
+        return f"{int(nodes)}x{size.vcpus}:{size.gpus}"
+    shape = f"1x{head.vcpus}:{head.gpus}"
+    return shape + (f"+{int(nodes) - 1}x{size.vcpus}:{size.gpus}" if nodes > 1 else "")
+
+
+def compute_size(client, name: str) -> str:
+    """The VM size of the workspace's AmlCompute cluster ``name`` (``client.compute.get``).
+
+    Raises:
+        AzureError: no such cluster, or the service refused (code 1).
+    """
+    try:
+        return str(client.compute.get(name).size)
+    except Exception as exc:  # noqa: BLE001 - the SDK's errors are many; one line says which
+        raise _service_error(f"--compute {name}: reading its VM size", exc) from None
 
 
 def _check_sweep(sweep_file: str, cluster: str | None = None) -> None:
-    """Validate the sweep file locally (``sweeps.run --dry-run``) before paying for VMs: its
-    trials against the target cluster's shape (``cluster``, :func:`target_shape`) when known,
-    else against this machine."""
+    """Validate the sweep file locally before paying for VMs: with ``cluster``
+    (:func:`target_shape`), its trials are placed on that shape (``sweeps.run --dry-run
+    --cluster``); without, the file is validated only (its trials' sizes are not checked:
+    the target's shape is unknown).
+
+    Raises:
+        AzureError: the file does not pass, in one line.
+    """
+    if cluster is None:
+        from sweeps.run import quiet_logs
+        from sweeps.sweep_file import SpecError, check_points, load_sweep
+
+        quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are built
+        try:
+            check_points(load_sweep(sweep_file), sweep_file)
+        except SpecError as e:
+            raise AzureError(f"sweep file {e}") from None
+        return
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.run", sweep_file, "--dry-run",
-         *(["--cluster", cluster] if cluster else [])],
+        [sys.executable, "-m", "sweeps.run", str(Path(sweep_file).resolve()), "--dry-run",
+         "--cluster", cluster],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
@@ -639,9 +702,24 @@ def _cmd_compute(args) -> int:
 def _cmd_submit(args) -> int:
     if args.vm and args.compute:
         raise AzureError("--vm and --compute exclude each other (--vm means serverless compute)")
-    if not args.no_check:  # serverless: the VM size is known here; --compute: its size is not
-        _check_sweep(args.sweep_file,
-                     None if args.compute else target_shape(args.nodes, args.vm))
+    client = None
+    if not args.no_check:
+        # serverless: the VM size is given; --compute: the workspace knows it (a dry run
+        # contacts nothing, so it validates the file without placing the trials)
+        shape, unknown = target_shape(args.nodes, args.vm), args.vm
+        if args.compute and args.dry_run:
+            shape, unknown = None, None
+            print(f"note: --compute {args.compute}: the trials are checked against its VM "
+                  "size at submission (a dry run does not ask the workspace)", file=sys.stderr)
+        elif args.compute:
+            client = workspace_client()
+            size = compute_size(client, args.compute)
+            head = compute_size(client, args.head_compute) if args.head_compute else None
+            shape, unknown = target_shape(args.nodes, size, head), f"{size} ({args.compute})"
+        if shape is None and unknown:
+            print(f"note: {unknown} is not in analysis/vm_sizes.csv: the sweep file is "
+                  "validated, its trials' sizes are not checked", file=sys.stderr)
+        _check_sweep(args.sweep_file, shape)
     token = None if args.dry_run else new_token()
     jobs = job_specs(
         args.sweep_file,
@@ -660,7 +738,7 @@ def _cmd_submit(args) -> int:
             print("---")
             print(job_yaml(job).rstrip())
         return 0
-    client = workspace_client()
+    client = client or workspace_client()
     for job in submit_jobs(client, jobs):
         print(f"submitted {job.name} ({job.display_name}): {job.status}")
         if getattr(job, "studio_url", None):

@@ -10,7 +10,9 @@ Usage::
     python -m cluster.jobs download JOB --address ... [--results results]
 
 ``submit`` packages this project as the job's ``working_dir`` (Ray's runtime environment: the
-upload leaves out what ``.gitignore`` lists, and ``.git``), runs
+upload leaves out what ``.gitignore`` lists, and ``.git``), or, for a sweep file outside the
+project, the sweep file's folder (with the user's env module and ``code_dirs``) as the
+``working_dir`` and the project's packages as ``py_modules`` (:func:`upload`); runs
 ``python -m sweeps.run FILE --results DIR --no-report`` as the job's entrypoint on the
 cluster's head (``DIR``, default ``~/rl-scaling-results`` on the head, outlives the job), and
 streams the job's logs; Ctrl-C detaches (the job keeps running). ``download`` copies the run's
@@ -25,8 +27,8 @@ server). A token-protected cluster needs
 ``sweeps.run --address``.
 
 Exit codes (:mod:`sweeps.cli`): 0 done (``submit``: the job succeeded, or Ctrl-C detached);
-1 the job failed or was stopped; 2 bad input (file outside the project, no such job,
-unreachable address).
+1 the job failed or was stopped; 2 bad input (a sweep file that does not validate, code outside
+the uploaded folder, no such job, unreachable address).
 """
 
 from __future__ import annotations
@@ -87,26 +89,42 @@ def entrypoint(file: str, remote_results: str, extra: list[str]) -> str:
             + (f" {args}" if args else ""))
 
 
-def project_file(file: str) -> str:
-    """``file`` relative to the project root (the job's working directory).
+#: The project's packages, shipped beside a sweep folder that lies outside the project.
+PACKAGES = ("sweeps", "envs", "analysis", "cluster")
+
+
+def upload(file: str) -> tuple[str, dict[str, Any]]:
+    """Where ``file`` runs on the cluster: its path relative to the job's working directory,
+    and the job's runtime environment.
+
+    A sweep file inside the project runs from the project (the ``working_dir``). A sweep file
+    elsewhere runs from its own folder (the ``working_dir``: the file, the user's env module
+    and ``code_dirs``), with the project's packages as ``py_modules``, so a user's workload
+    needs no copy into the project. Ray skips what ``.gitignore`` lists in either folder.
 
     Raises:
-        JobsError: it does not exist or lies outside the project (it would not be uploaded).
+        JobsError: no such file, or a sweep file that does not validate (one line).
     """
+    from sweeps.sweep_file import SpecError, code_root, load_sweep
+
     path = Path(file).resolve()
     if not path.is_file():
         raise JobsError(f"{file}: no such sweep file")
     try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        raise JobsError(f"{file}: not inside the project ({ROOT.name}/): only the project "
-                        "folder is uploaded as the job's working_dir; move the file into it"
-                        ) from None
+        root = code_root(load_sweep(path), path, ROOT)
+    except SpecError as e:
+        raise JobsError(str(e)) from None
+    return path.relative_to(root).as_posix(), runtime_env(root)
 
 
-def runtime_env() -> dict[str, Any]:
-    """The project as the job's ``working_dir`` (Ray skips what .gitignore lists)."""
-    return {"working_dir": str(ROOT), "excludes": [".git"]}
+def runtime_env(root: Path = ROOT) -> dict[str, Any]:
+    """The job's runtime environment: ``root`` as its ``working_dir`` (Ray skips what
+    .gitignore lists), and the project's packages as ``py_modules`` when ``root`` is not the
+    project."""
+    env: dict[str, Any] = {"working_dir": str(root), "excludes": [".git"]}
+    if Path(root).resolve() != ROOT:
+        env["py_modules"] = [str(ROOT / p) for p in PACKAGES]
+    return env
 
 
 def wait(jobs, job_id: str, timeout_s: float | None = None, poll_s: float = 2.0) -> str:
@@ -207,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         return v
 
     s = verb("submit", "submit a sweep file and follow its logs (Ctrl-C detaches)")
-    s.add_argument("file", help="sweep file inside the project")
+    s.add_argument("file", help="sweep file (its folder is uploaded when outside the project)")
     s.add_argument("--remote-results", default=DEFAULT_REMOTE_RESULTS,
                    help=f"results root on the head (default {DEFAULT_REMOTE_RESULTS})")
     s.add_argument("--no-follow", action="store_true", help="print the job id and return")
@@ -235,11 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "pack":
         return pack(args.run_dir)
     try:
-        file = project_file(args.file) if args.cmd == "submit" else ""
+        file, env = upload(args.file) if args.cmd == "submit" else ("", {})
         jobs = client(args.address)
         if args.cmd == "submit":
             job_id = jobs.submit_job(entrypoint=entrypoint(file, args.remote_results, extra),
-                                     runtime_env=runtime_env())
+                                     runtime_env=env)
             print(f"Submitted {job_id} to {args.address}: python -m sweeps.run {file}",
                   flush=True)
             if args.no_follow:

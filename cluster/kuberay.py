@@ -5,8 +5,9 @@ Usage::
 
     python -m cluster.kuberay rayjob FILE --workers 4 --cpus-per-worker 8 [--memory 32Gi]
         [--gpus-per-worker 0] [--image IMAGE] [--results URI | --results-pvc CLAIM]
-        [--working-dir URI]
+        [--working-dir URI | --code-uri URI]
         [--namespace NS] [--name NAME] [--apply]
+    python -m cluster.kuberay pack FILE [-o code.zip]
 
 prints a ``kind: RayJob`` manifest (``apiVersion: ray.io/v1``, KubeRay's RayJob CRD) that runs
 ``python -m sweeps.run FILE`` as the job's entrypoint on a Ray cluster the operator creates for
@@ -25,6 +26,9 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
   ``runtimeEnvYAML`` makes that folder the job's ``working_dir``, so every pod runs the code
   the job was submitted with (``--working-dir URI`` uses a zip of the project instead,
   ``git archive`` uploaded to Blob storage or any HTTPS/S3 URI Ray can fetch);
+- **a sweep file outside the project** (the user's own env beside it): ``pack FILE`` zips its
+  folder, the user uploads the zip and passes ``--code-uri URI``; that zip becomes the job's
+  ``working_dir`` and the project comes from the image, where it is installed;
 - **results**: ``--results URI`` (``abfs://container/prefix`` on Azure, ``s3://``, ``gs://``:
   :mod:`sweeps.storage`; the image needs the matching extra and the pods the store's
   credentials, e.g. AKS workload identity) uploads each result file as it is written;
@@ -64,6 +68,8 @@ from sweeps.cli import EXIT_BAD_INPUT
 
 #: Where cluster/Dockerfile puts the project in the image, and where results go on the head.
 PROJECT_DIR = "/home/ray/rl-scaling"
+#: This project's root here (sweep files inside it are run from the image's copy).
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = "/home/ray/results"
 #: Seconds allowed per trial on top of its budget (actor start-up, evaluation, Tune's turn).
 TRIAL_STARTUP_S = 60.0
@@ -144,12 +150,13 @@ def _container(image: str, cpus: float, memory: str, gpus: float,
 def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: str = "32Gi",
                     gpus_per_worker: float = 0, image: str | None = None,
                     results_pvc: str | None = None, working_dir: str | None = None,
-                    results: str | None = None,
+                    results: str | None = None, code_uri: str | None = None,
                     namespace: str | None = None, name: str | None = None) -> dict[str, Any]:
     """The ``RayJob`` manifest (a dict, ``yaml.safe_dump`` it) that runs ``file`` on KubeRay.
 
     Args:
-        file: the sweep file, relative to the project root (as the image holds it).
+        file: the sweep file: inside the project (run from the image's copy), or anywhere
+            with ``code_uri``.
         workers: worker pods (``replicas = minReplicas = maxReplicas``), ≥ 1.
         cpus_per_worker: CPUs per worker pod (Kubernetes requests = limits), > 0.
         memory: memory per worker pod, a Kubernetes quantity (``32Gi``).
@@ -159,10 +166,14 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         results_pvc: a PersistentVolumeClaim mounted at :data:`RESULTS_DIR` on the head.
         results: an object-store URI for the results (``sweeps.run --results URI``).
         working_dir: a zip URI of the project for the runtime env (default: the image's copy).
+        code_uri: a zip URI of the folder of a sweep file outside the project (:func:`pack`
+            writes it: the sweep file, the user's env module, ``code_dirs``), the job's
+            ``working_dir``; the project then comes from the image, where it is installed.
         namespace, name: the RayJob's metadata (default name ``rl-scaling-<sweep name>``).
 
     Raises:
-        KubeRayError: bad sizes, or a trial that does not fit a worker pod.
+        KubeRayError: bad sizes, a trial that does not fit a worker pod, or a sweep file
+            outside the project without ``code_uri``.
     """
     import ray
 
@@ -177,7 +188,8 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     plan = sweep_plan(file, cpus_per_worker, gpus_per_worker, workers)
     sweep = plan["sweep"]
     image = image or f"rl-scaling:{project_version()}"
-    entry = ["python", "-m", "sweeps.run", file, "--address", "auto"]
+    run_file, runtime_env = _code(sweep, file, working_dir, code_uri)
+    entry = ["python", "-m", "sweeps.run", run_file, "--address", "auto"]
     head_mounts, head_volumes = [], []
     if results and results_pvc:
         raise KubeRayError("--results and --results-pvc: give one")
@@ -193,7 +205,6 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         head_mounts = [{"name": "results", "mountPath": RESULTS_DIR}]
         head_volumes = [{"name": "results",
                          "persistentVolumeClaim": {"claimName": results_pvc}}]
-    runtime_env = {"working_dir": working_dir or PROJECT_DIR}
     head_pod: dict[str, Any] = {"containers": [_container(image, HEAD_CPUS, HEAD_MEMORY, 0,
                                                           head_mounts)]}
     if head_volumes:
@@ -238,6 +249,76 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     }
 
 
+def _code(sweep, file: str, working_dir: str | None,
+          code_uri: str | None) -> tuple[str, dict[str, Any]]:
+    """The sweep file's path in the job's working directory, and the job's runtime env."""
+    from sweeps.sweep_file import SpecError, code_root
+
+    path = Path(file).resolve()
+    try:
+        root = code_root(sweep, path, ROOT)
+    except SpecError as e:
+        raise KubeRayError(str(e)) from None
+    if root == ROOT:
+        if code_uri:
+            raise KubeRayError(f"--code-uri: {file} lies inside the project, which the image "
+                               "holds; --code-uri is for a sweep file outside it")
+        return path.relative_to(ROOT).as_posix(), {"working_dir": working_dir or PROJECT_DIR}
+    if working_dir:
+        raise KubeRayError("--working-dir replaces the project; with a sweep file outside the "
+                           "project, build the image from that project instead")
+    if not code_uri:
+        raise KubeRayError(
+            f"{file} lies outside the project, and the image holds only the project: zip its "
+            f"folder (python -m cluster.kuberay pack {file} -o code.zip), upload the zip where "
+            "the cluster can fetch it (https, s3, gs, abfss) and pass --code-uri URI")
+    if "://" not in code_uri or not code_uri.endswith(".zip"):
+        raise KubeRayError(f"--code-uri {code_uri!r}: needs the URI of a .zip Ray can fetch "
+                           "(https://, s3://, gs://, abfss://)")
+    return path.relative_to(root).as_posix(), {"working_dir": code_uri}
+
+
+#: Left out of :func:`pack`'s zip: caches, version control, results and virtual environments.
+PACK_SKIP = frozenset({"__pycache__", ".git", "results", ".venv", ".ipynb_checkpoints"})
+
+
+def pack(file: str, out: str | Path) -> list[str]:
+    """Zip the folder of a sweep file outside the project for ``--code-uri``: one top-level
+    folder (Ray's layout for a remote ``working_dir``, whose top folder it strips), holding the
+    sweep file, the user's env module and ``code_dirs``; caches, ``.git``, ``results/`` and
+    virtual environments are left out (:data:`PACK_SKIP`).
+
+    Returns:
+        The zipped paths, relative to the folder.
+
+    Raises:
+        KubeRayError: the sweep file does not validate, or its code lies outside its folder.
+    """
+    import zipfile
+
+    from sweeps.sweep_file import SpecError, code_root, load_sweep
+
+    path = Path(file).resolve()
+    try:
+        root = code_root(load_sweep(path), path, ROOT)
+    except SpecError as e:
+        raise KubeRayError(str(e)) from None
+    if root == ROOT:
+        raise KubeRayError(f"{file} lies inside the project, which the image holds: "
+                           "nothing to pack")
+    out = Path(out).resolve()
+    names = []
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root)
+            if p == out or not p.is_file() or PACK_SKIP & set(rel.parts) \
+                    or p.suffix == ".pyc":
+                continue
+            z.write(p, f"{root.name}/{rel.as_posix()}")
+            names.append(rel.as_posix())
+    return names
+
+
 def project_version() -> str:
     """The project's version: installed metadata, else pyproject.toml's (a source checkout)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -263,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Run a sweep as a KubeRay RayJob on Kubernetes.")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rayjob", help="print (or --apply) the RayJob manifest of a sweep")
-    r.add_argument("file", help="sweep file, relative to the project root")
+    r.add_argument("file", help="sweep file (outside the project: with --code-uri)")
     r.add_argument("--workers", type=int, required=True, help="worker pods")
     r.add_argument("--cpus-per-worker", type=float, required=True, help="CPUs per worker pod")
     r.add_argument("--memory", default="32Gi", help="memory per worker pod (default 32Gi)")
@@ -276,9 +357,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PersistentVolumeClaim for the results (else they die with the head pod)")
     r.add_argument("--working-dir", default=None,
                    help="zip URI of the project for the runtime env (default: the image's copy)")
+    r.add_argument("--code-uri", default=None,
+                   help="zip URI of a sweep file's folder outside the project (see pack)")
     r.add_argument("--namespace", default=None)
     r.add_argument("--name", default=None, help="RayJob name (default rl-scaling-<sweep>)")
     r.add_argument("--apply", action="store_true", help="kubectl apply -f - the manifest")
+    k = sub.add_parser("pack", help="zip a sweep file's folder outside the project for "
+                       "--code-uri")
+    k.add_argument("file", help="sweep file outside the project")
+    k.add_argument("-o", "--output", default="code.zip", help="the zip to write (code.zip)")
     return p
 
 
@@ -288,12 +375,20 @@ def main(argv: list[str] | None = None) -> int:
     from sweeps.run import quiet_logs
 
     quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are checked
+    if args.cmd == "pack":
+        try:
+            names = pack(args.file, args.output)
+        except KubeRayError as e:
+            print(f"error: cluster.kuberay pack: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"{args.output}: {len(names)} files; upload it and pass its URI as --code-uri")
+        return 0
     try:
         manifest = rayjob_manifest(
             args.file, workers=args.workers, cpus_per_worker=args.cpus_per_worker,
             memory=args.memory, gpus_per_worker=args.gpus_per_worker, image=args.image,
             results_pvc=args.results_pvc, working_dir=args.working_dir, results=args.results,
-            namespace=args.namespace, name=args.name)
+            code_uri=args.code_uri, namespace=args.namespace, name=args.name)
         if args.apply:
             if shutil.which("kubectl") is None:
                 raise KubeRayError("--apply: kubectl is not on PATH (print the manifest "

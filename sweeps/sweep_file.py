@@ -99,6 +99,26 @@ def modules_to_ship(sweep: Sweep, path: str | Path) -> list[str]:
     return paths
 
 
+def code_root(sweep: Sweep, path: str | Path, project: str | Path) -> Path:
+    """The folder a cluster launcher uploads for the sweep file ``path``: ``project`` when the
+    file lies inside it, else the sweep file's own folder. The file, its ``code_dirs`` and the
+    user's env module must all lie inside that folder, so that the job's copy finds them at the
+    same relative paths.
+
+    Raises:
+        SpecError: a ``code_dirs`` entry or the env's module lies outside it (one line naming it).
+    """
+    path = Path(path).resolve()
+    project = Path(project).resolve()
+    root = project if path.is_relative_to(project) else path.parent
+    for p in [*code_dirs(sweep, path), *(Path(m) for m in modules_to_ship(sweep, path))]:
+        if not p.resolve().is_relative_to(root):
+            raise SpecError(
+                f"{path}: {p} lies outside {root}, the folder uploaded with the sweep file; "
+                "move it into that folder (code_dirs are looked up relative to the sweep file)")
+    return root
+
+
 def _load_python(path: Path) -> Sweep:
     name = f"_sweep_file_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)

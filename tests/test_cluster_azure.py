@@ -19,6 +19,7 @@ pytest.importorskip("azure.ai.ml")
 
 from azure.ai.ml import MpiDistribution, RayDistribution, load_job  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
+from test_envs_forms import user_folder, yaml_sweep  # noqa: E402
 
 from cluster import azure  # noqa: E402
 
@@ -228,11 +229,35 @@ def test_job_spec_rejects_bad_input(kwargs, message):
         azure.job_specs(ROOT / SWEEP, **kwargs)
 
 
-def test_job_spec_rejects_sweep_files_outside_the_project(tmp_path):
-    outside = tmp_path / "s.py"
-    outside.write_text("SWEEP = None\n")
-    with pytest.raises(azure.AzureError, match="inside the project folder"):
-        azure.job_specs(outside, nodes=2)
+def test_a_users_sweep_outside_the_project_travels_as_a_job_input(tmp_path):
+    """The user's folder (sweep file and env module) is a uri_folder input that azure-ai-ml
+    uploads at submission; the command reads the sweep file from the input's mount; the
+    YAML loads back with the input pointing at the folder."""
+    folder = user_folder(tmp_path)
+    path = yaml_sweep(folder, "corridor_env:Corridor-v0")
+    (job,) = azure.job_specs(path, nodes=2, vm="Standard_D8s_v5")
+    assert "-- python -m sweeps.run ${{inputs.sweep_folder}}/corridor.yaml --results " \
+        "${{outputs.results}}" in job.command
+    d = job_dict(job)
+    assert d["inputs"]["sweep_folder"]["type"] == "uri_folder"
+    assert d["inputs"]["sweep_folder"]["mode"] == "ro_mount"
+    assert d["experiment_name"] == "rl-scaling-corridor"
+    yml = ROOT / f".test-user-input-{os.getpid()}.yml"  # relative code path: beside the project
+    try:
+        yml.write_text(azure.job_yaml(job))
+        loaded = load_job(yml)
+    finally:
+        yml.unlink(missing_ok=True)
+    assert (ROOT / loaded.inputs["sweep_folder"].path).resolve() == folder.resolve()
+    assert Path(loaded.code).resolve() == ROOT
+
+
+def test_job_spec_rejects_code_outside_the_uploaded_folder(tmp_path):
+    folder = user_folder(tmp_path)
+    (tmp_path / "common").mkdir()
+    path = yaml_sweep(folder, "corridor_env:Corridor-v0", extra="code_dirs: [../common]\n")
+    with pytest.raises(azure.AzureError, match="lies outside .*move it into that folder"):
+        azure.job_specs(path, nodes=2)
     with pytest.raises(azure.AzureError, match="no such file"):
         azure.job_specs(ROOT / "sweeps" / "nope.py", nodes=2)
 
@@ -388,8 +413,25 @@ class FakeJobs:
             (root / rel).write_text(text)
 
 
-def fake_client(**kwargs):
-    return SimpleNamespace(jobs=FakeJobs(**kwargs), compute=None)
+class FakeCompute:
+    """The workspace's compute clusters (name -> VM size), and the ones created."""
+
+    def __init__(self, sizes=None):
+        self.sizes = dict(sizes or {})
+        self.specs = []
+
+    def begin_create_or_update(self, spec):
+        self.specs.append(spec)
+        return SimpleNamespace(result=lambda: spec)
+
+    def get(self, name):
+        if name not in self.sizes:
+            raise RuntimeError(f"compute {name} not found")
+        return SimpleNamespace(name=name, size=self.sizes[name])
+
+
+def fake_client(compute=None, **kwargs):
+    return SimpleNamespace(jobs=FakeJobs(**kwargs), compute=FakeCompute(compute))
 
 
 def test_submit_sends_the_job_with_a_fresh_token_and_never_prints_it(monkeypatch, capsys):
@@ -454,15 +496,6 @@ def test_download_merges_run_folders_into_results(monkeypatch, tmp_path):
         azure.download_results(client, "job-x", results)
 
 
-class FakeCompute:
-    def __init__(self):
-        self.specs = []
-
-    def begin_create_or_update(self, spec):
-        self.specs.append(spec)
-        return SimpleNamespace(result=lambda: spec)
-
-
 def test_compute_creates_both_clusters_of_the_gpu_head_layout(monkeypatch, capsys):
     client = SimpleNamespace(compute=FakeCompute(), jobs=FakeJobs())
     monkeypatch.setattr(azure, "workspace_client", lambda: client)
@@ -522,7 +555,35 @@ def test_submit_checks_the_sweep_against_the_target_vm_not_this_machine(cli):
     assert azure.target_shape(2, "Standard_Unknown") is None
     ok = cli("submit", sweep, "--nodes", "4", "--vm", "Standard_NC4as_T4_v3", "--dry-run")
     assert ok.returncode == 0, ok.stderr
-    cpu_only = cli("submit", sweep, "--nodes", "4", "--vm", "Standard_F8s_v2", "--dry-run")
+    cpu_only = cli("submit", sweep, "--nodes", "4", "--vm", "Standard_D16s_v5", "--dry-run")
     lines = cpu_only.stderr.strip().splitlines()
     assert cpu_only.returncode == 2 and len(lines) == 1, cpu_only.stderr
     assert "it asks for 1 GPUs and the cluster has 0 in all" in lines[0], lines[0]
+
+
+def test_submit_to_a_compute_cluster_checks_the_sweep_against_its_vm_size(cli, monkeypatch):
+    """With --compute, the cluster's VM size comes from the workspace: a GPU sweep passes on a
+    GPU cluster and is refused on a CPU one in one line, before any job is created; a dry
+    run asks nothing and says the trials are checked at submission."""
+    sweep = "sweeps/pong_impala_16cpu.py"
+    client = fake_client(compute={"gpu": "Standard_NC4as_T4_v3", "cpu": "Standard_D16s_v5"})
+    monkeypatch.setattr(azure, "workspace_client", lambda: client)
+    ok = cli("submit", sweep, "--nodes", "4", "--compute", "gpu")
+    assert ok.returncode == 0, ok.stderr
+    assert [j.job.compute for j in client.jobs.created] == ["gpu"]
+    refused = cli("submit", sweep, "--nodes", "4", "--compute", "cpu")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "it asks for 1 GPUs and the cluster has 0 in all" in lines[0], lines[0]
+    assert len(client.jobs.created) == 1
+    missing = cli("submit", sweep, "--nodes", "4", "--compute", "nope")
+    assert missing.returncode == 1 and "--compute nope: reading its VM size" in missing.stderr
+    monkeypatch.setattr(azure, "workspace_client", lambda: pytest.fail("a dry run asked Azure"))
+    dry = cli("submit", sweep, "--nodes", "4", "--compute", "cpu", "--dry-run")
+    assert dry.returncode == 0 and "checked against its VM size at submission" in dry.stderr
+    assert len(dry.stderr.strip().splitlines()) == 1, dry.stderr
+    # a size the table does not know: the file is validated, and the note says so
+    client.compute.sizes["odd"] = "Standard_Unknown"
+    monkeypatch.setattr(azure, "workspace_client", lambda: client)
+    odd = cli("submit", sweep, "--nodes", "4", "--compute", "odd")
+    assert odd.returncode == 0 and "Standard_Unknown (odd) is not in" in odd.stderr
