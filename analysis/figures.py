@@ -129,7 +129,8 @@ def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
 
 
 def log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
-    """Tick values 1-2-5 per decade covering ``values`` (readable labels on log axes)."""
+    """Tick values 1-2-5 per decade covering ``values`` (readable labels on log axes); empty
+    (plotly's own ticks) when fewer than two of them fall inside the values' range."""
     v = np.asarray(pd.to_numeric(pd.Series(np.ravel(values)), errors="coerce"), float)
     v = v[np.isfinite(v) & (v > 0)]
     if v.size == 0:
@@ -138,6 +139,8 @@ def log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
     ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1,
                                         math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
+    if sum(lo <= t <= hi for t in ticks) < 2:
+        return {}  # a range narrower than 1-2-5 steps: plotly's own ticks label it
     return {"tickvals": ticks, "ticktext": [f"{prefix}{t:g}" for t in ticks]}
 
 
@@ -208,7 +211,7 @@ def fit_line_name(alg: str, f: Any) -> str | None:
     that failed, or one exactly determined by its points (as many distinct N as parameters:
     it passes through them whatever the truth, no residual). A drawn fit with R² below
     :data:`POOR_FIT_R2` says so in its name."""
-    if not f.ok or f.n_distinct <= N_PARAMS[f.model]:
+    if not f.testable:
         return None
     name = f"{alg} {'USL' if f.model == 'usl' else 'Amdahl'} fit"
     if math.isfinite(f.r2) and f.r2 < POOR_FIT_R2:

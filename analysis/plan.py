@@ -59,7 +59,13 @@ import pandas as pd
 
 from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
-from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
+from analysis.scaling import (
+    N_PARAMS,
+    ScalingFit,
+    bootstrap_ttt_prediction,
+    fit_scaling,
+    preferred,
+)
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
 from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
 
@@ -73,6 +79,8 @@ __all__ = [
     "nodes_for",
     "parse_duration",
     "parse_money",
+    "PlanAnswer",
+    "plan_answer",
     "plan_text",
     "per_runner_throughput",
     "run_cost_usd",
@@ -323,7 +331,10 @@ def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, Algor
         if len(left):
             notes.append(f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
                          "the fit (0 env runners, or median TTT not reached)")
-        out[alg] = AlgorithmModel(algorithm=alg, measured=g, fits=fits, fit=preferred(fits),
+        # a fit exactly determined by its points predicts whatever passes through them: the
+        # plan extrapolates only from one the data could have contradicted
+        out[alg] = AlgorithmModel(algorithm=alg, measured=g, fits=fits,
+                                  fit=preferred(fits, testable=True),
                                   samples=samples, gpus=float(g["num_gpus"].max()),
                                   note="; ".join(notes))
     return out
@@ -468,7 +479,11 @@ class Plan:
         fastest: the row recommended for the budget (fastest within it), or None.
         knee: ``{"algorithm", "num_env_runners", "speedup", "efficiency", "strength"}`` or None.
         fits: per algorithm, the scaling model used (``None`` = measured points only).
-        notes: assumptions and caveats, one line each.
+        notes: caveats, one line each (the assumptions are fields of their own).
+        launcher: the start-up and billing added to every TTT (an assumption).
+        resources: per algorithm, what a run asks for (:class:`Resources`).
+        cpu_model: the measured machine's CPU ("" when not recorded).
+        gpu_free: the measured learners used no GPU while GPU sizes are planned.
     """
 
     candidates: pd.DataFrame
@@ -481,6 +496,15 @@ class Plan:
     low_priority: bool = False
     notes: list[str] = field(default_factory=list)
     launcher: Launcher = field(default_factory=lambda: LAUNCHERS[DEFAULT_LAUNCHER])
+    resources: dict[str, Resources] = field(default_factory=dict)
+    cpu_model: str = ""
+    gpu_free: bool = False
+
+    @property
+    def answer(self) -> dict[str, Any] | None:
+        """The row that answers the user's question: the cheapest meeting the deadline when
+        one is given, else the fastest (within the budget when one is given)."""
+        return self.cheapest if self.deadline_s is not None else self.fastest
 
 
 def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | None = None,
@@ -512,11 +536,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     vms = list(load_vm_sizes().values()) if vms is None else vms
     launcher = launcher or LAUNCHERS[DEFAULT_LAUNCHER]
     models = model_algorithms(tm, summary) if models is None else models
-    notes: list[str] = [
-        f"launcher {launcher.name}: {fmt_s(launcher.startup_s)} start-up added to every TTT "
-        + (f"and billing by {fmt_s(launcher.billing_s)} units" if launcher.billing_s > 0
-           else "and continuous billing")
-        + f" ({launcher.source}); change with --launcher, --startup, --billing"]
+    notes: list[str] = []
+    needs: dict[str, Resources] = {}
     rows = []
     for alg, m in models.items():
         cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
@@ -533,12 +554,14 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
                              f"({EXTRAPOLATION_FACTOR} x the largest measured N)")
         else:
             why = m.fits["amdahl"].reason if m.fits else "no data"
+            if m.fits and m.fits["amdahl"].ok:
+                why = (f"{m.fits['amdahl'].n_distinct} distinct N determine Amdahl exactly; "
+                       f"measure at least {N_PARAMS['amdahl'] + 1} env runner counts")
             notes.append(f"{alg}: no scaling fit ({why}); only measured N are planned")
         if m.note:
             notes.append(f"{alg}: {m.note}")
         pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
-        need = trial_resources(tm[tm["algorithm"] == alg])
-        notes.append(f"{alg}: a run asks for {need.describe()}")
+        need = needs[alg] = trial_resources(tm[tm["algorithm"] == alg])
         for _, p in pred.iterrows():
             n = int(p["num_env_runners"])
             cpus, gpus, mem = need.cpus(n), float(math.ceil(m.gpus)), need.memory_mib(n)
@@ -564,12 +587,15 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
             "extrapolated", "config_id"]
     cands = pd.DataFrame(rows, columns=cols)
     fits = {alg: m.fit for alg, m in models.items()}
+    gpu_free = bool((tm["num_gpus"] == 0).all() and any(vm.gpus for vm in vms))
+    extra = {"launcher": launcher, "resources": needs, "cpu_model": cpu_model,
+             "gpu_free": gpu_free}
     if cands.empty:
         notes.append("nothing to plan: no configuration reached the target in at least half "
                      "of its seeds")
         cands["pareto"] = pd.Series(dtype=bool)
         return Plan(cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes,
-                    launcher)
+                    **extra)
     cands["pareto"] = pareto_front(cands)
 
     def pick(df: pd.DataFrame, key: list[str]) -> dict[str, Any] | None:
@@ -602,18 +628,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         notes.append(f"extrapolated beyond measured N for {', '.join(sorted(ex['algorithm'].unique()))}"
                      f" (N={', '.join(str(n) for n in sorted(ex['num_env_runners'].unique()))}):"
                      " model predictions, not measurements")
-    notes.append("assumes a VM's vCPU is as fast as the measured machine's"
-                 + (f" ({cpu_model})" if cpu_model else "")
-                 + "; runs spanning several nodes add no communication cost unless such runs "
-                   "were measured")
-    if (tm["num_gpus"] == 0).all() and any(vm.gpus for vm in vms):
-        notes.append("the measured learners used no GPU: GPU sizes are costed for their vCPUs "
-                     "only (a GPU learner might be faster)")
-    if low_priority:
-        notes.append("low-priority prices use the documented upper-bound discount ('up to "
-                     "80%'); evictions and restarts are not modelled")
     return Plan(cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes,
-                launcher)
+                **extra)
 
 
 def _knee(model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
@@ -657,7 +673,9 @@ def describe_row(r: dict[str, Any]) -> str:
 
 
 def plan_text(plan: Plan) -> list[str]:
-    """The plan's recommendations and caveats as plain lines (CLI and report)."""
+    """The plan's details as plain lines (CLI, report and published pages): the cheapest and
+    fastest candidates, the knee, the scaling model per algorithm, what each algorithm's run
+    asks for, and the caveats. The answer and its assumptions are :func:`plan_answer`."""
     lines = []
     if plan.cheapest is not None:
         head = ("Cheapest meeting the deadline " + fmt_s(plan.deadline_s)
@@ -694,8 +712,133 @@ def plan_text(plan: Plan) -> list[str]:
     for alg, fit in plan.fits.items():
         lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
                                                       "none (measured points only)"))
+    lines.extend(f"{alg}: a run asks for {need.describe()}"
+                 for alg, need in plan.resources.items())
     lines.extend(f"Note: {n}" for n in plan.notes)
     return lines
+
+
+@dataclass(frozen=True)
+class PlanAnswer:
+    """The plan as a user reads it (the report's plan section, ``python -m analysis.plan``
+    and the published pages print the same text).
+
+    Attributes:
+        sentence: one sentence answering the question asked (fastest to the target, the
+            cheapest within ``--deadline``, the fastest within ``--budget``), the measured and
+            the planned TTT side by side, the start-up assumption named in it.
+        commands: the commands that run the sweep on the answer's cluster shape.
+        assumptions: ``(assumption, what the plan took)`` rows: launcher start-up and
+            billing, vCPU speed, CPUs and memory per run, what was extrapolated, nodes,
+            GPUs, prices.
+        details: everything else (:func:`plan_text`).
+    """
+
+    sentence: str
+    commands: list[str]
+    assumptions: list[tuple[str, str]]
+    details: list[str]
+
+
+def _question(plan: Plan) -> str:
+    if plan.deadline_s is not None:
+        within = f"Cheapest run within the {fmt_s(plan.deadline_s)} deadline"
+        if plan.budget_usd is not None and plan.cheapest is not None:
+            ok = plan.cheapest["cost_usd"] <= plan.budget_usd
+            within += f" ({'within' if ok else 'over'} the {fmt_usd(plan.budget_usd)} budget)"
+        return within
+    if plan.budget_usd is not None:
+        return f"Fastest run within the {fmt_usd(plan.budget_usd)} budget"
+    return "Fastest run to the target"
+
+
+def _planned(plan: Plan, r: dict[str, Any]) -> str:
+    """``planned TTT T = t measured here (CI) + s assumed start-up``: the row's two parts."""
+    up = plan.launcher.startup_s
+    own = r["ttt_s"] - up
+    ci = _bounds(r["ttt_low_s"] - up, r["ttt_high_s"] - up, fmt_s)
+    parts = [] if ci == "unknown" else [f"95% {ci}"]
+    if r["source"] == "measured":
+        where = "measured here"
+    else:
+        c = plan.candidates
+        seen = c[(c["algorithm"] == r["algorithm"]) & (c["source"] == "measured")]
+        where = f"predicted by the {r['source']}"
+        if len(seen):
+            best = seen.sort_values("ttt_s").iloc[0]
+            parts.append(("extrapolated from " if r["extrapolated"] else "best measured: ")
+                         + f"{fmt_s(best['ttt_s'] - up)} measured here at N="
+                         f"{best['num_env_runners']}")
+    if parts:
+        where += f" ({'; '.join(parts)})"
+    start = (f"{fmt_s(up)} start-up assumed for {plan.launcher.name}" if up > 0 else
+             f"no start-up ({plan.launcher.name}: {plan.launcher.source})")
+    return f"planned TTT {fmt_s(r['ttt_s'])} = {fmt_s(own)} {where} + {start}"
+
+
+def plan_answer(plan: Plan, sweep_file: str = "FILE",
+                vms: list[VMSize] | None = None) -> PlanAnswer:
+    """The answer, its commands, its assumptions and the details of ``plan``.
+
+    Args:
+        plan: :func:`make_plan`'s plan.
+        sweep_file: the sweep file the commands name (:func:`sweep_file_of`).
+        vms: the VM sizes planned with (default: every row of ``vm_sizes.csv``), for the
+            commands.
+    """
+    vms = list(load_vm_sizes().values()) if vms is None else vms
+    r = plan.answer
+    lc = plan.launcher
+    if r is not None:
+        ref = " (the single-process reference)" if str(r["algorithm"]).startswith("SB3-") else ""
+        sentence = (f"{_question(plan)}: {r['algorithm']}{ref} with {r['num_env_runners']} env "
+                    f"runner(s) on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
+                    f"{fmt_usd(r['cost_usd'])} a run.")
+    elif plan.candidates.empty:
+        sentence = ("No plan: " + "; ".join(plan.notes) + ".") if plan.notes else "No plan."
+    else:
+        best = plan.candidates.sort_values(["ttt_s", "cost_usd"], kind="stable").iloc[0]
+        sentence = ("No run is predicted to reach the target within the "
+                    + (f"{fmt_s(plan.deadline_s)} deadline" if plan.deadline_s is not None
+                       else f"{fmt_usd(plan.budget_usd)} budget")
+                    + f": the fastest, {best['algorithm']} with {best['num_env_runners']} env "
+                    f"runner(s) on {best['nodes']} x {best['vm']}, has "
+                    f"{_planned(plan, best.to_dict())}; {fmt_usd(best['cost_usd'])} a run.")
+        r = best.to_dict()
+    assumptions: list[tuple[str, str]] = [
+        ("Start-up and billing",
+         f"{lc.name}: {fmt_s(lc.startup_s)} before the first trial, added to every planned "
+         "TTT; billed " + (f"in {fmt_s(lc.billing_s)} units" if lc.billing_s > 0
+                           else "continuously")
+         + f" ({lc.source}); change with --launcher, --startup, --billing")]
+    assumptions.append(("vCPU speed", "a VM's vCPU is as fast as the measured machine's"
+                        + (f" ({plan.cpu_model})" if plan.cpu_model else "")))
+    if r is not None:
+        need = plan.resources.get(r["algorithm"])
+        if need is not None:
+            assumptions.append(("CPUs and memory per run",
+                                f"{r['algorithm']}: {need.describe()}"))
+        if r["source"] == "measured":
+            what = f"nothing: {r['num_env_runners']} env runner(s) were measured"
+        elif r["extrapolated"]:
+            what = (f"N={r['num_env_runners']} lies beyond the measured env runner counts: "
+                    f"the {r['source']}'s prediction, not a measurement")
+        else:
+            what = (f"nothing: N={r['num_env_runners']} lies inside the measured range "
+                    f"(interpolated by the {r['source']})")
+        assumptions.append(("Extrapolated", what))
+        assumptions.append(("Several nodes", "no communication cost is added between nodes "
+                            "unless such runs were measured" if r["nodes"] > 1 else
+                            "one node: no communication between nodes"))
+    if plan.gpu_free:
+        assumptions.append(("GPUs", "the measured learners used none: GPU sizes are costed "
+                            "for their vCPUs only (a GPU learner might be faster)"))
+    assumptions.append(("Prices", "low-priority: the documented upper-bound discount ('up to "
+                        "80%'); evictions and restarts are not modelled" if plan.low_priority
+                        else "pay-as-you-go Linux, analysis/vm_sizes.csv (source and date per "
+                        "row)"))
+    commands = launch_lines(r, vms, sweep_file) if r is not None else []
+    return PlanAnswer(sentence, commands, assumptions, plan_text(plan))
 
 
 def sweep_file_of(environment: dict[str, Any]) -> str:
@@ -724,6 +867,17 @@ def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file:
         f"{nodes} --cpus-per-worker {max(1, vm.vcpus - 1)}{gpus} --results-pvc rl-results "
         f"(node pool: {nodes} x {vm.name}, plus one node for the head pod)",
     ]
+
+
+def _print_assumptions(answer: PlanAnswer, console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title="What the plan assumes")
+    t.add_column("assumption")
+    t.add_column("the plan took")
+    for name, value in answer.assumptions:
+        t.add_row(name, value)
+    console.print(t)
 
 
 def _print_table(plan: Plan, console: Any) -> None:
@@ -953,17 +1107,17 @@ def main(argv: list[str] | None = None) -> int:
     if plan.candidates.empty:
         console.print("No recommendation: " + "; ".join(plan.notes))
         return 0
+    answer = plan_answer(plan, sweep_file_of(res.environment), vms)
+    console.print(answer.sentence, highlight=False, soft_wrap=True)
+    for line in answer.commands:
+        console.print(line, highlight=False, soft_wrap=True)
+    _print_assumptions(answer, console)
     _print_table(plan, console)
-    for line in plan_text(plan):
-        console.print(line, highlight=False)
     from analysis.batch_size import batch_advice
 
-    for line in batch_advice(tm, res.progress):
-        console.print(line, highlight=False, soft_wrap=True)
-    pick = plan.cheapest if plan.cheapest is not None else plan.fastest
-    if pick is not None:
-        for line in launch_lines(pick, vms, sweep_file_of(res.environment)):
-            console.print(line, highlight=False, soft_wrap=True)
+    console.print("[bold]Details[/bold]")
+    for line in [*answer.details, *batch_advice(tm, res.progress)]:
+        console.print(f"- {line}", highlight=False, soft_wrap=True)
     return 0
 
 

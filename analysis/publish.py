@@ -16,7 +16,7 @@ writes
   machine, versions, git revision, start/end, wall-clock), one table row per configuration
   (success rate, TTT with 95 % CI or Kaplan-Meier median, speedup vs the baseline with CI,
   parallel efficiency per env runner and per CPU, throughput, steps-to-target, oversubscribed),
-  the capacity plan's recommendation (:func:`analysis.plan.plan_text`), warnings, and links to
+  the capacity plan's answer, assumptions and details (:func:`analysis.plan.plan_answer`), warnings, and links to
   the figures,
 
 and prints the Markdown on stdout. Every number comes from :func:`analysis.study.analyse`
@@ -67,7 +67,7 @@ from analysis.fmt import (
 )
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan import plan_text
+from analysis.plan import plan_answer, sweep_file_of
 from analysis.plan_check import TABLE_HEADERS, table_rows
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
@@ -569,10 +569,20 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
         out += [""] + [f"- {_scrub_paths(x)}" for x in (plan.notes if plan is not None
                                                         else ["no configurations yet"])]
     else:
-        out.append("From `analysis.plan` (no deadline or budget given; reproduce or constrain "
-                   f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
-                   "--budget 1usd`):")
-        out += [""] + [f"- {_scrub_paths(x)}" for x in [*plan_text(plan), *data.batch_advice]]
+        answer = plan_answer(plan, sweep_file_of(res.environment))
+        out.append(_scrub_paths(answer.sentence))
+        if answer.commands:
+            out += [""] + [f"- {m[1]}: `{m[2]}`{m[3] or ''}" for m in
+                           (re.match(r"(.*?): (.*?)( \(.*\))?$", c) for c in answer.commands)]
+        out += ["", "What the plan assumes:", "", "| assumption | the plan took |", "|---|---|"]
+        out += [f"| {a} | {_scrub_paths(b).replace('|', '/')} |" for a, b in answer.assumptions]
+        out += ["", "<details><summary>Details: every recommendation, the scaling models, "
+                "caveats, batch size</summary>", "",
+                "From `analysis.plan` (no deadline or budget given; reproduce or constrain "
+                f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
+                "--budget 1usd`):", ""]
+        out += [f"- {_scrub_paths(x)}" for x in [*answer.details, *data.batch_advice]]
+        out += ["", "</details>"]
     out += _fit_lines(data)
     out += _plan_check_lines(data)
     out += _batch_size_lines(data)

@@ -10,7 +10,7 @@ or from Python (``sweeps.run`` does this at the end of a sweep)::
     path = write_report("results/cabs_scaling/20260101-120000")   # -> .../report.html
 
 Sections: 1 summary (best configuration per algorithm with TTT, speedup, efficiency and cost;
-recommended worker counts; warnings), 2 learning curves, 3 scaling (TTT, speedup with ideal
+recommended env runner counts; warnings), 2 learning curves, 3 scaling (TTT, speedup with ideal
 line and Amdahl/USL fits, efficiency, throughput), 4 cost vs time Pareto front, 5 plan check
 (predictions at held-out env runner counts vs measurements), 6 batch size and gradient noise
 scale, 7 Optuna history and parameter importances, 8 environment and sweep spec. What cannot be shown (no
@@ -22,6 +22,10 @@ which :mod:`analysis.publish` (the Markdown renderer beside this HTML one) expor
 so exported PNGs are the report's figures. A builder raises
 :class:`~analysis.figures.FigureUnavailable` (one line: why) when its figure cannot be drawn.
 
+plotly.js is embedded once, after the text; each figure is its JSON beside an empty div of its
+height, drawn when it nears the viewport or, for the rest, when the browser is idle
+(``benchmarks/bench_report_page.py`` measures the page's size, load and drawing times).
+
 The page records JavaScript errors (``window.onerror``, unhandled rejections,
 ``console.error``) into the hidden ``#report-errors`` element, so a headless browser test can
 read them from the DOM; ``<body data-figures=...>`` holds the number of figures.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import sys
 import traceback
 import warnings
@@ -59,7 +64,7 @@ from analysis.figures import (
 from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan import plan_text
+from analysis.plan import plan_answer, sweep_file_of
 from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
@@ -145,7 +150,9 @@ def _table(headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0
 
 
 class _Figures:
-    """Turns plotly figures into divs (plotly.js is embedded once, in the head)."""
+    """Turns plotly figures into placeholders that :data:`_FIGURE_LOADER` draws: each is an
+    empty ``plotly-graph-div`` of the figure's height and the figure's JSON beside it, so the
+    page shows its text before any figure is drawn (plotly.js is embedded once, at the end)."""
 
     def __init__(self, ctx: Study) -> None:
         self.ctx = ctx
@@ -155,9 +162,58 @@ class _Figures:
         style_figure(fig, height)
         self.count += 1
         div_id = f"fig-{self.count}"
-        return '<div class="fig">' + fig.to_html(
-            full_html=False, include_plotlyjs=False, div_id=div_id,
-            config={"displaylogo": False, "responsive": True}) + "</div>"
+        # "</" closes the script element wherever it appears: JSON allows "<\/" instead
+        data = fig.to_json().replace("</", "<\\/")
+        return (f'<div class="fig"><div id="{div_id}" class="plotly-graph-div" '
+                f'style="height:{height}px; width:100%;"></div>'
+                f'<script type="application/json" class="fig-data" data-for="{div_id}">'
+                f"{data}</script></div>")
+
+
+#: Draws the figures: those near the viewport as they come into it (IntersectionObserver),
+#: the rest one by one when the browser is idle, so a printout or a test sees all of them.
+_FIGURE_LOADER = """
+<script>
+(function () {
+  var config = {displaylogo: false, responsive: true};
+  var figs = Array.prototype.map.call(document.querySelectorAll('script.fig-data'), function (s) {
+    return {el: document.getElementById(s.getAttribute('data-for')), src: s, done: false};
+  });
+  function draw(f) {
+    if (f.done) return;
+    f.done = true;
+    var fig = JSON.parse(f.src.textContent);
+    Plotly.newPlot(f.el, fig.data, fig.layout, config);
+  }
+  var idle = window.requestIdleCallback || function (cb) { return setTimeout(cb, 1); };
+  function next() {
+    for (var i = 0; i < figs.length; i++) {
+      if (!figs[i].done) { draw(figs[i]); idle(next); return; }
+    }
+  }
+  if ('IntersectionObserver' in window) {
+    var seen = new IntersectionObserver(function (entries) {
+      entries.forEach(function (e) {
+        if (!e.isIntersecting) return;
+        seen.unobserve(e.target);
+        figs.forEach(function (f) { if (f.el === e.target) draw(f); });
+      });
+    }, {rootMargin: '400px'});
+    figs.forEach(function (f) { seen.observe(f.el); });
+  }
+  window.addEventListener('load', function () { idle(next); });
+})();
+</script>
+"""
+
+
+def _planned_ttt(plan, row: dict) -> str:
+    """``5.0 min planned (2.0 s TTT + 5.0 min start-up)``: a plan row's time, split in two."""
+    up = plan.launcher.startup_s
+    if up <= 0:
+        return f"TTT {fmt_s(row['ttt_s'])}"
+    return (f"{fmt_s(row['ttt_s'])} planned ({fmt_s(row['ttt_s'] - up)} TTT + "
+            f"{fmt_s(up)} assumed start-up)")
 
 
 def _missing(text: str) -> str:
@@ -238,8 +294,8 @@ def _summary(ctx: Study) -> str:
         if ctx.plan is not None and ctx.plan.cheapest is not None:
             c = ctx.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
-                          f"{c['algorithm']} on {c['nodes']} x {c['vm']}: {fmt_s(c['ttt_s'])}, "
-                          f"{fmt_usd(c['cost_usd'])}"))
+                          f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
+                          f"{_planned_ttt(ctx.plan, c)}, {fmt_usd(c['cost_usd'])}"))
         if ctx.plan is not None and ctx.plan.knee is not None:
             k = ctx.plan.knee
             sub = (f"{k['algorithm']}: more env runners are not predicted to help"
@@ -252,8 +308,8 @@ def _summary(ctx: Study) -> str:
         if ctx.plan is not None and ctx.plan.fastest is not None:
             f = ctx.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
-                          f"{f['algorithm']} on {f['nodes']} x {f['vm']}: {fmt_s(f['ttt_s'])}, "
-                          f"{fmt_usd(f['cost_usd'])}"
+                          f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
+                          f"{_planned_ttt(ctx.plan, f)}, {fmt_usd(f['cost_usd'])}"
                           + (" (extrapolated)" if f["extrapolated"] else "")))
         parts.append('<div class="cards">' + "".join(
             f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
@@ -493,15 +549,28 @@ def _cost(ctx: Study, figs: _Figures) -> str:
                                                     "type": "log", **log_ticks(c["ttt_s"])},
                       yaxis={"title": "cost per run (US$)", "type": "log",
                              **log_ticks(c["cost_usd"], "$")})
-    lines = [*plan_text(plan), *ctx.batch_advice]
-    return (figs.div(fig, height=480) + "<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines)
+    answer = plan_answer(plan, sweep_file_of(ctx.res.environment))
+    lines = [*answer.details, *ctx.batch_advice]
+    commands = "".join(
+        f"<li>{_esc(m[1])}: <code>{_esc(m[2])}</code>{_esc(m[3] or '')}</li>"
+        for m in (re.match(r"(.*?): (.*?)( \(.*\))?$", c) for c in answer.commands))
+    return (f'<p id="plan-answer"><b>{_esc(answer.sentence)}</b></p>'
+            + (f'<ul id="plan-commands">{commands}</ul>' if commands else "")
+            + '<h3>What the plan assumes</h3><div id="plan-assumptions">'
+            + _table(["assumption", "the plan took"], [list(a) for a in answer.assumptions],
+                     left=(0, 1)) + "</div>"
+            + figs.div(fig, height=480)
+            + f'<details id="plan-details"><summary>Details: {len(lines)} more lines (every '
+            "recommendation, the scaling models, caveats, batch size)</summary><ul>"
+            + "".join(f"<li>{_esc(x)}</li>" for x in lines)
             + "</ul><p class=\"note\">Cost model: nodes = ceil(CPUs / vCPUs per VM), "
             "with the CPUs the trials asked for (driver + N &times; CPUs per env runner), enough "
             "GPUs for the learner and enough memory for the trials' peak RSS (fitted per env "
-            "runner; 70 % of a node's memory, the rest is Ray's object store); cost = nodes &times; $/h &times; TTT / 3600. "
+            "runner; 70 % of a node's memory, the rest is Ray's object store); cost = nodes "
+            "&times; $/h &times; billed time / 3600. "
             "Prices: analysis/vm_sizes.csv (pay-as-you-go Linux; source and date per row). "
             "Reproduce with <code>python -m analysis.plan RESULTS_DIR --deadline 10m "
-            "--budget 1usd</code>.</p>")
+            "--budget 1usd</code>.</p></details>")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -732,14 +801,15 @@ def build_report(res: Results, target: str | float | None = None) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{_esc(title)}</title>{_ERROR_HOOK}<style>{_CSS}</style>"
-        f"<script type=\"text/javascript\">/* plotly.js {plotly.__version__} (embedded) */\n"
-        f"{plotly.offline.get_plotlyjs()}</script></head>"
+        f"<title>{_esc(title)}</title>{_ERROR_HOOK}<style>{_CSS}</style></head>"
         f"<body data-figures=\"{figs.count}\"><ul id=\"report-errors\" hidden></ul>"
         f"<header><h1>{_esc(title)}</h1><p>{sub}</p></header><nav>{nav}</nav><main>"
         f"{synthetic}{summary_html}{''.join(bodies)}"
         "<p class=\"note\">Written by <code>python -m analysis.report</code> (rl-scaling). "
-        "Schema: docs/results.md.</p></main></body></html>")
+        "Schema: docs/results.md.</p></main>"
+        # after the text, so the page reads before plotly.js is parsed
+        f"<script type=\"text/javascript\">/* plotly.js {plotly.__version__} (embedded) */\n"
+        f"{plotly.offline.get_plotlyjs()}</script>{_FIGURE_LOADER}</body></html>")
 
 
 def write_report(results_dir: str | Path, output: str | Path | None = None,

@@ -92,6 +92,13 @@ class ScalingFit:
     dropped: int = 0
 
     @property
+    def testable(self) -> bool:
+        """Fitted to more distinct N than the model has parameters: it leaves a residual, so
+        the data can contradict it (an exactly determined fit passes through its points
+        whatever the truth)."""
+        return self.ok and self.n_distinct > N_PARAMS[self.model]
+
+    @property
     def peak_n(self) -> float:
         """N* = sqrt((1 - alpha) / beta): where capacity peaks (inf if beta == 0)."""
         if not self.ok:
@@ -184,7 +191,7 @@ def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
     if distinct.size < p:
         names = "gamma, alpha, beta" if model == "usl" else "gamma, alpha"
         base.reason = (f"{_NAMES[model]} has {p} parameters ({names}) but only "
-                       f"{distinct.size} distinct N measured; measure more worker counts")
+                       f"{distinct.size} distinct N measured; measure more env runner counts")
         return base
     # Start: gamma from the smallest N, small contention/coherency.
     n0 = distinct[0]
@@ -261,10 +268,11 @@ def fit_scaling(n: np.ndarray, x: np.ndarray) -> dict[str, ScalingFit]:
     return {m: _fit_one(m, n, x, dropped) for m in ("amdahl", "usl")}
 
 
-def preferred(fits: dict[str, ScalingFit]) -> ScalingFit | None:
-    """The model to predict with: USL when it could be fitted, else Amdahl, else None."""
+def preferred(fits: dict[str, ScalingFit], testable: bool = False) -> ScalingFit | None:
+    """The model to predict with: USL when it could be fitted, else Amdahl, else None; with
+    ``testable``, only a fit the data could contradict (:attr:`ScalingFit.testable`)."""
     for m in ("usl", "amdahl"):
-        if m in fits and fits[m].ok:
+        if m in fits and (fits[m].testable if testable else fits[m].ok):
             return fits[m]
     return None
 

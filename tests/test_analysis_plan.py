@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.fmt import fmt_s, fmt_usd
 from analysis.load import load_results
 from analysis.metrics import trial_metrics
 from analysis.plan import (
@@ -22,6 +23,7 @@ from analysis.plan import (
     nodes_for,
     parse_duration,
     parse_money,
+    plan_answer,
     run_cost_usd,
     trial_resources,
 )
@@ -111,7 +113,9 @@ def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
     assert any("predictions stop at N=16" in n for n in plan.notes)
     assert (c.loc[c["num_env_runners"] == 2, "source"] == "measured").all()
     row = c[(c["num_env_runners"] == 3) & (c["vm"] == "Standard_D4s_v5")].iloc[0]
-    assert row["nodes"] == 1 and row["source"] == "USL fit"
+    # N = 1, 2, 4 determine the USL's 3 parameters exactly: the plan predicts with Amdahl,
+    # which the three points can contradict
+    assert row["nodes"] == 1 and row["source"] == "Amdahl fit"
     assert row["cost_usd"] == pytest.approx(0.192 * row["ttt_s"] / 3600)
     assert row["ttt_low_s"] < row["ttt_s"] < row["ttt_high_s"]
     assert plan.knee is not None and plan.knee["num_env_runners"] >= 1
@@ -145,13 +149,15 @@ def test_launcher_start_up_and_billing_are_added_and_stated(metrics) -> None:
     assert a["ttt_low_s"] == pytest.approx(b["ttt_low_s"] + 300.0)
     billed = math.ceil((300.0 + b["ttt_s"]) / 60.0) * 60.0  # whole minutes
     assert a["cost_usd"] == pytest.approx(a["nodes"] * d4.price_per_hour_usd * billed / 3600)
-    assert aml.notes[0].startswith("launcher azure-ml: 5.0 min start-up added to every TTT "
-                                   "and billing by 60.0 s units")
+    start_up = dict(plan_answer(aml, vms=[d4]).assumptions)["Start-up and billing"]
+    assert start_up.startswith("azure-ml: 5.0 min before the first trial, added to every "
+                               "planned TTT; billed in 60.0 s units")
     # the scaling curve itself is unchanged
     assert aml.knee["num_env_runners"] == bare.knee["num_env_runners"]
     assert aml.knee["speedup"] == pytest.approx(bare.knee["speedup"])
-    assert bare.notes[0].startswith("launcher none: 0.0 s start-up added to every TTT and "
-                                    "continuous billing")
+    start_up = dict(plan_answer(bare, vms=[d4]).assumptions)["Start-up and billing"]
+    assert start_up.startswith("none: 0.0 s before the first trial, added to every planned "
+                               "TTT; billed continuously")
     mine = Launcher("aks", 30.0, 1.0, "given")
     assert mine.billed_s(2.2) == pytest.approx(33.0) and math.isnan(mine.billed_s(math.nan))
 
@@ -241,3 +247,69 @@ def test_trial_resources_from_requests_and_peak_rss() -> None:
         num_cpus=[2.0, 2.0, 5.0, 5.0, 17.0]))
     assert old.cpus(8) == 9.0 and math.isnan(old.memory_mib(8))
     assert "not sized" in old.describe()
+
+
+def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_names_the_start_up(
+        metrics) -> None:
+    """One sentence answers the question asked (the fastest; the cheapest within a deadline;
+    the fastest within a budget), puts the measured TTT beside the planned one and names the
+    assumed start-up that separates them; the commands and the assumptions follow."""
+    tm, summary = metrics
+    d4 = load_vm_sizes()["Standard_D4s_v5"]
+    plan = make_plan(tm, summary, vms=[d4], n_resamples=20)  # azure-ml: 5 min start-up
+    answer = plan_answer(plan, "sweeps/cabs_scaling.py", [d4])
+    r = plan.fastest  # N = 16, beyond the measured 1, 2, 4: the measured TTT is named too
+    c = plan.candidates
+    seen = c[(c["algorithm"] == r["algorithm"]) & (c["source"] == "measured")]
+    best = seen.sort_values("ttt_s").iloc[0]
+    assert r["extrapolated"] and r["source"] == "Amdahl fit"
+    assert answer.sentence.startswith(
+        f"Fastest run to the target: {r['algorithm']} with {r['num_env_runners']} env runner(s) "
+        f"on {r['nodes']} x Standard_D4s_v5, planned TTT {fmt_s(r['ttt_s'])} = "
+        f"{fmt_s(r['ttt_s'] - 300.0)} predicted by the Amdahl fit (95% "), answer.sentence
+    assert (f"; extrapolated from {fmt_s(best['ttt_s'] - 300.0)} measured here at N="
+            f"{best['num_env_runners']}) + 5.0 min start-up assumed for azure-ml; $"
+            in answer.sentence), answer.sentence
+    assert answer.sentence.count(". ") == 0 and answer.sentence.endswith(" a run.")
+    assert answer.commands[0] == ("Run it on Azure ML: python -m cluster.azure submit "
+                                  f"sweeps/cabs_scaling.py --nodes {r['nodes']} --vm "
+                                  "Standard_D4s_v5")
+    assert [a for a, _ in answer.assumptions] == [
+        "Start-up and billing", "vCPU speed", "CPUs and memory per run", "Extrapolated",
+        "Several nodes", "Prices"]
+    assert not any("start-up" in line for line in answer.details)  # said once, up front
+    deadline = make_plan(tm, summary, vms=[d4], n_resamples=20, deadline_s=3600.0)
+    assert plan_answer(deadline, vms=[d4]).sentence.startswith(
+        "Cheapest run within the 1.00 h deadline: ")
+    budget = make_plan(tm, summary, vms=[d4], n_resamples=20, budget_usd=5.0)
+    assert plan_answer(budget, vms=[d4]).sentence.startswith(
+        "Fastest run within the $5.00 budget: ")
+    measured = make_plan(tm, summary, vms=[d4], n_resamples=20, max_workers=4,
+                         launcher=LAUNCHERS["none"])  # only measured N; no start-up
+    m = measured.fastest
+    assert plan_answer(measured, vms=[d4]).sentence.endswith(
+        f"planned TTT {fmt_s(m['ttt_s'])} = {fmt_s(m['ttt_s'])} measured here (95% "
+        f"{fmt_s(m['ttt_low_s'])}-{fmt_s(m['ttt_high_s'])}) + no start-up (none: TTT only, as "
+        f"if machines appeared instantly); {fmt_usd(m['cost_usd'])} a run.")
+    never = make_plan(tm, summary, vms=[d4], n_resamples=20, deadline_s=1.0)
+    text = plan_answer(never, vms=[d4]).sentence
+    assert text.startswith("No run is predicted to reach the target within the 1.0 s "
+                           "deadline: the fastest, ") and "start-up assumed for azure-ml" in text
+
+
+def test_an_exactly_determined_fit_is_not_planned_with(tmp_path: Path) -> None:
+    """Two env runner counts determine Amdahl exactly: the plan predicts no other N from it
+    and says why; a third count makes Amdahl testable and the plan predicts with it."""
+    two = write_synthetic_results(tmp_path / "two", seeds=3, workers=(1, 2),
+                                  algorithms=("DQN",), with_optuna=False)
+    tm, _, _ = trial_metrics(load_results(two))
+    plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
+    assert set(plan.candidates["num_env_runners"]) == {1, 2}
+    assert any("2 distinct N determine Amdahl exactly; measure at least 3 env runner counts"
+               in n for n in plan.notes), plan.notes
+    three = write_synthetic_results(tmp_path / "three", seeds=3, workers=(1, 2, 4),
+                                    algorithms=("DQN",), with_optuna=False)
+    tm, _, _ = trial_metrics(load_results(three))
+    plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
+    assert set(plan.candidates.loc[plan.candidates["source"] != "measured", "source"]) == {
+        "Amdahl fit"}

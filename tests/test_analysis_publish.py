@@ -15,7 +15,7 @@ from PIL import Image
 from analysis.fmt import fmt_s
 from analysis.load import load_results
 from analysis.metrics import trial_metrics
-from analysis.plan import make_plan, plan_text
+from analysis.plan import make_plan, plan_answer, plan_text
 from analysis.publish import (
     DEFAULT_FIGURES,
     ExportError,
@@ -108,6 +108,10 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
     plan = make_plan(tm, summary, cpu_model="synthetic CPU")
     for line in plan_text(plan):
         assert f"- {line}" in md, line
+    answer = plan_answer(plan)
+    assert f"## Recommendation (capacity plan)\n\n{answer.sentence}\n" in md
+    for name, value in answer.assumptions:
+        assert f"| {name} | {value} |" in md, name
     assert "## Figures" not in md  # none asked for
 
 

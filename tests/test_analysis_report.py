@@ -230,3 +230,31 @@ def test_a_fit_exactly_determined_by_its_points_draws_no_line():
     assert fit_line_name("DQN", three["usl"]) is None  # USL: 3 parameters, 3 N
     noisy = fit_scaling(np.array([1, 2, 4, 1, 2, 4]), np.array([100, 40, 100, 30, 160, 35.0]))
     assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
+
+
+def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_results: Path) -> None:
+    """The plan section opens with one sentence (measured and planned TTT, the start-up
+    assumption named), then the commands and the assumptions table; every other line sits in a
+    collapsed <details>. The summary card splits its planned time the same way."""
+    page = write_report(rich_results, rich_results / "plan.html").read_text()
+    cost = re.search(r'<section id="cost">(.*?)</section>', page, re.S).group(1)
+    first = re.match(r'<h2>[^<]*</h2><p id="plan-answer"><b>([^<]*)</b></p>', cost)
+    assert first, cost[:500]
+    assert first.group(1).startswith("Fastest run to the target: ")
+    assert "+ 5.0 min start-up assumed for azure-ml" in first.group(1), first.group(1)
+    assert re.search(r"planned TTT [\d.]+ min = [\d.]+ s (measured here|predicted by)",
+                     first.group(1)), first.group(1)
+    order = [cost.index(k) for k in ('id="plan-commands"', 'id="plan-assumptions"',
+                                     'class="fig"', '<details id="plan-details">')]
+    assert order == sorted(order)
+    assumptions = re.search(r'id="plan-assumptions">(.*?)</div>', cost, re.S).group(1)
+    for name in ("Start-up and billing", "vCPU speed", "CPUs and memory per run",
+                 "Extrapolated", "Prices"):
+        assert f">{name}</td>" in assumptions
+    details = cost.split('<details id="plan-details">')[1]
+    assert "<details id=\"plan-details\" open" not in cost  # collapsed
+    assert "Knee of the efficiency curve" in details and "Scaling model for" in details
+    card = re.search(r'Recommended \(cheapest run\)</div><div class="v">[^<]*</div>'
+                     r'<div class="s">([^<]*)</div>', page).group(1)
+    assert re.search(r"[\d.]+ min planned \([\d.]+ s TTT \+ 5\.0 min assumed start-up\)",
+                     card), card
