@@ -79,3 +79,41 @@ def s3_keys(client, prefix: str = "") -> set[str]:
     """The keys under ``prefix`` in the :func:`s3` fixture's bucket."""
     out = client.list_objects_v2(Bucket="rl-results", Prefix=prefix)
     return {o["Key"] for o in out.get("Contents", [])}
+
+
+def _forget_user_modules(base) -> None:
+    """Drop from gymnasium's registry the ids whose entry point is a module imported from a
+    file under ``base``, then those modules from ``sys.modules`` (ids that installed packages
+    registered, Atari's among them, stay)."""
+    import inspect
+    import sys
+
+    import gymnasium
+
+    def under_base(entry_point) -> bool:
+        if callable(entry_point):
+            try:
+                path = inspect.getfile(entry_point)
+            except TypeError:
+                return False
+        else:
+            module = sys.modules.get(str(entry_point).split(":")[0])
+            path = getattr(module, "__file__", None) or ""
+        return str(path).startswith(str(base))
+
+    for env_id in [i for i, spec in gymnasium.registry.items() if under_base(spec.entry_point)]:
+        del gymnasium.registry[env_id]
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(base)):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def clean_imports(tmp_path_factory):
+    """A test that imports a user's env module from a temporary folder (``corridor_env``) in
+    this process: what an earlier test imported from its own temporary folder is forgotten
+    first (same module name, another file), and this test's modules and the gymnasium ids they
+    registered are forgotten after it."""
+    _forget_user_modules(tmp_path_factory.getbasetemp())
+    yield
+    _forget_user_modules(tmp_path_factory.getbasetemp())

@@ -106,21 +106,6 @@ def yaml_sweep(folder: Path, env: str, *, runners=(0, 1), algorithms=("DQN", "PP
     return path
 
 
-@pytest.fixture
-def clean_imports(tmp_path):
-    """The user's modules (imported from ``tmp_path``) and the gymnasium ids this test adds
-    are removed after it."""
-    import gymnasium
-
-    ids = set(gymnasium.registry)
-    yield
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
-            del sys.modules[name]
-    for env_id in set(gymnasium.registry) - ids:
-        del gymnasium.registry[env_id]
-
-
 def test_the_three_forms_of_env(tmp_path, clean_imports):
     from envs.forms import modules_to_ship, parse_env, search_path
 
