@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweeps import rundir
 from sweeps.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
@@ -260,15 +261,15 @@ def load_results(path: str | Path) -> Results:
         raise ResultsError(f"{path}: no such results directory")
     if not path.is_dir():
         raise ResultsError(f"{path}: not a directory (give a results/<sweep>/<run_id>/ folder)")
-    trials_file = path / "trials.parquet"
+    trials_file = path / rundir.TRIALS
     if not trials_file.is_file():
         raise ResultsError(f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
                            "folder? see docs/results.md)")
     warnings: list[str] = []
-    spec = _current_names(_read_json(path / "spec.json", warnings))
-    environment = _read_json(path / "environment.json", warnings)
+    spec = _current_names(_read_json(path / rundir.SPEC, warnings))
+    environment = _read_json(path / rundir.ENVIRONMENT, warnings)
     trials = _fill_trials(_read_parquet(trials_file), spec, path, warnings)
-    progress_file = path / "progress.parquet"
+    progress_file = path / rundir.PROGRESS
     if progress_file.is_file():
         progress = _fill_progress(_read_parquet(progress_file), path)
     else:
@@ -276,6 +277,6 @@ def load_results(path: str | Path) -> Results:
                         "and no learning curves")
         progress = pd.DataFrame({c: pd.Series(dtype=float) for c in _PROGRESS_COLUMNS})
         progress["trial_id"] = progress["trial_id"].astype(str)
-    study = _load_study(path / "optuna.db", spec.get("name"), warnings)
+    study = _load_study(path / rundir.OPTUNA_DB, spec.get("name"), warnings)
     return Results(path=path, trials=trials, progress=progress, spec=spec,
                    environment=environment, study=study, warnings=warnings)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Results
+from sweeps import rundir
 from sweeps.schema import first_crossing
 
 __all__ = [
@@ -152,11 +153,11 @@ def resolve_target(res: Results, override: str | float | None = None) -> Resolve
         metrics = res.trials["target_metric"].dropna().astype(str).unique()
         metric = metrics[0] if len(metrics) else "episode_return_mean"
     original = spec_target.get("value")
-    source = "spec.json"
+    source = rundir.SPEC
     if original is None:
         vals = pd.to_numeric(res.trials["target_value"], errors="coerce").dropna().unique()
         original = float(vals[0]) if len(vals) else math.nan
-        source = "trials.parquet"
+        source = rundir.TRIALS
     original = float(original) if original is not None else math.nan
     if override is not None:
         return ResolvedTarget(metric=str(metric), column=metric_column(metric),

@@ -509,7 +509,7 @@ class Plan:
 
 def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | None = None,
               budget_usd: float | None = None, vms: list[VMSize] | None = None,
-              low_priority: bool = False, max_workers: int = 64, n_resamples: int = 200,
+              low_priority: bool = False, max_env_runners: int = 64, n_resamples: int = 200,
               seed: int = 0, cpu_model: str = "",
               launcher: Launcher | None = None,
               models: dict[str, AlgorithmModel] | None = None) -> Plan:
@@ -522,7 +522,7 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
         budget_usd: dollars one run may cost (None: no budget).
         vms: VM sizes to consider (default: every row of ``vm_sizes.csv``).
         low_priority: price with the low-priority discount.
-        max_workers: largest env runner count considered.
+        max_env_runners: largest env runner count considered.
         n_resamples, seed: bootstrap of the prediction intervals.
         cpu_model: the measured machine's CPU (for the notes).
         launcher: start-up and billing to add (default :data:`LAUNCHERS` ``azure-ml``);
@@ -540,16 +540,16 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     needs: dict[str, Resources] = {}
     rows = []
     for alg, m in models.items():
-        cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_workers)
+        cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_env_runners)
         if m.fit is not None:
             # every N inside the measured range (interpolation) and powers of two beyond it,
             # up to EXTRAPOLATION_FACTOR x the largest measured N
-            horizon = min(max_workers, int(EXTRAPOLATION_FACTOR * m.fit.n_max))
-            cand |= set(range(1, min(int(m.fit.n_max), max_workers) + 1))
+            horizon = min(max_env_runners, int(EXTRAPOLATION_FACTOR * m.fit.n_max))
+            cand |= set(range(1, min(int(m.fit.n_max), max_env_runners) + 1))
             cand |= {n for n in DEFAULT_CANDIDATE_N if n <= horizon}
             if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= horizon:
                 cand |= {max(1, math.floor(m.fit.peak_n)), math.ceil(m.fit.peak_n)}
-            if horizon < max_workers:
+            if horizon < max_env_runners:
                 notes.append(f"{alg}: predictions stop at N={horizon} "
                              f"({EXTRAPOLATION_FACTOR} x the largest measured N)")
         else:
@@ -964,7 +964,7 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     plan = steps_plan(args.steps_to_target, median, vms, startup_s=startup, learner_gpus=gpus,
                       low_priority=args.low_priority, billing_s=billing,
                       candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128)
-                                       if n <= args.max_workers))
+                                       if n <= args.max_env_runners))
     console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
                   f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
                   f"start-up "
@@ -1020,7 +1020,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--low-priority", action="store_true",
                    help="price low-priority (spot) capacity")
     p.add_argument("--target", help="override the target: absolute value or percent of optimum")
-    p.add_argument("--max-workers", type=int, default=64,
+    p.add_argument("--max-env-runners", "--max-workers", type=int, default=64,
                    help="largest env runner count considered (default 64)")
     p.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
     p.add_argument("--steps-to-target", type=float,
@@ -1064,8 +1064,8 @@ def main(argv: list[str] | None = None) -> int:
             vms = [table[v] for v in args.vm]
         else:
             vms = list(table.values())
-        if args.max_workers < 1:
-            raise ValueError(f"--max-workers {args.max_workers}: must be >= 1")
+        if args.max_env_runners < 1:
+            raise ValueError(f"--max-env-runners {args.max_env_runners}: must be >= 1")
         if args.steps_to_target is not None and not args.steps_to_target > 0:
             raise ValueError(f"--steps-to-target {args.steps_to_target:g}: must be > 0")
         if args.env_steps_per_s_per_runner is not None and not args.env_steps_per_s_per_runner > 0:
@@ -1097,7 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
     if holdout is not None:
         return _check_main(res, tm, summary, holdout, target, warns, console)
     plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
-                     low_priority=args.low_priority, max_workers=args.max_workers,
+                     low_priority=args.low_priority, max_env_runners=args.max_env_runners,
                      cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher)
     console.print(f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
                   f"{target.value:g} ({target.source}); "

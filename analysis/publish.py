@@ -3,7 +3,7 @@
 Usage::
 
     python -m analysis.publish RESULTS_DIR --out docs/ [--name cabs_scaling]
-        [--target VALUE|PCT%] [--figures learning_curves,speedup,ttt_vs_workers]
+        [--target VALUE|PCT%] [--figures learning_curves,speedup,ttt_vs_env_runners]
         [--engine auto|kaleido|chromium] [--width 1000] [--scale 2] [--no-figures]
 
 writes
@@ -90,7 +90,7 @@ __all__ = [
 FIGURES: dict[str, str] = {
     "learning_curves": "Episode return vs wall-clock, one line per trial",
     "learning_curves_steps": "Episode return vs env steps, one line per trial",
-    "ttt_vs_workers": "Time-to-target vs env runners (best configuration per N)",
+    "ttt_vs_env_runners": "Time-to-target vs env runners (best configuration per N)",
     "speedup": "Speedup vs the baseline against env runners, with Amdahl/USL fits",
     "efficiency": "Parallel efficiency (per env runner and per CPU) vs env runners",
     "throughput": "Throughput (env steps/s) vs env runners, with Amdahl/USL fits",
@@ -100,7 +100,7 @@ FIGURES: dict[str, str] = {
 }
 """Figures that can be exported: file suffix -> caption."""
 
-DEFAULT_FIGURES = ("learning_curves", "speedup", "ttt_vs_workers")
+DEFAULT_FIGURES = ("learning_curves", "speedup", "ttt_vs_env_runners")
 
 _HOW_TO_READ = {
     "learning_curves": "The target metric of every trial against wall-clock since its start; "
@@ -109,7 +109,7 @@ _HOW_TO_READ = {
     "learning_curves_steps": "The target metric of every trial against env steps sampled; "
                              "dotted: censored or failed; crosses: where a trial first reached "
                              "the target (dashed red line).",
-    "ttt_vs_workers": "Median time-to-target (Kaplan-Meier median when seeds were censored) of "
+    "ttt_vs_env_runners": "Median time-to-target (Kaplan-Meier median when seeds were censored) of "
                       "each algorithm's best configuration at each env runner count. Error "
                       f"bars: 95 % CI, only with >= {MIN_SEEDS_FOR_CI} seeds; an unbounded "
                       "upper limit is not drawn. Triangles: median not reached, drawn at the "
@@ -161,7 +161,7 @@ def build_figures(data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGU
                             "learning_curves"),
         "learning_curves_steps": (lambda: learning_curve_figure(data, "env_steps"),
                                   "learning_curves"),
-        "ttt_vs_workers": (lambda: ttt_figure(data), "ttt"),
+        "ttt_vs_env_runners": (lambda: ttt_figure(data), "ttt"),
         "speedup": (lambda: speedup_figures(data).speedup, "speedup"),
         "efficiency": (lambda: speedup_figures(data).efficiency, "efficiency"),
         "throughput": (lambda: throughput_figure(data)[0], "throughput"),

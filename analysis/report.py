@@ -68,6 +68,7 @@ from analysis.plan import plan_answer, sweep_file_of
 from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
+from sweeps import rundir
 from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = ["analyse", "build_report", "main", "write_report"]
@@ -154,8 +155,8 @@ class _Figures:
     empty ``plotly-graph-div`` of the figure's height and the figure's JSON beside it, so the
     page shows its text before any figure is drawn (plotly.js is embedded once, at the end)."""
 
-    def __init__(self, ctx: Study) -> None:
-        self.ctx = ctx
+    def __init__(self, data: Study) -> None:
+        self.data = data
         self.count = 0  # figures placed in the page so far
 
     def div(self, fig: Any, height: int = 430) -> str:
@@ -163,11 +164,11 @@ class _Figures:
         self.count += 1
         div_id = f"fig-{self.count}"
         # "</" closes the script element wherever it appears: JSON allows "<\/" instead
-        data = fig.to_json().replace("</", "<\\/")
+        payload = fig.to_json().replace("</", "<\\/")
         return (f'<div class="fig"><div id="{div_id}" class="plotly-graph-div" '
                 f'style="height:{height}px; width:100%;"></div>'
                 f'<script type="application/json" class="fig-data" data-for="{div_id}">'
-                f"{data}</script></div>")
+                f"{payload}</script></div>")
 
 
 #: Draws the figures: those near the viewport as they come into it (IntersectionObserver),
@@ -230,14 +231,14 @@ def _stalled(tm: pd.DataFrame) -> pd.DataFrame:
     return tm[tm["error_kind"] == "stalled"]
 
 
-def _summary(ctx: Study) -> str:
-    s, tm = ctx.summary, ctx.tm
+def _summary(data: Study) -> str:
+    s, tm = data.summary, data.tm
     stalled = _stalled(tm)
-    parts = [f'<p>Target: <b>{_esc(ctx.target.metric)} &ge; {ctx.target.value:g}</b> '
-             f'(from {_esc(ctx.target.source)}'
-             + (f"; the sweep ran with {ctx.target.original:g}" if ctx.target.overridden else "")
+    parts = [f'<p>Target: <b>{_esc(data.target.metric)} &ge; {data.target.value:g}</b> '
+             f'(from {_esc(data.target.source)}'
+             + (f"; the sweep ran with {data.target.original:g}" if data.target.overridden else "")
              + f'). Metric: <span id="target-metric">'
-             f'{_esc(describe_metric(ctx.target.metric, ctx.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: '
+             f'{_esc(describe_metric(data.target.metric, data.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: '
              f'{int((tm["status"] == "reached").sum()) if len(tm) else 0} reached the target, '
              f'{int((tm["status"] == "censored").sum()) if len(tm) else 0} censored, '
              f'{len(stalled)} stalled, '
@@ -256,7 +257,7 @@ def _summary(ctx: Study) -> str:
         parts.append(_missing("No trials yet: nothing to summarise."))
     else:
         best = best_configs(s, ("algorithm",))
-        sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
         cards = []
         top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
         if math.isfinite(top["ttt_s"]):
@@ -275,7 +276,7 @@ def _summary(ctx: Study) -> str:
             n_tr = int((s["n_reached"] + s["n_censored"]).sum())
             cards.append(("Target not reached", f"{int(s['n_reached'].sum())} of {n_tr} trials",
                           f"best return {tm['best_return'].max():.4g} vs target "
-                          f"{ctx.target.value:g}"))
+                          f"{data.target.value:g}"))
         if top["config_id"] in sp.index and (
                 math.isfinite(sp.at[top["config_id"], "speedup"])
                 or math.isfinite(sp.at[top["config_id"], "speedup_lower_bound"])):
@@ -291,13 +292,13 @@ def _summary(ctx: Study) -> str:
             cards.append(("Absolute speedup (vs reference)",
                           _speedup_html(sp.loc[top["config_id"]], "abs_speedup") + "x",
                           "TTT(reference) / TTT(fastest configuration)"))
-        if ctx.plan is not None and ctx.plan.cheapest is not None:
-            c = ctx.plan.cheapest
+        if data.plan is not None and data.plan.cheapest is not None:
+            c = data.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
                           f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
-                          f"{_planned_ttt(ctx.plan, c)}, {fmt_usd(c['cost_usd'])}"))
-        if ctx.plan is not None and ctx.plan.knee is not None:
-            k = ctx.plan.knee
+                          f"{_planned_ttt(data.plan, c)}, {fmt_usd(c['cost_usd'])}"))
+        if data.plan is not None and data.plan.knee is not None:
+            k = data.plan.knee
             sub = (f"{k['algorithm']}: more env runners are not predicted to help"
                    if k["num_env_runners"] == k["relative_to_n"] else
                    f"{k['algorithm']}: speedup {k['speedup']:.2f}x over {k['relative_to_n']}, "
@@ -305,22 +306,22 @@ def _summary(ctx: Study) -> str:
                    + (" (extrapolated)" if k["extrapolated"] else ""))
             cards.append(("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)",
                           sub))
-        if ctx.plan is not None and ctx.plan.fastest is not None:
-            f = ctx.plan.fastest
+        if data.plan is not None and data.plan.fastest is not None:
+            f = data.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
                           f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
-                          f"{_planned_ttt(ctx.plan, f)}, {fmt_usd(f['cost_usd'])}"
+                          f"{_planned_ttt(data.plan, f)}, {fmt_usd(f['cost_usd'])}"
                           + (" (extrapolated)" if f["extrapolated"] else "")))
         parts.append('<div class="cards">' + "".join(
             f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
             f'<div class="s">{_esc(sub) if "&" not in sub else sub}</div></div>'
             for k, v, sub in cards) + "</div>")
-        verdict = reference_verdict(s, ctx.speed)
+        verdict = reference_verdict(s, data.speed)
         if verdict:
             parts.append(f'<p class="banner" id="reference-verdict">{_esc(verdict)}</p>')
         share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
         share = share[np.isfinite(share.astype(float))] if len(share) else share
-        if len(share) and ctx.target.metric == "evaluation":
+        if len(share) and data.target.metric == "evaluation":
             parts.append(f'<p class="note">The evaluation protocol took a median '
                          f'{share.median():.1%} (at most {share.max():.1%}) of a trial\'s '
                          'wall-clock; it is inside every time-to-target.</p>')
@@ -328,8 +329,8 @@ def _summary(ctx: Study) -> str:
         for _, b in best.iterrows():
             r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
             cost = "-"
-            if ctx.plan is not None and not ctx.plan.candidates.empty:
-                c = ctx.plan.candidates
+            if data.plan is not None and not data.plan.candidates.empty:
+                c = data.plan.candidates
                 c = c[(c["config_id"] == b["config_id"]) & (c["source"] == "measured")]
                 if len(c):
                     c = c.sort_values("cost_usd").iloc[0]
@@ -357,7 +358,7 @@ def _summary(ctx: Study) -> str:
                      'speedup / resources ratio, per env runner and per CPU, only for the '
                      'baseline\'s algorithm. Cost: one run at the measured TTT on '
                      'the cheapest VM size that fits it (pay-as-you-go).</p>')
-        parts.append(_configurations_per_algorithm(ctx))
+        parts.append(_configurations_per_algorithm(data))
         parts.append(_table(["algorithm", "env runners", "configuration", "reached",
                              "estimator", "TTT [95% CI]", "speedup [95% CI]",
                              "absolute speedup [95% CI]",
@@ -374,7 +375,7 @@ def _summary(ctx: Study) -> str:
                               fmt_num(float(r["elapsed_s"]), 3), r["error"]]
                              for _, r in stalled.iterrows()], left=(0, 4)))
     if not s.empty:
-        sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
         rows = []
         for _, c in s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf)).sort_values(
                 ["algorithm", "num_env_runners", "_t"]).iterrows():
@@ -393,9 +394,9 @@ def _summary(ctx: Study) -> str:
                              "TTT [95% CI]", "speedup [95% CI]", "absolute speedup [95% CI]",
                              "evaluation share of wall-clock"], rows, left=(0, 2), raw=True))
         parts.append("</details>")
-    if ctx.warnings:
+    if data.warnings:
         parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(
-            f"<li>{_esc(w)}</li>" for w in ctx.warnings) + "</ul>")
+            f"<li>{_esc(w)}</li>" for w in data.warnings) + "</ul>")
     return "".join(parts)
 
 
@@ -404,9 +405,9 @@ def _summary(ctx: Study) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _learning_curves(ctx: Study, figs: _Figures) -> str:
+def _learning_curves(data: Study, figs: _Figures) -> str:
     try:
-        out = [figs.div(learning_curve_figure(ctx, x), height=FIGURE_HEIGHT["learning_curves"])
+        out = [figs.div(learning_curve_figure(data, x), height=FIGURE_HEIGHT["learning_curves"])
                for x in ("wall_time_s", "env_steps")]
     except FigureUnavailable as exc:
         return _missing(str(exc))
@@ -420,8 +421,8 @@ def _learning_curves(ctx: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _scaling(ctx: Study, figs: _Figures) -> str:
-    s = ctx.summary
+def _scaling(data: Study, figs: _Figures) -> str:
+    s = data.summary
     if s.empty:
         return _missing("No configurations yet.")
     best, ns_all, _ = best_per_n(s)
@@ -433,11 +434,11 @@ def _scaling(ctx: Study, figs: _Figures) -> str:
         out.append(_missing(f"Only one env runner count was measured "
                             f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
                             "or fitted. Measure at least two (three for the USL)."))
-    out.append(figs.div(ttt_figure(ctx), height=FIGURE_HEIGHT["ttt"]))
+    out.append(figs.div(ttt_figure(data), height=FIGURE_HEIGHT["ttt"]))
 
-    sp = ctx.speed.set_index("config_id") if len(ctx.speed) else pd.DataFrame()
+    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
     try:
-        sf = speedup_figures(ctx)
+        sf = speedup_figures(data)
     except FigureUnavailable as exc:
         out.append(_missing(str(exc)))
         fit_rows = []
@@ -446,7 +447,7 @@ def _scaling(ctx: Study, figs: _Figures) -> str:
         out.append(figs.div(sf.speedup, height=FIGURE_HEIGHT["speedup"]))
         out.append(figs.div(sf.efficiency, height=FIGURE_HEIGHT["efficiency"]))
         fit_rows = sf.fits
-    fig, tp_fit_rows = throughput_figure(ctx)
+    fig, tp_fit_rows = throughput_figure(data)
     out.append(figs.div(fig, height=FIGURE_HEIGHT["throughput"]))
     untestable = untestable_fit_note([*fit_rows, *tp_fit_rows])
     if untestable:
@@ -514,10 +515,10 @@ def _scaling(ctx: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 4: cost vs time
 # ---------------------------------------------------------------------------------------------
-def _cost(ctx: Study, figs: _Figures) -> str:
+def _cost(data: Study, figs: _Figures) -> str:
     import plotly.graph_objects as go
 
-    plan = ctx.plan
+    plan = data.plan
     if plan is None or plan.candidates.empty:
         why = "; ".join(plan.notes) if plan is not None else "the plan could not be made"
         return _missing(f"No cost/time trade-off: {why}")
@@ -549,8 +550,8 @@ def _cost(ctx: Study, figs: _Figures) -> str:
                                                     "type": "log", **log_ticks(c["ttt_s"])},
                       yaxis={"title": "cost per run (US$)", "type": "log",
                              **log_ticks(c["cost_usd"], "$")})
-    answer = plan_answer(plan, sweep_file_of(ctx.res.environment))
-    lines = [*answer.details, *ctx.batch_advice]
+    answer = plan_answer(plan, sweep_file_of(data.res.environment))
+    lines = [*answer.details, *data.batch_advice]
     commands = "".join(
         f"<li>{_esc(m[1])}: <code>{_esc(m[2])}</code>{_esc(m[3] or '')}</li>"
         for m in (re.match(r"(.*?): (.*?)( \(.*\))?$", c) for c in answer.commands))
@@ -578,8 +579,8 @@ def _cost(ctx: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check(ctx: Study, figs: _Figures) -> str:
-    check = ctx.check
+def _check(data: Study, figs: _Figures) -> str:
+    check = data.check
     if check is None:
         return _missing(f"No plan check: it needs an algorithm measured at more than "
                         f"{MIN_FIT_N} env runner counts (>= 1): {MIN_FIT_N} to fit the scaling "
@@ -593,7 +594,7 @@ def _check(ctx: Study, figs: _Figures) -> str:
            'RESULTS_DIR --holdout ' + ",".join(str(n) for n in sorted(
                check.rows["num_env_runners"].unique())) + '</code>.</p>']
     if not check.rows.empty:
-        out.append(figs.div(plan_check_figure(ctx), height=FIGURE_HEIGHT["plan_check"]))
+        out.append(figs.div(plan_check_figure(data), height=FIGURE_HEIGHT["plan_check"]))
     rows = table_rows(check)
     if rows:
         out.append(_table(TABLE_HEADERS, rows, left=(0, 2, 3)))
@@ -606,8 +607,8 @@ def _check(ctx: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _batch(ctx: Study, figs: _Figures) -> str:
-    b = ctx.batch
+def _batch(data: Study, figs: _Figures) -> str:
+    b = data.batch
     if b is None:
         return _missing("No batch-size check: it needs one algorithm run at two or more "
                         "train batch sizes with the gradient noise scale measured "
@@ -620,7 +621,7 @@ def _batch(ctx: Study, figs: _Figures) -> str:
            'B<sub>simple</sub>), the other batch sizes are predicted and compared with what they '
            'measured. Reproduce with <code>python -m analysis.batch_size RESULTS_DIR</code>.</p>']
     if not b.rows.empty:
-        out.append(figs.div(batch_size_figure(ctx), height=FIGURE_HEIGHT["batch_size"]))
+        out.append(figs.div(batch_size_figure(data), height=FIGURE_HEIGHT["batch_size"]))
         rows = []
         for _, r in b.rows.iterrows():
             def e(x: float) -> str:
@@ -653,8 +654,8 @@ def _batch(ctx: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 7: Optuna
 # ---------------------------------------------------------------------------------------------
-def _optuna(ctx: Study, figs: _Figures) -> str:
-    study = ctx.res.study
+def _optuna(data: Study, figs: _Figures) -> str:
+    study = data.res.study
     if study is None:
         return _missing("No Optuna study (optuna.db missing or unreadable): no optimisation "
                         "history or parameter importances.")
@@ -686,13 +687,13 @@ def _optuna(ctx: Study, figs: _Figures) -> str:
     return "".join(out)
 
 
-def _configurations_per_algorithm(ctx: Study) -> str:
+def _configurations_per_algorithm(data: Study) -> str:
     """One sentence: how many configurations the search gave each declared algorithm (the
     baseline and the reference apart), naming any declared algorithm it never measured."""
-    trials = ctx.res.trials
+    trials = data.res.trials
     sampled = trials[~trials["is_baseline"].astype(bool) & ~trials["is_reference"].astype(bool)]
     counts = sampled.groupby("algorithm")["config_id"].nunique()
-    declared = list((ctx.res.spec or {}).get("algorithms") or counts.index)
+    declared = list((data.res.spec or {}).get("algorithms") or counts.index)
     parts = [f"{a} {int(counts.get(a, 0))}" for a in declared]
     missing = [a for a in declared if not counts.get(a, 0)]
     return ('<p class="note" id="configs-per-algorithm">Configurations the search measured, '
@@ -700,7 +701,7 @@ def _configurations_per_algorithm(ctx: Study) -> str:
             + (f" <strong>Not measured: {_esc(', '.join(missing))}</strong> (no trial of "
                "theirs was recorded)." if missing else "")
             + (" Each algorithm's first configuration is its defaults, queued before the "
-               "sampler takes over." if len(declared) > 1 and (ctx.res.spec or {}).get(
+               "sampler takes over." if len(declared) > 1 and (data.res.spec or {}).get(
                    "search", {}).get("sampler") != "grid" else "")
             + "</p>")
 
@@ -726,8 +727,8 @@ def _where_trials_ran(trials: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------------------------
 # Section 8: environment and spec
 # ---------------------------------------------------------------------------------------------
-def _environment(ctx: Study) -> str:
-    env, spec = ctx.res.environment, ctx.res.spec
+def _environment(data: Study) -> str:
+    env, spec = data.res.environment, data.res.spec
     out = []
     if env:
         rows = [[k, str(v)] for k, v in (env.get("versions") or {}).items()]
@@ -742,8 +743,8 @@ def _environment(ctx: Study) -> str:
         out.append(_table(["", "value"], rows, left=(0, 1)))
     else:
         out.append(_missing("environment.json is missing."))
-    out.append(_where_trials_ran(ctx.res.trials))
-    out.append(f"<p>Results directory: <code>{_esc(ctx.res.path)}</code></p>")
+    out.append(_where_trials_ran(data.res.trials))
+    out.append(f"<p>Results directory: <code>{_esc(data.res.path)}</code></p>")
     if spec:
         out.append("<h3>Sweep spec (spec.json)</h3><pre>" + _esc(json.dumps(spec, indent=2))
                    + "</pre>")
@@ -764,30 +765,30 @@ def build_report(res: Results, target: str | float | None = None) -> str:
     import plotly
     import plotly.offline
 
-    ctx = analyse(res, target)
-    tm = ctx.tm
-    figs = _Figures(ctx)
+    data = analyse(res, target)
+    tm = data.tm
+    figs = _Figures(data)
 
     def section(sid: str, title: str, body) -> str:
         try:
             content = body()
         except Exception as exc:  # show what can be shown; say what cannot
             content = _missing(f"This section could not be drawn: {type(exc).__name__}: {exc}")
-            ctx.warnings.append(f"section '{title}' failed: {type(exc).__name__}: {exc}")
+            data.warnings.append(f"section '{title}' failed: {type(exc).__name__}: {exc}")
             traceback.print_exc(file=sys.stderr)
         return f'<section id="{sid}"><h2>{_esc(title)}</h2>{content}</section>'
 
     sections = [
-        ("curves", "2. Learning curves", lambda: _learning_curves(ctx, figs)),
-        ("scaling", "3. Scaling with env runners", lambda: _scaling(ctx, figs)),
-        ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(ctx, figs)),
-        ("check", "5. Plan check (held-out env runner counts)", lambda: _check(ctx, figs)),
-        ("batch", "6. Batch size and gradient noise scale", lambda: _batch(ctx, figs)),
-        ("optuna", "7. Optuna search", lambda: _optuna(ctx, figs)),
-        ("environment", "8. Environment and sweep spec", lambda: _environment(ctx)),
+        ("curves", "2. Learning curves", lambda: _learning_curves(data, figs)),
+        ("scaling", "3. Scaling with env runners", lambda: _scaling(data, figs)),
+        ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(data, figs)),
+        ("check", "5. Plan check (held-out env runner counts)", lambda: _check(data, figs)),
+        ("batch", "6. Batch size and gradient noise scale", lambda: _batch(data, figs)),
+        ("optuna", "7. Optuna search", lambda: _optuna(data, figs)),
+        ("environment", "8. Environment and sweep spec", lambda: _environment(data)),
     ]
     bodies = [section(*s) for s in sections]
-    summary_html = section("summary", "1. Summary", lambda: _summary(ctx))
+    summary_html = section("summary", "1. Summary", lambda: _summary(data))
     env = res.environment
     synthetic = ('<div class="banner">Synthetic data (analysis.synthetic): these numbers '
                  'describe no real run.</div>' if env.get("synthetic") else "")
@@ -831,7 +832,7 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
     from sweeps import storage
 
     res = load_results(results_dir)
-    out = Path(output) if output is not None else res.path / "report.html"
+    out = Path(output) if output is not None else res.path / rundir.REPORT
     page = build_report(res, target)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

@@ -14,7 +14,7 @@ Every trial is simulated from known ground truth, so the analysis can be checked
 Example::
 
     from analysis.synthetic import write_synthetic_results
-    path = write_synthetic_results("/tmp/demo", seeds=5, workers=(1, 2, 4, 8), censor=0.2)
+    path = write_synthetic_results("/tmp/demo", seeds=5, env_runners=(1, 2, 4, 8), censor=0.2)
     # then: python -m analysis.report /tmp/demo
 """
 
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sweeps import rundir
 from sweeps.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
@@ -66,7 +67,7 @@ def _throughput(alg: str, n: int) -> float:
 
 
 def write_synthetic_results(path: str | Path, *, seeds: int = 3,
-                            workers: tuple[int, ...] = (1, 2, 4), censor: float = 0.0,
+                            env_runners: tuple[int, ...] = (1, 2, 4), censor: float = 0.0,
                             rng_seed: int = 0,
                             algorithms: tuple[str, ...] = ("DQN", "IMPALA"),
                             baseline: tuple[str, int] = ("DQN", 1), n_lr: int = 1,
@@ -79,14 +80,14 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
     Args:
         path: directory to create (parents too); existing result files in it are replaced.
         seeds: seeds per configuration.
-        workers: env runner counts (the sweep's ``num_env_runners`` choices).
+        env_runners: env runner counts (the sweep's ``num_env_runners`` choices).
         censor: fraction (0-1) of each configuration's seeds whose learning curve plateaus
             below the target, so they are censored at the budget (rounded to whole seeds).
         rng_seed: seed of everything random here.
         algorithms: algorithms swept (keys of :data:`TRUE_SCALING`).
         baseline: ``(algorithm, num_env_runners)``; its first-lr configuration is the baseline
             (added to the grid if missing).
-        n_lr: learning rates per (algorithm, workers): more configurations per N.
+        n_lr: learning rates per (algorithm, env_runners): more configurations per N.
         budget_s: wall-clock budget per trial (seconds).
         errors: trials (chosen at random) that end with ``status == "error"`` half-way.
         no_episode_errors: trials that crash before finishing any episode (NaN returns).
@@ -99,15 +100,15 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         ``path`` as a :class:`~pathlib.Path`.
 
     Raises:
-        ValueError: unknown algorithm, empty ``workers``, ``seeds < 1`` or ``censor``
+        ValueError: unknown algorithm, empty ``env_runners``, ``seeds < 1`` or ``censor``
             outside [0, 1].
     """
     unknown = [a for a in algorithms if a not in TRUE_SCALING]
     if unknown:
         raise ValueError(f"algorithms {unknown}: not one of {sorted(TRUE_SCALING)}")
-    if not workers or seeds < 1 or not 0.0 <= censor <= 1.0 or not 1 <= n_lr <= len(_LRS):
-        raise ValueError(f"need workers non-empty, seeds >= 1, 0 <= censor <= 1 and "
-                         f"1 <= n_lr <= {len(_LRS)}; got workers={workers}, seeds={seeds}, "
+    if not env_runners or seeds < 1 or not 0.0 <= censor <= 1.0 or not 1 <= n_lr <= len(_LRS):
+        raise ValueError(f"need env_runners non-empty, seeds >= 1, 0 <= censor <= 1 and "
+                         f"1 <= n_lr <= {len(_LRS)}; got env_runners={env_runners}, seeds={seeds}, "
                          f"censor={censor}, n_lr={n_lr}")
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -115,7 +116,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
     target = _TARGET_FRACTION * _OPTIMAL_RETURN
     start = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 
-    grid = [(a, n, k) for a in algorithms for n in workers for k in range(n_lr)]
+    grid = [(a, n, k) for a in algorithms for n in env_runners for k in range(n_lr)]
     if (baseline[0], baseline[1], 0) not in grid:
         grid.insert(0, (baseline[0], baseline[1], 0))
     trial_rows, progress_rows, specs = [], [], []
@@ -208,8 +209,8 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         progress_rows.extend(rows)
 
     trials = pd.DataFrame(trial_rows)
-    write_parquet(trials, path / "trials.parquet", TRIAL_COLUMNS)
-    prog_file = path / "progress.parquet"
+    write_parquet(trials, path / rundir.TRIALS, TRIAL_COLUMNS)
+    prog_file = path / rundir.PROGRESS
     if with_progress:
         write_parquet(pd.DataFrame(progress_rows), prog_file, PROGRESS_COLUMNS)
     elif prog_file.exists():
@@ -218,7 +219,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
     spec = {
         "name": name, "env": "ContosoCabs-v0", "env_config": {"time_matrix_seed": 0},
         "algorithms": list(algorithms),
-        "search_space": {"num_env_runners": {"kind": "choice", "values": list(workers)},
+        "search_space": {"num_env_runners": {"kind": "choice", "values": list(env_runners)},
                          "lr": {"kind": "choice", "values": list(_LRS[:n_lr])}},
         "per_algorithm": {}, "fixed": {"gamma": 0.99}, "per_algorithm_fixed": {},
         "target": {"metric": "episode_return_mean", "value": target,
@@ -229,7 +230,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         "baseline": {"algorithm": baseline[0], "num_env_runners": baseline[1]},
         "results_dir": str(path.parent), "allow_oversubscription": True,
     }
-    (path / "spec.json").write_text(json.dumps(spec, indent=2))
+    (path / rundir.SPEC).write_text(json.dumps(spec, indent=2))
 
     import optuna
     import pyarrow
@@ -248,11 +249,11 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         .isoformat().replace("+00:00", "Z"),
         "ray_address": "local", "synthetic": True,
         "command": f"analysis.synthetic.write_synthetic_results(seeds={seeds}, "
-                   f"workers={tuple(workers)}, censor={censor}, rng_seed={rng_seed})",
+                   f"env_runners={tuple(env_runners)}, censor={censor}, rng_seed={rng_seed})",
     }
-    (path / "environment.json").write_text(json.dumps(env, indent=2))
+    (path / rundir.ENVIRONMENT).write_text(json.dumps(env, indent=2))
 
-    db = path / "optuna.db"
+    db = path / rundir.OPTUNA_DB
     if db.exists():
         db.unlink()
     if with_optuna:
@@ -261,11 +262,11 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
                                     direction="minimize")
         dists = {
             "algorithm": optuna.distributions.CategoricalDistribution(list(algorithms)),
-            "num_env_runners": optuna.distributions.CategoricalDistribution(list(workers)),
+            "num_env_runners": optuna.distributions.CategoricalDistribution(list(env_runners)),
             "lr": optuna.distributions.FloatDistribution(1e-4, 3e-3, log=True),
         }
         for _, t in trials.iterrows():
-            if t["algorithm"] not in algorithms or t["num_env_runners"] not in workers:
+            if t["algorithm"] not in algorithms or t["num_env_runners"] not in env_runners:
                 continue  # the baseline added outside the search space
             failed = t["status"] == "error"
             study.add_trial(optuna.trial.create_trial(

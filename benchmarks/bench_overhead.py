@@ -129,9 +129,11 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"bench_overhead: sweeps.run exited {proc.returncode}: "
                          f"{stderr.strip().splitlines()[-1:]}")
+    from sweeps import rundir
+
     run_dir = next((results / "overhead").iterdir())
-    progress = pd.read_parquet(run_dir / "progress.parquet").sort_values("wall_time_s")
-    env_info = json.loads((run_dir / "environment.json").read_text())
+    progress = pd.read_parquet(run_dir / rundir.PROGRESS).sort_values("wall_time_s")
+    env_info = json.loads((run_dir / rundir.ENVIRONMENT).read_text())
     iterations = list(zip(progress.wall_time_s.astype(float), progress.env_steps.astype(int),
                           strict=True))
     # The steady state's window in epoch seconds, from Tune's per-iteration result.json:

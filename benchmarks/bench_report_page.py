@@ -151,7 +151,7 @@ def main() -> int:
             study = Path(tmp) / "cabs_scaling"
             shutil.copytree(STUDY, study)
             dirs = [study, write_synthetic_results(Path(tmp) / "synthetic", seeds=5,
-                                                   workers=(1, 2, 4, 8), censor=0.2, errors=1,
+                                                   env_runners=(1, 2, 4, 8), censor=0.2, errors=1,
                                                    no_episode_errors=1, n_lr=2, rng_seed=2)]
         rows = []
         for d in dirs:

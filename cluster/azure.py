@@ -646,7 +646,7 @@ def _check_sweep(sweep_file: str, cluster: str | None = None) -> None:
         AzureError: the file does not pass, in one line.
     """
     if cluster is None:
-        from sweeps.run import quiet_logs
+        from sweeps.logs import quiet_logs
         from sweeps.sweep_file import SpecError, check_points, load_sweep
 
         quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are built

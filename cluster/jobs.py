@@ -43,14 +43,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sweeps import rundir
 from sweeps.cli import EXIT_BAD_INPUT
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where results go on the cluster's head (the job's own folder is deleted with the job).
 DEFAULT_REMOTE_RESULTS = "~/rl-scaling-results"
 #: Files of a run directory that ``download`` copies (Tune's state stays on the cluster).
-RESULT_FILES = ("trials.parquet", "progress.parquet", "spec.json", "environment.json",
-                "optuna.db", "report.html")
+RESULT_FILES = rundir.RUN_FILES
 _BEGIN, _END = "-----BEGIN RL-SCALING RESULTS-----", "-----END RL-SCALING RESULTS-----"
 _RUN_DIR = re.compile(r"^Sweep \S+: results in (\S+)$", re.MULTILINE)
 FINAL = ("SUCCEEDED", "FAILED", "STOPPED")

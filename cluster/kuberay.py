@@ -102,8 +102,7 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
         KubeRayError: the file is bad (the loader's one line) or a trial cannot be placed on
             the worker group (which one, what it asks for and why).
     """
-    from sweeps.placement import placement_problem
-    from sweeps.run import trial_requests
+    from sweeps.placement import placement_problem, trial_requests
     from sweeps.search import expected_trials
     from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
     from sweeps.trainable import TrialSetup
@@ -372,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (see the module docstring)."""
     args = build_parser().parse_args(argv)
-    from sweeps.run import quiet_logs
+    from sweeps.logs import quiet_logs
 
     quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are checked
     if args.cmd == "pack":

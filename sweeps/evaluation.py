@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GreedyEvaluator", "make_env", "rllib_greedy_policy", "trial_evaluator"]
+__all__ = ["GreedyEvaluator", "evaluation_env", "rllib_greedy_policy", "trial_evaluator"]
 
 #: A batched greedy policy: observations of shape (B, *obs_shape) -> actions of shape (B,).
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
-def make_env(env_id: str, env_config: Mapping[str, Any] | None = None):
+def evaluation_env(env_id: str, env_config: Mapping[str, Any] | None = None):
     """One env for the evaluation protocol: :func:`envs.make_env` without the step latency
     (:mod:`envs.latency`: the protocol measures the policy, not the simulator)."""
     import envs
@@ -47,7 +47,7 @@ class GreedyEvaluator:
     """Runs the evaluation protocol (module docstring) for one trial.
 
     Args:
-        env_id, env_config: the sweep's env, built with :func:`make_env`.
+        env_id, env_config: the sweep's env, built with :func:`evaluation_env`.
         episodes: evaluation episodes per evaluation (≥ 1).
         seed: episode ``i`` starts from ``reset(seed=seed + i)``.
         max_steps: safety cap on steps per episode (an episode still running is cut there and
@@ -62,7 +62,7 @@ class GreedyEvaluator:
                  seed: int, max_steps: int = 1_000_000):
         if episodes < 1:
             raise ValueError(f"evaluation episodes must be >= 1, got {episodes}")
-        self.envs = [make_env(env_id, env_config) for _ in range(episodes)]
+        self.envs = [evaluation_env(env_id, env_config) for _ in range(episodes)]
         self.seed = int(seed)
         self.max_steps = int(max_steps)
         self.total_time_s = 0.0

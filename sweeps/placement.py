@@ -25,8 +25,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
-__all__ = ["STRATEGIES", "placement_problem", "cluster_nodes", "describe_cluster"]
+from sweeps.spec import Choice, IntRange, Sweep
+
+if TYPE_CHECKING:
+    from sweeps.trainable import TrialSetup
+
+__all__ = ["STRATEGIES", "TrialRequest", "cluster_nodes", "describe_cluster",
+           "env_runner_counts", "placement_problem", "trial_requests"]
 
 #: Placement strategies a sweep can choose (``STRICT_SPREAD`` would need a node per bundle).
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK")
@@ -102,3 +109,46 @@ def placement_problem(bundles: Sequence[Mapping[str, float]],
             asked = ", ".join(f"{total[k]:g} {_name(k)}" for k in keys)
             return f"its {len(bundles)} bundles ({asked}) do not pack onto the cluster's nodes"
     return None
+
+
+def env_runner_counts(sweep: Sweep, algorithm: str) -> list[int]:
+    """Every num_env_runners value a trial of ``algorithm`` can get (for the feasibility check)."""
+    p = sweep.params_for(algorithm).get("num_env_runners")
+    fixed = sweep.fixed_for(algorithm).get("num_env_runners")
+    if isinstance(p, Choice):
+        return [int(v) for v in p.values]
+    if isinstance(p, IntRange):
+        return [p.low, p.high]
+    return [int(fixed)] if fixed is not None else []
+
+
+def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
+    """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
+    ``num_env_runners`` value the sweep can produce (the baseline first): RLlib's own
+    placement-group request (:func:`sweeps.trainable.trial_algorithm_config`), unscaled."""
+    from sweeps.trainable import request_bundles, trial_algorithm_config
+
+    combos = [(a, n) for a in sweep.algorithms for n in (env_runner_counts(sweep, a) or [None])]
+    if sweep.baseline:
+        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners")))
+    out = []
+    for algo, n in dict.fromkeys(combos):
+        cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
+        if n is not None:
+            cfg["num_env_runners"] = n
+        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
+            cfg.update(sweep.baseline)
+        algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
+        out.append(TrialRequest(algo, n, float(info["requested_cpus"]), float(info["num_gpus"]),
+                                request_bundles(algo_config)))
+    return out
+
+
+class TrialRequest(NamedTuple):
+    """One kind of trial's request: ``cpus``/``gpus`` summed over its ``bundles``."""
+
+    algorithm: str
+    num_env_runners: int | None
+    cpus: float
+    gpus: float
+    bundles: list[dict[str, float]]

@@ -9,11 +9,8 @@ curve, and is expected to be censored below the how-to's target of 18. Measured 
 H100 machine: docs/device_16cpu.md (data under docs/data/pong_impala_16cpu/).
 """
 
+from sweeps import pong_impala as _pong
 from sweeps.spec import Budget, Search, Sweep, Target, choice
-from sweeps.sweep_file import sibling_module
-
-# The settings live in pong_impala.py (sweep files are not a package: loaded by path).
-_pong = sibling_module(__file__, "pong_impala.py")
 
 SWEEP = Sweep(
     name="pong_impala_16cpu",

@@ -8,11 +8,8 @@ the cores with the env runner. A newcomer sees env steps/s, a learning curve and
 ``python -m sweeps.run sweeps/pong_quick.py``. Measured throughput: docs/benchmarks.md.
 """
 
+from sweeps import pong_impala as _pong
 from sweeps.spec import Budget, Search, Sweep, Target, choice
-from sweeps.sweep_file import sibling_module
-
-# The settings live in pong_impala.py (sweep files are not a package: loaded by path).
-_pong = sibling_module(__file__, "pong_impala.py")
 
 SWEEP = Sweep(
     name="pong_quick",

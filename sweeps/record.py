@@ -26,6 +26,7 @@ import pandas as pd
 from ray.tune import Callback, Stopper
 from rich.console import Console
 
+from sweeps import rundir
 from sweeps.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
@@ -284,8 +285,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
 
     # -- state on disk ---------------------------------------------------------------------
     def setup(self, **info):
-        trials = self.run_dir / "trials.parquet"
-        progress = self.run_dir / "progress.parquet"
+        trials = self.run_dir / rundir.TRIALS
+        progress = self.run_dir / rundir.PROGRESS
         for stray in self.run_dir.glob(".*.tmp"):  # left by a writer that was killed
             stray.unlink(missing_ok=True)
         if trials.exists():
@@ -302,14 +303,14 @@ class ResultsRecorder(LiveOnRestore, Callback):
         try:
             if self._progress:
                 _write_parquet(pd.DataFrame(self._progress, columns=list(PROGRESS_COLUMNS)),
-                               self.run_dir / "progress.parquet", PROGRESS_COLUMNS)
+                               self.run_dir / rundir.PROGRESS, PROGRESS_COLUMNS)
                 if self.mirror is not None:
-                    self.mirror.put(self.run_dir / "progress.parquet")
+                    self.mirror.put(self.run_dir / rundir.PROGRESS)
             if self._trials:
-                _write_parquet(pd.DataFrame(self._trials), self.run_dir / "trials.parquet",
+                _write_parquet(pd.DataFrame(self._trials), self.run_dir / rundir.TRIALS,
                                TRIAL_COLUMNS)
                 if self.mirror is not None:  # progress first, the rows last, there too
-                    self.mirror.put(self.run_dir / "trials.parquet")
+                    self.mirror.put(self.run_dir / rundir.TRIALS)
         except OSError as e:
             if self.write_error is None:
                 self.write_error = e
@@ -520,7 +521,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
 
 
 #: The run directory's log of failed trials' tracebacks (one block per trial).
-ERRORS_LOG = "errors.log"
+ERRORS_LOG = rundir.ERRORS_LOG
 
 
 def _error_line(trial) -> str:

@@ -24,7 +24,9 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from sweeps import rundir
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -32,15 +34,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 #: creation time then includes whatever the shell ran before (a pip install).
 COMMAND_START = time.time()
 
-# Quiet Ray/RLlib before they are imported; Tune's classic status table instead of per-iteration dumps.
-os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-os.environ.setdefault("RAY_DEDUP_LOGS", "1")
-os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")  # --resume loses at most ~1 s of state
-os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "100")
-os.environ.setdefault("PYTHONWARNINGS", "ignore::DeprecationWarning")
-
 from sweeps.cli import EXIT_BAD_INPUT  # noqa: E402
-from sweeps.spec import Budget, Choice, IntRange, Search, Sweep  # noqa: E402
+from sweeps.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
+from sweeps.placement import TrialRequest, env_runner_counts, trial_requests  # noqa: E402, F401
+from sweeps.spec import Budget, Search, Sweep  # noqa: E402
 from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
 
 if TYPE_CHECKING:
@@ -132,7 +129,7 @@ def _first_msg(e) -> str:
 def _started_at(run: Path) -> str:
     """A run's recorded start (environment.json ``started_at``, ISO 8601 UTC), or ``""``."""
     try:
-        return str(json.loads((run / "environment.json").read_text()).get("started_at") or "")
+        return str(json.loads((run / rundir.ENVIRONMENT).read_text()).get("started_at") or "")
     except (OSError, ValueError):
         return ""
 
@@ -151,7 +148,7 @@ def run_dir_for(root: Path, sweep: Sweep, resume: bool, source: str) -> Path:
     """
     base = root / sweep.name
     if resume:
-        runs = [p for p in base.glob("*") if (p / "tune").is_dir()] if base.is_dir() else []
+        runs = [p for p in base.glob("*") if (p / rundir.TUNE_DIR).is_dir()] if base.is_dir() else []
         if not runs:
             raise SpecError(f"{source}: --resume: no earlier run of sweep {sweep.name!r} under {base}")
         return max(runs, key=lambda p: (_started_at(p), p.stat().st_mtime))
@@ -179,17 +176,17 @@ def lock_run_dir(run_dir: Path, source: str):
     """
     import filelock
 
-    lock = filelock.FileLock(str(run_dir / ".lock"))
+    lock = filelock.FileLock(str(run_dir / rundir.LOCK))
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
         try:
-            holder = (run_dir / ".lock.pid").read_text().strip()
+            holder = (run_dir / f"{rundir.LOCK}.pid").read_text().strip()
         except OSError:
             holder = "unknown"
         raise SpecError(f"{source}: results: {run_dir} is in use by another sweeps.run "
                         f"(pid {holder}); wait for it to finish or choose another --results") from None
-    (run_dir / ".lock.pid").write_text(f"{os.getpid()}\n")
+    (run_dir / f"{rundir.LOCK}.pid").write_text(f"{os.getpid()}\n")
     return lock
 
 
@@ -233,11 +230,11 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
         return SpecError(f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
                          "move it aside and start a new run")
 
-    if not (run_dir / "tune" / "tuner.pkl").is_file():
+    if not (run_dir / rundir.TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
     from sweeps.schema import SCHEMA_VERSION, SchemaError, schema_version
 
-    for name in ("trials.parquet", "progress.parquet"):
+    for name in (rundir.TRIALS, rundir.PROGRESS):
         path = run_dir / name
         if path.exists():
             try:
@@ -251,9 +248,9 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
                 raise bad(name, f"results schema version {version}, this rl-scaling writes "
                                 f"version {SCHEMA_VERSION}")
     try:
-        json.loads((run_dir / "environment.json").read_text())
+        json.loads((run_dir / rundir.ENVIRONMENT).read_text())
     except (OSError, ValueError) as e:
-        raise bad("environment.json", f"missing or not JSON ({type(e).__name__})") from None
+        raise bad(rundir.ENVIRONMENT, f"missing or not JSON ({type(e).__name__})") from None
 
 
 def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: bool) -> None:
@@ -263,9 +260,9 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
         SpecError: one line listing the changed fields, unless ``allow``.
     """
     try:
-        old = json.loads((run_dir / "spec.json").read_text())
+        old = json.loads((run_dir / rundir.SPEC).read_text())
     except (OSError, ValueError) as e:
-        raise SpecError(f"{source}: --resume: {run_dir / 'spec.json'} is missing or corrupt "
+        raise SpecError(f"{source}: --resume: {run_dir / rundir.SPEC} is missing or corrupt "
                         f"({type(e).__name__}); this is not a run of this tool to resume") from None
     changes = spec_changes(old, spec)
     if changes and not allow:
@@ -304,49 +301,6 @@ def check_writable(root: Path, source: str) -> None:
         probe.unlink()
     except OSError as e:
         raise SpecError(f"{source}: results: cannot write to {root}: {e.strerror or e}") from None
-
-
-def worker_counts(sweep: Sweep, algorithm: str) -> list[int]:
-    """Every num_env_runners value a trial of ``algorithm`` can get (for the feasibility check)."""
-    p = sweep.params_for(algorithm).get("num_env_runners")
-    fixed = sweep.fixed_for(algorithm).get("num_env_runners")
-    if isinstance(p, Choice):
-        return [int(v) for v in p.values]
-    if isinstance(p, IntRange):
-        return [p.low, p.high]
-    return [int(fixed)] if fixed is not None else []
-
-
-def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
-    """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
-    ``num_env_runners`` value the sweep can produce (the baseline first): RLlib's own
-    placement-group request (:func:`sweeps.trainable.trial_algorithm_config`), unscaled."""
-    from sweeps.trainable import request_bundles, trial_algorithm_config
-
-    combos = [(a, n) for a in sweep.algorithms for n in (worker_counts(sweep, a) or [None])]
-    if sweep.baseline:
-        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners")))
-    out = []
-    for algo, n in dict.fromkeys(combos):
-        cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
-        if n is not None:
-            cfg["num_env_runners"] = n
-        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
-            cfg.update(sweep.baseline)
-        algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
-        out.append(TrialRequest(algo, n, float(info["requested_cpus"]), float(info["num_gpus"]),
-                                request_bundles(algo_config)))
-    return out
-
-
-class TrialRequest(NamedTuple):
-    """One kind of trial's request: ``cpus``/``gpus`` summed over its ``bundles``."""
-
-    algorithm: str
-    num_env_runners: int | None
-    cpus: float
-    gpus: float
-    bundles: list[dict[str, float]]
 
 
 def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
@@ -433,6 +387,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     ~0.1 s, does not). Default: now.
     """
     command_start = time.time() if command_start is None else command_start
+    quiet_environment()  # before Ray is imported
     args = parse_args(argv)
     source = args.file
     run_dir = lock = None
@@ -520,45 +475,6 @@ def _local_gpus() -> float:
         return 0.0
 
 
-class _DropTuneLines:
-    """A logging filter dropping Tune's lines the suite says better itself: a failed trial's
-    traceback (the recorder prints one line; the traceback goes to the run's errors.log), the
-    list of trials that did not complete, and "Resume experiment with: Tuner.restore(...)"
-    (the suite prints its own ``--resume`` command)."""
-
-    def __init__(self, verbose: bool = False):
-        self.prefixes = ("Experiment has been interrupted",) + (() if verbose else (
-            "Trial task failed for trial", "Trials did not complete"))
-
-    def filter(self, record) -> bool:
-        return not str(record.msg).startswith(self.prefixes)
-
-
-def quiet_logs(verbose: bool = False) -> None:
-    """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
-    new-API-stack notice); with ``log_to_driver=False`` the trials' own output stays in Ray's
-    session logs. Trial errors surface as the recorder's one line per trial and their
-    tracebacks in the run's errors.log. ``verbose`` (``--verbose``) keeps the warnings and
-    Tune's tracebacks; Tune's "Resume experiment with: Tuner.restore" always goes (the suite
-    says how to resume)."""
-    import logging
-
-    import ray.rllib  # noqa: F401 - it configures its logger on import; override after
-
-    for name in ("ray.tune.execution.tune_controller", "ray.tune.tune"):
-        logger = logging.getLogger(name)
-        for f in [f for f in logger.filters if isinstance(f, _DropTuneLines)]:
-            logger.removeFilter(f)
-        logger.addFilter(_DropTuneLines(verbose))
-    if verbose:
-        return
-    for name in ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
 def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
          args: argparse.Namespace, cluster_info, command_start: float, argv: list[str] | None,
          mirror=None) -> int:
@@ -583,11 +499,11 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
-    if not (args.resume and (run_dir / "spec.json").exists()):  # spec.json keeps what ran
-        write_json(run_dir / "spec.json", spec)
+    if not (args.resume and (run_dir / rundir.SPEC).exists()):  # spec.json keeps what ran
+        write_json(run_dir / rundir.SPEC, spec)
         if mirror is not None:
-            mirror.put(run_dir / "spec.json")
-    env_path = run_dir / "environment.json"
+            mirror.put(run_dir / rundir.SPEC)
+    env_path = run_dir / rundir.ENVIRONMENT
     env_info = environment_info(sys.argv[1:] if argv is None else argv, cluster_info.address,
                                 cluster_info.nodes)
     if args.resume and env_path.exists():
@@ -617,7 +533,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         [Capper(recorder, capping.margin, capping.protect)] if capping is not None else []))
     trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
                                     resources_for(setup))
-    tune_dir = run_dir / "tune"
+    tune_dir = run_dir / rundir.TUNE_DIR
     where = mirror.uri_of(run_dir) if mirror is not None else run_dir
     print(f"Sweep {sweep.name}: results in {where}")
     if mirror is not None:
@@ -628,14 +544,14 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
                                    resume_unfinished=True, resume_errored=False)
     else:
-        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / 'optuna.db').resolve()}",
+        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / rundir.OPTUNA_DB).resolve()}",
                                  recorder=recorder)
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
         reporter = None if not args.verbose else tune.CLIReporter(
             metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
                             "best_return": "best return", "reached": "reached"},
-            parameter_columns={"algorithm": "algo", "num_env_runners": "workers",
+            parameter_columns={"algorithm": "algo", "num_env_runners": "env runners",
                                "train_batch_size": "batch", "seed": "seed"},
             max_report_frequency=60, sort_by_metric=False, max_progress_rows=12)
         tuner = tune.Tuner(
@@ -648,7 +564,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
                 # sweeps.trainable.begin_trial_in_process)
                 reuse_actors=True, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
-                name="tune", storage_path=str(run_dir.resolve()), callbacks=callbacks,
+                name=rundir.TUNE_DIR, storage_path=str(run_dir.resolve()), callbacks=callbacks,
                 stop=stopper,
                 progress_reporter=reporter, verbose=1 if args.verbose else 0,
                 failure_config=tune.FailureConfig(max_failures=1),
@@ -689,7 +605,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         env_info["startup_to_first_iteration_s"] = round(recorder.first_iteration_s, 2)
     write_json(env_path, env_info)
     if mirror is not None:
-        for name in ("environment.json", "optuna.db"):
+        for name in (rundir.ENVIRONMENT, rundir.OPTUNA_DB):
             mirror.put(run_dir / name)
     n = recorder.num_recorded
     skipped = recorder.progress.skipped_in(recorder.trials)  # seeds capping made pointless
@@ -705,8 +621,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         mirror.put(run_dir / ERRORS_LOG)
     if not args.no_report:
         _write_report(run_dir)
-        if mirror is not None and (run_dir / "report.html").is_file():
-            mirror.put(run_dir / "report.html")
+        if mirror is not None and (run_dir / rundir.REPORT).is_file():
+            mirror.put(run_dir / rundir.REPORT)
     summary = recorder.error_summary()
     if summary is not None:
         print(f"error: {args.file}: {summary}", file=sys.stderr)
@@ -747,7 +663,7 @@ def trial_dirname(trial) -> str:
 def _count_trials(run_dir: Path) -> int:
     from sweeps.schema import read_parquet
 
-    path = run_dir / "trials.parquet"
+    path = run_dir / rundir.TRIALS
     return len(read_parquet(path)) if path.exists() else 0
 
 

@@ -22,9 +22,10 @@ import hashlib
 import os
 from pathlib import Path
 
+from sweeps import rundir
+
 #: The files of a run directory that live in object storage (docs/results.md).
-RUN_FILES = ("trials.parquet", "progress.parquet", "spec.json", "environment.json",
-             "optuna.db", "report.html")
+RUN_FILES = rundir.RUN_FILES
 
 
 def is_uri(path: str | os.PathLike | None) -> bool:
@@ -133,7 +134,7 @@ def fetch_run(uri: str) -> Path:
         names = set()
     except Exception as e:  # noqa: BLE001
         raise _store_error(f"cannot read {uri}", e) from None
-    if "trials.parquet" not in names:
+    if rundir.TRIALS not in names:
         raise FileNotFoundError(errno.ENOENT, "no trials.parquet there (is this a "
                                 "<results>/<sweep>/<run_id> URI?)", uri)
     for name in RUN_FILES:

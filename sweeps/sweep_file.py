@@ -370,11 +370,11 @@ def _check_action_space(sweep: Sweep, fail, env=None) -> None:
         return
     import gymnasium
 
-    from sweeps.evaluation import make_env
+    from sweeps.evaluation import evaluation_env
 
     if env is None:
         try:
-            env = make_env(sweep.env, sweep.env_config)
+            env = evaluation_env(sweep.env, sweep.env_config)
         except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
             raise fail("env_config", f"env {sweep.env} cannot be built with it: "
                                      f"{type(e).__name__}: {e}") from None
@@ -543,20 +543,3 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             raise SpecError(f"{source}: {where}: invalid config: {type(e).__name__}: "
                             f"{msg[:300]}") from None
     return len(points)
-
-
-def sibling_module(sweep_file: str, name: str):
-    """Load ``name`` (a ``.py`` file beside ``sweep_file``) as a module, by path: sweep files
-    are not a package, and one may share settings with another (``sweeps/pong_quick.py``
-    reuses ``pong_impala.py``'s).
-
-    Raises:
-        FileNotFoundError: no such file beside ``sweep_file``.
-    """
-    import importlib.util
-
-    path = Path(sweep_file).with_name(name)
-    spec = importlib.util.spec_from_file_location(f"_sweep_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

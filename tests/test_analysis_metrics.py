@@ -143,7 +143,7 @@ def test_single_seed_and_missing_progress(tmp_path: Path) -> None:
 
 
 def test_recomputed_ttt_matches_the_runner_on_synthetic_results(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "syn", seeds=2, workers=(1, 2), censor=0.5,
+    path = write_synthetic_results(tmp_path / "syn", seeds=2, env_runners=(1, 2), censor=0.5,
                                    with_optuna=False)
     res = load_results(path)
     tm, _, warns = trial_metrics(res)

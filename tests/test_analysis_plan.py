@@ -37,7 +37,7 @@ REQUIRED_SIZES = ("Standard_D2_v2", "Standard_D4s_v5", "Standard_D16s_v5",
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_synthetic_results(tmp_path_factory.mktemp("plan") / "run", seeds=4,
-                                   workers=(1, 2, 4), rng_seed=1, with_optuna=False)
+                                   env_runners=(1, 2, 4), rng_seed=1, with_optuna=False)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +163,7 @@ def test_launcher_start_up_and_billing_are_added_and_stated(metrics) -> None:
 
 
 def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "one", seeds=3, workers=(2,), baseline=("DQN", 2),
+    path = write_synthetic_results(tmp_path / "one", seeds=3, env_runners=(2,), baseline=("DQN", 2),
                                    algorithms=("DQN",), with_optuna=False)
     tm, _, _ = trial_metrics(load_results(path))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
@@ -284,7 +284,7 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
     budget = make_plan(tm, summary, vms=[d4], n_resamples=20, budget_usd=5.0)
     assert plan_answer(budget, vms=[d4]).sentence.startswith(
         "Fastest run within the $5.00 budget: ")
-    measured = make_plan(tm, summary, vms=[d4], n_resamples=20, max_workers=4,
+    measured = make_plan(tm, summary, vms=[d4], n_resamples=20, max_env_runners=4,
                          launcher=LAUNCHERS["none"])  # only measured N; no start-up
     m = measured.fastest
     assert plan_answer(measured, vms=[d4]).sentence.endswith(
@@ -300,14 +300,14 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
 def test_an_exactly_determined_fit_is_not_planned_with(tmp_path: Path) -> None:
     """Two env runner counts determine Amdahl exactly: the plan predicts no other N from it
     and says why; a third count makes Amdahl testable and the plan predicts with it."""
-    two = write_synthetic_results(tmp_path / "two", seeds=3, workers=(1, 2),
+    two = write_synthetic_results(tmp_path / "two", seeds=3, env_runners=(1, 2),
                                   algorithms=("DQN",), with_optuna=False)
     tm, _, _ = trial_metrics(load_results(two))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
     assert set(plan.candidates["num_env_runners"]) == {1, 2}
     assert any("2 distinct N determine Amdahl exactly; measure at least 3 env runner counts"
                in n for n in plan.notes), plan.notes
-    three = write_synthetic_results(tmp_path / "three", seeds=3, workers=(1, 2, 4),
+    three = write_synthetic_results(tmp_path / "three", seeds=3, env_runners=(1, 2, 4),
                                     algorithms=("DQN",), with_optuna=False)
     tm, _, _ = trial_metrics(load_results(three))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)

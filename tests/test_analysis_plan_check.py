@@ -149,7 +149,7 @@ def test_auto_holdout() -> None:
 
 
 def test_cli_holdout_on_synthetic_run(tmp_path: Path) -> None:
-    run = write_synthetic_results(tmp_path / "run", seeds=4, workers=(1, 2, 4, 8, 16),
+    run = write_synthetic_results(tmp_path / "run", seeds=4, env_runners=(1, 2, 4, 8, 16),
                                   rng_seed=1)
     res = load_results(run)
     tm, _, _ = trial_metrics(res)

@@ -34,7 +34,7 @@ from analysis.synthetic import write_synthetic_results
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two algorithms x N in {1, 2, 4}, 3 seeds, one censored seed per configuration."""
     return write_synthetic_results(tmp_path_factory.mktemp("publish") / "run", seeds=3,
-                                   workers=(1, 2, 4), censor=0.34, rng_seed=3,
+                                   env_runners=(1, 2, 4), censor=0.34, rng_seed=3,
                                    machine_cpus=4, with_optuna=False)
 
 
@@ -116,7 +116,7 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
 
 
 def test_missing_things_are_said_not_hidden(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "two", seeds=2, workers=(1, 2), censor=0.5,
+    path = write_synthetic_results(tmp_path / "two", seeds=2, env_runners=(1, 2), censor=0.5,
                                    rng_seed=1, with_optuna=False)
     md = publish(path, tmp_path / "out2", figures=()).markdown
     _, rows = _table(md)
@@ -126,7 +126,7 @@ def test_missing_things_are_said_not_hidden(tmp_path: Path) -> None:
     assert any(r["TTT [95% CI]"].startswith("KM ") for r in rows)
     assert "Kaplan-Meier median, no IQM" in md
 
-    path = write_synthetic_results(tmp_path / "cens", seeds=3, workers=(1, 2), censor=1.0,
+    path = write_synthetic_results(tmp_path / "cens", seeds=3, env_runners=(1, 2), censor=1.0,
                                    with_optuna=False)
     done = publish(path, tmp_path / "out3", figures=("speedup", "efficiency"))
     _, rows = _table(done.markdown)
@@ -141,7 +141,7 @@ def test_missing_things_are_said_not_hidden(tmp_path: Path) -> None:
 
 
 def test_target_override_and_driver_baseline(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "run", seeds=3, workers=(0, 1, 2),
+    path = write_synthetic_results(tmp_path / "run", seeds=3, env_runners=(0, 1, 2),
                                    baseline=("DQN", 0), with_optuna=False)
     md = publish(path, tmp_path / "o", figures=(), target="95%").markdown
     assert "≥ 237.5" in md and "overridden with --target (the sweep ran with 200" in md
@@ -177,7 +177,7 @@ def test_pngs_are_real_images_linked_from_the_markdown(study: Path, tmp_path: Pa
     assert done.export_error is None and done.engine in ("kaleido", "chromium")
     assert list(done.figures) == list(DEFAULT_FIGURES)
     heights = {"learning_curves": FIGURE_HEIGHT["learning_curves"],
-               "speedup": FIGURE_HEIGHT["speedup"], "ttt_vs_workers": FIGURE_HEIGHT["ttt"]}
+               "speedup": FIGURE_HEIGHT["speedup"], "ttt_vs_env_runners": FIGURE_HEIGHT["ttt"]}
     for name, path in done.figures.items():
         assert path == tmp_path / "docs" / "figures" / f"cabs_{name}.png"
         _check_png(path, (800, heights[name]))
@@ -190,8 +190,8 @@ def test_kaleido_renders_the_same_image_as_the_screenshot(study: Path, tmp_path:
     _browser()
     if importlib.util.find_spec("kaleido") is None:
         pytest.skip("kaleido is not installed (the chromium screenshot is used instead)")
-    figs, _ = build_figures(analyse(load_results(study)), ["ttt_vs_workers"])
-    fig, height = figs["ttt_vs_workers"]
+    figs, _ = build_figures(analyse(load_results(study)), ["ttt_vs_env_runners"])
+    fig, height = figs["ttt_vs_env_runners"]
     a, b = tmp_path / "k.png", tmp_path / "c.png"
     assert export_png({a: (fig, height)}, width=700, scale=1, engine="kaleido") == "kaleido"
     assert export_png({b: (fig, height)}, width=700, scale=1, engine="chromium") == "chromium"
@@ -206,12 +206,12 @@ def test_kaleido_renders_the_same_image_as_the_screenshot(study: Path, tmp_path:
 def test_export_failure_still_writes_the_tables(study: Path, tmp_path: Path, monkeypatch,
                                                 capsys) -> None:
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-browser"))
-    done = publish(study, tmp_path / "d", figures=("ttt_vs_workers",))
+    done = publish(study, tmp_path / "d", figures=("ttt_vs_env_runners",))
     assert done.export_error == f"BROWSER_PATH={str(tmp_path / 'no-such-browser')!r}: not " \
                                 "an executable file"
     assert not done.figures and done.markdown_path.is_file()
     assert "not drawn. PNG export failed: BROWSER_PATH=" in done.markdown
-    rc = main([str(study), "--out", str(tmp_path / "e"), "--figures", "ttt_vs_workers"])
+    rc = main([str(study), "--out", str(tmp_path / "e"), "--figures", "ttt_vs_env_runners"])
     assert rc == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1].startswith("python -m analysis.publish: error: PNG export "

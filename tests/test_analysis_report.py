@@ -31,7 +31,7 @@ def _sections_ok(page: str) -> None:
 def rich_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Censored runs, errors, a trial with no episode, several configurations per N."""
     return write_synthetic_results(tmp_path_factory.mktemp("report") / "run", seeds=5,
-                                   workers=(1, 2, 4, 8), censor=0.2, errors=1,
+                                   env_runners=(1, 2, 4, 8), censor=0.2, errors=1,
                                    no_episode_errors=1, n_lr=2, rng_seed=2)
 
 
@@ -54,19 +54,19 @@ def test_full_report_is_self_contained(rich_results: Path) -> None:
 
 @pytest.mark.parametrize("kwargs, expected", [
     ({"censor": 1.0}, ["no seed reached the target", "No speedup", "nothing to plan"]),
-    ({"algorithms": ("DQN",), "workers": (1,)}, ["Only one env runner count"]),
-    ({"workers": (2,), "baseline": ("DQN", 2)}, ["Only one env runner count",
+    ({"algorithms": ("DQN",), "env_runners": (1,)}, ["Only one env runner count"]),
+    ({"env_runners": (2,), "baseline": ("DQN", 2)}, ["Only one env runner count",
                                                  "no scaling fit"]),
     ({"errors": 2, "no_episode_errors": 1}, ["ended in an error", "finished no episode"]),
     ({"with_optuna": False}, ["No Optuna study"]),
     ({"with_progress": False}, ["No learning curves"]),
     ({"seeds": 1}, ["too few seeds for a CI"]),
-    ({"workers": (0, 1, 2), "baseline": ("DQN", 0)}, ["0 = sampling in the driver",
+    ({"env_runners": (0, 1, 2), "baseline": ("DQN", 0)}, ["0 = sampling in the driver",
                                                       "per-runner efficiency undefined"]),
 ], ids=["all-censored", "baseline-only", "single-n", "errors", "no-optuna", "no-progress",
         "one-seed", "driver-baseline"])
 def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expected) -> None:
-    path = write_synthetic_results(tmp_path / "run", **{"seeds": 3, "workers": (1, 2),
+    path = write_synthetic_results(tmp_path / "run", **{"seeds": 3, "env_runners": (1, 2),
                                                         **kwargs})
     page = write_report(path).read_text()
     _sections_ok(page)
@@ -75,7 +75,7 @@ def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expect
 
 
 def test_report_with_no_trials_yet(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "run", seeds=1, workers=(1,), with_optuna=False)
+    path = write_synthetic_results(tmp_path / "run", seeds=1, env_runners=(1,), with_optuna=False)
     trials = pd.read_parquet(path / "trials.parquet")
     trials.iloc[:0].to_parquet(path / "trials.parquet")
     page = write_report(path).read_text()
@@ -84,7 +84,7 @@ def test_report_with_no_trials_yet(tmp_path: Path) -> None:
 
 
 def test_target_override(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), with_optuna=False)
+    path = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), with_optuna=False)
     page = write_report(path, tmp_path / "r.html", target="95%").read_text()
     assert "&ge; 237.5</b>" in page and "the sweep ran with 200" in page
 
@@ -93,7 +93,7 @@ def test_cli(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such results directory" in err
-    path = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), with_optuna=False)
+    path = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), with_optuna=False)
     assert main([str(path), "--target", "oops"]) == 2
     assert "--target 'oops'" in capsys.readouterr().err
     out = tmp_path / "sub" / "x.html"

@@ -229,7 +229,7 @@ def test_job_spec_rejects_bad_input(kwargs, message):
         azure.job_specs(ROOT / SWEEP, **kwargs)
 
 
-def test_a_users_sweep_outside_the_project_travels_as_a_job_input(tmp_path):
+def test_a_users_sweep_outside_the_project_travels_as_a_job_input(tmp_path, clean_imports):
     """The user's folder (sweep file and env module) is a uri_folder input that azure-ai-ml
     uploads at submission; the command reads the sweep file from the input's mount; the
     YAML loads back with the input pointing at the folder."""
@@ -252,7 +252,7 @@ def test_a_users_sweep_outside_the_project_travels_as_a_job_input(tmp_path):
     assert Path(loaded.code).resolve() == ROOT
 
 
-def test_job_spec_rejects_code_outside_the_uploaded_folder(tmp_path):
+def test_job_spec_rejects_code_outside_the_uploaded_folder(tmp_path, clean_imports):
     folder = user_folder(tmp_path)
     (tmp_path / "common").mkdir()
     path = yaml_sweep(folder, "corridor_env:Corridor-v0", extra="code_dirs: [../common]\n")

@@ -166,32 +166,42 @@ def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
     jsonschema.validate(yaml.safe_load(proc.stdout), rayjob_schema)
 
 
-def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema, tmp_path):
+def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema, tmp_path,
+                                                                    capsys, clean_imports):
     """The image holds only the project: a sweep file elsewhere is refused without --code-uri,
     in one line that says how (pack, upload, --code-uri); with it, the zip is the job's
     working_dir and the entrypoint names the file inside it. The manifest passes the CRD."""
     from test_envs_forms import user_folder, yaml_sweep
 
+    from cluster.kuberay import main
+
+    def cli(*args: str):
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
     folder = user_folder(tmp_path)
     path = str(yaml_sweep(folder, "corridor_env:Corridor-v0"))
     common = ("--workers", "2", "--cpus-per-worker", "2", "--results-pvc", "r")
-    refused = _cli("rayjob", path, *common)
-    lines = refused.stderr.strip().splitlines()
-    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    code, _, err = cli("rayjob", path, *common)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
     assert "python -m cluster.kuberay pack" in lines[0] and "--code-uri" in lines[0]
     uri = "https://store.example/code/corridor.zip"
-    ok = _cli("rayjob", path, *common, "--code-uri", uri)
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    manifest = yaml.safe_load(ok.stdout)
+    code, out, err = cli("rayjob", path, *common, "--code-uri", uri)
+    assert code == 0, err[-2000:]
+    manifest = yaml.safe_load(out)
     jsonschema.validate(manifest, rayjob_schema)
     assert manifest["spec"]["entrypoint"].startswith("python -m sweeps.run corridor.yaml ")
     assert yaml.safe_load(manifest["spec"]["runtimeEnvYAML"]) == {"working_dir": uri}
     for args, message in (
-            (["sweeps/cartpole_quick.py", *common, "--code-uri", uri], "lies inside the project"),
+            ([str(ROOT / "sweeps" / "cartpole_quick.py"), *common, "--code-uri", uri],
+             "lies inside the project"),
             ([path, *common, "--code-uri", "corridor.zip"], "needs the URI of a .zip"),
             ([path, *common, "--code-uri", uri, "--working-dir", uri], "--working-dir replaces")):
-        proc = _cli("rayjob", *args)
-        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    inside = _cli("pack", "sweeps/cartpole_quick.py", "-o", str(tmp_path / "x.zip"))
-    assert inside.returncode == 2 and "nothing to pack" in inside.stderr, inside.stderr
+        code, _, err = cli("rayjob", *args)
+        assert code == 2 and message in err, err
+        assert len(err.strip().splitlines()) == 1, err
+    code, _, err = cli("pack", str(ROOT / "sweeps" / "cartpole_quick.py"), "-o",
+                       str(tmp_path / "x.zip"))
+    assert code == 2 and "nothing to pack" in err, err

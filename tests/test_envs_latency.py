@@ -8,7 +8,7 @@ import time
 import pytest
 
 import envs
-from sweeps.evaluation import make_env as evaluation_env
+from sweeps.evaluation import evaluation_env
 
 EVERY_ENV = [("CartPole-v1", {}), ("ContosoCabs-v0", {"num_cities": 3}),
              ("PongNoFrameskip-v4", {"frame_size": 42})]

@@ -57,7 +57,7 @@ def test_write_records_the_version_and_read_checks_it(tmp_path: Path) -> None:
 def test_the_schema_is_what_the_writers_write(tmp_path: Path, source: str) -> None:
     """Column names and dtypes of the synthetic generator's files and of a run the recorder
     wrote (docs/data) are the schema's: one description of the results, not four."""
-    run = (write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+    run = (write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0,
                                    with_optuna=False) if source == "synthetic" else DOCS_RUN)
     for name, columns in (("trials.parquet", TRIAL_COLUMNS), ("progress.parquet", PROGRESS_COLUMNS)):
         df = pd.read_parquet(run / name)
@@ -71,7 +71,7 @@ def test_the_schema_is_what_the_writers_write(tmp_path: Path, source: str) -> No
 
 
 def test_another_version_is_one_line_from_the_analysis_cli(tmp_path: Path) -> None:
-    run = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+    run = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0,
                                   with_optuna=False)
     _with_version(run / "trials.parquet", run / "trials.parquet", b"2")
     for module in ("analysis.report", "analysis.plan"):
@@ -87,7 +87,7 @@ def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> Non
     from sweeps.run import check_resume_dir
     from sweeps.sweep_file import SpecError
 
-    run = write_synthetic_results(tmp_path / "run", seeds=2, workers=(1, 2), rng_seed=0,
+    run = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0,
                                   with_optuna=False)
     (run / "tune").mkdir()
     (run / "tune" / "tuner.pkl").write_bytes(b"")

@@ -16,7 +16,7 @@ import pytest
 from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_points
 
 SWEEPS = Path(__file__).parents[1] / "sweeps"
-SHIPPED = sorted(p for p in SWEEPS.glob("*.py")
+SHIPPED = sorted(p for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
                  if re.search(r"^SWEEP = Sweep\(", p.read_text(), re.MULTILINE))
 
 

@@ -30,10 +30,10 @@ APEX_PARAMS: dict[str, OwnParam] = {
         "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
 }
 
-#: Ape-X's algorithm settings (Horgan et al. 2018, section 4 and appendix; the replay capacity
-#: scaled down from the paper's 2 M to 100 k transitions): the one place they are written.
-#: :class:`~sweeps.algorithms.apex_dqn.ApexDQNConfig` starts from them and
-#: :data:`APEX_DEFAULTS` includes them.
+#: Ape-X's algorithm settings as the paper gives them (Horgan et al. 2018, section 4 and
+#: appendix; the replay capacity scaled down from 2 M to 100 k transitions):
+#: :class:`~sweeps.algorithms.apex_dqn.ApexDQNConfig`'s defaults. A sweep's APEX trial starts
+#: from :data:`APEX_DEFAULTS`, which takes these and overrides ``n_step`` only (see there).
 APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "double_q": True,
     "dueling": True,
@@ -41,8 +41,8 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.4,
     "epsilon_alpha": 7.0,
     "weights_sync_period": 10,
-    # not the paper's (its learner trains on prefetched batches): 8 minibatches per call reached
-    # the Cabs target sooner than 4 with 0 and 1 env runners (docs/benchmarks.md, "Learner updates")
+    # not the paper's (its learner trains on prefetched batches): several minibatches per call
+    # amortise the learner call's fixed cost (docs/benchmarks.md, "Learner updates")
     "updates_per_learner_call": 8,
     "training_intensity": None,
     "prioritized_replay": True,
@@ -51,13 +51,12 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "prioritized_replay_beta": 0.4,
 }
 
-#: Tuned defaults of a sweep's APEX trial (Contoso Cabs, docs/benchmarks.md).
+#: A sweep's APEX trial: the sample shape, network and optimiser tuned on Contoso Cabs
+#: (docs/benchmarks.md), :data:`APEX_ALGO_DEFAULTS`, and 1-step returns.
 APEX_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
-    # 64 env steps per sample call in 4 vector steps: RLlib's env runner pays per vector step,
-    # so 16 x 4 samples faster than 8 x 8 (the earlier default) at the same replay
-    # ratio and reached the Cabs target sooner with 0 and 1 env runners (docs/benchmarks.md,
-    # "APEX's sample call"; sweeps/cabs_apex_sample_shape.py)
+    # RLlib's env runner pays per vector step: 16 envs x 4 steps per sample call samples faster
+    # than 8 x 8 at the same replay ratio (docs/benchmarks.md, "APEX's sample call")
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 4,
     "train_batch_size": 64,
@@ -67,13 +66,11 @@ APEX_DEFAULTS: dict[str, Any] = {
     "fcnet_activation": "relu",
     "num_learners": 0,
     **APEX_ALGO_DEFAULTS,
-    # 1-step returns, not the paper's 3: with 0 or 1 env runners the only actor explores at
-    # ε = 0.4, and uncorrected n-step returns follow that exploring policy. 1 step reached the
-    # Cabs target at the first evaluation on 7 of 15 held-out trials with 0 env runners (3 of
-    # 15 with 3 steps; medians 2.3 s and 3.3 s) and sooner with 1 env runner too (6.2 s against
-    # 7.5 s) (docs/benchmarks.md, "Learning settings: 1-step returns"; sweeps/cabs_apex_tune.py,
-    # sweeps/cabs_apex_n_step.py). With many env runners most actors' ε is small; the paper's
-    # 3 may pay there: a sweep can set n_step.
+    # 1-step returns, not the paper's 3: with few env runners the only actors explore at a
+    # large ε, and uncorrected n-step returns follow that exploring policy; 1 step reached the
+    # Cabs target sooner with 0 and 1 env runners (docs/benchmarks.md, "Learning settings:
+    # 1-step returns"). With many env runners most actors' ε is small and the paper's 3 may
+    # pay: a sweep can set n_step.
     "n_step": 1,
     "target_network_update_freq": 1000,
     "num_steps_sampled_before_learning_starts": 1000,

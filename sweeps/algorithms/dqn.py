@@ -74,7 +74,7 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
 #: so the fixed cost of a call and of a vector step through RLlib's connectors is shared by
 #: 128 env steps; ``training_intensity`` 2.0 → ~3.2 replayed transitions per sampled one with
 #: 1 env runner (RLlib's own ratio arithmetic), which reached the Cabs target in a third of the
-#: env steps and ~20 % less time than 0.5 (sweeps/cabs_dqn_training_intensity.py; ~0.9 at
+#: env steps and ~20 % less time than 0.5 (sweeps/experiments/cabs_dqn_training_intensity.py; ~0.9 at
 #: 0.5); RLlib's default does one update and one weight broadcast per env step;
 #: rewards × 0.01 for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer
 #: updates to reach them); iterations end after ~1 s of wall-clock instead of 1000 env steps.
@@ -146,12 +146,12 @@ DQN_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 4,
     # replayed / sampled transitions: 4 and 8 reached the Cabs target alike, 16 (SB3's DQN
-    # default: batch 64 every 4 steps) censored 7 of 10 seeds (sweeps/cabs_dqn_training_intensity.py)
+    # default: batch 64 every 4 steps) censored 7 of 10 seeds (sweeps/experiments/cabs_dqn_training_intensity.py)
     "training_intensity": 8.0,
     "updates_per_learner_call": 8,
     # 1-step returns, not 3: ε decays from 1.0 over the first 10 k env steps, so early n-step
     # returns follow an exploring policy; 1 step reached the Cabs target in 7.5 s against 10.8 s
-    # (medians, 1 env runner, 10 held-out trials each; sweeps/cabs_dqn_n_step.py,
+    # (medians, 1 env runner, 10 held-out trials each; sweeps/experiments/cabs_dqn_n_step.py,
     # docs/benchmarks.md "Learning settings: 1-step returns")
     "n_step": 1,
 }

@@ -2,7 +2,7 @@
 seeds 20-24, no baseline or reference: 5 trials of at most 20 s, about 1 minute on a 2-core
 laptop. For comparing two revisions of the algorithm code back to back on the configuration
 ``cabs_best`` confirms (docs/cabs_scaling.md): run it from each checkout's root in turn
-(``cd OTHER_CHECKOUT && python -m sweeps.run sweeps/cabs_apex_no_runner.py --results DIR``),
+(``cd OTHER_CHECKOUT && python -m sweeps.run sweeps/experiments/cabs_apex_no_runner.py --results DIR``),
 alternating.
 """
 

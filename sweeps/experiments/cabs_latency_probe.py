@@ -5,7 +5,7 @@ each (every trial asks for at most 2 CPUs: honest on a 2-core machine), one seed
 It measures what a latency-bound scaling study must be sized for (docs/benchmarks.md, "Latency
 probe"): steady env steps/s per N, actor start-up per N (16 env runners take most of a minute
 to start on 2 cores) and the trial's peak memory (``peak_rss_mib``). About 3.5 minutes:
-``python -m sweeps.run sweeps/cabs_latency_probe.py``. Capping is off: every N runs its budget.
+``python -m sweeps.run sweeps/experiments/cabs_latency_probe.py``. Capping is off: every N runs its budget.
 """
 
 from sweeps.spec import Budget, Search, Sweep, Target, choice

@@ -1,0 +1,42 @@
+"""The run directory's file names are spelled in one module (sweeps/rundir.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sweeps import rundir
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("sweeps", "envs", "analysis", "cluster", "benchmarks")
+
+
+def _literals(names: tuple[str, ...]) -> re.Pattern:
+    """A quoted string literal that is exactly one of ``names`` (or starts a path with it)."""
+    alt = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"""(["'])(?:{alt})(?:\1|/)""")
+
+
+def test_no_module_but_rundir_spells_a_run_file_name():
+    names = (*rundir.RUN_FILES, rundir.ERRORS_LOG, rundir.LOCK, rundir.LOCK + ".pid")
+    pattern = _literals(names)
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path == ROOT / "sweeps" / "rundir.py":
+                continue
+            for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if pattern.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not found, "spell these through sweeps.rundir:\n" + "\n".join(found)
+
+
+def test_the_check_finds_a_spelled_name():
+    """The pattern is not vacuous: it matches the spellings it forbids, not prose."""
+    pattern = _literals(rundir.RUN_FILES)
+    assert pattern.search('path / "trials.parquet"')
+    assert pattern.search("f\"{run_dir / 'spec.json'}\"")
+    assert not pattern.search("the run's trials.parquet, in prose")
+    assert not pattern.search('"""spec.json\'s content"""')
+    assert rundir.RUN_FILES == ("trials.parquet", "progress.parquet", "spec.json",
+                                "environment.json", "optuna.db", "report.html")
