@@ -16,7 +16,7 @@ writes
   machine, versions, git revision, start/end, wall-clock), one table row per configuration
   (success rate, TTT with 95 % CI or Kaplan-Meier median, speedup vs the baseline with CI,
   parallel efficiency per env runner and per CPU, throughput, steps-to-target, oversubscribed),
-  the capacity plan's answer, assumptions and details (:func:`analysis.plan.plan_answer`), warnings, and links to
+  the capacity plan's answer, assumptions and details (:func:`analysis.plan_text.plan_answer`), warnings, and links to
   the figures,
 
 and prints the Markdown on stdout. Every number comes from :func:`analysis.study.analyse`
@@ -67,8 +67,8 @@ from analysis.fmt import (
 )
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan import plan_answer, sweep_file_of
 from analysis.plan_check import TABLE_HEADERS, table_rows
+from analysis.plan_text import plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
 from sweeps.cli import EXIT_BAD_INPUT, OneLineParser

@@ -64,8 +64,8 @@ from analysis.figures import (
 from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan import plan_answer, sweep_file_of
 from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
+from analysis.plan_text import plan_answer, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
 from sweeps import rundir

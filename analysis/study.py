@@ -21,8 +21,8 @@ from analysis.batch_size import BatchSizeCheck, batch_advice, batch_size_check
 from analysis.fmt import fmt_s, fmt_speedup
 from analysis.load import Results
 from analysis.metrics import ResolvedTarget, trial_metrics
-from analysis.plan import AlgorithmModel, Plan, make_plan, model_algorithms
 from analysis.plan_check import PlanCheck, auto_holdout, plan_check
+from analysis.plan_model import AlgorithmModel, Plan, make_plan, model_algorithms
 from analysis.scaling import ScalingFit, fit_scaling
 from analysis.stats import (
     MIN_SEEDS_FOR_CI,
@@ -56,7 +56,7 @@ class Study:
         summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
         speed: speedup / parallel efficiency per configuration
             (:func:`analysis.stats.speedup_table`); empty without configurations.
-        plan: the capacity plan (:func:`analysis.plan.make_plan`); None without configurations.
+        plan: the capacity plan (:func:`analysis.plan_model.make_plan`); None without configurations.
         warnings: one line each: what was missing, repaired or is not trustworthy.
         check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
             :data:`~analysis.plan_check.MIN_FIT_N` smallest; None when no algorithm has more.
@@ -65,7 +65,7 @@ class Study:
         baseline: the baseline configuration's summary row (the one with the most trials when
             several are marked, :func:`analysis.stats.pick_baseline`), or None.
         models: per algorithm, its best configuration per N and the Amdahl/USL fits of 1/TTT
-            (:func:`analysis.plan.model_algorithms`; the plan and the speedup figure use these).
+            (:func:`analysis.plan_model.model_algorithms`; the plan and the speedup figure use these).
         throughput_fits: per algorithm, ``{"amdahl": fit, "usl": fit}`` of every trial's env
             steps/s of its best configurations against N (the throughput figure).
         colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.

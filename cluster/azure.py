@@ -342,7 +342,7 @@ def job_specs(
     Raises:
         AzureError: bad arguments (the message names the argument).
     """
-    from azure.ai.ml import MpiDistribution, Output, RayDistribution, command
+    from azure.ai.ml import MpiDistribution, Output, RayDistribution
 
     if nodes < 1:
         raise AzureError(f"--nodes {nodes}: need at least 1 node")
@@ -376,8 +376,7 @@ def job_specs(
         inputs=inputs,
         experiment_name=experiment,
         environment_variables=env_vars,
-        shm_size="8g",  # Ray's object store lives in /dev/shm (Docker's default is 64 MB)
-        timeout=timeout_s,
+        timeout_s=timeout_s,
     )
 
     def placement(cluster: str | None, count: int) -> dict:
@@ -386,7 +385,7 @@ def job_specs(
         return {"instance_count": count, "instance_type": vm or DEFAULT_CPU_VM}
 
     if ray_distribution:
-        job = command(
+        job = _command_job(
             # Azure ML starts Ray on every node and runs the command on the head.
             command=f"{sweep_cmd} --address auto",
             environment=environment_spec(),
@@ -397,9 +396,9 @@ def job_specs(
             **placement(compute, nodes),
             **common,
         )
-        return [job._to_job()]
+        return [job]
     if not head_compute:
-        job = command(
+        job = _command_job(
             command="python -m cluster.bootstrap --results-dir ${{outputs.results}} "
             f"--log-dir logs/ray -- {sweep_cmd}",
             environment=environment_spec(),
@@ -410,12 +409,12 @@ def job_specs(
             **placement(compute, nodes),
             **common,
         )
-        return [job._to_job()]
+        return [job]
     rendezvous_path = (
         f"azureml://datastores/{RENDEZVOUS_DATASTORE}/paths/rl-scaling/rendezvous/{group}/"
     )
     rendezvous = Output(type="uri_folder", mode="rw_mount", path=rendezvous_path)
-    head = command(
+    head = _command_job(
         command="python -m cluster.bootstrap --role head "
         f"--nodes {nodes} --rendezvous ${{{{outputs.rendezvous}}}} "
         f"--results-dir ${{{{outputs.results}}}} --log-dir logs/ray -- {sweep_cmd}",
@@ -426,7 +425,7 @@ def job_specs(
         **placement(head_compute, 1),
         **common,
     )
-    workers = command(
+    workers = _command_job(
         command="python -m cluster.bootstrap --role worker "
         "--rendezvous ${{outputs.rendezvous}} --log-dir logs/ray",
         environment=environment_spec(),
@@ -437,7 +436,20 @@ def job_specs(
         **placement(compute, nodes - 1),
         **common,
     )
-    return [head._to_job(), workers._to_job()]
+    return [head, workers]
+
+
+def _command_job(*, instance_count: int, instance_type: str | None = None,
+                 compute: str | None = None, timeout_s: int | None = None, **kwargs: Any):
+    """A ``CommandJob`` (azure-ai-ml's public entity, as ``az ml job create`` reads one) of
+    ``instance_count`` nodes of ``instance_type`` (serverless) or on ``compute``, with 8 GiB of
+    ``/dev/shm`` (Ray's object store lives there; Docker's default is 64 MB)."""
+    from azure.ai.ml.entities import CommandJob, CommandJobLimits, JobResourceConfiguration
+
+    resources = JobResourceConfiguration(instance_count=instance_count,
+                                         instance_type=instance_type, shm_size="8g")
+    limits = CommandJobLimits(timeout=timeout_s) if timeout_s is not None else None
+    return CommandJob(resources=resources, compute=compute, limits=limits, **kwargs)
 
 
 def job_yaml(job) -> str:
@@ -612,7 +624,7 @@ def target_shape(nodes: int, vm: str | None, head_vm: str | None = None) -> str 
     """The ``sweeps.run --cluster`` shape of ``nodes`` VMs of size ``vm`` (serverless compute:
     default ``DEFAULT_CPU_VM``), or, with ``head_vm``, one head of that size and ``nodes - 1``
     of ``vm``, from ``analysis/vm_sizes.csv``; None for a size the table does not list."""
-    from analysis.plan import load_vm_sizes
+    from analysis.catalogue import load_vm_sizes
 
     sizes = load_vm_sizes()
     size, head = sizes.get(vm or DEFAULT_CPU_VM), sizes.get(head_vm) if head_vm else None
