@@ -30,7 +30,7 @@ import pandas as pd
 
 from analysis.load import Results
 from sweeps import rundir
-from sweeps.schema import first_crossing
+from sweeps.schema import first_crossing, ttt_resolution
 
 __all__ = [
     "ResolvedTarget",
@@ -240,7 +240,7 @@ def trial_metrics(res: Results, target: str | float | None = None
         elapsed = float(t["elapsed_s"]) if pd.notna(t["elapsed_s"]) else math.nan
         total_steps = float(t["total_env_steps"]) if pd.notna(t["total_env_steps"]) else math.nan
         status = t["status"]
-        ttt, steps = math.nan, math.nan
+        ttt, steps, resolution = math.nan, math.nan, math.nan
         best, final, has_episodes, n_iter = math.nan, math.nan, False, 0
         if g is not None and len(g):
             g = g.sort_values("iteration", kind="stable")
@@ -256,7 +256,8 @@ def trial_metrics(res: Results, target: str | float | None = None
                 elapsed = float(np.nanmax(times))
             if not math.isfinite(total_steps) and np.isfinite(env_steps).any():
                 total_steps = float(np.nanmax(env_steps))
-            ttt, steps, _ = first_crossing(times, env_steps, values, tgt.value)
+            ttt, steps, crossed = first_crossing(times, env_steps, values, tgt.value)
+            resolution = ttt_resolution(times, crossed)
             if math.isfinite(ttt):
                 status = "reached"
             else:
@@ -268,6 +269,7 @@ def trial_metrics(res: Results, target: str | float | None = None
             if t["status"] == "reached" and not tgt.overridden:
                 ttt = float(t["time_to_target_s"])
                 steps = float(t["steps_to_target"])
+                resolution = _float(t.get("ttt_resolution_s"), math.nan)
             elif t["status"] == "reached":
                 status = "censored"  # cannot tell when it crossed a changed target
             best = float(t["best_return"]) if pd.notna(t["best_return"]) else math.nan
@@ -288,6 +290,8 @@ def trial_metrics(res: Results, target: str | float | None = None
             else "",
             "reached": reached, "time_to_target_s": ttt if reached else math.nan,
             "steps_to_target": steps if reached else math.nan, "duration_s": duration,
+            # the gap between the evaluation that crossed the target and the one before
+            "ttt_resolution_s": resolution if reached else math.nan,
             "env_steps_per_s": tput, "best_return": best, "final_return": final,
             "has_episodes": has_episodes, "n_iterations": n_iter,
             "num_cpus": float(t["num_cpus"]), "num_gpus": float(t["num_gpus"]),

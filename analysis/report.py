@@ -133,6 +133,19 @@ def _ttt_html(row: pd.Series) -> str:
     return _esc(fmt_ttt(row))
 
 
+def _resolution_html(row: pd.Series) -> str:
+    """``≤ 1.1 s``: how finely a configuration's TTT was measured (the median gap between the
+    evaluation that crossed the target and the one before); ``-`` when unknown."""
+    r = float(row.get("ttt_resolution_s", math.nan))
+    return f"&le; {_esc(fmt_s(r))}" if math.isfinite(r) else "-"
+
+
+def _resolution_note(row: pd.Series) -> str:
+    """`` (resolution ≤ 1.1 s)`` beside a TTT in a card; empty when unknown."""
+    r = float(row.get("ttt_resolution_s", math.nan))
+    return f" (resolution ≤ {fmt_s(r)})" if math.isfinite(r) else ""
+
+
 def _speedup_html(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
     """:func:`analysis.fmt.fmt_speedup` (no unit, no reason), escaped for HTML."""
     return _esc(fmt_speedup(r, key=key, ratio=ratio, unit="", why=False))
@@ -264,12 +277,12 @@ def _summary(data: Study) -> str:
             cards.append(("Fastest configuration", f"{top['algorithm']}, "
                           + ("single process (reference)" if top["is_reference"] else
                              f"{top['num_env_runners']} env runner(s)"),
-                          f"TTT {_ttt_html(top)}"))
+                          f"TTT {_ttt_html(top)}{_resolution_note(top)}"))
         ref = s[s["is_reference"]]
         if len(ref):
             ref = ref.iloc[0]
             cards.append(("Single-process reference", f"{ref['algorithm']}",
-                          f"TTT {_ttt_html(ref)}; "
+                          f"TTT {_ttt_html(ref)}{_resolution_note(ref)}; "
                           f"{ref['n_reached']}/{ref['n_reached'] + ref['n_censored']} seeds "
                           "reached the target"))
         else:
@@ -341,7 +354,7 @@ def _summary(data: Study) -> str:
                 str(b["num_env_runners"]), _esc(b["config_label"]),
                 f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
                 + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
-                _esc(b["estimator"] or "-"), _ttt_html(b),
+                _esc(b["estimator"] or "-"), _ttt_html(b), _resolution_html(b),
                 _speedup_html(r) if r is not None else "-",
                 _speedup_html(r, "abs_speedup") if r is not None else "-",
                 _speedup_html(r, "efficiency_per_runner", r["runner_ratio"])
@@ -352,7 +365,9 @@ def _summary(data: Study) -> str:
         parts.append("<h3>Best configuration per algorithm</h3>")
         parts.append('<p class="note">Best = lowest median time-to-target (Kaplan-Meier median '
                      'when some seeds were censored) over all sampled configurations of the '
-                     'algorithm. Brackets: 95 % confidence intervals (bootstrap over seeds; '
+                     'algorithm. TTT resolution: the median gap between the evaluation that '
+                     'crossed the target and the one before (the crossing lies in it). '
+                     'Brackets: 95 % confidence intervals (bootstrap over seeds; '
                      'Kaplan-Meier/Greenwood with censoring). Speedup = TTT(baseline) / TTT; '
                      'absolute speedup = TTT(single-process reference) / TTT. Efficiency = '
                      'speedup / resources ratio, per env runner and per CPU, only for the '
@@ -360,10 +375,10 @@ def _summary(data: Study) -> str:
                      'the cheapest VM size that fits it (pay-as-you-go).</p>')
         parts.append(_configurations_per_algorithm(data))
         parts.append(_table(["algorithm", "env runners", "configuration", "reached",
-                             "estimator", "TTT [95% CI]", "speedup [95% CI]",
+                             "estimator", "TTT [95% CI]", "TTT resolution", "speedup [95% CI]",
                              "absolute speedup [95% CI]",
                              "efficiency / runner", "efficiency / CPU", "cost per run", "notes"],
-                            rows, left=(0, 2, 4, 10, 11), raw=True))
+                            rows, left=(0, 2, 4, 11, 12), raw=True))
     if len(stalled):
         parts.append('<h3 id="stalled-trials">Stalled trials</h3>')
         parts.append('<p class="note">Their env steps or learner updates stopped moving (the '
@@ -387,12 +402,14 @@ def _summary(data: Study) -> str:
                 f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _ttt_html(c),
                 _speedup_html(r) if r is not None else "-",
                 _speedup_html(r, "abs_speedup") if r is not None else "-",
-                f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-"])
+                f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-",
+                _resolution_html(c)])
         parts.append(f'<details id="all-configurations"><summary>All {len(s)} configurations '
                      '(time-to-target, speedup, absolute speedup)</summary>')
         parts.append(_table(["algorithm", "env runners", "configuration", "reached",
                              "TTT [95% CI]", "speedup [95% CI]", "absolute speedup [95% CI]",
-                             "evaluation share of wall-clock"], rows, left=(0, 2), raw=True))
+                             "evaluation share of wall-clock", "TTT resolution"], rows,
+                            left=(0, 2), raw=True))
         parts.append("</details>")
     if data.warnings:
         parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(

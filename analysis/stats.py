@@ -198,7 +198,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         capping left unrun; 0 without ``seeds``), ``success_rate``, the headline
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
-        (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``
+        (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``,
+        ``ttt_resolution_s`` (median over reached seeds of :func:`sweeps.schema.ttt_resolution`)
         (median over reached seeds), ``env_steps_per_s`` (median), ``num_cpus``, ``num_gpus``,
         ``cpus_per_env_runner``, ``peak_rss_mib`` (median; MiB), ``oversubscribed`` (any),
         ``note`` (what is missing and why).
@@ -226,6 +227,9 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "ttt_olympic_s": math.nan,
             "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
             "steps_to_target": median_or_nan(ok.loc[ok["reached"], "steps_to_target"]),
+            # how finely the TTTs were measured (seconds between evaluations at the crossing)
+            "ttt_resolution_s": median_or_nan(ok.loc[ok["reached"], "ttt_resolution_s"])
+            if "ttt_resolution_s" in ok else math.nan,
             "env_steps_per_s": median_or_nan(ok["env_steps_per_s"]),
             # share of the trials' wall-clock spent in the evaluation protocol (median)
             "eval_share": median_or_nan(ok["eval_time_s"] / ok["elapsed_s"])
@@ -293,7 +297,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             "n_trials", "n_reached", "n_censored", "n_error", "n_skipped", "success_rate",
             "estimator",
             "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
-            "ttt_olympic_s", "max_censor_s", "steps_to_target", "env_steps_per_s", "num_cpus",
+            "ttt_olympic_s", "max_censor_s", "steps_to_target", "ttt_resolution_s",
+            "env_steps_per_s", "num_cpus",
             "num_gpus", "cpus_per_env_runner", "peak_rss_mib", "oversubscribed", "eval_share",
             "note", "notes"]
     out = pd.DataFrame(rows)

@@ -170,7 +170,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
                 best = max(best, ret)
                 last = ret
                 if ret >= target:
-                    reached_at = (t, steps)
+                    reached_at = (t, steps, dt if it > 1 else t)  # the gap since the last one
                     break
             if t >= budget_s:
                 break
@@ -193,6 +193,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
             "seed": s, "param_gamma": params["param_gamma"], "status": status,
             "time_to_target_s": reached_at[0] if reached_at else math.nan,
             "steps_to_target": float(reached_at[1]) if reached_at else math.nan,
+            "ttt_resolution_s": reached_at[2] if reached_at else math.nan,
             "budget_s": budget_s, "budget_env_steps": math.nan, "elapsed_s": elapsed,
             "total_env_steps": steps, "target_metric": "episode_return_mean",
             "target_value": target, "final_return": last,

@@ -32,6 +32,7 @@ from sweeps.schema import (
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
     first_crossing,
+    ttt_resolution,
     unrun_seeds,
 )
 from sweeps.schema import read_parquet as _read_parquet
@@ -593,6 +594,8 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "status": status,
         "time_to_target_s": first["wall_time_s"] if first and status == "reached" else nan,
         "steps_to_target": float(first["env_steps"]) if first and status == "reached" else nan,
+        "ttt_resolution_s": ttt_resolution([r["wall_time_s"] for r in progress], i)
+        if first and status == "reached" else nan,
         "budget_s": float(budget.get("time_s") or nan),
         "budget_env_steps": float(budget.get("env_steps") or nan),
         "elapsed_s": elapsed,

@@ -75,7 +75,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
     "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
     "node_count": "int", "step_latency_ms": "float", "attempts": "int", "error_kind": "str",
-    "nodes_used": "str",
+    "nodes_used": "str", "ttt_resolution_s": "float",
 }
 
 #: Columns without which no analysis is possible.
@@ -86,6 +86,7 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": 1,
     "time_to_target_s": np.nan,
     "steps_to_target": np.nan,
+    "ttt_resolution_s": np.nan,
     "budget_s": np.nan,
     "budget_env_steps": np.nan,
     "elapsed_s": np.nan,
@@ -240,6 +241,22 @@ def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
         return math.nan, math.nan, -1
     i = int(hit[0])
     return float(np.asarray(wall_time_s, dtype=float)[i]), float(np.asarray(env_steps, dtype=float)[i]), i
+
+
+def ttt_resolution(wall_time_s, index: int) -> float:
+    """How finely a time-to-target is measured: the seconds between the measurement that
+    crossed the target (``index`` from :func:`first_crossing`) and the one before it (the
+    trial's start for the first), the interval in which the crossing happened. NaN when
+    ``index`` < 0 (never reached).
+
+    Args:
+        wall_time_s: shape (I,), seconds since trial start at each measurement.
+        index: the crossing's position in ``wall_time_s``.
+    """
+    if index < 0:
+        return math.nan
+    t = np.asarray(wall_time_s, dtype=float)
+    return float(t[index] - (t[index - 1] if index > 0 else 0.0))
 
 
 def censored_objective(budget_s: float, best: float, target: float) -> float:

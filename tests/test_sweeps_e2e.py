@@ -106,8 +106,11 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     reached = trials[trials.status == "reached"]
     assert reached.time_to_target_s.notna().all() and (reached.time_to_target_s <= reached.elapsed_s).all()
     assert (reached.objective == reached.time_to_target_s).all()
+    # the TTT's resolution: the gap since the evaluation before the crossing (or the start)
+    assert ((reached.ttt_resolution_s > 0)
+            & (reached.ttt_resolution_s <= reached.time_to_target_s)).all()
     censored = trials[trials.status == "censored"]
-    assert censored.time_to_target_s.isna().all()
+    assert censored.time_to_target_s.isna().all() and censored.ttt_resolution_s.isna().all()
     assert (censored.objective >= censored.budget_s).all()
     # progress: iterations 1..n per trial, monotone wall-clock and env steps
     for tid, g in progress.groupby("trial_id"):

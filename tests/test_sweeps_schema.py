@@ -96,3 +96,50 @@ def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> Non
     _with_version(run / "progress.parquet", run / "progress.parquet", b"3")
     with pytest.raises(SpecError, match=r"progress.parquet: results schema version 3"):
         check_resume_dir(run, "sweep.py")
+
+
+def test_ttt_resolution_is_the_gap_in_which_the_crossing_happened() -> None:
+    """The recorder and the analysis both record how finely a TTT was measured: the seconds
+    between the evaluation that crossed the target and the one before (the trial's start for
+    the first); a recomputation for another target gets its own."""
+    import math
+
+    from sweeps.record import trial_row
+    from sweeps.schema import first_crossing, ttt_resolution
+
+    times, steps, values = [1.5, 2.6, 3.4, 4.9], [100, 200, 300, 400], [0.1, math.nan, 0.5, 0.9]
+    _, _, i = first_crossing(times, steps, values, 0.5)
+    assert i == 2 and ttt_resolution(times, i) == pytest.approx(0.8)
+    assert ttt_resolution(times, 0) == pytest.approx(1.5)
+    assert math.isnan(ttt_resolution(times, -1))
+    progress = [{"wall_time_s": t, "env_steps": n, "target_metric_value": v,
+                 "learner_updates": 1.0, "eval_time_s": 0.0}
+                for t, n, v in zip(times, steps, values, strict=True)]
+    row = trial_row("t1", {"algorithm": "DQN", "num_env_runners": 1}, progress, {},
+                    {"metric": "evaluation", "value": 0.5}, {"time_s": 10}, None)
+    assert row["status"] == "reached" and row["time_to_target_s"] == 3.4
+    assert row["ttt_resolution_s"] == pytest.approx(0.8)
+    censored = trial_row("t2", {"algorithm": "DQN", "num_env_runners": 1}, progress, {},
+                         {"metric": "evaluation", "value": 2.0}, {"time_s": 10}, None)
+    assert math.isnan(censored["ttt_resolution_s"])
+
+
+def test_the_analysis_recomputes_the_resolution_with_the_target(tmp_path: Path) -> None:
+    from analysis.load import load_results
+    from analysis.metrics import trial_metrics
+    from analysis.stats import summarize_configs
+
+    run = write_synthetic_results(tmp_path / "run", seeds=3, env_runners=(1, 2), rng_seed=0,
+                                  with_optuna=False)
+    trials = pd.read_parquet(run / "trials.parquet")
+    reached = trials[trials.status == "reached"]
+    assert (reached.ttt_resolution_s > 0).all() and trials.ttt_resolution_s.notna().any()
+    tm, _, _ = trial_metrics(load_results(run))
+    ok = tm[tm.reached]
+    pd.testing.assert_series_equal(
+        ok.set_index("trial_id").ttt_resolution_s,
+        reached.set_index("trial_id").loc[ok.trial_id].ttt_resolution_s, check_names=False)
+    lower, _, _ = trial_metrics(load_results(run), "50%")  # crossed earlier, elsewhere
+    assert lower[lower.reached].ttt_resolution_s.notna().all()
+    summary = summarize_configs(tm)
+    assert summary["ttt_resolution_s"].notna().any()
