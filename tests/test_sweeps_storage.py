@@ -36,7 +36,8 @@ def test_a_run_in_s3_is_analysed_from_its_uri(s3):
 
 
 def test_an_unreachable_store_is_one_line_before_ray_starts(s3, tmp_path):
-    env = {**s3["env"], "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}
+    # one attempt: botocore's retries of a refused connection take ~11 s and test nothing here
+    env = {**s3["env"], "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_MAX_ATTEMPTS": "1"}
     proc = _py("sweeps.run", "sweeps/cartpole_quick.py", "--results", "s3://rl-results/results",
                env=env, timeout=180)
     assert proc.returncode == 2, proc.stderr[-2000:]
