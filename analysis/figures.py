@@ -278,7 +278,6 @@ def speedup_figures(data: Study) -> SpeedupFigures:
                    f"(see the tables)")
         raise FigureUnavailable(f"No speedup curve: {why}.")
     notes: list[str] = []
-    fit_rows: list[tuple[str, str, Any]] = []
     nb = int(b["num_env_runners"])
     fig = go.Figure()
     grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
@@ -311,7 +310,6 @@ def speedup_figures(data: Study) -> SpeedupFigures:
         fits = data.models[alg].fits  # 1/TTT of the best configuration per N >= 1
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
-            fit_rows.append((alg, "1/TTT", f))
             name = fit_line_name(alg, f)
             if name is not None:
                 fig.add_trace(go.Scatter(
@@ -331,7 +329,7 @@ def speedup_figures(data: Study) -> SpeedupFigures:
     eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
     eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
                       yaxis_title="parallel efficiency")
-    return SpeedupFigures(speedup=fig, efficiency=eff, fits=fit_rows, notes=notes)
+    return SpeedupFigures(speedup=fig, efficiency=eff, fits=data.speedup_fits(), notes=notes)
 
 
 def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
@@ -352,7 +350,6 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
         raise FigureUnavailable("No configurations yet.")
     best, ns_all, axis = best_per_n(data.summary)
     fig = go.Figure()
-    tp_fit_rows = []
     for alg, g in best.groupby("algorithm"):
         t = data.tm[data.tm["config_id"].isin(g["config_id"]) & (data.tm["status"] != "error")]
         t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
@@ -365,14 +362,13 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
         grid = np.geomspace(1, max(ns_all + [2]), 60)
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
-            tp_fit_rows.append((alg, "env steps/s", f))
             name = fit_line_name(alg, f)
             if name is not None:
                 fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines", name=name,
                                          line={"color": data.alg_color[alg], "dash": dash}))
     fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
                             "start-up included)", xaxis=axis, yaxis_title="env steps / s")
-    return fig, tp_fit_rows
+    return fig, data.throughput_fit_rows()
 
 
 def plan_check_figure(data: Study) -> Any:

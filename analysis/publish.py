@@ -462,15 +462,7 @@ def _plan_check_lines(data: Study) -> list[str]:
 def _fit_lines(data: Study) -> list[str]:
     """The Amdahl and USL fits behind the speedup and throughput figures, with the parameters'
     standard errors (analysis.scaling)."""
-    fits: list[tuple[str, str, Any]] = []
-    try:
-        fits += speedup_figures(data).fits
-    except FigureUnavailable:
-        pass
-    try:
-        fits += throughput_figure(data)[1]
-    except FigureUnavailable:
-        pass
+    fits = [*data.speedup_fits(), *data.throughput_fit_rows()]
     if not fits:
         return []
     out = ["", "## Scaling fits", "",

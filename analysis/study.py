@@ -89,6 +89,28 @@ class Study:
     alg_color: dict[str, str] = field(default_factory=dict)
     batch_advice: list[str] = field(default_factory=list)
 
+    def speedup_fits(self) -> list[tuple[str, str, ScalingFit]]:
+        """``(algorithm, "1/TTT", fit)``, Amdahl then USL, for every algorithm with a finite
+        speedup against the baseline (those the speedup figure shows), by name; empty without
+        a baseline or a finite speedup. The fits are :attr:`models`'."""
+        sp = self.speed.set_index("config_id") if len(self.speed) else pd.DataFrame()
+        if (self.baseline is None or sp.empty or self.summary.empty
+                or not np.isfinite(sp["speedup"].astype(float)).any()):
+            return []
+        best = best_configs(self.summary, ("algorithm", "num_env_runners"))
+        rows = []
+        for alg, g in best.groupby("algorithm"):
+            ids = g.loc[g["config_id"].isin(sp.index), "config_id"]
+            if alg in self.models and np.isfinite(sp.loc[ids, "speedup"].astype(float)).any():
+                rows += [(alg, "1/TTT", self.models[alg].fits[m]) for m in ("amdahl", "usl")]
+        return rows
+
+    def throughput_fit_rows(self) -> list[tuple[str, str, ScalingFit]]:
+        """``(algorithm, "env steps/s", fit)``, Amdahl then USL, for every algorithm in
+        :attr:`throughput_fits` (those the throughput figure shows), by name."""
+        return [(alg, "env steps/s", fits[m]) for alg, fits in sorted(self.throughput_fits.items())
+                for m in ("amdahl", "usl")]
+
     @property
     def baseline_seeds(self) -> int:
         """Seeds of the baseline that reached the target or were censored (0: no baseline)."""
