@@ -45,25 +45,19 @@ def plan_text(plan: Plan) -> list[str]:
     fastest candidates, the knee, the scaling model per algorithm, what each algorithm's run
     asks for, and the caveats. The answer and its assumptions are :func:`plan_answer`."""
     lines = []
-    if plan.cheapest is not None:
-        head = ("Cheapest meeting the deadline " + fmt_s(plan.deadline_s)
-                if plan.deadline_s is not None else "Cheapest")
-        line = f"{head}: {describe_row(plan.cheapest)}"
-        hi = plan.cheapest["ttt_high_s"]
-        if plan.deadline_s is not None and math.isnan(hi):
-            line += " -- no interval: cannot tell how safely it meets the deadline"
-        elif plan.deadline_s is not None and not hi <= plan.deadline_s:
-            line += " -- at risk: its interval reaches past the deadline"
-        lines.append(line)
-    if plan.fastest is not None:
-        head = ("Fastest within the budget " + fmt_usd(plan.budget_usd)
-                if plan.budget_usd is not None else "Fastest")
-        line = f"{head}: {describe_row(plan.fastest)}"
-        hi = plan.fastest["cost_high_usd"]
-        if plan.budget_usd is not None and math.isnan(hi):
-            line += " -- no interval: cannot tell how safely it fits the budget"
-        elif plan.budget_usd is not None and not hi <= plan.budget_usd:
-            line += " -- at risk: its interval reaches past the budget"
+    for row, head, limit, key, fmt, what in (
+            (plan.cheapest, "Cheapest", plan.deadline_s, "ttt_high_s", fmt_s,
+             ("meeting the deadline", "meets the deadline", "deadline")),
+            (plan.fastest, "Fastest", plan.budget_usd, "cost_high_usd", fmt_usd,
+             ("within the budget", "fits the budget", "budget"))):
+        if row is None:
+            continue
+        line = (f"{head} {what[0]} {fmt(limit)}" if limit is not None else head)
+        line += f": {describe_row(row)}"
+        if limit is not None and math.isnan(row[key]):
+            line += f" -- no interval: cannot tell how safely it {what[1]}"
+        elif limit is not None and not row[key] <= limit:
+            line += f" -- at risk: its interval reaches past the {what[2]}"
         lines.append(line)
     if plan.knee is not None:
         k = plan.knee
