@@ -649,40 +649,28 @@ def compute_size(client, name: str) -> str:
 
 
 def _check_sweep(sweep_file: str, cluster: str | None = None) -> None:
-    """Validate the sweep file locally before paying for VMs: with ``cluster``
-    (:func:`target_shape`), its trials are placed on that shape (``sweeps.run --dry-run
-    --cluster``); without, the file is validated only (its trials' sizes are not checked:
-    the target's shape is unknown).
+    """Validate the sweep file here before paying for VMs, as ``sweeps.run --dry-run`` does:
+    the file, every point's RLlib config and, with ``cluster`` (:func:`target_shape`), every
+    kind of trial placed on that shape by Ray's rule (:func:`sweeps.placement.feasibility`);
+    without it the trials' sizes are not checked (the target's shape is unknown).
 
     Raises:
         AzureError: the file does not pass, in one line.
     """
-    if cluster is None:
-        from sweeps.logs import quiet_logs
-        from sweeps.sweep_file import SpecError, check_points, load_sweep
+    from sweeps.logs import quiet_logs
+    from sweeps.placement import cluster_shape, feasibility, trial_setup
+    from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
 
-        quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are built
-        try:
-            check_points(load_sweep(sweep_file), sweep_file)
-        except SpecError as e:
-            raise AzureError(f"sweep file {e}") from None
-        return
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.run", str(Path(sweep_file).resolve()), "--dry-run",
-         "--cluster", cluster],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if proc.returncode != 0:
-        lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-        raise AzureError(
-            f"sweep file {sweep_file} does not pass `sweeps.run --dry-run`: "
-            f"{lines[-1] if lines else f'exit code {proc.returncode}'}"
-        )
+    quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are built
+    try:
+        sweep = load_sweep(sweep_file)
+        target = sweep_target(sweep, sweep_file)
+        check_points(sweep, sweep_file)
+        if cluster is not None:
+            nodes = cluster_shape(cluster)
+            feasibility(sweep, trial_setup(sweep, target, nodes), sweep_file, nodes)
+    except SpecError as e:
+        raise AzureError(f"sweep file {e}") from None
 
 
 def _cmd_compute(args) -> int:

@@ -24,6 +24,8 @@ Example:
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -32,8 +34,9 @@ from sweeps.spec import Choice, IntRange, Sweep
 if TYPE_CHECKING:
     from sweeps.trainable import TrialSetup
 
-__all__ = ["STRATEGIES", "TrialRequest", "cluster_nodes", "describe_cluster",
-           "env_runner_counts", "placement_problem", "trial_requests"]
+__all__ = ["STRATEGIES", "TrialRequest", "cluster_nodes", "cluster_shape", "describe_cluster",
+           "env_runner_counts", "feasibility", "placement_problem", "trial_requests",
+           "trial_setup"]
 
 #: Placement strategies a sweep can choose (``STRICT_SPREAD`` would need a node per bundle).
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK")
@@ -152,3 +155,73 @@ class TrialRequest(NamedTuple):
     cpus: float
     gpus: float
     bundles: list[dict[str, float]]
+
+
+def cluster_shape(text: str) -> list[dict[str, float]]:
+    """``--cluster``: ``"1x6+4x2:1"`` → one resource dict per node (``{"CPU", "GPU"}``).
+
+    Raises:
+        argparse.ArgumentTypeError: a malformed shape (argparse prints it in one line).
+    """
+
+    nodes: list[dict[str, float]] = []
+    for part in text.replace(" ", "").split("+"):
+        m = re.fullmatch(r"(\d+)x(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?", part)
+        if m is None or int(m.group(1)) < 1 or float(m.group(2)) <= 0:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: expected NODESxCPUS[:GPUS] joined by '+', e.g. '1x6+4x2' or '4x16:1'")
+        nodes += [{"CPU": float(m.group(2)), "GPU": float(m.group(3) or 0)}] * int(m.group(1))
+    return nodes
+
+
+def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet: bool = True):
+    """The sweep's :class:`sweeps.trainable.TrialSetup` on a cluster of ``nodes`` (resource
+    dicts, ``{"CPU": .., "GPU": ..}``), for ``target`` (:func:`sweeps.sweep_file.sweep_target`)."""
+    from sweeps.trainable import TrialSetup
+
+    return TrialSetup.of(sweep, target, max(n["CPU"] for n in nodes), quiet=quiet,
+                         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
+                         cluster_cpus=sum(n["CPU"] for n in nodes))
+
+
+def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
+                strict: bool = True) -> list[str]:
+    """Check every algorithm × num_env_runners against the cluster by Ray's placement rule
+    (:func:`sweeps.placement.placement_problem`: each bundle on some node, all of them in the
+    cluster, over several nodes unless the strategy is STRICT_PACK).
+
+    Args:
+        nodes: the cluster's nodes as resource dicts (``{"CPU": .., "GPU": ..}``).
+        strict: raise for a trial that cannot be placed (False: only describe it).
+
+    Returns:
+        lines describing each (algorithm, num_env_runners): CPUs asked, fits or oversubscribed.
+    Raises:
+        SpecError: a trial asks for GPUs no node has, or cannot be placed and the sweep does
+            not allow oversubscription.
+    """
+    from sweeps.sweep_file import SpecError
+
+    strategy = sweep.placement_strategy
+    requests = trial_requests(sweep, setup)
+    problems = [placement_problem(r.bundles, nodes, strategy) for r in requests]
+    for r, problem in sorted(zip(requests, problems, strict=True), key=lambda rp: (-rp[0].cpus, -rp[0].gpus)):
+        gpu_problem = placement_problem([{"GPU": b.get("GPU", 0.0)} for b in r.bundles], nodes,
+                                        strategy) if r.gpus else None
+        if gpu_problem:  # the largest trial is named
+            raise SpecError(
+                f"{source}: num_gpus_per_learner: a trial of {r.algorithm} cannot be placed: "
+                f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs")
+        if problem and not sweep.allow_oversubscription and strict:
+            raise SpecError(
+                f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
+                f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
+                "lower it, use a larger cluster or set allow_oversubscription=True")
+    lines = []
+    for r, problem in zip(requests, problems, strict=True):
+        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}: {r.cpus:g} CPUs, "
+                     f"{r.gpus:g} GPUs  "
+                     + ("fits" if not problem else
+                        f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
+                        if sweep.allow_oversubscription else f"DOES NOT FIT ({problem})"))
+    return lines

@@ -36,7 +36,14 @@ COMMAND_START = time.time()
 
 from sweeps.cli import EXIT_BAD_INPUT  # noqa: E402
 from sweeps.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
-from sweeps.placement import TrialRequest, env_runner_counts, trial_requests  # noqa: E402, F401
+from sweeps.placement import (  # noqa: E402, F401
+    TrialRequest,
+    cluster_shape,
+    env_runner_counts,
+    feasibility,
+    trial_requests,
+    trial_setup,
+)
 from sweeps.spec import Budget, Search, Sweep  # noqa: E402
 from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
 
@@ -78,24 +85,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.cluster is not None and not args.dry_run:
         p.error("--cluster: only with --dry-run (a run uses the cluster it connects to)")
     return args
-
-
-def cluster_shape(text: str) -> list[dict[str, float]]:
-    """``--cluster``: ``"1x6+4x2:1"`` → one resource dict per node (``{"CPU", "GPU"}``).
-
-    Raises:
-        argparse.ArgumentTypeError: a malformed shape (argparse prints it in one line).
-    """
-    import re
-
-    nodes: list[dict[str, float]] = []
-    for part in text.replace(" ", "").split("+"):
-        m = re.fullmatch(r"(\d+)x(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?", part)
-        if m is None or int(m.group(1)) < 1 or float(m.group(2)) <= 0:
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: expected NODESxCPUS[:GPUS] joined by '+', e.g. '1x6+4x2' or '4x16:1'")
-        nodes += [{"CPU": float(m.group(2)), "GPU": float(m.group(3) or 0)}] * int(m.group(1))
-    return nodes
 
 
 def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Sweep:
@@ -303,49 +292,6 @@ def check_writable(root: Path, source: str) -> None:
         raise SpecError(f"{source}: results: cannot write to {root}: {e.strerror or e}") from None
 
 
-def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
-                strict: bool = True) -> list[str]:
-    """Check every algorithm × num_env_runners against the cluster by Ray's placement rule
-    (:func:`sweeps.placement.placement_problem`: each bundle on some node, all of them in the
-    cluster, over several nodes unless the strategy is STRICT_PACK).
-
-    Args:
-        nodes: the cluster's nodes as resource dicts (``{"CPU": .., "GPU": ..}``).
-        strict: raise for a trial that cannot be placed (False: only describe it).
-
-    Returns:
-        lines describing each (algorithm, num_env_runners): CPUs asked, fits or oversubscribed.
-    Raises:
-        SpecError: a trial asks for GPUs no node has, or cannot be placed and the sweep does
-            not allow oversubscription.
-    """
-    from sweeps.placement import placement_problem
-
-    strategy = sweep.placement_strategy
-    requests = trial_requests(sweep, setup)
-    problems = [placement_problem(r.bundles, nodes, strategy) for r in requests]
-    for r, problem in sorted(zip(requests, problems, strict=True), key=lambda rp: (-rp[0].cpus, -rp[0].gpus)):
-        gpu_problem = placement_problem([{"GPU": b.get("GPU", 0.0)} for b in r.bundles], nodes,
-                                        strategy) if r.gpus else None
-        if gpu_problem:  # the largest trial is named
-            raise SpecError(
-                f"{source}: num_gpus_per_learner: a trial of {r.algorithm} cannot be placed: "
-                f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs")
-        if problem and not sweep.allow_oversubscription and strict:
-            raise SpecError(
-                f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
-                f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
-                "lower it, use a larger cluster or set allow_oversubscription=True")
-    lines = []
-    for r, problem in zip(requests, problems, strict=True):
-        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}: {r.cpus:g} CPUs, "
-                     f"{r.gpus:g} GPUs  "
-                     + ("fits" if not problem else
-                        f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
-                        if sweep.allow_oversubscription else f"DOES NOT FIT ({problem})"))
-    return lines
-
-
 def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
             nodes: list[dict[str, float]], n_show: int = 6) -> None:
     """Print the resolved spec, the cluster, the first sampled trials and their resources."""
@@ -417,7 +363,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     if args.dry_run and (address is None or args.cluster is not None):
 
         nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": _local_gpus()}]
-        setup = _setup(sweep, target, nodes)
+        setup = trial_setup(sweep, target, nodes)
         try:
             dry_run(sweep, target, setup,
                     feasibility(sweep, setup, source, nodes, strict=args.cluster is not None),
@@ -438,7 +384,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             from sweeps.placement import cluster_nodes
 
             nodes = cluster_nodes(cluster_info.nodes)
-            setup = _setup(sweep, target, nodes, quiet=not args.verbose)
+            setup = trial_setup(sweep, target, nodes, quiet=not args.verbose)
             lines = feasibility(sweep, setup, source, nodes, strict=not args.dry_run)
             if args.dry_run:
                 dry_run(sweep, target, setup, lines, nodes)
@@ -454,15 +400,6 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     finally:
         if lock is not None:
             lock.release()
-
-
-def _setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet: bool = True):
-    """The sweep's :class:`sweeps.trainable.TrialSetup` on a cluster of ``nodes``."""
-    from sweeps.trainable import TrialSetup
-
-    return TrialSetup.of(sweep, target, max(n["CPU"] for n in nodes), quiet=quiet,
-                         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
-                         cluster_cpus=sum(n["CPU"] for n in nodes))
 
 
 def _local_gpus() -> float:
