@@ -15,8 +15,8 @@ from analysis.catalogue import VMSize, load_vm_sizes
 from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_model import Plan
 
-__all__ = ["PlanAnswer", "describe_row", "launch_lines", "plan_answer", "plan_text",
-           "sweep_file_of"]
+__all__ = ["PlanAnswer", "command_parts", "describe_row", "launch_lines", "plan_answer",
+           "plan_text", "planned_short", "sweep_file_of"]
 
 
 def _bounds(lo: float, hi: float, fmt) -> str:
@@ -136,6 +136,25 @@ def _planned(plan: Plan, r: dict[str, Any]) -> str:
     start = (f"{fmt_s(up)} start-up assumed for {plan.launcher.name}" if up > 0 else
              f"no start-up ({plan.launcher.name}: {plan.launcher.source})")
     return f"planned TTT {fmt_s(r['ttt_s'])} = {fmt_s(own)} {where} + {start}"
+
+
+def planned_short(plan: Plan, r: dict[str, Any]) -> str:
+    """``5.0 min planned (2.0 s TTT + 5.0 min assumed start-up)``, or ``TTT 2.0 s`` without a
+    start-up: a plan row's time split in its two parts, for a summary card."""
+    up = plan.launcher.startup_s
+    if up <= 0:
+        return f"TTT {fmt_s(r['ttt_s'])}"
+    return (f"{fmt_s(r['ttt_s'])} planned ({fmt_s(r['ttt_s'] - up)} TTT + "
+            f"{fmt_s(up)} assumed start-up)")
+
+
+def command_parts(line: str) -> tuple[str, str, str]:
+    """A :func:`launch_lines` line as ``(label, command, note)``: ``"Run it on AKS (KubeRay):
+    python -m ... (node pool: ...)"`` -> the label, the command to copy, the trailing
+    parenthesis (``""`` when none), for renderers that set the command in code type."""
+    label, _, rest = line.partition(": ")
+    command, sep, note = rest.partition(" (")
+    return label, command, (sep + note) if sep else ""
 
 
 def plan_answer(plan: Plan, sweep_file: str = "FILE",

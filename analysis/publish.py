@@ -68,7 +68,7 @@ from analysis.fmt import (
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan_check import TABLE_HEADERS, table_rows
-from analysis.plan_text import plan_answer, sweep_file_of
+from analysis.plan_text import command_parts, plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
 from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
@@ -564,8 +564,8 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
         answer = plan_answer(plan, sweep_file_of(res.environment))
         out.append(_scrub_paths(answer.sentence))
         if answer.commands:
-            out += [""] + [f"- {m[1]}: `{m[2]}`{m[3] or ''}" for m in
-                           (re.match(r"(.*?): (.*?)( \(.*\))?$", c) for c in answer.commands)]
+            out += [""] + [f"- {label}: `{cmd}`{note}"
+                           for label, cmd, note in map(command_parts, answer.commands)]
         out += ["", "What the plan assumes:", "", "| assumption | the plan took |", "|---|---|"]
         out += [f"| {a} | {_scrub_paths(b).replace('|', '/')} |" for a, b in answer.assumptions]
         out += ["", "<details><summary>Details: every recommendation, the scaling models, "

@@ -36,7 +36,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 import sys
 import traceback
 import warnings
@@ -65,7 +64,7 @@ from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
-from analysis.plan_text import plan_answer, sweep_file_of
+from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
 from sweeps import rundir
@@ -133,16 +132,21 @@ def _ttt_html(row: pd.Series) -> str:
     return _esc(fmt_ttt(row))
 
 
+def _resolution_s(row: pd.Series) -> float:
+    """How finely a configuration's TTT was measured (the median gap between the evaluation
+    that crossed the target and the one before), seconds; NaN when unknown."""
+    return float(row.get("ttt_resolution_s", math.nan))
+
+
 def _resolution_html(row: pd.Series) -> str:
-    """``≤ 1.1 s``: how finely a configuration's TTT was measured (the median gap between the
-    evaluation that crossed the target and the one before); ``-`` when unknown."""
-    r = float(row.get("ttt_resolution_s", math.nan))
+    """``≤ 1.1 s`` (:func:`_resolution_s`) for a table cell; ``-`` when unknown."""
+    r = _resolution_s(row)
     return f"&le; {_esc(fmt_s(r))}" if math.isfinite(r) else "-"
 
 
 def _resolution_note(row: pd.Series) -> str:
     """`` (resolution ≤ 1.1 s)`` beside a TTT in a card; empty when unknown."""
-    r = float(row.get("ttt_resolution_s", math.nan))
+    r = _resolution_s(row)
     return f" (resolution ≤ {fmt_s(r)})" if math.isfinite(r) else ""
 
 
@@ -219,15 +223,6 @@ _FIGURE_LOADER = """
 })();
 </script>
 """
-
-
-def _planned_ttt(plan, row: dict) -> str:
-    """``5.0 min planned (2.0 s TTT + 5.0 min start-up)``: a plan row's time, split in two."""
-    up = plan.launcher.startup_s
-    if up <= 0:
-        return f"TTT {fmt_s(row['ttt_s'])}"
-    return (f"{fmt_s(row['ttt_s'])} planned ({fmt_s(row['ttt_s'] - up)} TTT + "
-            f"{fmt_s(up)} assumed start-up)")
 
 
 def _missing(text: str) -> str:
@@ -309,7 +304,7 @@ def _summary(data: Study) -> str:
             c = data.plan.cheapest
             cards.append(("Recommended (cheapest run)", f"{c['num_env_runners']} env runner(s)",
                           f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
-                          f"{_planned_ttt(data.plan, c)}, {fmt_usd(c['cost_usd'])}"))
+                          f"{planned_short(data.plan, c)}, {fmt_usd(c['cost_usd'])}"))
         if data.plan is not None and data.plan.knee is not None:
             k = data.plan.knee
             sub = (f"{k['algorithm']}: more env runners are not predicted to help"
@@ -323,7 +318,7 @@ def _summary(data: Study) -> str:
             f = data.plan.fastest
             cards.append(("Fastest predicted run", f"{f['num_env_runners']} env runner(s)",
                           f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
-                          f"{_planned_ttt(data.plan, f)}, {fmt_usd(f['cost_usd'])}"
+                          f"{planned_short(data.plan, f)}, {fmt_usd(f['cost_usd'])}"
                           + (" (extrapolated)" if f["extrapolated"] else "")))
         parts.append('<div class="cards">' + "".join(
             f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
@@ -569,9 +564,8 @@ def _cost(data: Study, figs: _Figures) -> str:
                              **log_ticks(c["cost_usd"], "$")})
     answer = plan_answer(plan, sweep_file_of(data.res.environment))
     lines = [*answer.details, *data.batch_advice]
-    commands = "".join(
-        f"<li>{_esc(m[1])}: <code>{_esc(m[2])}</code>{_esc(m[3] or '')}</li>"
-        for m in (re.match(r"(.*?): (.*?)( \(.*\))?$", c) for c in answer.commands))
+    commands = "".join(f"<li>{_esc(label)}: <code>{_esc(cmd)}</code>{_esc(note)}</li>"
+                       for label, cmd, note in map(command_parts, answer.commands))
     return (f'<p id="plan-answer"><b>{_esc(answer.sentence)}</b></p>'
             + (f'<ul id="plan-commands">{commands}</ul>' if commands else "")
             + '<h3>What the plan assumes</h3><div id="plan-assumptions">'

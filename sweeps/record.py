@@ -569,8 +569,8 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
     ``censor_reason`` is then ``"capped"``, else ``"budget"`` (empty when not censored).
     """
     nan = math.nan
-    _, _, i = first_crossing([r["wall_time_s"] for r in progress],
-                             [r["env_steps"] for r in progress],
+    times = [r["wall_time_s"] for r in progress]
+    _, _, i = first_crossing(times, [r["env_steps"] for r in progress],
                              [r["target_metric_value"] for r in progress], target["value"])
     first = progress[i] if i >= 0 else None
     status = "error" if error is not None else ("reached" if first else "censored")
@@ -594,7 +594,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "status": status,
         "time_to_target_s": first["wall_time_s"] if first and status == "reached" else nan,
         "steps_to_target": float(first["env_steps"]) if first and status == "reached" else nan,
-        "ttt_resolution_s": ttt_resolution([r["wall_time_s"] for r in progress], i)
+        "ttt_resolution_s": ttt_resolution(times, i)
         if first and status == "reached" else nan,
         "budget_s": float(budget.get("time_s") or nan),
         "budget_env_steps": float(budget.get("env_steps") or nan),
