@@ -210,7 +210,8 @@ def trial_metrics(res: Results, target: str | float | None = None
         ``total_env_steps``, ``is_reference``, ``eval_time_s`` (seconds of evaluation inside
         the trial's wall-clock), ``cpus_per_env_runner`` (CPUs each env runner asked for),
         ``peak_rss_mib`` (peak resident memory of the trial's processes, MiB; NaN when not
-        recorded), ``step_latency_ms`` (each env step's wait, 0 without one), ``config_label``
+        recorded), ``step_latency_ms`` (each env step's wait, 0 without one), ``step_cpu_ms``
+        (each env step's busy CPU milliseconds, 0 without), ``config_label``
         and the configuration's parameter columns.
 
     Raises:
@@ -306,6 +307,7 @@ def trial_metrics(res: Results, target: str | float | None = None
             "cpus_per_env_runner": _float(t.get("param_num_cpus_per_env_runner"), 1.0),
             "peak_rss_mib": _float(t.get("peak_rss_mib"), math.nan),
             "step_latency_ms": _float(t.get("step_latency_ms"), 0.0),
+            "step_cpu_ms": _float(t.get("step_cpu_ms"), 0.0),
         }
         for c in [*CONFIG_COLUMNS[1:], *param_cols]:
             if c in t.index:

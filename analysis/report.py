@@ -261,6 +261,13 @@ def _summary(data: Study) -> str:
             'a remote service or a renderer, not a property of the env; evaluation episodes '
             f'ran without it. Env runners asked for {_esc(", ".join(sorted({f"{x:g}" for x in cpr})))}'
             ' CPU each.</p>')
+    cpu = tm["step_cpu_ms"] if "step_cpu_ms" in tm else pd.Series(dtype=float)
+    if (cpu > 0).any():
+        parts.append(
+            f'<p id="step-cpu">Every env step burned <b>{fmt_num(float(cpu.max()), 3)} ms of one '
+            'core</b> (<code>step_cpu_ms</code>, envs/latency.py): a model of a CPU-bound '
+            'simulator; env runners that outnumber the cores queue for them. Evaluation episodes '
+            'ran without it.</p>')
     if s.empty:
         parts.append(_missing("No trials yet: nothing to summarise."))
     else:

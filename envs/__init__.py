@@ -21,15 +21,26 @@ import gymnasium
 
 from envs.atari import PONG_IDS, check_atari_config, make_pong_noframeskip_v4, make_pong_v5
 from envs.contoso_cabs import ContosoCabs, optimal_return, resolve_config
-from envs.latency import STEP_LATENCY_KEY, StepLatency, split_step_latency
+from envs.latency import (
+    STEP_CPU_KEY,
+    STEP_LATENCY_KEY,
+    StepCost,
+    StepCpuCost,
+    StepLatency,
+    split_step_cost,
+    with_step_cost,
+)
 
 __all__ = [
     "CABS_ID",
     "RLLIB_ENVS",
+    "STEP_CPU_KEY",
     "STEP_LATENCY_KEY",
+    "StepCost",
+    "StepCpuCost",
     "StepLatency",
-    "split_step_latency",
-    "latency_env_name",
+    "split_step_cost",
+    "step_cost_env_name",
     "make_env",
     "check_env_config",
     "oracle_return",
@@ -62,15 +73,15 @@ def make_env(env_id: str, env_config: Mapping[str, Any] | None = None,
 
     Our creator for the names in :data:`RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), the
     user's module for ``"module:EnvId"``/``"module:Factory"`` (:mod:`envs.forms`), else
-    ``gymnasium.make(env_id, **env_config)``; wrapped in :class:`envs.latency.StepLatency` when
-    ``env_config`` has ``step_latency_ms > 0`` and ``with_latency`` (the evaluation protocol
-    builds its envs without it).
+    ``gymnasium.make(env_id, **env_config)``; wrapped in the step costs of :mod:`envs.latency`
+    when ``env_config`` has ``step_latency_ms`` or ``step_cpu_ms`` and ``with_latency`` is true
+    (the evaluation protocol builds its envs without them).
 
     Raises:
-        ValueError: a bad ``step_latency_ms``; :class:`envs.forms.EnvError` (a ValueError)
-            for a user's module that cannot be imported or has no such env.
+        ValueError: a bad ``step_latency_ms``/``step_cpu_ms``; :class:`envs.forms.EnvError` (a
+            ValueError) for a user's module that cannot be imported or has no such env.
     """
-    latency_ms, rest = split_step_latency(env_config)
+    cost, rest = split_step_cost(env_config)
     creator = RLLIB_ENVS.get(env_id)
     if creator is not None:
         env = creator(rest)
@@ -80,13 +91,13 @@ def make_env(env_id: str, env_config: Mapping[str, Any] | None = None,
         env = make_from_form(env_id, rest)
     else:
         env = gymnasium.make(env_id, **rest)
-    return StepLatency(env, latency_ms) if with_latency and latency_ms > 0 else env
+    return with_step_cost(env, cost) if with_latency else env
 
 
-def latency_env_name(env_id: str) -> str:
-    """The RLlib env name under which :func:`register_latency_env` registers ``env_id`` with
-    its step latency (RLlib's own fallback, ``gymnasium.make``, would not take the key)."""
-    return f"{env_id}+{STEP_LATENCY_KEY}"
+def step_cost_env_name(env_id: str) -> str:
+    """The RLlib env name under which :func:`register_step_cost_env` registers ``env_id`` with
+    its step costs (RLlib's own fallback, ``gymnasium.make``, would not take the keys)."""
+    return f"{env_id}+step_cost"
 
 
 def _register_make_env(name: str, env_id: str) -> str:
@@ -104,10 +115,11 @@ def register_form_env(env_id: str) -> str:
     return _register_make_env(env_id, env_id)
 
 
-def register_latency_env(env_id: str) -> str:
-    """Register :func:`make_env` for ``env_id`` under :func:`latency_env_name` (RLlib's own
-    fallback, ``gymnasium.make``, would not take ``step_latency_ms``); returns the name."""
-    return _register_make_env(latency_env_name(env_id), env_id)
+def register_step_cost_env(env_id: str) -> str:
+    """Register :func:`make_env` for ``env_id`` under :func:`step_cost_env_name` (RLlib's own
+    fallback, ``gymnasium.make``, would not take ``step_latency_ms``/``step_cpu_ms``); returns
+    the name."""
+    return _register_make_env(step_cost_env_name(env_id), env_id)
 
 
 def register_rllib_envs() -> None:
@@ -125,7 +137,7 @@ def register_rllib_envs() -> None:
 def check_env_config(env_id: str, env_config: Mapping[str, Any] | None) -> None:
     """Validate ``env_config`` for ``env_id`` before any Ray starts.
 
-    Checks ``step_latency_ms`` (any env), Contoso Cabs configs fully
+    Checks ``step_latency_ms`` and ``step_cpu_ms`` (any env), Contoso Cabs configs fully
     (:func:`envs.contoso_cabs.resolve_config`) and the preprocessing keys of the RLlib Pong
     names (:func:`envs.atari.check_atari_config`); the rest of a gymnasium env's keys are
     checked by :func:`sweeps.sweep_file.check_gym_env_config`.
@@ -133,7 +145,7 @@ def check_env_config(env_id: str, env_config: Mapping[str, Any] | None) -> None:
     Raises:
         ValueError: naming the bad key.
     """
-    _, env_config = split_step_latency(env_config)  # every env accepts step_latency_ms
+    _, env_config = split_step_cost(env_config)  # every env accepts the step-cost keys
     if env_id == CABS_ID:
         resolve_config(env_config)
     elif env_id in PONG_IDS:
@@ -154,5 +166,5 @@ def oracle_return(env_id: str, env_config: Mapping[str, Any] | None) -> float | 
     """
     if env_id != CABS_ID:
         return None
-    config = resolve_config(split_step_latency(env_config)[1])  # latency changes no return
+    config = resolve_config(split_step_cost(env_config)[1])  # a step cost changes no return
     return None if config.requests else optimal_return(config)

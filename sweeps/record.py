@@ -228,11 +228,13 @@ class ResultsRecorder(LiveOnRestore, Callback):
     live_role = "callback.recorder"
 
     def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
-                 mirror=None, step_latency_ms: float = 0.0):
+                 mirror=None, step_latency_ms: float = 0.0, step_cpu_ms: float = 0.0):
         self._make_live()
         self.run_dir = Path(run_dir)
         #: the env's modelled step latency (envs.latency), recorded in every trial row
         self.step_latency_ms = float(step_latency_ms)
+        #: the env's modelled CPU cost per step (envs.latency), recorded in every trial row
+        self.step_cpu_ms = float(step_cpu_ms)
         #: a :class:`sweeps.storage.Mirror` uploading every file written, or None
         self.mirror = mirror
         self.target = target
@@ -485,6 +487,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         row["error_kind"] = error_kind
         row["node_count"] = _node_count()
         row["step_latency_ms"] = self.step_latency_ms
+        row["step_cpu_ms"] = self.step_cpu_ms
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
         self._progress.extend(rows)

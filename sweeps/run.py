@@ -452,9 +452,10 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
 
     import envs
 
+    step_cost = envs.split_step_cost(sweep.env_config)[0]
     recorder = ResultsRecorder(run_dir, target=setup.target, budget=setup.budget,
-                               mirror=mirror,
-                               step_latency_ms=envs.split_step_latency(sweep.env_config)[0],
+                               mirror=mirror, step_latency_ms=step_cost.latency_ms,
+                               step_cpu_ms=step_cost.cpu_ms,
                                command_start=command_start)
     callbacks = [recorder]
     try:

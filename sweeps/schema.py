@@ -74,7 +74,8 @@ TRIAL_COLUMNS: dict[str, str] = {
     "learner_updates": "float", "eval_time_s": "float", "num_cpus": "float",
     "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
     "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
-    "node_count": "int", "step_latency_ms": "float", "attempts": "int", "error_kind": "str",
+    "node_count": "int", "step_latency_ms": "float", "step_cpu_ms": "float", "attempts": "int",
+    "error_kind": "str",
     "nodes_used": "str", "ttt_resolution_s": "float",
 }
 
@@ -112,6 +113,7 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "attempts": 1,
     "censor_reason": "",  # runs recorded before adaptive capping: every censoring was "budget"
     "step_latency_ms": 0.0,
+    "step_cpu_ms": 0.0,
     "peak_rss_mib": np.nan,
 }
 

@@ -279,7 +279,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         raise fail("env", str(e)) from None
     try:
         envs.check_env_config(sweep.env, sweep.env_config)
-        _, own = envs.latency.split_step_latency(sweep.env_config)
+        _, own = envs.latency.split_step_cost(sweep.env_config)
         if form.kind == "module_id":
             check_gym_env_config(form.attr, own)
         elif form.kind == "registered" and sweep.env not in envs.RLLIB_ENVS:

@@ -24,7 +24,7 @@ TRIAL_COLUMNS = [
     "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
     "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
-    "step_latency_ms", "peak_rss_mib",
+    "step_latency_ms", "step_cpu_ms", "peak_rss_mib",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
@@ -422,14 +422,16 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
     assert "2 of 2 capped" in note and "1 more seed(s) not run" in note, note
 
 
-def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
-    """A real sweep of the latency-bound regime: 4 env runners of 1/4 CPU each on CartPole
-    with a 5 ms step latency fit a 2-CPU node honestly (not oversubscribed); the latency caps
-    sampling at 4 x 200 env steps/s; the trial's peak memory covers its 5 processes."""
+def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
+    """A real sweep with a modelled step cost: 4 env runners of 1/4 CPU each on CartPole whose
+    steps wait 5 ms and burn 2 ms of CPU fit a 2-CPU node honestly (not oversubscribed); the
+    costs cap sampling at 4 x 1000/7 env steps/s; the trial's peak memory covers its 5
+    processes."""
     path = tmp_path / "latency.py"
     path.write_text(textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
-        SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5}},
+        SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5,
+                                                                      "step_cpu_ms": 2}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},
                       fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1,
                              "train_batch_size": 400}},
@@ -442,6 +444,6 @@ def test_latency_bound_env_runners_on_fractional_cpus_and_their_memory(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (row,) = pd.read_parquet(only_run_dir(results, "latency") / "trials.parquet").itertuples()
     assert row.num_cpus == 2.0 and not row.oversubscribed  # 1 + 4 x 0.25
-    assert row.step_latency_ms == 5.0
-    assert 0 < row.env_steps_per_s < 4 * 200  # each env step waited 5 ms
+    assert row.step_latency_ms == 5.0 and row.step_cpu_ms == 2.0
+    assert 0 < row.env_steps_per_s < 4 * 1000 / 7  # each env step waited 5 ms and burned 2
     assert row.peak_rss_mib > 4 * 100  # the trial process and 4 env runner processes

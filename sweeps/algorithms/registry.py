@@ -120,8 +120,8 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     config = spec.make_config()
     import envs
 
-    if envs.split_step_latency(env_config)[0] > 0:  # RLlib's gymnasium.make would not take it
-        env = envs.register_latency_env(env)
+    if envs.split_step_cost(env_config)[0]:  # RLlib's gymnasium.make would not take the keys
+        env = envs.register_step_cost_env(env)
     elif ":" in env:  # a user's module: RLlib's fallback cannot call a factory
         env = envs.register_form_env(env)
     config.environment(env, env_config=dict(env_config or {}))
