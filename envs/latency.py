@@ -6,9 +6,8 @@ using a CPU (``time.sleep``), as an env does that waits on a slow simulator, a r
 or a renderer; a waiting env runner leaves its CPU to others.
 
 ``env_config={"step_cpu_ms": c}``: each ``env.step()`` burns ``c`` milliseconds of one core
-(busy arithmetic in the stepping thread), as a CPU-bound simulator does. The work per
-millisecond is calibrated once per process against the thread's CPU clock
-(:func:`cpu_work_per_ms`), so ``c`` means milliseconds of CPU on the machine it runs on; when
+(busy arithmetic in the stepping thread, timed by the thread's CPU clock), as a CPU-bound
+simulator does, so ``c`` means milliseconds of CPU on the machine it runs on; when
 env runners outnumber the cores they queue for them and each step takes longer in wall-clock:
 the contention a scaling study on CPU-bound envs has to show (docs/design.md, *step CPU
 cost*).
@@ -118,8 +117,12 @@ class StepLatency(gymnasium.Wrapper):
 
 
 class StepCpuCost(gymnasium.Wrapper):
-    """Burn ``cpu_ms`` milliseconds of one core (busy arithmetic, calibrated by
-    :func:`cpu_work_per_ms`) in every ``step()``.
+    """Burn ``cpu_ms`` milliseconds of one core in every ``step()``.
+
+    The work runs in chunks of ~50 microseconds (sized by :func:`cpu_work_per_ms`) until the
+    stepping thread's CPU clock (``time.thread_time``) has advanced by ``cpu_ms``: the cost is
+    exact in CPU time whatever the core's speed, frequency or calibration error, and stretches
+    in wall-clock when other processes share the core.
 
     Args:
         env: the env to wrap.
@@ -129,10 +132,12 @@ class StepCpuCost(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, cpu_ms: float):
         super().__init__(env)
         self.cpu_ms = float(cpu_ms)
-        self.units = max(0, round(self.cpu_ms * cpu_work_per_ms()))
+        self.chunk = max(1, round(0.05 * cpu_work_per_ms()))
 
     def step(self, action):
-        _work(self.units)
+        end = time.thread_time() + self.cpu_ms / 1000.0
+        while time.thread_time() < end:
+            _work(self.chunk)
         return self.env.step(action)
 
 

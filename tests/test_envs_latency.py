@@ -49,8 +49,8 @@ def test_every_env_burns_its_cpu_milliseconds_per_step(env_id, config):
         env.step(env.action_space.sample())
     wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
     # 10 steps x 10 ms of this thread's CPU (CPU time, so another process on the core does not
-    # change it); calibration error and the env's own work are well inside 0.7x-3x
-    assert 0.7 * 0.100 <= cpu <= 3 * 0.100 + 0.05
+    # change it), plus the env's own work (Pong's 10 steps: ~5 ms)
+    assert 0.100 <= cpu <= 0.100 + 0.05
     assert wall >= cpu * 0.9  # busy, not asleep
     fast = evaluation_env(env_id, {**config, "step_cpu_ms": 10})
     assert not isinstance(fast, envs.StepCpuCost)  # the protocol measures the policy only
