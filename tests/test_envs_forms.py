@@ -269,13 +269,13 @@ def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_user_env_and_a_trial_spanning_nodes_on_a_three_node_cluster(tmp_path):
-    """On 3 nodes of 2 CPUs: the user's module reaches every node, DQN and PPO with 0 and 1
-    env runners reach the target, and a PPO trial with 4 env runners (5 CPUs: more than any
-    node) is placed over several nodes and reaches it too."""
+    """On 3 nodes of 2 CPUs: the user's module reaches every node, DQN and PPO sampling in
+    their driver reach the target, and DQN and PPO trials with 4 env runners (5 CPUs: more
+    than any node) are placed over several nodes and reach it too."""
     from cluster.local_multinode import LoopbackCluster
 
     folder = user_folder(tmp_path)
-    path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 1, 4), budget_s=60)
+    path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 4), budget_s=60)
     with LoopbackCluster(nodes=3, cpus_per_node=2, log_dir=tmp_path / "logs") as cluster:
         proc = run_sweep(path, tmp_path / "results", env=cluster.client_env(), timeout=500)
     assert proc.returncode == 0, proc.stderr[-4000:]
