@@ -211,7 +211,8 @@ def trial_metrics(res: Results, target: str | float | None = None
         the trial's wall-clock), ``cpus_per_env_runner`` (CPUs each env runner asked for),
         ``peak_rss_mib`` (peak resident memory of the trial's processes, MiB; NaN when not
         recorded), ``step_latency_ms`` (each env step's wait, 0 without one), ``step_cpu_ms``
-        (each env step's busy CPU milliseconds, 0 without), ``config_label``
+        (each env step's busy CPU milliseconds, 0 without), ``stage`` (``search`` or
+        ``confirm``), ``config_label``
         and the configuration's parameter columns.
 
     Raises:
@@ -308,6 +309,7 @@ def trial_metrics(res: Results, target: str | float | None = None
             "peak_rss_mib": _float(t.get("peak_rss_mib"), math.nan),
             "step_latency_ms": _float(t.get("step_latency_ms"), 0.0),
             "step_cpu_ms": _float(t.get("step_cpu_ms"), 0.0),
+            "stage": str(t.get("stage") or "search"),
         }
         for c in [*CONFIG_COLUMNS[1:], *param_cols]:
             if c in t.index:

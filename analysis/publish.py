@@ -315,6 +315,8 @@ def _what_was_run(data: Study) -> list[str]:
              f"{int(st_counts.get('error', 0))} error(s)")
     else:
         item("- **Trials**: none yet")
+    if data.stage_note:
+        item(f"- **Stages**: {data.stage_note}")
     if env:
         nodes = env.get("nodes") or []
         mach = (f"{env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs"
@@ -367,10 +369,12 @@ _SAID_IN_CELLS = frozenset({
 already shows (CI n/a, bounds, flags)."""
 
 
-def _varying(summary: pd.DataFrame) -> list[str]:
-    """Parameter columns (besides env runners and batch) that differ between configurations."""
-    cols = [c for c in ("num_envs_per_env_runner", "rollout_fragment_length", "lr")
-            if c in summary.columns]
+def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]:
+    """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
+    between the configurations of ``summary``."""
+    cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
+    cols += [c for c in ("num_envs_per_env_runner", "rollout_fragment_length", "lr")
+             if c in summary.columns]
     cols += sorted(c for c in summary.columns if c.startswith("param_"))
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 
@@ -399,7 +403,7 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
                  _t=s["ttt_s"].astype(float).fillna(np.inf), _nb=~s["is_baseline"])
     s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"],
                       kind="stable")
-    varying = _varying(data.summary)
+    varying = varying_params(data.summary)
     notes: list[str] = []
     rows = []
     for _, c in s.iterrows():

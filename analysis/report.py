@@ -252,6 +252,8 @@ def _summary(data: Study) -> str:
              f'{len(stalled)} stalled, '
              f'{int((tm["status"] == "error").sum()) - len(stalled) if len(tm) else 0} '
              'other errors.</p>']
+    if data.stage_note:
+        parts.insert(0, f'<p id="stage-note"><b>{_esc(data.stage_note)}</b></p>')
     lat = tm["step_latency_ms"] if "step_latency_ms" in tm else pd.Series(dtype=float)
     if (lat > 0).any():
         cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
@@ -413,10 +415,30 @@ def _summary(data: Study) -> str:
                              "evaluation share of wall-clock", "TTT resolution"], rows,
                             left=(0, 2), raw=True))
         parts.append("</details>")
+    if data.search_summary is not None:
+        parts.append(_search_stage(data.search_summary))
     if data.warnings:
         parts.append('<h3>Warnings</h3><ul class="warn">' + "".join(
             f"<li>{_esc(w)}</li>" for w in data.warnings) + "</ul>")
     return "".join(parts)
+
+
+def _search_stage(search: pd.DataFrame) -> str:
+    """The search stage's configurations, fastest first, marked exploratory: they chose what
+    the confirmation ran and are judged on nothing here."""
+    s = search.assign(_t=search["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
+    rows = [[c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
+             + (" (reference)" if c["is_reference"] else ""),
+             str(c["num_env_runners"]), _esc(c["config_label"]),
+             f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _ttt_html(c)]
+            for _, c in s.iterrows()]
+    return ('<details id="search-stage"><summary>Search stage (exploratory): '
+            f'{len(s)} configurations on the search seeds</summary>'
+            '<p>These trials chose the configurations the confirmation ran; their numbers '
+            'are biased towards whatever the search happened to favour on these seeds and '
+            'are not used above.</p>'
+            + _table(["algorithm", "env runners", "configuration", "reached", "TTT [95% CI]"],
+                     rows, left=(0, 2), raw=True) + "</details>")
 
 
 # ---------------------------------------------------------------------------------------------

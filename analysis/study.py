@@ -71,6 +71,11 @@ class Study:
         colors: line colour per ``(algorithm, num_env_runners)``; alg_color: per algorithm.
         batch_advice: what the measured gradient noise scale says about batch size, one line
             per algorithm (:func:`analysis.batch_size.batch_advice`); empty when not measured.
+        search_summary: with a confirmation stage (docs/design.md, *stage*), the search
+            stage's per-configuration statistics, exploratory only (:attr:`tm`, :attr:`summary`
+            and everything computed from them hold the confirmation's trials); else None.
+        stage_note: one sentence saying which stage the numbers come from; None without a
+            confirmation stage.
     """
 
     res: Results
@@ -88,6 +93,8 @@ class Study:
     colors: dict[tuple[str, int], str] = field(default_factory=dict)
     alg_color: dict[str, str] = field(default_factory=dict)
     batch_advice: list[str] = field(default_factory=list)
+    search_summary: pd.DataFrame | None = None
+    stage_note: str | None = None
 
     def speedup_fits(self) -> list[tuple[str, str, ScalingFit]]:
         """``(algorithm, "1/TTT", fit)``, Amdahl then USL, for every algorithm with a finite
@@ -254,6 +261,22 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
         ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
     """
     tm, tgt, warns = trial_metrics(res, target)
+    search_summary, stage_note = None, None
+    if "stage" in tm and (tm["stage"] == "confirm").any():
+        explored = tm[tm["stage"] != "confirm"]
+        tm = tm[tm["stage"] == "confirm"].reset_index(drop=True)
+        search_summary = summarize_configs(explored, seeds=res.seeds)
+        seeds = sorted(int(x) for x in tm["seed"].unique())
+        confirmed = tm.loc[~tm["is_baseline"] & ~tm["is_reference"], "config_id"].nunique()
+        what = [f"the search's best {confirmed} configuration(s)"] + [
+            name for name, col in (("the baseline", "is_baseline"), ("the reference",
+                                                                     "is_reference"))
+            if tm[col].any()]
+        stage_note = (
+            f"Every number below comes from the confirmation stage: {len(tm)} trials of "
+            f"{', '.join(what[:-1]) + ' and ' + what[-1] if len(what) > 1 else what[0]} on "
+            f"seeds {seeds[0]}-{seeds[-1]}, none of which the search used; the search stage's "
+            f"{len(explored)} trials chose them and are exploratory only.")
     summary = summarize_configs(tm, seeds=res.seeds)
     speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
     plan, models = None, {}
@@ -276,4 +299,5 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
                  models=models,
                  throughput_fits=throughput_fits(tm, summary) if len(summary) else {},
                  colors=colors, alg_color=alg_color,
-                 batch_advice=batch_advice(tm, prog, batch) if len(summary) else [])
+                 batch_advice=batch_advice(tm, prog, batch) if len(summary) else [],
+                 search_summary=search_summary, stage_note=stage_note)

@@ -108,8 +108,11 @@ class Capper(LiveOnRestore, Stopper):
         self._make_live()
 
     def protected(self, config: dict[str, Any]) -> bool:
-        """True for the baseline, the reference and configs matching a ``protect`` entry."""
+        """True for the baseline, the reference, every confirmation trial (a confirmation
+        measures each seed to its end) and configs matching a ``protect`` entry."""
         if config.get("is_baseline") or config.get("is_reference"):
+            return True
+        if config.get("stage") == "confirm":
             return True
         return any(all(config.get(k) == v for k, v in entry.items()) for entry in self.protect)
 
@@ -490,7 +493,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         row["step_cpu_ms"] = self.step_cpu_ms
         row["attempts"] = max(1, len(self._starts.get(tid, [])))
         self._trials.append(row)
-        self._progress.extend(rows)
+        self._progress.extend({**r, "stage": row["stage"]} for r in rows)
         self._recorded.add(tid)
         starts = self._starts.get(tid)
         if not row.get("is_reference"):  # a single-process reference is no typical trial
@@ -514,7 +517,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
         self.console.print(
             f"[{len(self._trials):>3}] {row['algorithm']:<7} env_runners={row['num_env_runners']}"
             + (" (reference)" if row["is_reference"] else "") + " "
-            f"batch={batch} seed={row['seed']}  {outcome}  "
+            f"batch={batch} seed={row['seed']}"
+            + (" (confirm)" if row.get("stage") == "confirm" else "") + f"  {outcome}  "
             f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
             + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else ""),
             soft_wrap=True,
@@ -619,6 +623,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
         "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",
         "peak_rss_mib": float(last.get("peak_rss_mib", nan)),
+        "stage": str(config.get("stage", "search")),
     }
     for key, value in config.items():
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:

@@ -180,11 +180,13 @@ def lock_run_dir(run_dir: Path, source: str):
 
 
 def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
-    """spec.json's content: the sweep as resolved (JSON types), with the absolute target."""
+    """spec.json's content: the sweep as resolved (JSON types), with the absolute target and
+    the seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint)."""
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
     spec["baseline"] = sweep.baseline
     spec["source_file"] = Path(file).name
+    spec["seeds"] = {"search": sweep.search.search_seeds, "confirm": sweep.search.confirm_seeds}
     return json.loads(json.dumps(spec, default=str))
 
 
@@ -310,13 +312,20 @@ def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
     from sweeps.trainable import trial_algorithm_config
 
     search, num_configs = sweep_search(sweep, "sqlite:///:memory:")
-    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs"
-          f"{' + baseline' if sweep.baseline else ''}"
-          f"{' + reference' if sweep.reference else ''}) x {sweep.search.seeds} seeds; budget per "
-          f"trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    extra = f"{' + baseline' if sweep.baseline else ''}{' + reference' if sweep.reference else ''}"
+    confirm = sweep.search.confirm
+    seeds = sweep.search.confirm_seeds
+    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
+          f"{sweep.search.seeds} seeds"
+          + (f", then ({min(confirm.top_k, num_configs)} fastest{extra}) x {confirm.seeds} "
+             f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
+          + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
     for i in range(min(n_show, search.total_trials)):
         config = search.suggest(f"dry{i}")
-        meta = {k: config.pop(k) for k in ("config_id", "is_baseline", "is_reference", "seed")}
+        if not isinstance(config, dict):  # the confirmation waits for the search's trials
+            break
+        meta = {k: config.pop(k)
+                for k in ("config_id", "is_baseline", "is_reference", "seed", "stage")}
         if meta["is_reference"]:
             config["is_reference"] = True
         _, info = trial_algorithm_config(config, setup)
@@ -431,7 +440,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         now_iso,
         write_json,
     )
-    from sweeps.search import expected_trials, sweep_search
+    from sweeps.search import confirm_shortfall, expected_trials, sweep_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
@@ -546,7 +555,9 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         for name in (rundir.ENVIRONMENT, rundir.OPTUNA_DB):
             mirror.put(run_dir / name)
     n = recorder.num_recorded
-    skipped = recorder.progress.skipped_in(recorder.trials)  # seeds capping made pointless
+    # seeds capping made pointless, and confirmation slots no finished configuration filled
+    skipped = (recorder.progress.skipped_in(recorder.trials)
+               + confirm_shortfall(sweep, recorder.trials))
     if interrupted or n < expected - skipped:
         print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
               f"{run_dir}; continue with: python -m sweeps.run {args.file} --resume",

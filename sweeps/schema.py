@@ -76,7 +76,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
     "node_count": "int", "step_latency_ms": "float", "step_cpu_ms": "float", "attempts": "int",
     "error_kind": "str",
-    "nodes_used": "str", "ttt_resolution_s": "float",
+    "nodes_used": "str", "ttt_resolution_s": "float", "stage": "str",
 }
 
 #: Columns without which no analysis is possible.
@@ -115,6 +115,7 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "step_latency_ms": 0.0,
     "step_cpu_ms": 0.0,
     "peak_rss_mib": np.nan,
+    "stage": "search",  # runs recorded before stages: every trial was a search trial
 }
 
 #: progress.parquet: column → dtype kind, one row per trial per training iteration.
@@ -123,7 +124,7 @@ PROGRESS_COLUMNS: dict[str, str] = {
     "episodes": "int", "episode_return_mean": "float", "evaluation_return": "float",
     "eval_time_s": "float", "learner_updates": "float", "env_steps_per_s": "float",
     "target_metric_value": "float", "grad_noise_scale": "float", "grad_norm_sq": "float",
-    "grad_trace_cov": "float",
+    "grad_trace_cov": "float", "stage": "str",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
@@ -285,6 +286,48 @@ SYSTEM_ERRORS = re.compile(
     r"TimeoutError|ActorUnschedulableError|TaskUnschedulableError|RpcError)\b")
 
 
+#: The two stages of a run (docs/design.md, *stage*): the search, on its own seeds, and the
+#: confirmation of its best configurations on fresh ones.
+STAGES = ("search", "confirm")
+
+
+def search_stage(trials: Any) -> list[dict[str, Any]]:
+    """The search stage's rows of ``trials`` (a ``trials.parquet`` frame or row dicts; a row
+    without ``stage`` is a search row), as row dicts."""
+    rows = trials.to_dict("records") if isinstance(trials, pd.DataFrame) else list(trials)
+    return [r for r in rows if r.get("stage", "search") != "confirm"]
+
+
+def confirm_configs(trials: Any, top_k: int) -> list[str]:
+    """The ``config_id`` of the search's ``top_k`` fastest sampled configurations, fastest
+    first: those a confirmation stage runs again (:class:`sweeps.spec.Confirm`).
+
+    Fastest by the search's censored median TTT: the median over a configuration's search
+    trials of their ``objective`` (the TTT of a trial that reached the target, else
+    :func:`censored_objective`, above the budget: a censored seed ranks slower than every
+    reached one, a closer miss before a wider one). Trials that ended in an error have no
+    objective; a configuration without any is never confirmed. The baseline and the reference
+    are not candidates (a confirmation runs them anyway). Ties keep the order of first record.
+
+    Args:
+        trials: recorded trial rows (``config_id``, ``is_baseline``, ``is_reference``,
+            ``objective``, optional ``stage``).
+        top_k: how many to return at most.
+    """
+    values: dict[str, list[float]] = {}
+    for row in search_stage(trials):
+        if row.get("is_baseline") or row.get("is_reference"):
+            continue
+        cid = str(row["config_id"])
+        objective = float(row.get("objective") if row.get("objective") is not None else np.nan)
+        values.setdefault(cid, [])
+        if math.isfinite(objective):
+            values[cid].append(objective)
+    ranked = sorted((float(np.median(v)), i, cid)
+                    for i, (cid, v) in enumerate(values.items()) if v)
+    return [cid for _, _, cid in ranked[:int(top_k)]]
+
+
 def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
     """Seeds of each configuration left unrun because one of its trials raised an error of
     the env's or the configuration's: ``{config_id: count}``.
@@ -303,7 +346,7 @@ def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
     Returns:
         ``config_id`` -> seeds not run (``seeds`` minus its recorded trials, at least 0).
     """
-    rows = trials.to_dict("records") if isinstance(trials, pd.DataFrame) else list(trials)
+    rows = search_stage(trials)
     recorded: dict[str, int] = {}
     failed: set[str] = set()
     for row in rows:
@@ -342,7 +385,7 @@ def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:
         ``config_id`` -> seeds not run (``seeds`` minus its recorded trials, at least 0), for
         the configurations the rule stopped; others are absent.
     """
-    rows = trials.to_dict("records") if isinstance(trials, pd.DataFrame) else list(trials)
+    rows = search_stage(trials)
     recorded: dict[str, int] = {}
     capped: dict[str, int] = {}
     for row in rows:

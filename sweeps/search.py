@@ -11,7 +11,12 @@ Tune asks a searcher for one config per trial. A scaling study needs more struct
    adaptive capping has capped more than half of a configuration's seeds, its median can no
    longer beat the incumbent and its other seeds are not run
    (:func:`sweeps.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
-3. the **objective** is time-to-target; a censored trial scores
+3. with ``search.confirm`` (:class:`sweeps.spec.Confirm`), once every search trial has
+   ended, the search's ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs`),
+   the reference and the baseline run again on the confirmation seeds, disjoint from the
+   search's, as the ``confirm`` stage (the ``stage`` of every trial's config and row); Optuna
+   is not told their results (the choice is already made);
+4. the **objective** is time-to-target; a censored trial scores
    ``budget_s × (1 + shortfall)``, ``shortfall = clip((target − best) / |target|, 0, 1)``, so the
    search still learns from trials that missed the target (closer misses score better) and a
    censored trial always scores worse than any trial that reached the target within the budget.
@@ -34,13 +39,14 @@ from ray.tune.search.optuna import OptunaSearch
 from sweeps.schema import (  # noqa: F401 - skipped_seeds re-exported
     censored_objective,
     config_id,
+    confirm_configs,
     failed_seeds,
     skipped_seeds,
 )
-from sweeps.spec import Choice, IntRange, LogUniform, Param, Sweep, Uniform
+from sweeps.spec import Choice, Confirm, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
-META_KEYS = ("config_id", "is_baseline", "is_reference", "seed")
+META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
 
 # Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
 # does not set them), so results tables and Tune's status table always have them.
@@ -204,9 +210,25 @@ def num_configs(sweep: Sweep) -> int:
 
 def expected_trials(sweep: Sweep) -> int:
     """Trials a complete run of the sweep records: (sampled configurations + baseline +
-    reference) × seeds."""
-    return (num_configs(sweep) + (1 if sweep.baseline else 0)
-            + (1 if sweep.reference else 0)) * sweep.search.seeds
+    reference) × seeds, plus, with a confirmation stage, (``top_k`` of them + baseline +
+    reference) × confirmation seeds."""
+    extra = (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
+    search = (num_configs(sweep) + extra) * sweep.search.seeds
+    confirm = sweep.search.confirm
+    if confirm is None:
+        return search
+    return search + (min(confirm.top_k, num_configs(sweep)) + extra) * confirm.seeds
+
+
+def confirm_shortfall(sweep: Sweep, trials: Any) -> int:
+    """Confirmation trials :func:`expected_trials` counts that a finished search will not run:
+    the ``top_k`` slots without a candidate (fewer sampled configurations finished without an
+    error) × confirmation seeds; 0 without a confirmation stage."""
+    confirm = sweep.search.confirm
+    if confirm is None:
+        return 0
+    found = len(confirm_configs(trials, confirm.top_k))
+    return max(min(confirm.top_k, num_configs(sweep)) - found, 0) * confirm.seeds
 
 
 def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, int]:
@@ -256,14 +278,17 @@ class SeededSearch(Searcher):
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
         first_seed: the first seed (``Search.first_seed``, default 0).
         recorder: the run's :class:`sweeps.record.ResultsRecorder` (its recorded rows decide
-            which seeds are skipped: adaptive capping's and failed configurations'), or None:
-            every seed runs.
+            which seeds are skipped: adaptive capping's and failed configurations', and which
+            configurations are confirmed), or None: every seed runs, none is confirmed.
+        confirm: the confirmation stage (:class:`sweeps.spec.Confirm`), or None.
+        confirm_seeds: its seeds (:attr:`sweeps.spec.Search.confirm_seeds`).
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
     def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
                  num_configs: int, reference: dict[str, Any] | None = None,
-                 first_seed: int = 0, recorder: Any = None, metric: str = "objective",
+                 first_seed: int = 0, recorder: Any = None, confirm: Confirm | None = None,
+                 confirm_seeds: list[int] | None = None, metric: str = "objective",
                  mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
@@ -274,6 +299,14 @@ class SeededSearch(Searcher):
         self.num_configs = num_configs
         self._queue: list[dict[str, Any]] = []
         self._baseline = baseline
+        self._confirm = confirm
+        self._confirm_seeds = list(confirm_seeds or [])
+        #: the stage whose trials are being suggested: "search", then "confirm"
+        self.stage = "search"
+        #: config_id of the configurations the confirmation stage runs, fastest first
+        self.confirmed: list[str] = []
+        self._reference_params, self._baseline_params = reference, baseline
+        self._params_of: dict[str, dict[str, Any]] = {}  # sampled config_id -> its params
         self._sampled = 0
         self._group_of: dict[str, str] = {}  # tune trial id -> inner id
         self._group_results: dict[str, list[float | None]] = {}
@@ -281,26 +314,51 @@ class SeededSearch(Searcher):
 
     @property
     def total_trials(self) -> int:
-        """Trials this search will start: (configs + baseline + reference) × seeds."""
-        extra = (1 if self._baseline else 0) + (1 if self._reference else 0)
-        return (self.num_configs + extra) * self.seeds
+        """Trials this search will start at most: (configs + baseline + reference) × seeds,
+        plus (``top_k`` configs + baseline + reference) × confirmation seeds."""
+        extra = (1 if self._baseline_params else 0) + (1 if self._reference_params else 0)
+        confirm = 0 if self._confirm is None else (
+            (min(self._confirm.top_k, self.num_configs) + extra) * len(self._confirm_seeds))
+        return (self.num_configs + extra) * self.seeds + confirm
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         super().set_search_properties(metric, mode, config, **spec)
         return self.inner.set_search_properties(metric, mode, config, **spec)
 
-    def _enqueue(self, group: str, params: dict[str, Any]) -> None:
-        """Queue one configuration once per seed; ``group`` is ``"reference"``, ``"baseline"``
-        (their config ids) or a sampled configuration's (config id from its params)."""
-        is_baseline, is_reference = group == "baseline", group == "reference"
-        cid = group if is_baseline or is_reference else config_id(params["algorithm"], params)
+    def _enqueue(self, group: str, params: dict[str, Any], stage: str = "search",
+                 cid: str | None = None) -> None:
+        """Queue one configuration once per seed of ``stage``; ``group`` is ``"reference"``,
+        ``"baseline"`` (their config ids) or a sampled configuration's (``cid``, else the
+        config id of its params), prefixed ``"confirm:"`` in the confirmation stage."""
+        role = group.removeprefix("confirm:")
+        is_baseline, is_reference = role == "baseline", role == "reference"
+        if cid is None:
+            cid = role if is_baseline or is_reference else config_id(params["algorithm"], params)
         params = complete_params(params)
-        self._group_size[group] = self.seeds
+        if not (is_baseline or is_reference):
+            self._params_of[cid] = params
+        seeds = (self._confirm_seeds if stage == "confirm"
+                 else range(self.first_seed, self.first_seed + self.seeds))
+        self._group_size[group] = len(seeds)
         self._group_results[group] = []
-        for seed in range(self.first_seed, self.first_seed + self.seeds):
+        for seed in seeds:
             self._queue.append({**params, "seed": seed, "config_id": cid,
                                 "is_baseline": is_baseline, "is_reference": is_reference,
-                                "__group__": group})
+                                "stage": stage, "__group__": group})
+
+    def _start_confirmation(self) -> None:
+        """Queue the confirmation stage: the reference, the baseline and the search's
+        ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs` on the
+        recorded rows), each once per confirmation seed."""
+        self.stage = "confirm"
+        self.confirmed = [cid for cid in confirm_configs(self._recorded(), self._confirm.top_k)
+                          if cid in self._params_of]
+        if self._reference_params is not None:
+            self._enqueue("confirm:reference", self._reference_params, stage="confirm")
+        if self._baseline_params is not None:
+            self._enqueue("confirm:baseline", self._baseline_params, stage="confirm")
+        for cid in self.confirmed:
+            self._enqueue(f"confirm:{cid}", self._params_of[cid], stage="confirm", cid=cid)
 
     def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
@@ -309,8 +367,9 @@ class SeededSearch(Searcher):
         or the configuration's (:func:`sweeps.schema.failed_seeds`); Optuna gets its
         objective once its running seeds end.
         Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
-        if not self._queue or self.recorder is None:
-            return False
+        if (not self._queue or self.recorder is None
+                or self._queue[0].get("stage") == "confirm"):
+            return False  # a confirmation measures every seed of what it confirms
         head = self._queue[0]
         group = head["__group__"]
         failed = failed_seeds(self._recorded(), self.seeds)  # fail fast: an env/config error
@@ -352,6 +411,12 @@ class SeededSearch(Searcher):
                     return suggestion
                 self._sampled += 1
                 self._enqueue(group, trial_params(suggestion))
+            elif self._confirm is not None and self.stage == "search":
+                if self._group_of:  # the search's last trials still run: the choice waits
+                    return None
+                self._start_confirmation()
+                if not self._queue:
+                    return Searcher.FINISHED
             else:
                 return Searcher.FINISHED
         config = dict(self._queue.pop(0))
@@ -365,7 +430,8 @@ class SeededSearch(Searcher):
         value = None if (error or not result) else result.get(self.metric)
         self._group_results[group].append(value)
         done = self._group_results[group]
-        if len(done) < self._group_size[group] or group in ("baseline", "reference"):
+        if (len(done) < self._group_size[group] or group in ("baseline", "reference")
+                or group.startswith("confirm:")):  # Optuna learns from the search alone
             return
         self._tell(group)
 
@@ -401,5 +467,6 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
     inner, num_configs = make_optuna_search(sweep, storage_url)
     return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
                         num_configs=num_configs, reference=sweep.reference,
-                        first_seed=sweep.search.first_seed,
-                        recorder=recorder), num_configs
+                        first_seed=sweep.search.first_seed, recorder=recorder,
+                        confirm=sweep.search.confirm,
+                        confirm_seeds=sweep.search.confirm_seeds), num_configs

@@ -248,8 +248,27 @@ class Stall(_Strict):
         description="... spanning at least this many seconds since the counter last moved")
 
 
+#: The first seed of the confirmation stream when :class:`Confirm` names none: far above any
+#: search's seeds, so that a confirmation never reuses a seed a choice was made on.
+CONFIRM_FIRST_SEED = 1000
+
+
+class Confirm(_Strict):
+    """The confirmation stage: after the search, its ``top_k`` configurations (by the
+    search's censored median TTT), the baseline and the reference run again on ``seeds`` fresh
+    seeds, disjoint from the search's; the analysis then judges on these runs only
+    (docs/design.md, *stage*). Never capped: a confirmation measures every seed to its end."""
+
+    top_k: int = Field(2, ge=1, description="search configurations confirmed (fastest first)")
+    seeds: int = Field(5, ge=1, description="confirmation seeds per configuration")
+    first_seed: int | None = Field(
+        None, ge=0, description="first confirmation seed (default: 1000, or past the search's "
+        "seeds when they reach it); the confirmation seeds never overlap the search's")
+
+
 class Search(_Strict):
-    """How configurations are sampled (Optuna) and repeated (seeds)."""
+    """How configurations are sampled (Optuna) and repeated (seeds), and whether the search's
+    best are confirmed on fresh seeds (``confirm``)."""
 
     sampler: Literal["tpe", "random", "grid"] = Field(
         "tpe", description="Optuna sampler: TPE (default), random, or grid (choice() params only)"
@@ -268,6 +287,34 @@ class Search(_Strict):
     capping: Capping | None = Field(
         default_factory=Capping,
         description="adaptive capping of trials that can no longer be the fastest; None: off")
+    confirm: Confirm | None = Field(
+        None, description="after the search, confirm its best configurations on fresh seeds")
+
+    @property
+    def search_seeds(self) -> list[int]:
+        """The search stage's seeds."""
+        return list(range(self.first_seed, self.first_seed + self.seeds))
+
+    @property
+    def confirm_seeds(self) -> list[int]:
+        """The confirmation stage's seeds (empty without ``confirm``)."""
+        if self.confirm is None:
+            return []
+        first = self.confirm.first_seed
+        if first is None:
+            first = max(CONFIRM_FIRST_SEED, self.first_seed + self.seeds)
+        return list(range(first, first + self.confirm.seeds))
+
+    @model_validator(mode="after")
+    def _disjoint_seeds(self) -> Search:
+        overlap = sorted(set(self.search_seeds) & set(self.confirm_seeds))
+        if overlap:
+            raise ValueError(
+                f"confirm.first_seed: the confirmation seeds {self.confirm_seeds[0]}.."
+                f"{self.confirm_seeds[-1]} overlap the search's {self.search_seeds[0]}.."
+                f"{self.search_seeds[-1]} (a choice is never confirmed on the seeds it was "
+                "made on)")
+        return self
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ TRIAL_COLUMNS = [
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
+    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "stage",
 ]
 
 
@@ -39,16 +39,18 @@ UNREACHABLE = 'Target(metric="env_runners/episode_len_mean", value=1e9)'
 
 
 def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budget_s: float,
-                target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False) -> Path:
+                target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False,
+                confirm: str = "None") -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.spec import Budget, Confirm, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
             search_space={{"num_env_runners": choice([0, 1])}},
             per_algorithm={{"PPO": {{"train_batch_size": choice([500, 1000])}}}},
             target={target}, budget=Budget(time_s={budget_s}),
-            search=Search(sampler="random", num_samples={num_samples}, seeds={seeds}),
+            search=Search(sampler="random", num_samples={num_samples}, seeds={seeds},
+                          confirm={confirm}),
             fixed={{"grad_noise_scale_every": 1}},
             baseline={{"algorithm": "DQN", "num_env_runners": 0}},
             reference={{"algorithm": "SB3-DQN"}} if {reference} else None,
@@ -69,8 +71,12 @@ def only_run_dir(results: Path, name: str) -> Path:
 
 
 def test_tiny_sweep_writes_every_column(tmp_path):
+    """A real sweep with both stages: 2 sampled configurations, the baseline and the reference
+    on the search's seed, then the fastest configuration, the baseline and the reference on a
+    fresh confirmation seed; every column recorded."""
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True)
+    path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True,
+                       confirm="Confirm(top_k=1, seeds=1)")
     t0 = time.time()
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -87,8 +93,21 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert all(c in schema.TRIAL_COLUMNS or c.startswith("param_") for c in trials.columns)
     for name in ("trials.parquet", "progress.parquet"):
         assert schema.schema_version(run_dir / name) == schema.SCHEMA_VERSION
-    assert len(trials) == 4  # (2 configs + baseline + reference) × 1 seed
+    assert len(trials) == 4 + 3  # (2 configs + baseline + reference) + (1 + 1 + 1) confirmed
     assert trials.trial_id.is_unique
+    # two stages on disjoint seeds, as spec.json lists them; the confirmation ran the
+    # search's fastest configuration (by its censored median TTT), the baseline, the reference
+    spec = json.loads((run_dir / "spec.json").read_text())
+    assert spec["seeds"] == {"search": [0], "confirm": [1000]}
+    search, confirm = trials[trials.stage == "search"], trials[trials.stage == "confirm"]
+    assert list(search.seed.unique()) == [0] and list(confirm.seed.unique()) == [1000]
+    assert schema.confirm_configs(search, 1) == list(
+        confirm[~confirm.is_baseline & ~confirm.is_reference].config_id)
+    assert confirm.is_baseline.sum() == confirm.is_reference.sum() == 1
+    assert set(progress.stage) == {"search", "confirm"}
+    stages = progress.groupby("trial_id").stage.agg(set)
+    assert all(stages[t] == {s} for t, s in zip(trials.trial_id, trials.stage, strict=True))
+    trials, progress = search, progress[progress.stage == "search"]  # the rest: one stage
     assert trials.is_baseline.sum() == 1
     # The single-process reference: one row, first, one CPU, no env runners.
     ref = trials[trials.is_reference]
@@ -130,7 +149,8 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert long_enough.any() and measured[long_enough].all(), rl[cols]
     assert progress[progress.trial_id.isin(ref.trial_id)]["grad_noise_scale"].isna().all()
     # progress a person can read: a line per trial with the progress line, no Tune table
-    assert "4/4 trials done" in proc.stdout and "Trial name" not in proc.stdout
+    assert "7/7 trials done" in proc.stdout and "Trial name" not in proc.stdout
+    assert proc.stdout.count("(confirm)") == 3  # the confirmation trials are marked
     spec = json.loads((run_dir / "spec.json").read_text())
     assert spec["target"]["optimal_return"] > 0
     assert spec["target"]["value"] == pytest.approx(0.5 * spec["target"]["optimal_return"])

@@ -214,3 +214,70 @@ def test_too_few_samples_for_the_declared_algorithms_is_one_line(tmp_path):
     with pytest.raises(SpecError, match=r"search.num_samples: 2 cannot give each of the 3 "
                                         r"algorithms one configuration; give at least 3$"):
         load_sweep(path)
+
+
+def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
+    """search.confirm: once every search trial ended (not before), the reference, the baseline
+    and the top_k configurations by censored median TTT run on the confirmation seeds, never
+    the search's; Optuna hears nothing of them; the total counts both stages."""
+    from sweeps.record import ResultsRecorder
+    from sweeps.search import expected_trials, sweep_search
+    from sweeps.spec import Confirm
+
+    sweep = make_sweep(search=Search(sampler="tpe", num_samples=3, seeds=2,
+                                     confirm=Confirm(top_k=2, seeds=3)),
+                       baseline={"algorithm": "DQN", "num_env_runners": 1},
+                       reference={"algorithm": "SB3-DQN"})
+    assert sweep.search.search_seeds == [0, 1] and sweep.search.confirm_seeds == [1000, 1001, 1002]
+    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
+                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
+    search, n = sweep_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}", recorder=rec)
+    search.set_search_properties("objective", "min", {})
+    assert search.total_trials == expected_trials(sweep) == (3 + 2) * 2 + (2 + 2) * 3
+    # the search: reference, baseline, 3 configurations x 2 seeds; config i takes i + 5 s
+    # (config 1's second seed is censored: its median is the censored objective, above 10 s)
+    search_configs, running = [], []
+    for i in range(10):
+        config = search.suggest(f"s{i}")
+        assert config["stage"] == "search" and config["seed"] in (0, 1)
+        search_configs.append(config)
+    sampled = list(dict.fromkeys(c["config_id"] for c in search_configs
+                                 if not (c["is_baseline"] or c["is_reference"])))
+    objective = {sampled[0]: [7.0, 7.0], sampled[1]: [5.0, 19.0], sampled[2]: [6.0, 6.0]}
+    for i, config in enumerate(search_configs):
+        values = objective.get(config["config_id"], [3.0, 3.0])
+        value = values[config["seed"]]
+        if i < 9:
+            rec.trials.append({**config, "objective": value, "censor_reason": ""})
+            search.on_trial_complete(f"s{i}", {"objective": value})
+        else:
+            running.append((f"s{i}", config, value))
+    assert search.suggest("wait") is None  # the last search trial still runs: no choice yet
+    tid, config, value = running[0]
+    rec.trials.append({**config, "objective": value, "censor_reason": ""})
+    search.on_trial_complete(tid, {"objective": value})
+    confirm = [search.suggest(f"c{i}") for i in range(12)]
+    assert search.suggest("done") == Searcher.FINISHED
+    assert {c["stage"] for c in confirm} == {"confirm"}
+    assert {c["seed"] for c in confirm} == {1000, 1001, 1002}
+    chosen = [c["config_id"] for c in confirm if not (c["is_baseline"] or c["is_reference"])]
+    # censored median: config 2 (6 s) before config 0 (7 s); config 1 (median 12 s) is out
+    assert list(dict.fromkeys(chosen)) == [sampled[2], sampled[0]] == search.confirmed
+    assert sum(c["is_reference"] for c in confirm) == sum(c["is_baseline"] for c in confirm) == 3
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
+    told = len([t for t in study.trials if t.state.is_finished()])
+    for i in range(len(confirm)):
+        search.on_trial_complete(f"c{i}", {"objective": 1.0})
+    assert len([t for t in study.trials if t.state.is_finished()]) == told == 3
+
+
+def test_confirmation_seeds_never_overlap_the_search_seeds():
+    from pydantic import ValidationError
+
+    from sweeps.spec import Confirm
+
+    assert Search(seeds=3, first_seed=999, confirm=Confirm(seeds=2)).confirm_seeds == [1002, 1003]
+    assert Search(seeds=2, confirm=Confirm(seeds=2, first_seed=2)).confirm_seeds == [2, 3]
+    with pytest.raises(ValidationError, match="overlap the search's 0..4"):
+        Search(seeds=5, confirm=Confirm(seeds=2, first_seed=3))
+    assert Search(seeds=2).confirm_seeds == []
