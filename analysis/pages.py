@@ -1,0 +1,228 @@
+"""Numbers in a study page's prose that come from the run they cite.
+
+A study page (``docs/*.md``) holds hand-written explanation and, where it quotes a run's
+numbers, *generated regions*::
+
+    <!-- generated: headline from data/cabs_scaling/20261126-013000 -->
+    ...written by this module...
+    <!-- end generated -->
+
+The run path is relative to the page's folder. ``python -m analysis.pages docs/cabs_scaling.md``
+rewrites every region from the run it names (:func:`fill_page`); ``--check`` only says which
+regions differ (:func:`stale_regions`, what ``tests/test_docs_numbers.py`` runs for every page),
+so a number on a page cannot drift from its data unnoticed.
+
+Regions (:data:`REGIONS`):
+
+- ``answer``: the verdict against the single-process reference
+  (:func:`analysis.study.reference_verdict`) and, for a two-stage run, which stage the numbers
+  come from (:attr:`analysis.study.Study.stage_note`);
+- ``headline``: one row per configuration: seeds that reached the target, median TTT with its
+  95 % interval, the olympic mean (MLPerf Training's rule), the TTT resolution, the absolute
+  speedup against the reference and the speedup against the baseline, each with its interval
+  (the same numbers and formatting as ``analysis.publish``'s tables);
+- ``run``: what ran: trials, seeds of each stage, wall-clock, git revision;
+- ``components``: per configuration, the parts of its TTT (start-up, steady sampling rate, env
+  steps to the target), learner updates/s and peak memory;
+- ``plan_check``: the capacity plan's models checked on held-out env runner counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.fmt import fmt_s, fmt_speedup, fmt_ttt, fmt_value
+from analysis.load import load_results
+from analysis.publish import varying_params
+from analysis.study import Study, analyse, reference_verdict
+
+__all__ = ["REGIONS", "fill_page", "regions_of", "render", "stale_regions", "main"]
+
+_REGION = re.compile(
+    r"<!-- generated: (?P<name>[a-z_]+) from (?P<run>\S+) -->\n(?P<body>.*?)"
+    r"<!-- end generated -->", re.S)
+
+
+def _answer(data: Study) -> str:
+    verdict = reference_verdict(data.summary, data.speed) or (
+        "This run has no single-process reference: no absolute speedup is stated.")
+    return verdict + (f" {data.stage_note}" if data.stage_note else "")
+
+
+def _headline(data: Study) -> str:
+    s = data.summary
+    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+    ref = s[s["is_reference"]]
+    ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
+    base_n = data.baseline_seeds
+    varying = varying_params(s[~s["is_reference"]], with_batch=True)
+    s = s.assign(_ref=~s["is_reference"], _t=s["ttt_s"].astype(float).fillna(np.inf))
+    s = s.sort_values(["_ref", "_t", "algorithm", "num_env_runners"], kind="stable")
+    rows = ["| configuration | reached | median TTT [95% CI] | olympic mean | TTT resolution "
+            "| absolute speedup [95% CI] | speedup [95% CI] |",
+            "| --- | ---: | --- | ---: | ---: | --- | --- |"]
+    for _, c in s.iterrows():
+        n = int(c["n_reached"] + c["n_censored"])
+        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+        params = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}"
+                           for col in varying if not c["is_reference"])
+        name = (f"{c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
+                + (f", {params}" if params else "")
+                + (" (baseline)" if c["is_baseline"] else "")
+                + (" (reference)" if c["is_reference"] else ""))
+        olympic = float(c["ttt_olympic_s"])
+        resolution = float(c["ttt_resolution_s"])
+        rows.append(
+            f"| {name} | {int(c['n_reached'])}/{n} | {fmt_ttt(c)} | "
+            f"{fmt_s(olympic) if np.isfinite(olympic) else 'n/a'} | "
+            f"{fmt_s(resolution) if np.isfinite(resolution) else 'n/a'} | "
+            + ("-" if c["is_reference"] or r is None or not len(ref)
+               else fmt_speedup(r, n, ref_n, key="abs_speedup"))
+            + " | " + ("-" if c["is_reference"] or r is None or data.baseline is None
+                       else fmt_speedup(r, n, base_n)) + " |")
+    return "\n".join(rows)
+
+
+def _run(data: Study) -> str:
+    env, spec = data.res.environment, data.res.spec
+    seeds = spec.get("seeds") or {}
+    stages = ", ".join(f"{stage} seeds {v[0]}-{v[-1]}" for stage, v in seeds.items() if v)
+    trials = data.res.trials
+    return (f"Run `{data.res.name}/{data.res.path.name}`: {len(trials)} trials"
+            + (f" ({stages})" if stages else "")
+            + f", git `{str(env.get('git_revision', '?'))[:12]}`, "
+            f"from {env.get('started_at', '?')} to {env.get('finished_at', '?')}.")
+
+
+def _components(data: Study) -> str:
+    """Per (algorithm, N), medians over seeds of the parts of TTT the pipeline model uses
+    (:func:`analysis.plan_check.trial_components`), the learner's updates/s, the trial's peak
+    memory and the configuration's TTT."""
+    from analysis.plan_check import trial_components
+
+    tm = data.tm[data.tm["status"] != "error"]
+    parts = trial_components(tm, data.res.progress).set_index("trial_id")
+    trials = data.res.trials.set_index("trial_id")
+    t = tm.set_index("trial_id").join(parts[["startup_s", "rate", "steps"]])
+    t["updates_per_s"] = (trials["learner_updates"] / trials["elapsed_s"]).reindex(t.index)
+    summary = data.summary.set_index("config_id")
+    rows = ["| configuration | start-up (s) | steady env steps/s | env steps to target | "
+            "learner updates/s | peak RSS (MiB) | TTT |", "| --- | ---: | ---: | ---: | ---: | "
+            "---: | --- |"]
+    t = t.assign(_ref=t["is_reference"]).sort_values(["_ref", "algorithm", "num_env_runners"])
+    for cid, g in t.groupby("config_id", sort=False):
+        c = summary.loc[cid]
+        reached = g[g["reached"]]
+        steps = (f"{np.median(reached['steps']):,.0f}" if len(reached) else
+                 f"> {np.median(g['steps']):,.0f}") + (
+            f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
+        rows.append(
+            f"| {c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
+            + (" (reference)" if c["is_reference"] else "") + " | "
+            f"{np.nanmedian(g['startup_s']):.1f} | {np.nanmedian(g['rate']):,.0f} | {steps} | "
+            f"{np.nanmedian(g['updates_per_s']):.1f} | {np.nanmedian(g['peak_rss_mib']):,.0f} | "
+            f"{fmt_ttt(c)} |")
+    return "\n".join(rows)
+
+
+def _plan_check(data: Study) -> str:
+    """The plan check on the held-out env runner counts (:mod:`analysis.plan_check`): every
+    model's prediction with its interval, the measurement and the error, then its notes."""
+    from analysis.plan_check import TABLE_HEADERS, table_rows
+
+    if data.check is None:
+        return "No plan check: no algorithm has env runner counts to hold out."
+    rows = ["| " + " | ".join(TABLE_HEADERS) + " |",
+            "| " + " | ".join("---" for _ in TABLE_HEADERS) + " |"]
+    rows += ["| " + " | ".join(r) + " |" for r in table_rows(data.check)]
+    return "\n".join(rows + [""] + [f"- {n}" for n in data.check.notes])
+
+
+#: Region name -> its renderer (a :class:`Study` in, Markdown out).
+REGIONS: dict[str, Callable[[Study], str]] = {
+    "answer": _answer, "headline": _headline, "run": _run, "components": _components,
+    "plan_check": _plan_check}
+
+
+def render(name: str, run_dir: str | Path) -> str:
+    """Region ``name`` of the run in ``run_dir``, as a page holds it (ending in a newline).
+
+    Raises:
+        KeyError: no such region; ResultsError: the run cannot be read.
+    """
+    if name not in REGIONS:
+        raise KeyError(f"no generated region {name!r} (known: {', '.join(REGIONS)})")
+    return REGIONS[name](analyse(load_results(run_dir))).rstrip("\n") + "\n"
+
+
+def regions_of(page: str | Path) -> list[tuple[str, str, str]]:
+    """``(name, run path as written, body)`` of every generated region of ``page``."""
+    text = Path(page).read_text()
+    return [(m["name"], m["run"], m["body"]) for m in _REGION.finditer(text)]
+
+
+def stale_regions(page: str | Path) -> list[str]:
+    """The regions of ``page`` whose text differs from a fresh render of the run each cites,
+    as ``"name from run"``; empty when every number on it matches its data."""
+    page = Path(page)
+    cache: dict[tuple[str, str], str] = {}
+    stale = []
+    for name, run, body in regions_of(page):
+        key = (name, run)
+        if key not in cache:
+            cache[key] = render(name, page.parent / run)
+        if cache[key] != body:
+            stale.append(f"{name} from {run}")
+    return stale
+
+
+def fill_page(page: str | Path) -> int:
+    """Rewrite every generated region of ``page`` from the run it cites; returns how many
+    changed. The rest of the page is left as it is."""
+    page = Path(page)
+    text = page.read_text()
+    changed = 0
+
+    def sub(m: re.Match) -> str:
+        nonlocal changed
+        body = render(m["name"], page.parent / m["run"])
+        changed += body != m["body"]
+        return f"<!-- generated: {m['name']} from {m['run']} -->\n{body}<!-- end generated -->"
+
+    new = _REGION.sub(sub, text)
+    if new != text:
+        page.write_text(new)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.pages PAGE... [--check]``: fill (or check) generated regions."""
+    p = argparse.ArgumentParser(prog="python -m analysis.pages", description=__doc__.split(
+        "\n\n")[0])
+    p.add_argument("pages", nargs="+", help="Markdown pages, e.g. docs/cabs_scaling.md")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing; exit 1 when a region differs from its run")
+    args = p.parse_args(argv)
+    bad = 0
+    for page in args.pages:
+        if args.check:
+            stale = stale_regions(page)
+            bad += len(stale)
+            for s in stale:
+                print(f"{page}: stale region {s}")
+        else:
+            print(f"{page}: {fill_page(page)} region(s) rewritten")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    from sweeps.cli import guard
+
+    sys.exit(guard("python -m analysis.pages", main))

@@ -1,0 +1,42 @@
+"""Study pages quote their runs' numbers only inside generated regions (analysis.pages), and
+every region matches a fresh analysis of the run it cites: a number on a page cannot drift
+from its data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.pages import fill_page, regions_of, stale_regions
+from analysis.synthetic import write_synthetic_results
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [p for p in sorted((ROOT / "docs").glob("*.md")) if regions_of(p)]
+
+
+def test_the_study_pages_quote_their_runs_through_generated_regions():
+    names = {p.name for p in PAGES}
+    assert {"latency_scaling.md"} <= names, names
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_generated_number_matches_the_run_it_cites(page):
+    assert stale_regions(page) == [], (
+        f"regenerate with: python -m analysis.pages {page.relative_to(ROOT)}")
+
+
+def test_a_number_edited_by_hand_is_caught_and_refilled(tmp_path):
+    write_synthetic_results(tmp_path / "data" / "run", seeds=3, with_optuna=False)
+    page = tmp_path / "study.md"
+    page.write_text("# A study\n\nIntro.\n\n<!-- generated: headline from data/run -->\n"
+                    "<!-- end generated -->\n\nMore prose.\n"
+                    "<!-- generated: answer from data/run -->\nold\n<!-- end generated -->\n")
+    assert fill_page(page) == 2 and stale_regions(page) == []
+    text = page.read_text()
+    assert text.startswith("# A study\n\nIntro.\n") and "More prose." in text
+    assert "| configuration | reached | median TTT [95% CI] | olympic mean |" in text
+    # change one digit of one TTT: the check names the region
+    i = next(i for i, ch in enumerate(text) if ch.isdigit() and " s [" in text[i:i + 12])
+    page.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:])
+    assert stale_regions(page) == ["headline from data/run"]
