@@ -10,15 +10,18 @@ Every trial, the reference included, is judged on one metric: the greedy policy'
 over 20 fixed-seed evaluation episodes after every ~1 s training iteration (the evaluation
 protocol, :mod:`sweeps.evaluation`), timed inside its time-to-target.
 
-Sized for a 2-core laptop: (6 sampled configs + baseline + reference) × 3 seeds = 24 trials of
-at most 45 s each (fewer when adaptive capping has capped two seeds of a configuration: its
-third is not run) (docs/cabs_scaling.md gives the measured wall time). Trials with 2 env
+Two stages (docs/design.md, *stage*): the search, (6 sampled configs + baseline + reference) ×
+3 seeds = 24 trials (fewer when adaptive capping has capped two seeds of a configuration: its
+third is not run), then the confirmation, the search's 2 fastest configurations, the baseline
+and the reference on 5 seeds the search never used (1000-1004): 20 more trials, never capped.
+Every trial has at most 45 s; the answer, the speedups and the plan come from the confirmation
+alone. Sized for a 2-core laptop (docs/cabs_scaling.md gives the measured wall time). Trials with 2 env
 runners ask for 3 CPUs; on a 2-CPU node they run oversubscribed and are flagged as such in
 every table. To scale on a cluster, change only ``search.num_samples``, the ``num_env_runners``
 choices and the budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``).
 """
 
-from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+from sweeps.spec import Budget, Confirm, Search, Sweep, Target, choice, loguniform
 
 SWEEP = Sweep(
     name="cabs_scaling",
@@ -36,7 +39,8 @@ SWEEP = Sweep(
     },
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
-    search=Search(sampler="tpe", num_samples=6, seeds=3, max_concurrent=1),
+    search=Search(sampler="tpe", num_samples=6, seeds=3, max_concurrent=1,
+                  confirm=Confirm(top_k=2, seeds=5)),
     baseline={"algorithm": "DQN", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
     allow_oversubscription=True,
