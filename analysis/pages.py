@@ -101,6 +101,14 @@ def _run(data: Study) -> str:
             f"from {env.get('started_at', '?')} to {env.get('finished_at', '?')}.")
 
 
+def _median(values: pd.Series, spec: str) -> str:
+    """The median of the finite ``values`` formatted with ``spec``; ``n/a`` when none is (a
+    trial that reached the target at its first iteration has no steady rate)."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(float)
+    v = v[np.isfinite(v)]
+    return format(float(np.median(v)), spec) if len(v) else "n/a"
+
+
 def _components(data: Study) -> str:
     """Per (algorithm, N), medians over seeds of the parts of TTT the pipeline model uses
     (:func:`analysis.plan_check.trial_components`), the learner's updates/s, the trial's peak
@@ -126,8 +134,8 @@ def _components(data: Study) -> str:
         rows.append(
             f"| {c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
             + (" (reference)" if c["is_reference"] else "") + " | "
-            f"{np.nanmedian(g['startup_s']):.1f} | {np.nanmedian(g['rate']):,.0f} | {steps} | "
-            f"{np.nanmedian(g['updates_per_s']):.1f} | {np.nanmedian(g['peak_rss_mib']):,.0f} | "
+            f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
+            f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
             f"{fmt_ttt(c)} |")
     return "\n".join(rows)
 
