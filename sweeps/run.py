@@ -63,6 +63,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("file", help="sweep file (.py declaring SWEEP, or .yaml)")
     p.add_argument("--address", default=None,
                    help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")
+    p.add_argument("--confirm-only", default=None, metavar="RUN",
+                   help="confirm a finished run of this sweep again on new seeds (its search's "
+                        "fastest configurations, the baseline and the reference), recorded in "
+                        "the same run directory")
     p.add_argument("--resume", action="store_true",
                    help="continue the latest interrupted run of this sweep (finished trials are kept)")
     p.add_argument("--dry-run", action="store_true",
@@ -354,7 +358,14 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         root, mirror = results_root(args.results or sweep.results_dir, source)
         check_writable(root, source)
         spec = resolved_spec(sweep, target, args.file)
-        if not args.dry_run:  # claimed and locked before Ray starts
+        args.reconfirm = None
+        if args.confirm_only is not None:
+            if args.resume or args.dry_run:
+                raise SpecError(f"{source}: --confirm-only: not with --resume or --dry-run")
+            run_dir = Path(args.confirm_only)
+            args.reconfirm = prepare_reconfirmation(run_dir, sweep, source)
+            lock = lock_run_dir(run_dir, source)
+        elif not args.dry_run:  # claimed and locked before Ray starts
             run_dir = run_dir_for(root, sweep, args.resume, source)
             lock = lock_run_dir(run_dir, source)
             if args.resume:
@@ -440,12 +451,17 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         now_iso,
         write_json,
     )
-    from sweeps.search import confirm_shortfall, expected_trials, sweep_search
+    from sweeps.search import FixedSearch, confirm_shortfall, expected_trials, sweep_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
-    if not (args.resume and (run_dir / rundir.SPEC).exists()):  # spec.json keeps what ran
+    if args.reconfirm is not None:  # the run's spec, with the new confirmation seeds
+        spec = json.loads((run_dir / rundir.SPEC).read_text())
+        seeds = spec.setdefault("seeds", {"search": [], "confirm": []})
+        seeds["confirm"] = [*seeds.get("confirm", []), *args.reconfirm[1]]
+        write_json(run_dir / rundir.SPEC, spec)
+    elif not (args.resume and (run_dir / rundir.SPEC).exists()):  # spec.json keeps what ran
         write_json(run_dir / rundir.SPEC, spec)
         if mirror is not None:
             mirror.put(run_dir / rundir.SPEC)
@@ -485,7 +501,22 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     print(f"Sweep {sweep.name}: results in {where}")
     if mirror is not None:
         print(f"(staged locally in {run_dir}; each file is uploaded as soon as it is written)")
-    if args.resume:
+    if args.reconfirm is not None:
+        configs, seeds = args.reconfirm
+        search = FixedSearch(configs)
+        print(f"Confirming again on seeds {seeds[0]}-{seeds[-1]}: {len(configs)} trials, "
+              f"recorded beside the run's {_count_trials(run_dir)}")
+        tuner = tune.Tuner(
+            trainable,
+            tune_config=tune.TuneConfig(search_alg=search, metric="objective", mode="min",
+                                        num_samples=len(configs), reuse_actors=True,
+                                        trial_dirname_creator=trial_dirname),
+            run_config=tune.RunConfig(
+                name=f"{rundir.TUNE_DIR}_confirm_{seeds[0]}", storage_path=str(run_dir.resolve()),
+                callbacks=callbacks, stop=stopper, verbose=1 if args.verbose else 0,
+                failure_config=tune.FailureConfig(max_failures=1),
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)))
+    elif args.resume:
         print(f"Resuming {tune_dir} (finished trials are kept, unfinished ones restart)")
         reopen_search(tune_dir)
         tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
@@ -519,7 +550,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         )
     # On --resume Tune unpickles the first run's callbacks and stopper: they are
     # sweeps.record.LiveOnRestore objects, so it gets this process's (built above).
-    expected = expected_trials(sweep)
+    expected = (expected_trials(sweep) if args.reconfirm is None
+                else _count_trials(run_dir) + len(args.reconfirm[0]))
     recorder.progress = SweepProgress(expected, setup.budget_time_s,
                                       sweep.search.max_concurrent or 1, command_start,
                                       seeds=sweep.search.seeds)
@@ -557,7 +589,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     n = recorder.num_recorded
     # seeds capping made pointless, and confirmation slots no finished configuration filled
     skipped = (recorder.progress.skipped_in(recorder.trials)
-               + confirm_shortfall(sweep, recorder.trials))
+               + (confirm_shortfall(sweep, recorder.trials) if args.reconfirm is None else 0))
     if interrupted or n < expected - skipped:
         print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
               f"{run_dir}; continue with: python -m sweeps.run {args.file} --resume",
@@ -602,6 +634,42 @@ def reopen_search(tune_dir: Path) -> bool:
     tmp.write_bytes(cloudpickle.dumps(state))
     os.replace(tmp, states[-1])
     return True
+
+
+def prepare_reconfirmation(run_dir: Path, sweep: Sweep, source: str
+                           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.search.reconfirmation`),
+    checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
+    recorded trials and the Tune state that holds their exact parameters.
+
+    Raises:
+        SpecError: one line saying what is missing.
+    """
+    from sweeps.schema import read_parquet
+    from sweeps.search import META_KEYS, reconfirmation
+
+    def bad(why: str) -> SpecError:
+        return SpecError(f"{source}: --confirm-only {run_dir}: {why}")
+
+    try:
+        spec = json.loads((run_dir / rundir.SPEC).read_text())
+        rows = read_parquet(run_dir / rundir.TRIALS).to_dict("records")
+    except (OSError, ValueError) as e:
+        raise bad(f"not a finished run ({type(e).__name__}: {e})") from None
+    if spec.get("name") != sweep.name:
+        raise bad(f"a run of sweep {spec.get('name')!r}, not of {sweep.name!r}")
+    params_of: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.get("is_baseline") or row.get("is_reference") or row["config_id"] in params_of:
+            continue
+        found = list(run_dir.glob(f"{rundir.TUNE_DIR}/*_{row['trial_id']}/params.json"))
+        if found:
+            params = json.loads(found[0].read_text())
+            params_of[row["config_id"]] = {k: v for k, v in params.items() if k not in META_KEYS}
+    try:
+        return reconfirmation(sweep, rows, params_of)
+    except ValueError as e:
+        raise bad(str(e)) from None
 
 
 def trial_dirname(trial) -> str:

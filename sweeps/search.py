@@ -470,3 +470,72 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
                         first_seed=sweep.search.first_seed, recorder=recorder,
                         confirm=sweep.search.confirm,
                         confirm_seeds=sweep.search.confirm_seeds), num_configs
+
+
+class FixedSearch(Searcher):
+    """Suggest ``configs`` in order, then ``FINISHED`` (a re-confirmation: the trials are
+    known before it starts, :func:`reconfirmation`)."""
+
+    def __init__(self, configs: list[dict[str, Any]], metric: str = "objective",
+                 mode: str = "min"):
+        super().__init__(metric=metric, mode=mode)
+        self._queue = [dict(c) for c in configs]
+        self.total_trials = len(self._queue)
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        return self._queue.pop(0) if self._queue else Searcher.FINISHED
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):
+        pass
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__dict__, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__dict__.update(pickle.load(f))
+
+
+def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
+                   params_of: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The trials of a new confirmation of a finished run (``sweeps.run --confirm-only``).
+
+    The search's ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs` on
+    the run's rows; ``top_k`` and the number of seeds from ``search.confirm``, else
+    :class:`sweeps.spec.Confirm`'s defaults), the baseline and the reference, each once per new
+    seed. The new seeds follow every seed the run has used, and start at 1000 at least: never a
+    search seed, never an earlier confirmation's.
+
+    Args:
+        sweep: the run's sweep.
+        trials: the run's recorded rows (``trials.parquet``).
+        params_of: ``config_id`` -> the configuration's trial parameters (as Tune ran them).
+
+    Returns:
+        (trial configs in the order they run, the new seeds).
+
+    Raises:
+        ValueError: the run's search has no configuration that finished without an error.
+    """
+    from sweeps.spec import CONFIRM_FIRST_SEED
+
+    confirm = sweep.search.confirm or Confirm()
+    chosen = [cid for cid in confirm_configs(trials, confirm.top_k) if cid in params_of]
+    if not chosen:
+        raise ValueError("no configuration of its search finished without an error: nothing "
+                         "to confirm")
+    used = [int(r["seed"]) for r in trials]
+    first = max([CONFIRM_FIRST_SEED, *(s + 1 for s in used)])
+    seeds = list(range(first, first + confirm.seeds))
+    groups = []
+    if sweep.reference:
+        groups.append(("reference", complete_params(dict(sweep.reference)), False, True))
+    base = baseline_params(sweep)
+    if base is not None:
+        groups.append(("baseline", complete_params(base), True, False))
+    groups += [(cid, params_of[cid], False, False) for cid in chosen]
+    configs = [{**params, "seed": seed, "config_id": cid, "is_baseline": is_b,
+                "is_reference": is_r, "stage": "confirm"}
+               for cid, params, is_b, is_r in groups for seed in seeds]
+    return configs, seeds

@@ -159,6 +159,22 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert env["finished_at"] and env["nodes"]
     assert (run_dir / "optuna.db").exists() and (run_dir / "tune").is_dir()
     assert "Traceback" not in proc.stderr
+    # --confirm-only: the same configurations, the baseline and the reference once more, on the
+    # seed after every seed the run used, recorded beside the first confirmation
+    again = subprocess.run(sweep_cmd(path, results, "--confirm-only", str(run_dir)),
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    after = pd.read_parquet(run_dir / "trials.parquet")
+    assert len(after) == 7 + 3 and after.trial_id.is_unique
+    fresh = after[after.seed == 1001]
+    assert len(fresh) == 3 and set(fresh.stage) == {"confirm"}
+    assert set(fresh.config_id) == set(confirm.config_id)
+    seeds = json.loads((run_dir / "spec.json").read_text())["seeds"]
+    assert seeds == {"search": [0], "confirm": [1000, 1001]}
+    wrong = subprocess.run(sweep_cmd(path, results, "--confirm-only", str(tmp_path)),
+                           capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert "--confirm-only" in wrong.stderr and "not a finished run" in wrong.stderr
 
 
 def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 240) -> Path:
