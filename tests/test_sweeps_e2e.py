@@ -227,14 +227,17 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     2. SIGTERM (``kill``, ``timeout``, a batch scheduler) ends the first with its one
        "Interrupted" line and exit 130 (no native stack dump);
     3. ``--resume`` runs on until SIGKILL takes it and the Ray it started (no clean-up);
-    4. ``--resume`` finishes the sweep: every trial recorded once, nothing recorded before a
-       kill lost or changed, no trial that a signal cut short recorded as censored, and the
-       Optuna study's history whole.
+    4. ``--resume`` finishes the sweep, its confirmation stage included: every trial recorded
+       once, nothing recorded before a kill lost or changed, no trial that a signal cut short
+       recorded as censored, the Optuna study's history whole, and the confirmation on its
+       own seed.
     """
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "terminated", num_samples=3, seeds=1, budget_s=5,
-                       target=UNREACHABLE)  # fixed-length trials
-    expected = 3 + 1  # 3 sampled configurations + the baseline, 1 seed
+                       target=UNREACHABLE,  # fixed-length trials
+                       confirm="Confirm(top_k=1, seeds=1)")
+    # 3 sampled configurations + the baseline, 1 seed; then the closest miss and the baseline
+    expected = 3 + 1 + 2
     first = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -291,6 +294,15 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
                               storage=f"sqlite:///{trials_file.parent / 'optuna.db'}")
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(complete) == 3
+    # the confirmation ran after the resumed search, on its own seed, with the closest miss
+    spec = json.loads((trials_file.parent / "spec.json").read_text())
+    assert spec["seeds"] == {"search": [0], "confirm": [1000]}
+    search, confirm = after[after.stage == "search"], after[after.stage == "confirm"]
+    assert len(search) == 4 and set(search.seed) == {0}
+    assert len(confirm) == 2 and set(confirm.seed) == {1000} and confirm.is_baseline.sum() == 1
+    from sweeps.schema import confirm_configs
+
+    assert confirm_configs(search, 1) == list(confirm[~confirm.is_baseline].config_id)
 
 
 DISK_FULL = """\
