@@ -24,7 +24,9 @@ Regions (:data:`REGIONS`):
 - ``run``: what ran: trials, seeds of each stage, wall-clock, git revision;
 - ``components``: per configuration, the parts of its TTT (start-up, steady sampling rate, env
   steps to the target), learner updates/s and peak memory;
-- ``plan_check``: the capacity plan's models checked on held-out env runner counts.
+- ``plan_check``: the capacity plan's models checked on held-out env runner counts;
+- ``break_even``: per configuration, the env cost per step above which it beats the
+  reference, and its predicted TTT at the run's step cost and twice it.
 """
 
 from __future__ import annotations
@@ -153,10 +155,38 @@ def _plan_check(data: Study) -> str:
     return "\n".join(rows + [""] + [f"- {n}" for n in data.check.notes])
 
 
+def _break_even(data: Study) -> str:
+    """Per configuration, its measured parts, the env cost above which it beats the
+    reference (:mod:`analysis.break_even`) and its predicted TTT at the run's own step cost
+    and at twice it."""
+    from analysis.break_even import break_even_rows
+
+    tm = data.tm
+    cost = float(pd.to_numeric(tm.get("step_cpu_ms", 0.0), errors="coerce").median()
+                 + pd.to_numeric(tm.get("step_latency_ms", 0.0), errors="coerce").median())
+    costs = [cost, 2 * cost] if cost > 0 else [0.0]
+    rows = break_even_rows(data, costs)
+    if rows.empty or not rows["reference"].any():
+        return "No break-even: the run has no single-process reference with measured parts."
+    head = ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
+            "measured TTT", "break-even (ms/step)",
+            *(f"predicted TTT at {c:g} ms" for c in costs)]
+    out = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
+    for _, r in rows.iterrows():
+        be = r["break_even_ms"]
+        out.append("| " + " | ".join([
+            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
+            + (" (reference)" if r["reference"] else ""),
+            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
+            fmt_s(r["ttt_s"]), "-" if r["reference"] else "never" if be == np.inf
+            else f"{be:.1f}", *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs)]) + " |")
+    return "\n".join(out)
+
+
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
 REGIONS: dict[str, Callable[[Study], str]] = {
     "answer": _answer, "headline": _headline, "run": _run, "components": _components,
-    "plan_check": _plan_check}
+    "plan_check": _plan_check, "break_even": _break_even}
 
 
 def render(name: str, run_dir: str | Path) -> str:

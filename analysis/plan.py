@@ -182,6 +182,13 @@ def main(argv: list[str] | None = None) -> int:
                                      "models without these env runner counts (e.g. 8,16), "
                                      "predict them, and compare with what was measured "
                                      "(analysis.plan_check)")
+    p.add_argument("--break-even", action="store_true",
+                   help="instead of a plan: per configuration, the env cost per step above "
+                        "which it beats the single-process reference, from the run's measured "
+                        "parts (analysis.break_even)")
+    p.add_argument("--env-cost-ms", default="",
+                   help="with --break-even: env costs (ms per step, comma-separated) at which "
+                        "to predict every configuration's TTT, e.g. 10,40")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -217,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             parse_duration(args.billing) if args.billing else base.billing_s,
             base.source if not (args.startup or args.billing) else "given on the command line")
         holdout = parse_holdout(args.holdout) if args.holdout is not None else None
+        costs = _parse_costs(args.env_cost_ms)
+        if costs and not args.break_even:
+            raise ValueError("--env-cost-ms: only with --break-even")
         if holdout is not None and args.steps_to_target is not None:
             raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
                              "run's own TTTs)")
@@ -226,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{prog}: error: {exc}\n")
         return EXIT_BAD_INPUT
     console = Console(width=max(Console().width, 120))
+    if args.break_even:
+        return _break_even_main(res, args.target, costs, console)
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -257,6 +269,59 @@ def main(argv: list[str] | None = None) -> int:
     console.print("[bold]Details[/bold]")
     for line in [*answer.details, *batch_advice(tm, res.progress)]:
         console.print(f"- {line}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _parse_costs(text: str) -> list[float]:
+    """``"10,40"`` -> ``[10.0, 40.0]`` (ms per env step, each >= 0).
+
+    Raises:
+        ValueError: not a comma-separated list of numbers >= 0.
+    """
+    costs = []
+    for part in filter(None, (x.strip() for x in text.split(","))):
+        try:
+            value = float(part)
+        except ValueError:
+            value = -1.0
+        if not value >= 0:
+            raise ValueError(f"--env-cost-ms {text!r}: expected milliseconds >= 0, e.g. 10,40")
+        costs.append(value)
+    return costs
+
+
+def _break_even_main(res, target, costs: list[float], console) -> int:
+    """``--break-even``: the measured parts, the break-even env cost per configuration and
+    the predicted TTT at each of ``costs`` (ms per env step)."""
+    from rich.table import Table
+
+    from analysis.break_even import break_even_rows
+    from analysis.study import analyse
+
+    rows = break_even_rows(analyse(res, target), costs)
+    console.print(f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
+                  "steps x (overhead + c) / env runners, from the run's measured parts "
+                  "(analysis/break_even.py)")
+    if rows.empty or not rows["reference"].any():
+        console.print("No break-even: the run needs a single-process reference and "
+                      "configurations that reached the target in two iterations or more.")
+        return 0
+    table = Table(show_lines=False)
+    cols = ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
+            "measured TTT (s)", "break-even (ms/step)"] + [f"TTT at {c:g} ms (s)" for c in costs]
+    for c in cols:
+        table.add_column(c, justify="left" if c == "configuration" else "right",
+                         no_wrap=c == "configuration")
+    for _, r in rows.iterrows():
+        be = r["break_even_ms"]
+        table.add_row(
+            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
+            + (" (reference)" if r["reference"] else ""),
+            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
+            f"{r['ttt_s']:.1f}",
+            "-" if r["reference"] else "never" if be == float("inf") else f"{be:.1f}",
+            *(f"{r[f'ttt_at_{c:g}ms']:.1f}" for c in costs))
+    console.print(table)
     return 0
 
 

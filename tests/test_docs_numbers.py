@@ -40,3 +40,17 @@ def test_a_number_edited_by_hand_is_caught_and_refilled(tmp_path):
     i = next(i for i, ch in enumerate(text) if ch.isdigit() and " s [" in text[i:i + 12])
     page.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:])
     assert stale_regions(page) == ["headline from data/run"]
+
+
+def test_the_device_pages_40_ms_numbers_match_the_log_they_come_from():
+    """docs/device_16cpu.md quotes a run whose only raw data is its sweep log (the lease ended
+    before its files were packed): the TTTs it quotes are the log's."""
+    import re
+
+    log = (ROOT / "docs/data/cabs_cpu_40ms_16cpu/20261126-005923/sweep.log").read_text()
+    ttt = {}
+    for algo, t in re.findall(r"\] (\S+)\s+env_runners=\d+.*?TTT ([\d.]+) s", log):
+        ttt.setdefault(algo, []).append(t)
+    page = (ROOT / "docs/device_16cpu.md").read_text()
+    assert f"| SB3-DQN reference | {ttt['SB3-DQN'][0]} s, {ttt['SB3-DQN'][1]} s |" in page
+    assert f"| IMPALA, 15 env runners | {ttt['IMPALA'][0]} s (one seed) |" in page

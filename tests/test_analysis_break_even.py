@@ -1,0 +1,62 @@
+"""analysis.break_even: the env cost above which a distributed configuration beats the
+single-process reference, from a run's measured parts."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.break_even import Parts, break_even_rows, break_even_s, predict_ttt
+from analysis.load import load_results
+from analysis.study import analyse
+
+REPO = Path(__file__).resolve().parent.parent
+CPU_RUN = REPO / "docs" / "data" / "cabs_cpu_scaling_16cpu" / "20261126-005102"
+
+
+def parts(lanes: int, startup: float, steps: float, overhead: float) -> Parts:
+    return Parts("X", lanes, lanes, startup, steps, overhead, math.nan)
+
+
+def test_break_even_is_where_the_two_predicted_ttts_meet():
+    ref = parts(1, 1.0, 2000, 0.002)  # one process: 2 k env steps, 2 ms of its own per step
+    dist = parts(16, 20.0, 10_000, 0.010)  # 16 lanes, 20 s start-up, 5x the env steps
+    c = break_even_s(dist, ref)
+    assert predict_ttt(dist, c) == pytest.approx(predict_ttt(ref, c))
+    assert predict_ttt(dist, 2 * c) < predict_ttt(ref, 2 * c)  # above it, distribution wins
+    assert predict_ttt(dist, c / 2) > predict_ttt(ref, c / 2)
+    # each lane must need fewer env steps than the reference, or it never wins
+    assert break_even_s(parts(4, 1.0, 10_000, 0.0), ref) == math.inf
+    # a configuration already faster at zero cost breaks even at 0
+    assert break_even_s(parts(16, 0.1, 2000, 0.0), ref) == 0.0
+
+
+def test_the_model_returns_each_configurations_measured_ttt_at_the_runs_own_cost():
+    """Its parts are read from the run at the run's step cost, so there it reproduces each
+    configuration's measured TTT (to the part of the trial before its steady rate)."""
+    rows = break_even_rows(analyse(load_results(CPU_RUN)), [20.0])
+    assert rows["reference"].iloc[0] and len(rows) == 4
+    for _, r in rows.iterrows():
+        assert r["ttt_at_20ms"] == pytest.approx(r["ttt_s"], rel=0.05), r.to_dict()
+    impala = rows[~rows["reference"]].set_index("num_env_runners")
+    # more env runners: an earlier break-even, and never for a configuration whose lanes each
+    # need more env steps than the reference
+    assert impala.loc[15, "break_even_ms"] < impala.loc[8, "break_even_ms"]
+    assert impala.loc[4, "steps"] / 4 > rows["steps"].iloc[0]
+    assert impala.loc[4, "break_even_ms"] == math.inf
+
+
+def test_cli_prints_the_break_even_and_refuses_bad_costs():
+    ok = subprocess.run([sys.executable, "-m", "analysis.plan", str(CPU_RUN), "--break-even",
+                         "--env-cost-ms", "40"], capture_output=True, text=True, cwd=REPO,
+                        timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "Break-even env cost" in ok.stdout and "TTT at" in ok.stdout
+    assert "never" in ok.stdout  # IMPALA with 4 env runners
+    bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(CPU_RUN), "--env-cost-ms",
+                          "40"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and "only with --break-even" in bad.stderr
