@@ -180,7 +180,19 @@ def _break_even(data: Study) -> str:
             f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
             fmt_s(r["ttt_s"]), "-" if r["reference"] else "never" if be == np.inf
             else f"{be:.1f}", *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs)]) + " |")
-    return "\n".join(out)
+    dist = rows[~rows["reference"] & np.isfinite(rows["break_even_ms"].astype(float))]
+    kind = ("CPU-bound" if pd.to_numeric(tm.get("step_cpu_ms", 0.0), errors="coerce").median() > 0
+            else "waiting")
+    if len(dist):
+        first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
+        words = (f"In plain words: on this machine, with {kind} envs, {first['algorithm']} "
+                 f"with {first['num_env_runners']} env runners is predicted to beat one process "
+                 f"from ~{first['break_even_ms']:.0f} ms per env step, the earliest of the "
+                 "configurations measured.")
+    else:
+        words = ("In plain words: no configuration measured is predicted to beat one process at "
+                 "any env cost on this machine.")
+    return "\n".join(out) + "\n\n" + words
 
 
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
