@@ -73,9 +73,10 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
 #: 16 vectorised envs × 8 steps per sample call = 128 env steps per remote call instead of 1,
 #: so the fixed cost of a call and of a vector step through RLlib's connectors is shared by
 #: 128 env steps; ``training_intensity`` 2.0 → ~3.2 replayed transitions per sampled one with
-#: 1 env runner (RLlib's own ratio arithmetic), which reached the Cabs target in a third of the
-#: env steps and ~20 % less time than 0.5 (sweeps/experiments/cabs_dqn_training_intensity.py; ~0.9 at
-#: 0.5); RLlib's default does one update and one weight broadcast per env step;
+#: 1 env runner (RLlib's own ratio arithmetic): DQN needs a roughly fixed number of updates to
+#: the target, so more replay per sampled step saves env steps until the updates themselves
+#: set the pace (sweeps/experiments/cabs_dqn_training_intensity.py; docs/changelog.md,
+#: "Algorithms"); RLlib's default does one update and one weight broadcast per env step;
 #: rewards × 0.01 for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer
 #: updates to reach them); iterations end after ~1 s of wall-clock instead of 1000 env steps.
 RLLIB_DQN_DEFAULTS: dict[str, Any] = {
@@ -146,13 +147,13 @@ DQN_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 4,
     # replayed / sampled transitions: 4 and 8 reached the Cabs target alike, 16 (SB3's DQN
-    # default: batch 64 every 4 steps) censored 7 of 10 seeds (sweeps/experiments/cabs_dqn_training_intensity.py)
+    # ratio) mostly did not within the budget (sweeps/experiments/cabs_dqn_training_intensity.py;
+    # docs/changelog.md, "DQN on the same data path")
     "training_intensity": 8.0,
     "updates_per_learner_call": 8,
     # 1-step returns, not 3: ε decays from 1.0 over the first 10 k env steps, so early n-step
-    # returns follow an exploring policy; 1 step reached the Cabs target in 7.5 s against 10.8 s
-    # (medians, 1 env runner, 10 held-out trials each; sweeps/experiments/cabs_dqn_n_step.py,
-    # docs/benchmarks.md "Learning settings: 1-step returns")
+    # returns follow an exploring policy (sweeps/experiments/cabs_dqn_n_step.py; docs/changelog.md,
+    # "Learning settings: 1-step returns")
     "n_step": 1,
 }
 
