@@ -27,13 +27,13 @@ from ray.tune import Callback, Stopper
 from rich.console import Console
 
 from sweeps import rundir
+from sweeps.capping import AdaptiveCapping
 from sweeps.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
     first_crossing,
     ttt_resolution,
-    unrun_seeds,
 )
 from sweeps.schema import read_parquet as _read_parquet
 from sweeps.schema import write_parquet as _write_parquet
@@ -88,47 +88,28 @@ class LiveOnRestore:
 
 
 class Capper(LiveOnRestore, Stopper):
-    """Adaptive capping (:class:`sweeps.spec.Capping`) as a Ray Tune stopper.
+    """Adaptive capping (:class:`sweeps.capping.AdaptiveCapping`) as a Ray Tune stopper.
 
-    After every reported iteration of a trial: stop it when its elapsed wall-clock (since the
-    first attempt's start) exceeds ``margin`` × :meth:`ResultsRecorder.incumbent_ttt_s`, unless
-    it reached the target, is the baseline or the reference, or matches a ``protect`` entry.
-    The trial is recorded as censored with ``censor_reason = "capped"``; Optuna gets the
-    censored objective of its last iteration (:func:`sweeps.search.censored_objective`, ≥ the
-    budget), so it still learns that the configuration is slow.
+    After every reported iteration of a trial, asks ``capping`` whether to stop it, with its
+    elapsed wall-clock since the first attempt's start and the incumbent's TTT (both from
+    ``recorder``). A stopped trial is recorded as censored with ``censor_reason = "capped"``;
+    Optuna gets the censored objective of its last iteration
+    (:func:`sweeps.search.censored_objective`, ≥ the budget), so it still learns that the
+    configuration is slow.
     """
 
     live_role = "stopper.capping"
 
-    def __init__(self, recorder: ResultsRecorder, margin: float,
-                 protect: list[dict[str, Any]] | None = None):
+    def __init__(self, capping: AdaptiveCapping, recorder: ResultsRecorder):
+        self.capping = capping
         self.recorder = recorder
-        self.margin = float(margin)
-        self.protect = list(protect or [])
         self._make_live()
 
-    def protected(self, config: dict[str, Any]) -> bool:
-        """True for the baseline, the reference, every confirmation trial (a confirmation
-        measures each seed to its end) and configs matching a ``protect`` entry."""
-        if config.get("is_baseline") or config.get("is_reference"):
-            return True
-        if config.get("stage") == "confirm":
-            return True
-        return any(all(config.get(k) == v for k, v in entry.items()) for entry in self.protect)
-
     def __call__(self, trial_id: str, result: dict) -> bool:
-        if result.get("reached") or self.protected(result.get("config") or {}):
-            return False
-        incumbent = self.recorder.incumbent_ttt_s()
-        if incumbent is None:
-            return False
-        cap = self.margin * incumbent
-        elapsed = float(result.get("wall_time_s", 0.0)) + self.recorder._attempt_offset_s(
-            trial_id)
-        if elapsed > cap:
-            self.recorder.capped[trial_id] = cap
-            return True
-        return False
+        elapsed = (float(result.get("wall_time_s", 0.0))
+                   + self.recorder.attempt_offset_s(trial_id))
+        return self.capping.check(trial_id, result.get("config") or {}, elapsed,
+                                  bool(result.get("reached")), self.recorder.incumbent_ttt_s())
 
     def stop_all(self) -> bool:
         return False
@@ -170,23 +151,23 @@ class SweepProgress:
         budget_s: time budget per trial (seconds), None if the budget is in env steps only.
         max_concurrent: trials running at once (at least 1).
         start: ``time.time()`` when the command started.
-        seeds: seeds per configuration (``search.seeds``), to count the seeds adaptive
-            capping skips (:func:`sweeps.schema.skipped_seeds`); None: none are.
+        capping: the run's :class:`sweeps.capping.AdaptiveCapping`, which says which seeds
+            the run leaves unrun; None: none are.
     """
 
     def __init__(self, expected: int, budget_s: float | None, max_concurrent: int,
-                 start: float, seeds: int | None = None):
+                 start: float, capping: AdaptiveCapping | None = None):
         self.expected = int(expected)
         self.budget_s = budget_s
         self.max_concurrent = max(1, int(max_concurrent))
         self.start = start
-        self.seeds = seeds
+        self.capping = capping
 
     def skipped_in(self, trials: list[dict[str, Any]]) -> int:
         """Seeds the sweep will not run, judged from the recorded ``trials`` rows: those
         adaptive capping skipped and those of configurations whose trial raised
-        (:func:`sweeps.schema.unrun_seeds`)."""
-        return sum(unrun_seeds(trials, self.seeds).values()) if self.seeds else 0
+        (:meth:`sweeps.capping.AdaptiveCapping.unrun_seeds`)."""
+        return sum(self.capping.unrun_seeds(trials).values()) if self.capping else 0
 
     def line(self, done: int, durations: list[float], running: list[float],
              incumbent: float | None, now: float | None = None, skipped: int = 0) -> str:
@@ -226,12 +207,16 @@ class ResultsRecorder(LiveOnRestore, Callback):
         budget: ``{"time_s", "env_steps"}`` (None where unset).
         resolved_params: the trial-config keys that are algorithm params (recorded as columns).
         command_start: ``time.time()`` when the command started (for the start-up time).
+        capping: the run's :class:`sweeps.capping.AdaptiveCapping` (which trials it capped
+            decides their ``censor_reason``); None: capping off.
+        progress: the run's progress line (:class:`SweepProgress`); None: no line.
     """
 
     live_role = "callback.recorder"
 
     def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
-                 mirror=None, step_latency_ms: float = 0.0, step_cpu_ms: float = 0.0):
+                 mirror=None, step_latency_ms: float = 0.0, step_cpu_ms: float = 0.0,
+                 capping: AdaptiveCapping | None = None, progress: SweepProgress | None = None):
         self._make_live()
         self.run_dir = Path(run_dir)
         #: the env's modelled step latency (envs.latency), recorded in every trial row
@@ -253,11 +238,10 @@ class ResultsRecorder(LiveOnRestore, Callback):
         #: Set instead of raising (Tune would log a traceback and go on); ``sweeps.run``
         #: stops the sweep on it (:class:`StopOnWriteError`) and exits 3.
         self.write_error: OSError | None = None
-        #: trial id -> the cap (seconds) at which adaptive capping stopped it (:class:`Capper`)
-        self.capped: dict[str, float] = {}
+        self.capping = capping if capping is not None else AdaptiveCapping(None, 1)
         self._reconciled = False  # Tune's restored finished trials checked (on_step_begin)
-        #: the progress line (:class:`SweepProgress`), set by ``sweeps.run``; None: no line
-        self.progress: SweepProgress | None = None
+        #: the progress line (:class:`SweepProgress`); None: no line
+        self.progress = progress
         self._durations: list[float] = []  # wall-clock seconds of each trial finished here
         self._live_at = 0.0
 
@@ -332,7 +316,17 @@ class ResultsRecorder(LiveOnRestore, Callback):
         makes after an error (``FailureConfig(max_failures=...)``)."""
         self._starts.setdefault(trial.trial_id, []).append(time.time())
 
-    def _attempt_offset_s(self, tid: str) -> float:
+    @property
+    def capped(self) -> dict[str, float]:
+        """Trial id -> the cap (seconds) at which adaptive capping stopped it."""
+        return self.capping.capped
+
+    def note_write_error(self, error: OSError) -> None:
+        """Remember the first write error (the run ends with exit 3 and says so)."""
+        if self.write_error is None:
+            self.write_error = error
+
+    def attempt_offset_s(self, tid: str) -> float:
         """Seconds from the first attempt's start to this attempt's (0 for the first): a
         retried trial's time-to-target counts from its first attempt, never only the retry."""
         starts = self._starts.get(tid) or [0.0]
@@ -350,7 +344,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         rows.append({
             "trial_id": tid,
             "iteration": it,
-            "wall_time_s": float(result["wall_time_s"]) + self._attempt_offset_s(tid),
+            "wall_time_s": float(result["wall_time_s"]) + self.attempt_offset_s(tid),
             "env_steps": int(result["env_steps"]),
             "episodes": int(result["episodes"]),
             "episode_return_mean": float(result["episode_return_mean"]),

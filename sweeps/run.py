@@ -442,6 +442,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     from ray.tune.search import ConcurrencyLimiter
 
     from sweeps import algorithms
+    from sweeps.capping import AdaptiveCapping
     from sweeps.record import (
         Capper,
         ResultsRecorder,
@@ -478,10 +479,15 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     import envs
 
     step_cost = envs.split_step_cost(sweep.env_config)[0]
+    capping = AdaptiveCapping(sweep.search.capping, sweep.search.seeds)
+    expected = (expected_trials(sweep) if args.reconfirm is None
+                else _count_trials(run_dir) + len(args.reconfirm[0]))
+    progress = SweepProgress(expected, setup.budget_time_s, sweep.search.max_concurrent or 1,
+                             command_start, capping=capping)
     recorder = ResultsRecorder(run_dir, target=setup.target, budget=setup.budget,
                                mirror=mirror, step_latency_ms=step_cost.latency_ms,
-                               step_cpu_ms=step_cost.cpu_ms,
-                               command_start=command_start)
+                               step_cpu_ms=step_cost.cpu_ms, command_start=command_start,
+                               capping=capping, progress=progress)
     callbacks = [recorder]
     try:
         from cluster.azure_logging import azure_ml_callbacks
@@ -491,9 +497,8 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         pass
     from ray.tune.stopper import CombinedStopper
 
-    capping = sweep.search.capping
     stopper = CombinedStopper(StopOnWriteError(recorder), *(
-        [Capper(recorder, capping.margin, capping.protect)] if capping is not None else []))
+        [Capper(capping, recorder)] if capping.enabled else []))
     trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
                                     resources_for(setup))
     tune_dir = run_dir / rundir.TUNE_DIR
@@ -523,7 +528,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
                                    resume_unfinished=True, resume_errored=False)
     else:
         search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / rundir.OPTUNA_DB).resolve()}",
-                                 recorder=recorder)
+                                 recorder=recorder, capping=capping)
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
         reporter = None if not args.verbose else tune.CLIReporter(
@@ -550,11 +555,6 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         )
     # On --resume Tune unpickles the first run's callbacks and stopper: they are
     # sweeps.record.LiveOnRestore objects, so it gets this process's (built above).
-    expected = (expected_trials(sweep) if args.reconfirm is None
-                else _count_trials(run_dir) + len(args.reconfirm[0]))
-    recorder.progress = SweepProgress(expected, setup.budget_time_s,
-                                      sweep.search.max_concurrent or 1, command_start,
-                                      seeds=sweep.search.seeds)
     interrupted = False
     from sweeps.cli import (
         EXIT_NO_TRIAL_SUCCEEDED,
@@ -573,7 +573,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     except Exception as exc:
         if find_os_error(exc) is None or args.verbose:
             raise
-        recorder.write_error = recorder.write_error or find_os_error(exc)
+        recorder.note_write_error(find_os_error(exc))
     if recorder.write_error is not None:
         print(f"error: {args.file}: results: {describe_os_error(recorder.write_error)}; the "
               f"{_count_trials(run_dir)} trial(s) recorded before it are kept in {run_dir}; "
@@ -588,7 +588,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
             mirror.put(run_dir / name)
     n = recorder.num_recorded
     # seeds capping made pointless, and confirmation slots no finished configuration filled
-    skipped = (recorder.progress.skipped_in(recorder.trials)
+    skipped = (progress.skipped_in(recorder.trials)
                + (confirm_shortfall(sweep, recorder.trials) if args.reconfirm is None else 0))
     if interrupted or n < expected - skipped:
         print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "

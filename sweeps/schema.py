@@ -358,12 +358,6 @@ def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
     return {cid: max(int(seeds) - recorded[cid], 0) for cid in failed}
 
 
-def unrun_seeds(trials: Any, seeds: int) -> dict[str, int]:
-    """Every seed a sweep leaves unrun: adaptive capping's (:func:`skipped_seeds`) and failed
-    configurations' (:func:`failed_seeds`), ``{config_id: count}``."""
-    return {**skipped_seeds(trials, seeds), **failed_seeds(trials, seeds)}
-
-
 def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:
     """Seeds of each configuration that adaptive capping left unrun: ``{config_id: count}``.
 

@@ -36,6 +36,7 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
+from sweeps.capping import AdaptiveCapping
 from sweeps.schema import (  # noqa: F401 - skipped_seeds re-exported
     censored_objective,
     config_id,
@@ -281,6 +282,8 @@ class SeededSearch(Searcher):
             which seeds are skipped: adaptive capping's and failed configurations', and which
             configurations are confirmed), or None: every seed runs, none is confirmed.
         confirm: the confirmation stage (:class:`sweeps.spec.Confirm`), or None.
+        capping: the run's :class:`sweeps.capping.AdaptiveCapping` (which seeds capping
+            settled), or None: capping's skips are read with ``seeds`` alone.
         confirm_seeds: its seeds (:attr:`sweeps.spec.Search.confirm_seeds`).
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
@@ -288,11 +291,12 @@ class SeededSearch(Searcher):
     def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
                  num_configs: int, reference: dict[str, Any] | None = None,
                  first_seed: int = 0, recorder: Any = None, confirm: Confirm | None = None,
-                 confirm_seeds: list[int] | None = None, metric: str = "objective",
-                 mode: str = "min"):
+                 confirm_seeds: list[int] | None = None, capping: AdaptiveCapping | None = None,
+                 metric: str = "objective", mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.recorder = recorder
+        self.capping = capping if capping is not None else AdaptiveCapping(None, seeds)
         self._reference = reference
         self.seeds = seeds
         self.first_seed = int(first_seed)
@@ -437,8 +441,8 @@ class SeededSearch(Searcher):
 
     @property
     def skipped(self) -> dict[str, int]:
-        """``{config_id: seeds not run}`` so far (:func:`sweeps.schema.skipped_seeds`)."""
-        return skipped_seeds(self._recorded(), self.seeds)
+        """``{config_id: seeds not run}`` so far (:meth:`AdaptiveCapping.skipped_seeds`)."""
+        return self.capping.skipped_seeds(self._recorded())
 
     def _recorded(self) -> list[dict[str, Any]]:
         # an inert stand-in (unpickled where no sweep runs) has no rows
@@ -453,8 +457,8 @@ class SeededSearch(Searcher):
             self.__dict__.update(pickle.load(f))
 
 
-def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
-                 ) -> tuple[SeededSearch, int]:
+def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
+                 capping: AdaptiveCapping | None = None) -> tuple[SeededSearch, int]:
     """The searcher a run of ``sweep`` uses: :func:`make_optuna_search`'s sampler (its study
     in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
     the sweep's seeds, baseline and reference; ``recorder`` (the run's
@@ -468,8 +472,8 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None
     return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
                         num_configs=num_configs, reference=sweep.reference,
                         first_seed=sweep.search.first_seed, recorder=recorder,
-                        confirm=sweep.search.confirm,
-                        confirm_seeds=sweep.search.confirm_seeds), num_configs
+                        confirm=sweep.search.confirm, confirm_seeds=sweep.search.confirm_seeds,
+                        capping=capping), num_configs
 
 
 class FixedSearch(Searcher):

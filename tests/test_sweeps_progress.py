@@ -31,7 +31,11 @@ def test_a_resumed_sweep_counts_earlier_trials_as_done() -> None:
 def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     """A configuration with 2 of its 3 seeds capped runs no third seed: 9 trials expected,
     not 10, and the line says why."""
-    p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0, seeds=3)
+    from sweeps.capping import AdaptiveCapping
+    from sweeps.spec import Capping
+
+    p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0,
+                      capping=AdaptiveCapping(Capping(), 3))
     rows = [{"config_id": "a", "censor_reason": "capped"}] * 2 + [
         {"config_id": "base", "censor_reason": "capped", "is_baseline": True}] * 3
     skipped = p.skipped_in(rows)
@@ -39,4 +43,4 @@ def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     assert p.line(5, [10.0] * 5, [], None, now=60.0, skipped=skipped).startswith(
         "5/9 trials done (1 seed(s) skipped) · no incumbent yet · elapsed 1m00s · ETA ~40s")
     assert SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(
-        rows) == 0  # no seeds given: nothing counted as skipped
+        rows) == 0  # no capping given: nothing counted as skipped

@@ -183,14 +183,20 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
 
 def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protected_trials(
         tmp_path):
-    """Adaptive capping's decision (sweeps.record.Capper) on recorded rows: the incumbent is
+    """Adaptive capping's decision (sweeps.capping.AdaptiveCapping, asked by the Tune stopper
+    sweeps.record.Capper) on recorded rows: the incumbent is
     the smallest median TTT among configurations whose seeds all reached the target (the
     reference is not a candidate); the baseline, the reference and `protect` matches are never
     capped; a trial that reached is never capped."""
+    from sweeps.capping import AdaptiveCapping
     from sweeps.record import Capper
+    from sweeps.spec import Capping
 
+    capping = AdaptiveCapping(Capping(margin=2.0,
+                                      protect=[{"algorithm": "APEX", "num_env_runners": 8}]), 3)
     rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                          budget={"time_s": 60.0, "env_steps": None}, command_start=0.0)
+                          budget={"time_s": 60.0, "env_steps": None}, command_start=0.0,
+                          capping=capping)
     row = dict(is_reference=False)
     rec._trials = [
         {**row, "config_id": "ref", "is_reference": True, "status": "reached",
@@ -201,7 +207,7 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
         {**row, "config_id": "b", "status": "censored", "time_to_target_s": float("nan")},
     ]
     assert rec.incumbent_ttt_s() == 12.0  # a's median; b has a censored seed, ref is excluded
-    capper = Capper(rec, margin=2.0, protect=[{"algorithm": "APEX", "num_env_runners": 8}])
+    capper = Capper(capping, rec)
     cfg = {"algorithm": "DQN", "num_env_runners": 1}
     assert not capper("t1", {"wall_time_s": 23.9, "config": cfg})
     assert capper("t1", {"wall_time_s": 24.1, "config": cfg}) and rec.capped == {"t1": 24.0}
@@ -210,8 +216,11 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
                    {"algorithm": "APEX", "num_env_runners": 8, "lr": 1e-3}):
         assert not capper("t3", {"wall_time_s": 59.0, "config": spared})
     assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_env_runners": 4}})
-    assert not Capper(ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0), 2.0)(
+    assert not Capper(AdaptiveCapping(Capping(margin=2.0), 3),
+                      ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0))(
         "t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped
+    assert not Capper(AdaptiveCapping(None, 3), rec)(
+        "t6", {"wall_time_s": 1e9, "config": cfg})  # capping off
 
 
 def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
@@ -223,12 +232,16 @@ def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
     from ray.tune.stopper import CombinedStopper
 
     import sweeps.record as record
+    from sweeps.capping import AdaptiveCapping
     from sweeps.record import Capper, ResultsRecorder, StopOnWriteError
+    from sweeps.spec import Capping
 
     def build():
+        capping = AdaptiveCapping(Capping(margin=2.0), 1)
         rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                              budget={"time_s": 5.0, "env_steps": None}, command_start=0.0)
-        return rec, CombinedStopper(StopOnWriteError(rec), Capper(rec, 2.0))
+                              budget={"time_s": 5.0, "env_steps": None}, command_start=0.0,
+                              capping=capping)
+        return rec, CombinedStopper(StopOnWriteError(rec), Capper(capping, rec))
 
     first = pickle.dumps(build())  # the first run's state
     rec, stopper = build()  # the resuming process's
