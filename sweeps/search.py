@@ -266,7 +266,19 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     return searcher, n
 
 
-class SeededSearch(Searcher):
+class _PickledState(Searcher):
+    """A searcher whose checkpoint (Tune's, for ``--resume``) is its whole state, pickled."""
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.__dict__, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            self.__dict__.update(pickle.load(f))
+
+
+class SeededSearch(_PickledState):
     """Reference and baseline first, then each sampled configuration once per seed (see module
     docstring).
 
@@ -448,13 +460,6 @@ class SeededSearch(Searcher):
         # an inert stand-in (unpickled where no sweep runs) has no rows
         return getattr(self.recorder, "trials", None) or []
 
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as f:
-            pickle.dump(self.__dict__, f)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as f:
-            self.__dict__.update(pickle.load(f))
 
 
 def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
@@ -476,7 +481,7 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
                         capping=capping), num_configs
 
 
-class FixedSearch(Searcher):
+class FixedSearch(_PickledState):
     """Suggest ``configs`` in order, then ``FINISHED`` (a re-confirmation: the trials are
     known before it starts, :func:`reconfirmation`)."""
 
@@ -492,13 +497,6 @@ class FixedSearch(Searcher):
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):
         pass
 
-    def save(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "wb") as f:
-            pickle.dump(self.__dict__, f)
-
-    def restore(self, checkpoint_path: str) -> None:
-        with open(checkpoint_path, "rb") as f:
-            self.__dict__.update(pickle.load(f))
 
 
 def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
