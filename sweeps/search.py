@@ -294,9 +294,9 @@ class SeededSearch(_PickledState):
             which seeds are skipped: adaptive capping's and failed configurations', and which
             configurations are confirmed), or None: every seed runs, none is confirmed.
         confirm: the confirmation stage (:class:`sweeps.spec.Confirm`), or None.
+        confirm_seeds: its seeds (:attr:`sweeps.spec.Search.confirm_seeds`).
         capping: the run's :class:`sweeps.capping.AdaptiveCapping` (which seeds capping
             settled), or None: capping's skips are read with ``seeds`` alone.
-        confirm_seeds: its seeds (:attr:`sweeps.spec.Search.confirm_seeds`).
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
