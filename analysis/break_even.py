@@ -30,11 +30,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from analysis.plan_check import trial_components
-from analysis.stats import best_configs
+from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
 __all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even_rows"]
@@ -79,12 +78,6 @@ def break_even_s(p: Parts, ref: Parts) -> float:
     return max(numerator / denominator, 0.0)
 
 
-def _median(values: pd.Series) -> float:
-    v = pd.to_numeric(values, errors="coerce").to_numpy(float)
-    v = v[np.isfinite(v)]
-    return float(np.median(v)) if len(v) else math.nan
-
-
 def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
     """``(the reference's parts or None, the parts of each algorithm's best configuration per
     env runner count)`` of a run, at its own step cost; configurations whose median TTT was
@@ -93,8 +86,8 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
     tm = data.tm[data.tm["status"] != "error"]
     if tm.empty:
         return None, []
-    cost_s = (_median(tm.get("step_cpu_ms", pd.Series([0.0])))
-              + _median(tm.get("step_latency_ms", pd.Series([0.0])))) / 1000.0
+    cost_s = (finite_median(tm.get("step_cpu_ms", pd.Series([0.0])))
+              + finite_median(tm.get("step_latency_ms", pd.Series([0.0])))) / 1000.0
     cost_s = cost_s if math.isfinite(cost_s) else 0.0
     comps = trial_components(tm, data.res.progress).set_index("trial_id")
     t = tm.set_index("trial_id").join(comps[["startup_s", "rate"]])
@@ -103,8 +96,8 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
         g = t[t["config_id"] == row["config_id"]]
         reached = g[g["reached"]]
         lanes = max(int(row["num_env_runners"]), 1)
-        rate, startup = _median(g["rate"]), _median(g["startup_s"])
-        steps = _median(reached["steps_to_target"])
+        rate, startup = finite_median(g["rate"]), finite_median(g["startup_s"])
+        steps = finite_median(reached["steps_to_target"])
         ttt = float(row["ttt_s"])
         if not all(math.isfinite(x) for x in (rate, startup, steps, ttt)) or rate <= 0:
             return None

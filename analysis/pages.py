@@ -43,6 +43,7 @@ import pandas as pd
 from analysis.fmt import fmt_s, fmt_speedup, fmt_ttt, fmt_value
 from analysis.load import load_results
 from analysis.publish import varying_params
+from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
 __all__ = ["REGIONS", "fill_page", "regions_of", "render", "stale_regions", "main"]
@@ -106,9 +107,8 @@ def _run(data: Study) -> str:
 def _median(values: pd.Series, spec: str) -> str:
     """The median of the finite ``values`` formatted with ``spec``; ``n/a`` when none is (a
     trial that reached the target at its first iteration has no steady rate)."""
-    v = pd.to_numeric(values, errors="coerce").to_numpy(float)
-    v = v[np.isfinite(v)]
-    return format(float(np.median(v)), spec) if len(v) else "n/a"
+    m = finite_median(values)
+    return format(m, spec) if np.isfinite(m) else "n/a"
 
 
 def _components(data: Study) -> str:

@@ -353,8 +353,7 @@ def _summary(data: Study) -> str:
                     c = c.sort_values("cost_usd").iloc[0]
                     cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
             rows.append([
-                b["algorithm"] + (" (baseline)" if b["is_baseline"] else "")
-                + (" (reference)" if b["is_reference"] else ""),
+                _config_name(b),
                 str(b["num_env_runners"]), _esc(b["config_label"]),
                 f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
                 + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
@@ -400,8 +399,7 @@ def _summary(data: Study) -> str:
                 ["algorithm", "num_env_runners", "_t"]).iterrows():
             r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
             rows.append([
-                c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
-                + (" (reference)" if c["is_reference"] else ""),
+                _config_name(c),
                 str(c["num_env_runners"]), _esc(c["config_label"]),
                 f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _ttt_html(c),
                 _speedup_html(r) if r is not None else "-",
@@ -423,12 +421,17 @@ def _summary(data: Study) -> str:
     return "".join(parts)
 
 
+def _config_name(c: pd.Series) -> str:
+    """A summary row's algorithm, marked ``(baseline)`` or ``(reference)``."""
+    return (c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
+            + (" (reference)" if c["is_reference"] else ""))
+
+
 def _search_stage(search: pd.DataFrame) -> str:
     """The search stage's configurations, fastest first, marked exploratory: they chose what
     the confirmation ran and are judged on nothing here."""
     s = search.assign(_t=search["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
-    rows = [[c["algorithm"] + (" (baseline)" if c["is_baseline"] else "")
-             + (" (reference)" if c["is_reference"] else ""),
+    rows = [[_config_name(c),
              str(c["num_env_runners"]), _esc(c["config_label"]),
              f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}", _ttt_html(c)]
             for _, c in s.iterrows()]

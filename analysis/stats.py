@@ -173,6 +173,14 @@ def olympic_mean(durations: np.ndarray, reached: np.ndarray) -> tuple[float, str
     return float(np.mean(t[1:-1])), ""
 
 
+def finite_median(values: pd.Series | np.ndarray) -> float:
+    """Median of the finite numbers among ``values`` (non-numbers, NaN and inf left out);
+    NaN when none is left."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(float)
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if len(v) else math.nan
+
+
 def median_or_nan(values: pd.Series) -> float:
     """Median of a pandas Series, NaN skipped; NaN when nothing is left (without the
     "Mean of empty slice" warning numpy gives then)."""
