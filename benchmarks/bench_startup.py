@@ -15,9 +15,15 @@ on a fresh local Ray (2 CPUs), libraries imported first as in a trial
 - ``weight sync``: ``EnvRunnerGroup.sync_weights`` calls during the build;
 - ``other``: the rest of ``build_algo()``;
 - ``first iteration``: the first ``train()`` call (sampling, replay warm-up, updates; at least
-  the config's ``min_time_s_per_iteration``).
+  the config's ``min_time_s_per_iteration``);
+- ``first env step``: seconds from the end of ``build_algo()`` to the end of the first
+  ``train()`` whose result counts an env step (iterations of 0.25 s; 30 s at most).
 
-    python benchmarks/bench_startup.py [--algorithms DQN,APEX,IMPALA] [--reps 3]
+``--rllib-state-server`` builds IMPALA and APPO with RLlib's default pull-based weight sync
+(``use_env_runner_state_server=True``, :func:`sweeps.algorithms.impala.without_state_server`
+says why the suite turns it off).
+
+    python benchmarks/bench_startup.py [--algorithms DQN,APEX,IMPALA] [--reps 3] [--rllib-state-server]
 
 Prints a table (medians and ranges over ``--reps`` fresh processes) and saves
 ``benchmarks/results/bench_startup.json``. A Ray workload: run it alone.
@@ -39,14 +45,14 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 ENV = "ContosoCabs-v0"
 PARTS = ("bare actor", "env runners", "learner", "replay buffer", "weight sync", "other",
-         "build_algo", "first iteration")
+         "build_algo", "first iteration", "first env step")
 
 
-def child(algorithm: str) -> dict:
+def child(algorithm: str, state_server: bool = False) -> dict:
     """One measurement, in this (fresh) process."""
     import ray
 
-    from sweeps.algorithms import build_config
+    from sweeps.algorithms import build_config, extract_metrics
     from sweeps.trainable import preload_libraries
 
     preload_libraries()
@@ -82,6 +88,8 @@ def child(algorithm: str) -> dict:
         ray.kill(actor)
         config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0}, ENV)
         config.debugging(log_level="ERROR")
+        if state_server and hasattr(config, "use_env_runner_state_server"):
+            config.env_runners(use_env_runner_state_server=True)
         timed(EnvRunnerGroup, "__init__", "env runners")
         timed(EnvRunnerGroup, "sync_weights", "weight sync")
         timed(AlgorithmConfig, "build_learner_group", "learner")
@@ -98,6 +106,16 @@ def child(algorithm: str) -> dict:
         spent["other"] = spent["build_algo"] - sum(
             spent[p] for p in ("env runners", "learner", "replay buffer", "weight sync"))
         algo.stop()
+        parts = dict(spent)  # the second build below is timed by the same wrappers
+        config = config.copy(copy_frozen=False).reporting(min_time_s_per_iteration=0.25)
+        algo = config.build_algo()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 30:
+            if extract_metrics(algorithm, algo.train())["env_steps"] > 0:
+                break
+        first_step = time.perf_counter() - t0
+        algo.stop()
+        spent.update(parts, **{"first env step": first_step})
     finally:
         ray.shutdown()
     return spent
@@ -107,18 +125,23 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithms", default="DQN,APEX,IMPALA")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--rllib-state-server", action="store_true",
+                   help="IMPALA/APPO with RLlib's default EnvRunnerStateServer")
     p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument("--out", default=str(HERE / "results" / "bench_startup.json"))
+    p.add_argument("--out", help="JSON to write (default benchmarks/results/bench_startup.json, "
+                                 "bench_startup_state_server.json with --rllib-state-server)")
     args = p.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, args.rllib_state_server)))
         return 0
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     runs: dict[str, list[dict]] = {a: [] for a in algorithms}
     for rep in range(args.reps):
         for a in algorithms if rep % 2 == 0 else reversed(algorithms):
-            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", a],
-                                  cwd=ROOT, capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--child", a,
+                 *(["--rllib-state-server"] if args.rllib_state_server else [])],
+                cwd=ROOT, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise SystemExit(f"bench_startup: {a} failed: {proc.stderr[-2000:]}")
             runs[a].append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -130,11 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{part:<18}" + "".join(
             f"{summary[a][part]['median_s']:>8.2f} [{summary[a][part]['min_s']:.2f}-"
             f"{summary[a][part]['max_s']:.2f}]" for a in algorithms))
-    out = Path(args.out)
+    out = Path(args.out or HERE / "results" / (
+        "bench_startup_state_server.json" if args.rllib_state_server else "bench_startup.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
-                   f"--reps {args.reps}",
+                   f"--reps {args.reps}"
+                   + (" --rllib-state-server" if args.rllib_state_server else ""),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "runs": runs, "summary": summary}, indent=2))
     print(f"wrote {out}")

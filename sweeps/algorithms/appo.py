@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.impala import IMPALA_DEFAULTS, IMPALA_PARAMS
+from sweeps.algorithms.impala import IMPALA_DEFAULTS, IMPALA_PARAMS, without_state_server
 from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: APPO keys: IMPALA's plus the PPO surrogate's, by their RLlib names (APPOConfig.training).
@@ -26,7 +26,7 @@ APPO_DEFAULTS: dict[str, Any] = dict(IMPALA_DEFAULTS)
 def _make_config():
     from ray.rllib.algorithms.appo import APPOConfig
 
-    return APPOConfig()
+    return without_state_server(APPOConfig())
 
 
 SPEC = AlgorithmSpec(

@@ -48,10 +48,26 @@ IMPALA_DEFAULTS: dict[str, Any] = {
 }
 
 
+def without_state_server(config):
+    """``config`` with RLlib's pull-based weight sync turned off (IMPALA and APPO).
+
+    RLlib's IMPALA and APPO default to ``use_env_runner_state_server=True``: an
+    ``EnvRunnerStateServer`` actor, started per Algorithm, from which every env runner pulls
+    the latest weights at the top of each ``sample()``. Starting that actor is a new worker
+    process (~2.5 s on a 2-core machine, longer under load), and an env runner's first
+    ``sample()`` blocks on it: no env step for the first ~3 s of every IMPALA trial, inside its
+    time-to-target (``python benchmarks/bench_startup.py --algorithms IMPALA
+    --rllib-state-server`` shows it). The Algorithm's broadcast of its weights every
+    ``broadcast_interval`` training steps (RLlib's sync before the server existed) has no
+    start-up cost and is what the suite's IMPALA and APPO use.
+    """
+    return config.env_runners(use_env_runner_state_server=False)
+
+
 def _make_config():
     from ray.rllib.algorithms.impala import IMPALAConfig
 
-    return IMPALAConfig()
+    return without_state_server(IMPALAConfig())
 
 
 SPEC = AlgorithmSpec(
