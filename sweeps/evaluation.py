@@ -11,7 +11,9 @@ DQN, APEX, IMPALA, PPO and APPO and for the single-process reference (:mod:`swee
    episode ``i`` started with ``reset(seed=seed + i)``, so every evaluation of every trial and
    every algorithm starts from the same states;
 3. **when**: at the end of every training iteration (an iteration lasts at least
-   ``min_time_s_per_iteration`` seconds, 1 s by default, for RLlib and the reference alike);
+   ``min_time_s_per_iteration`` seconds, 1 s by default, for RLlib and the reference alike),
+   or on the protocol's own cadence (``Evaluation(every_s=..., every_env_steps=...)``,
+   :class:`Cadence`), with the initial policy evaluated as soon as the algorithm is built;
 4. **whose time**: it runs in the trial's own process, inside the timed region (as MLPerf counts
    its evaluations); its seconds are also summed into ``eval_time_s``.
 
@@ -29,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GreedyEvaluator", "evaluation_env", "rllib_greedy_policy", "trial_evaluator"]
+__all__ = ["Cadence", "GreedyEvaluator", "evaluation_env", "rllib_greedy_policy",
+           "trial_evaluator"]
 
 #: A batched greedy policy: observations of shape (B, *obs_shape) -> actions of shape (B,).
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -110,6 +113,43 @@ class GreedyEvaluator:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class Cadence:
+    """When the protocol's next evaluation falls due (:class:`sweeps.spec.Evaluation`).
+
+    An evaluation is due once ``every_s`` seconds have passed since the previous one started,
+    or ``every_env_steps`` env steps were sampled since it, whichever comes first. With
+    neither, :attr:`active` is False and the caller evaluates once per training iteration.
+
+    Args:
+        every_s: seconds between the starts of two evaluations, or None.
+        every_env_steps: env steps between two evaluations, or None.
+    """
+
+    def __init__(self, every_s: float | None = None, every_env_steps: int | None = None):
+        self.every_s = float(every_s) if every_s is not None else None
+        self.every_env_steps = int(every_env_steps) if every_env_steps is not None else None
+        self._wall, self._steps = 0.0, 0
+
+    @property
+    def active(self) -> bool:
+        return self.every_s is not None or self.every_env_steps is not None
+
+    def due(self, wall_s: float, env_steps: int | None = None) -> bool:
+        """True when an evaluation is due at ``wall_s`` seconds since the trial started and
+        ``env_steps`` lifetime env steps (only read with ``every_env_steps``); always True
+        when not :attr:`active`."""
+        if not self.active:
+            return True
+        if self.every_s is not None and wall_s - self._wall >= self.every_s:
+            return True
+        return (self.every_env_steps is not None and env_steps is not None
+                and env_steps - self._steps >= self.every_env_steps)
+
+    def started(self, wall_s: float, env_steps: int) -> None:
+        """An evaluation starts now (``wall_s``, ``env_steps`` as in :meth:`due`)."""
+        self._wall, self._steps = float(wall_s), int(env_steps)
 
 
 _process_evaluator: tuple[tuple, GreedyEvaluator] | None = None

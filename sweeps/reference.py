@@ -145,7 +145,9 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         config: ``algorithm`` (a key of :data:`REFERENCE_ALGORITHMS`), ``seed`` and SB3
             parameters; missing ones take :data:`REFERENCE_DEFAULTS`.
         env_id, env_config: the sweep's env (built by :func:`envs.make_env`, with any step latency).
-        evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol.
+        evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol, and its
+            cadence ``"every_s"``, ``"every_env_steps"`` (:class:`sweeps.evaluation.Cadence`;
+            absent or None: every iteration).
         budget_env_steps: env-step budget (caps ``total_timesteps``), or None.
         report: called once per iteration with ``wall_time_s`` (seconds since the clock
             started), ``env_steps``, ``episodes``, ``learner_updates`` (gradient steps),
@@ -160,7 +162,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from stable_baselines3.common.monitor import Monitor
 
     import envs
-    from sweeps.evaluation import trial_evaluator
+    from sweeps.evaluation import Cadence, trial_evaluator
 
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
@@ -182,8 +184,11 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     def greedy(obs):
         return model.policy.predict(obs, deterministic=True)[0]
 
+    cadence = Cadence(evaluation.get("every_s"), evaluation.get("every_env_steps"))
+
     class Protocol(BaseCallback):
-        """Ends an iteration every ``iteration_s`` seconds: evaluate, report, maybe stop."""
+        """Ends an iteration every ``iteration_s`` seconds, or evaluates on the protocol's
+        cadence: evaluate, report, maybe stop."""
 
         def __init__(self):
             super().__init__()
@@ -191,29 +196,39 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
             self.stop = False
 
         def _on_step(self) -> bool:
-            if time.perf_counter() - start - self.last < iteration_s and self.num_timesteps < total:
+            now = time.perf_counter() - start
+            if self.num_timesteps < total and (
+                    not cadence.due(now, self.num_timesteps) if cadence.active
+                    else now - self.last < iteration_s):
                 return True
             self.end_iteration()
             return not self.stop
 
-        def end_iteration(self) -> None:
+        def end_iteration(self, env_steps: int | None = None) -> None:
+            steps = int(self.num_timesteps if env_steps is None else env_steps)
+            cadence.started(time.perf_counter() - start, steps)
             value = evaluator.evaluate(greedy)
             wall = time.perf_counter() - start
             self.last = wall
-            episodes = self.model.ep_info_buffer or []
+            episodes = model.ep_info_buffer or []
             self.stop = bool(report({
-                "wall_time_s": wall, "env_steps": int(self.num_timesteps),
+                "wall_time_s": wall, "env_steps": steps,
                 "episodes": len(monitor.get_episode_rewards()),
-                "learner_updates": float(getattr(self.model, "_n_updates", math.nan)),
+                "learner_updates": float(getattr(model, "_n_updates", math.nan)),
                 "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
                 "training_return": (sum(e["r"] for e in episodes) / len(episodes)
                                     if episodes else math.nan),
-                "done": self.num_timesteps >= total,
-            })) or self.num_timesteps >= total
+                "done": steps >= total,
+            })) or steps >= total
 
     start = time.perf_counter()  # the timed region starts before the model is built
     model = _build_model(algo, params, train_env, seed)
     callback = Protocol()
+    if cadence.active:  # the initial policy, as for RLlib trials (sweeps.trainable)
+        callback.end_iteration(env_steps=0)
+        if callback.stop:
+            train_env.close()
+            return
     try:
         model.learn(total_timesteps=total, callback=callback)
         if not callback.stop:  # learn() ended between two iterations: close the last one

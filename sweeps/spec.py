@@ -187,13 +187,29 @@ class Budget(_Strict):
 
 
 class Evaluation(_Strict):
-    """The evaluation protocol (:mod:`sweeps.evaluation`): greedy episodes with fixed seeds at
-    the end of every training iteration, timed inside the trial."""
+    """The evaluation protocol (:mod:`sweeps.evaluation`): greedy episodes with fixed seeds,
+    timed inside the trial.
+
+    When: with neither ``every_s`` nor ``every_env_steps``, at the end of every training
+    iteration (``min_time_s_per_iteration``, ~1 s by default), so a time-to-target is known to
+    about an iteration. With either, on the protocol's own cadence, checked after every
+    training step (RLlib) or env step (the reference): an evaluation falls due once
+    ``every_s`` seconds have passed since the previous one started, or ``every_env_steps``
+    env steps were sampled since it, whichever comes first; the initial policy is also
+    evaluated as soon as the algorithm is built, so the first crossing's resolution
+    (``ttt_resolution_s``) is a gap between two evaluations too. Each evaluation costs the
+    trial its seconds (``eval_time_s``); ~10 ms for the default Contoso Cabs.
+    """
 
     episodes: int = Field(
         20, ge=1, le=1000, description="evaluation episodes per evaluation (run as one batch)")
     seed: int = Field(
         10_000, ge=0, description="episode i of every evaluation starts from reset(seed=seed+i)")
+    every_s: float | None = Field(
+        None, gt=0, le=86_400,
+        description="seconds between the starts of two evaluations (None: every iteration)")
+    every_env_steps: int | None = Field(
+        None, ge=1, description="env steps between two evaluations (None: every iteration)")
 
 
 class Capping(_Strict):

@@ -8,19 +8,21 @@ resolving its config and building the evaluation envs happen before the clock st
 reuses a trial's actor process for the next trial with the same resource request
 (:func:`begin_trial_in_process` resets what a trial leaves behind), so only the first trial of
 each shape pays the process start and imports, none of it timed. It then
-calls ``Algorithm.train()`` and, after every iteration, runs the evaluation protocol
-(:mod:`sweeps.evaluation`, inside the timed region) until the target metric is ≥ the target
-(time-to-target = wall-clock at the end of that iteration and its evaluation) or the per-trial
-budget (seconds, env steps) is spent (censored). A reference trial (``is_reference``) runs
-:func:`sweeps.reference.run_reference` instead, timed the same way. Every iteration is reported
-to Tune with the progress columns of docs/results.md.
+calls ``Algorithm.train()`` and runs the evaluation protocol (:mod:`sweeps.evaluation`, inside
+the timed region) after every iteration, or on the protocol's own cadence between training
+steps (:class:`sweeps.spec.Evaluation`), until the target metric is ≥ the target
+(time-to-target = wall-clock at the end of that evaluation) or the per-trial budget (seconds,
+env steps) is spent (censored). A reference trial (``is_reference``) runs
+:func:`sweeps.reference.run_reference` instead, timed the same way. Every evaluation (every
+iteration when the target metric is not the protocol's) is reported to Tune with the progress
+columns of docs/results.md.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +45,9 @@ class TrialSetup:
         budget_env_steps: env steps per trial, or None.
         evaluation_episodes: episodes per evaluation (:mod:`sweeps.evaluation`).
         evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
+        evaluation_every_s, evaluation_every_env_steps: the protocol's cadence
+            (:class:`sweeps.spec.Evaluation`), None where unset: both None evaluates at the end
+            of every training iteration.
         max_node_cpus: CPUs of the largest node.
         max_node_gpus: GPUs of the largest node, or None when unknown.
         cluster_cpus: CPUs of all nodes together (oversubscription scaling), or None: the
@@ -64,6 +69,8 @@ class TrialSetup:
     budget_env_steps: int | None = None
     evaluation_episodes: int = 20
     evaluation_seed: int = 10_000
+    evaluation_every_s: float | None = None
+    evaluation_every_env_steps: int | None = None
     max_node_cpus: float = 1.0
     max_node_gpus: float | None = None
     cluster_cpus: float | None = None
@@ -85,7 +92,10 @@ class TrialSetup:
                    target_metric=str(target["metric"]), target_value=float(target["value"]),
                    budget_time_s=sweep.budget.time_s, budget_env_steps=sweep.budget.env_steps,
                    evaluation_episodes=sweep.evaluation.episodes,
-                   evaluation_seed=sweep.evaluation.seed, max_node_cpus=float(max_node_cpus),
+                   evaluation_seed=sweep.evaluation.seed,
+                   evaluation_every_s=sweep.evaluation.every_s,
+                   evaluation_every_env_steps=sweep.evaluation.every_env_steps,
+                   max_node_cpus=float(max_node_cpus),
                    max_node_gpus=max_node_gpus, cluster_cpus=cluster_cpus,
                    allow_oversubscription=sweep.allow_oversubscription,
                    placement_strategy=sweep.placement_strategy, quiet=quiet,
@@ -107,9 +117,11 @@ class TrialSetup:
         return {"time_s": self.budget_time_s, "env_steps": self.budget_env_steps}
 
     @property
-    def evaluation(self) -> dict[str, int]:
-        """``{"episodes", "seed"}`` of the evaluation protocol."""
-        return {"episodes": self.evaluation_episodes, "seed": self.evaluation_seed}
+    def evaluation(self) -> dict[str, Any]:
+        """``{"episodes", "seed", "every_s", "every_env_steps"}`` of the evaluation protocol."""
+        return {"episodes": self.evaluation_episodes, "seed": self.evaluation_seed,
+                "every_s": self.evaluation_every_s,
+                "every_env_steps": self.evaluation_every_env_steps}
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
@@ -435,6 +447,12 @@ class _IterationReporter:
         self.best = -math.inf
         self.last_steps, self.last_wall = 0, wall  # wall: when sampling could start
 
+    def spent(self, wall: float, steps: int) -> bool:
+        """True when the budget is used up at ``wall`` seconds and ``steps`` env steps."""
+        budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
+        return (budget_s is not None and wall >= budget_s) or (
+            budget_steps is not None and steps >= budget_steps)
+
     def report(self, *, wall: float, steps: int, value: float, out_of_steps: bool = False,
                stalled: str = "", **columns: Any) -> bool:
         """Report one iteration (``columns``: episodes, episode_return_mean,
@@ -447,11 +465,9 @@ class _IterationReporter:
 
         if math.isfinite(value):
             self.best = max(self.best, value)
-        budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
+        budget_s = self.budget.get("time_s")
         reached = math.isfinite(value) and value >= self.target
-        done = reached or bool(stalled) or out_of_steps or (
-            budget_s is not None and wall >= budget_s) or (
-            budget_steps is not None and steps >= budget_steps)
+        done = reached or bool(stalled) or out_of_steps or self.spent(wall, steps)
         if callable(columns.get("peak_rss_mib")):
             columns["peak_rss_mib"] = columns["peak_rss_mib"](final=bool(done))
         if callable(columns.get("nodes_used")):  # asked once, at the trial's last iteration
@@ -470,7 +486,7 @@ class _IterationReporter:
 
 
 def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    """Tune function trainable: train until the target or the budget, reporting each iteration.
+    """Tune function trainable: train until the target or the budget, reporting each evaluation.
 
     ``config``: the trial's flat params (Tune's config); ``setup`` (bound with
     ``tune.with_parameters``): what all trials of the sweep share, :class:`TrialSetup`.
@@ -484,7 +500,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     import ray
 
     from sweeps.algorithms import extract_metrics
-    from sweeps.evaluation import rllib_greedy_policy, trial_evaluator
+    from sweeps.evaluation import Cadence, rllib_greedy_policy, trial_evaluator
 
     algo_name = config["algorithm"]
     target_metric = setup.target_metric
@@ -508,36 +524,127 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
              if setup.stall_iterations else None)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
     peak_memory = TrialPeakMemory(algo)
+    cadence = Cadence(setup.evaluation_every_s, setup.evaluation_every_env_steps)
+    counters = _Counters()
+
+    def measure(m: dict[str, Any], stalled: str | None = None) -> bool:
+        """Evaluate (when the target metric is the protocol's) and report; True: trial ends."""
+        m = counters.update(m)
+        cadence.started(time.perf_counter() - start, m["env_steps"])
+        evaluation_return = math.nan
+        if evaluator is not None:  # ALGO-INDEPENDENT: the evaluation protocol
+            evaluation_return = evaluator.evaluate(greedy_policy())
+        wall = time.perf_counter() - start
+        if target_metric == EVALUATION:
+            value = evaluation_return
+        elif target_metric in (TRAINING, EPISODE_RETURN):
+            value = m["episode_return_mean"]
+        else:
+            value = lookup_metric(m["result"], target_metric)
+        return reporter.report(
+            wall=wall, steps=int(m["env_steps"]), value=value, episodes=int(m["episodes"]),
+            episode_return_mean=float(m["episode_return_mean"]),
+            evaluation_return=evaluation_return,
+            eval_time_s=evaluator.total_time_s if evaluator else 0.0,
+            learner_updates=float(m["learner_updates"]), stalled=stalled or "",
+            grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
+            grad_trace_cov=m["grad_trace_cov"],
+            peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
+            nodes_used=lambda: trial_nodes(algo))
+
+    on_cadence = evaluator is not None and cadence.active
+    if on_cadence:
+        # the initial policy, so that the first crossing is a gap between two evaluations
+        if measure({**counters.last, "result": {}}):
+            algo.stop()
+            return
+
+        def due() -> bool:
+            return cadence.due(time.perf_counter() - start, env_steps_so_far(algo))
+
+        evaluate_between_training_steps(
+            algo, due, lambda: measure({**extract_metrics(algo_name, algo.metrics.peek()),
+                                        "result": {}}))
     try:
         while True:
-            result = algo.train()
+            try:
+                result = algo.train()
+            except _TrialEnded:
+                break
             m = extract_metrics(algo_name, result)
-            evaluation_return = math.nan
-            if evaluator is not None:  # ALGO-INDEPENDENT: the evaluation protocol
-                evaluation_return = evaluator.evaluate(greedy_policy())
             wall = time.perf_counter() - start
-            if target_metric == EVALUATION:
-                value = evaluation_return
-            elif target_metric in (TRAINING, EPISODE_RETURN):
-                value = m["episode_return_mean"]
-            else:
-                value = lookup_metric(result, target_metric)
             updates = float(m.get("learner_updates", math.nan))
             stalled = stall.update(wall, m["env_steps"], updates) if stall else None
-            if reporter.report(
-                    wall=wall, steps=int(m["env_steps"]), value=value,
-                    episodes=int(m["episodes"]),
-                    episode_return_mean=float(m["episode_return_mean"]),
-                    evaluation_return=evaluation_return,
-                    eval_time_s=evaluator.total_time_s if evaluator else 0.0,
-                    learner_updates=updates, stalled=stalled or "",
-                    grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
-                    grad_trace_cov=m["grad_trace_cov"],
-                    peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
-                    nodes_used=lambda: trial_nodes(algo)):
+            if on_cadence and not (stalled or reporter.spent(wall, m["env_steps"])):
+                continue  # evaluated between the training steps; the budget is not spent
+            if measure({**m, "result": result}, stalled):
                 break
     finally:
         algo.stop()
+
+
+class _TrialEnded(Exception):
+    """Raised out of ``Algorithm.train()`` by an evaluation between two training steps that
+    ended the trial (target reached, budget spent)."""
+
+
+class _Counters:
+    """The lifetime counters of a trial's measurements, never going back, and its training
+    episodes' running mean return kept while no episode ended: a result read between training
+    steps may lack the learner's counters of an iteration just begun."""
+
+    KEYS = ("env_steps", "episodes", "learner_updates")
+
+    def __init__(self):
+        self.last: dict[str, Any] = {"env_steps": 0, "episodes": 0, "learner_updates": math.nan,
+                                     "episode_return_mean": math.nan,
+                                     "grad_noise_scale": math.nan, "grad_norm_sq": math.nan,
+                                     "grad_trace_cov": math.nan}
+
+    def update(self, m: dict[str, Any]) -> dict[str, Any]:
+        out = dict(m)
+        for k in self.KEYS:
+            prev, now = float(self.last[k]), float(m.get(k, math.nan))
+            out[k] = prev if not math.isfinite(now) or (math.isfinite(prev) and now < prev) \
+                else now
+        if not math.isfinite(float(out.get("episode_return_mean", math.nan))):
+            out["episode_return_mean"] = self.last["episode_return_mean"]  # a running mean
+        self.last = {k: out[k] for k in self.last}
+        return out
+
+
+def env_steps_so_far(algo) -> int:
+    """Lifetime env steps sampled by ``algo``'s env runners, read between two training steps
+    (0 before the first sample arrived)."""
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    try:
+        return int(algo.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)))
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def evaluate_between_training_steps(algo, due: Callable[[], bool],
+                                    measure: Callable[[], bool]) -> None:
+    """Make ``algo`` run ``measure`` after each of its training steps when ``due()``.
+
+    ``Algorithm.train()`` runs ``training_step()`` until ``min_time_s_per_iteration`` has
+    passed; the protocol's cadence (:class:`sweeps.evaluation.Cadence`) must not depend on
+    that, and short iterations are no answer (each costs RLlib's result compilation; an
+    asynchronous algorithm's iteration may hold no sample at all). So the evaluation runs
+    where the training does, between two of its steps, in the trial's thread: the learner
+    is idle while it runs, as it would be at an iteration's end. ``measure`` returning True
+    (the trial ends) raises :class:`_TrialEnded` out of ``train()``.
+    """
+    original = algo.training_step
+
+    def training_step():
+        out = original()
+        if due() and measure():
+            raise _TrialEnded
+        return out
+
+    algo.training_step = training_step
 
 
 def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:

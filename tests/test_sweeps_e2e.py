@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -40,15 +41,15 @@ UNREACHABLE = 'Target(metric="env_runners/episode_len_mean", value=1e9)'
 
 def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budget_s: float,
                 target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False,
-                confirm: str = "None") -> Path:
+                confirm: str = "None", evaluation: str = "Evaluation()") -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Confirm, Search, Sweep, Target, choice
+        from sweeps.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
             search_space={{"num_env_runners": choice([0, 1])}},
             per_algorithm={{"PPO": {{"train_batch_size": choice([500, 1000])}}}},
-            target={target}, budget=Budget(time_s={budget_s}),
+            target={target}, budget=Budget(time_s={budget_s}), evaluation={evaluation},
             search=Search(sampler="random", num_samples={num_samples}, seeds={seeds},
                           confirm={confirm}),
             fixed={{"grad_noise_scale_every": 1}},
@@ -73,10 +74,12 @@ def only_run_dir(results: Path, name: str) -> Path:
 def test_tiny_sweep_writes_every_column(tmp_path):
     """A real sweep with both stages: 2 sampled configurations, the baseline and the reference
     on the search's seed, then the fastest configuration, the baseline and the reference on a
-    fresh confirmation seed; every column recorded."""
+    fresh confirmation seed; every column recorded; the evaluation protocol on its own
+    cadence (every 500 env steps)."""
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True,
-                       confirm="Confirm(top_k=1, seeds=1)")
+                       confirm="Confirm(top_k=1, seeds=1)",
+                       evaluation="Evaluation(every_env_steps=500)")
     t0 = time.time()
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -120,7 +123,9 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert progress.evaluation_return.notna().all()
     assert (progress.target_metric_value == progress.evaluation_return).all()
     assert set(trials.status) <= {"reached", "censored"}, trials[["status", "error"]]
-    assert (trials.total_env_steps > 0).all() and (trials.env_steps_per_s > 0).all()
+    # a trial capped at its first evaluation (the initial policy's) has sampled nothing
+    ran = trials[trials.censor_reason != "capped"]
+    assert (ran.total_env_steps > 0).all() and (ran.env_steps_per_s > 0).all()
     assert (trials.num_cpus >= 1).all() and (trials.node_count >= 1).all()
     reached = trials[trials.status == "reached"]
     assert reached.time_to_target_s.notna().all() and (reached.time_to_target_s <= reached.elapsed_s).all()
@@ -131,10 +136,29 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     censored = trials[trials.status == "censored"]
     assert censored.time_to_target_s.isna().all() and censored.ttt_resolution_s.isna().all()
     assert (censored.objective >= censored.budget_s).all()
-    # progress: iterations 1..n per trial, monotone wall-clock and env steps
+    # progress: evaluations 1..n per trial, monotone wall-clock and env steps; the first
+    # evaluates the initial policy, the others fall due every 500 env steps: checked after
+    # every env step by the reference, after every training step by RLlib (a DQN step
+    # samples a few dozen env steps, a PPO step its whole train batch)
     for tid, g in progress.groupby("trial_id"):
         assert list(g.iteration) == list(range(1, len(g) + 1)), tid
         assert g.wall_time_s.is_monotonic_increasing and g.env_steps.is_monotonic_increasing
+        assert g.env_steps.iloc[0] == 0, tid
+    row_of = trials.set_index("trial_id")
+    for tid, g in progress.groupby("trial_id"):
+        gaps = g.env_steps.diff().iloc[1:-1]  # the last may end on the budget
+        algo = row_of.loc[tid, "algorithm"]
+        if algo == "SB3-DQN":
+            assert (gaps == 500).all(), (tid, list(gaps))
+        elif algo == "DQN":
+            assert ((gaps >= 500) & (gaps < 500 + 256)).all(), (tid, list(gaps))
+        else:
+            assert (gaps >= 500).all(), (tid, list(gaps))
+    reached_rows = progress[progress.trial_id.isin(reached.trial_id)]
+    for _, t in reached.iterrows():  # the resolution is the gap to the evaluation before
+        w = reached_rows[reached_rows.trial_id == t.trial_id].wall_time_s.to_numpy()
+        i = int(np.searchsorted(w, t.time_to_target_s))
+        assert t.ttt_resolution_s == pytest.approx(w[i] - w[i - 1]), t.trial_id
     assert set(progress.trial_id) == set(trials.trial_id)
     # the learners measured the gradient noise scale (DQN's TD loss, PPO's surrogate); the
     # single-process reference has none

@@ -83,6 +83,52 @@ def test_sb3_reference_reports_iterations_and_stops_when_told(tmp_path, monkeypa
     assert list(tmp_path.glob("SB3-*")) == []  # no log folder left in the machine's temp folder
 
 
+def test_an_evaluation_falls_due_on_its_own_cadence() -> None:
+    from sweeps.evaluation import Cadence
+
+    assert not Cadence().active and Cadence().due(0.0, 0)  # none: every iteration
+    by_time = Cadence(every_s=0.5)
+    by_time.started(1.0, 100)
+    assert not by_time.due(1.49, 10_000) and by_time.due(1.5, 100)
+    by_steps = Cadence(every_env_steps=200)
+    by_steps.started(1.0, 100)
+    assert not by_steps.due(99.0, 299) and by_steps.due(1.0, 300)
+    either = Cadence(every_s=0.5, every_env_steps=200)
+    either.started(0.0, 0)
+    assert either.due(0.1, 200) and either.due(0.5, 1) and not either.due(0.4, 199)
+
+
+def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path,
+                                                                        monkeypatch) -> None:
+    """With a cadence, the reference evaluates its initial policy (0 env steps), then every
+    ``every_env_steps`` env steps or ``every_s`` seconds, not once per 5 s iteration."""
+    import tempfile
+
+    from sweeps.reference import run_reference
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    for cadence in ({"every_env_steps": 150}, {"every_s": 0.05}):
+        reports = []
+
+        def report(r, reports=reports):
+            reports.append(r)
+            return len(reports) >= 4
+
+        run_reference({"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 5.0},
+                      env_id=CABS, env_config={},
+                      evaluation={"episodes": 4, "seed": 10_000, **cadence},
+                      budget_env_steps=None, report=report)
+        steps = [r["env_steps"] for r in reports]
+        assert len(reports) == 4 and steps[0] == 0 and reports[0]["learner_updates"] == 0
+        if "every_env_steps" in cadence:
+            assert steps == [0, 150, 300, 450]
+        else:  # 4 evaluations 0.05 s apart, where iterations would have given one in 5 s
+            assert 0 < steps[1] < steps[2] < steps[3]
+            assert reports[-1]["wall_time_s"] < 5.0, reports
+        assert reports[-1]["eval_time_s"] > reports[0]["eval_time_s"] > 0
+
+
 def test_reference_params_are_checked() -> None:
     from sweeps.reference import check_reference
 
