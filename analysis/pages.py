@@ -23,7 +23,7 @@ Regions (:data:`REGIONS`):
   (the same numbers and formatting as ``analysis.publish``'s tables);
 - ``run``: what ran: trials, seeds of each stage, wall-clock, git revision;
 - ``components``: per configuration, the parts of its TTT (start-up, steady sampling rate, env
-  steps to the target), learner updates/s and peak memory;
+  steps to the target), learner updates/s, peak memory and the evaluation share of wall-clock;
 - ``plan_check``: the capacity plan's models checked on held-out env runner counts;
 - ``break_even``: per configuration, the env cost per step above which it beats the
   reference, and its predicted TTT at the run's step cost and twice it.
@@ -114,7 +114,8 @@ def _median(values: pd.Series, spec: str) -> str:
 def _components(data: Study) -> str:
     """Per (algorithm, N), medians over seeds of the parts of TTT the pipeline model uses
     (:func:`analysis.plan_check.trial_components`), the learner's updates/s, the trial's peak
-    memory and the configuration's TTT."""
+    memory, the share of its wall-clock spent in the evaluation protocol and the
+    configuration's TTT."""
     from analysis.plan_check import trial_components
 
     tm = data.tm[data.tm["status"] != "error"]
@@ -124,8 +125,8 @@ def _components(data: Study) -> str:
     t["updates_per_s"] = (trials["learner_updates"] / trials["elapsed_s"]).reindex(t.index)
     summary = data.summary.set_index("config_id")
     rows = ["| configuration | start-up (s) | steady env steps/s | env steps to target | "
-            "learner updates/s | peak RSS (MiB) | TTT |", "| --- | ---: | ---: | ---: | ---: | "
-            "---: | --- |"]
+            "learner updates/s | peak RSS (MiB) | evaluation share | TTT |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     t = t.assign(_ref=t["is_reference"]).sort_values(["_ref", "algorithm", "num_env_runners"])
     for cid, g in t.groupby("config_id", sort=False):
         c = summary.loc[cid]
@@ -135,10 +136,11 @@ def _components(data: Study) -> str:
             f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
         rows.append(
             f"| {c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
+            + (" (baseline)" if c["is_baseline"] else "")
             + (" (reference)" if c["is_reference"] else "") + " | "
             f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
             f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
-            f"{fmt_ttt(c)} |")
+            f"{_median(g['eval_time_s'] / g['elapsed_s'], '.1%')} | {fmt_ttt(c)} |")
     return "\n".join(rows)
 
 

@@ -8,8 +8,8 @@ process, no actor start-up, the suite's data path) and with 1, the DQN baseline 
 and the reference. Two stages (docs/design.md, *stage*): the search runs each on 3 seeds (0-2);
 the confirmation reruns the search's 2 fastest configurations (both APEX layouts), the baseline
 and the reference on 10 seeds the search never used (1000-1009), and every number of the answer
-comes from those. Evaluations every 0.1 s from the initial policy on. 52 trials of at most 45 s;
-about 7 minutes on a 2-core laptop.
+comes from those. Evaluations after each 0.1 s of training, from the initial policy on. 52
+trials of at most 45 s; about 7 minutes on a 2-core laptop.
 """
 
 from sweeps.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice

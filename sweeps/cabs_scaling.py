@@ -7,9 +7,10 @@ with the seed article's DQN baseline (1 env runner) — and does any of them bea
 single-process DQN (the *reference*: absolute speedup, docs/design.md)?
 
 Every trial, the reference included, is judged on one metric: the greedy policy's mean return
-over 20 fixed-seed evaluation episodes (the evaluation protocol, :mod:`sweeps.evaluation`),
-every 0.1 s from the initial policy on, timed inside its time-to-target: the reference reaches
-the target in about a second, so a TTT is known to ~0.1 s, not to a ~1 s training iteration.
+over 20 fixed-seed evaluation episodes (the evaluation protocol, :mod:`sweeps.evaluation`), of
+the initial policy, then after each 0.1 s of training, timed inside its time-to-target: the
+reference reaches the target in about a second, so a TTT is known to ~0.1 s, not to a ~1 s
+training iteration.
 
 Two stages (docs/design.md, *stage*): the search, (6 sampled configs + baseline + reference) ×
 3 seeds = 24 trials (fewer when adaptive capping has capped two seeds of a configuration: its

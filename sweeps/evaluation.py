@@ -118,12 +118,14 @@ class GreedyEvaluator:
 class Cadence:
     """When the protocol's next evaluation falls due (:class:`sweeps.spec.Evaluation`).
 
-    An evaluation is due once ``every_s`` seconds have passed since the previous one started,
-    or ``every_env_steps`` env steps were sampled since it, whichever comes first. With
-    neither, :attr:`active` is False and the caller evaluates once per training iteration.
+    An evaluation is due once ``every_s`` seconds of training have passed since the previous
+    one ended, or ``every_env_steps`` env steps were sampled since it, whichever comes first:
+    an evaluation that takes longer than ``every_s`` (an untrained greedy policy may play
+    every episode to its time limit) cannot starve the training. With neither, :attr:`active`
+    is False and the caller evaluates once per training iteration.
 
     Args:
-        every_s: seconds between the starts of two evaluations, or None.
+        every_s: seconds of training between two evaluations, or None.
         every_env_steps: env steps between two evaluations, or None.
     """
 
@@ -147,8 +149,8 @@ class Cadence:
         return (self.every_env_steps is not None and env_steps is not None
                 and env_steps - self._steps >= self.every_env_steps)
 
-    def started(self, wall_s: float, env_steps: int) -> None:
-        """An evaluation starts now (``wall_s``, ``env_steps`` as in :meth:`due`)."""
+    def ended(self, wall_s: float, env_steps: int) -> None:
+        """An evaluation ended now (``wall_s``, ``env_steps`` as in :meth:`due`)."""
         self._wall, self._steps = float(wall_s), int(env_steps)
 
 

@@ -206,9 +206,9 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
 
         def end_iteration(self, env_steps: int | None = None) -> None:
             steps = int(self.num_timesteps if env_steps is None else env_steps)
-            cadence.started(time.perf_counter() - start, steps)
             value = evaluator.evaluate(greedy)
             wall = time.perf_counter() - start
+            cadence.ended(wall, steps)
             self.last = wall
             episodes = model.ep_info_buffer or []
             self.stop = bool(report({

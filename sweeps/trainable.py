@@ -530,11 +530,11 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     def measure(m: dict[str, Any], stalled: str | None = None) -> bool:
         """Evaluate (when the target metric is the protocol's) and report; True: trial ends."""
         m = counters.update(m)
-        cadence.started(time.perf_counter() - start, m["env_steps"])
         evaluation_return = math.nan
         if evaluator is not None:  # ALGO-INDEPENDENT: the evaluation protocol
             evaluation_return = evaluator.evaluate(greedy_policy())
         wall = time.perf_counter() - start
+        cadence.ended(wall, m["env_steps"])
         if target_metric == EVALUATION:
             value = evaluation_return
         elif target_metric in (TRAINING, EPISODE_RETURN):

@@ -88,13 +88,13 @@ def test_an_evaluation_falls_due_on_its_own_cadence() -> None:
 
     assert not Cadence().active and Cadence().due(0.0, 0)  # none: every iteration
     by_time = Cadence(every_s=0.5)
-    by_time.started(1.0, 100)
+    by_time.ended(1.0, 100)
     assert not by_time.due(1.49, 10_000) and by_time.due(1.5, 100)
     by_steps = Cadence(every_env_steps=200)
-    by_steps.started(1.0, 100)
+    by_steps.ended(1.0, 100)
     assert not by_steps.due(99.0, 299) and by_steps.due(1.0, 300)
     either = Cadence(every_s=0.5, every_env_steps=200)
-    either.started(0.0, 0)
+    either.ended(0.0, 0)
     assert either.due(0.1, 200) and either.due(0.5, 1) and not either.due(0.4, 199)
 
 
