@@ -87,12 +87,11 @@ def _read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
         warnings.append(f"{path.name} is missing in {path.parent}: its section is left out")
         return {}
     try:
-        data = json.loads(path.read_text())
+        return rundir.read_json(path)
+    except SchemaError as exc:
+        raise ResultsError(str(exc)) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise ResultsError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:

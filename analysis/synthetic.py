@@ -20,7 +20,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 from datetime import datetime, timedelta, timezone
@@ -231,7 +230,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         "baseline": {"algorithm": baseline[0], "num_env_runners": baseline[1]},
         "results_dir": str(path.parent), "allow_oversubscription": True,
     }
-    (path / rundir.SPEC).write_text(json.dumps(spec, indent=2))
+    rundir.write_json(path / rundir.SPEC, spec)
 
     import optuna
     import pyarrow
@@ -252,7 +251,7 @@ def write_synthetic_results(path: str | Path, *, seeds: int = 3,
         "command": f"analysis.synthetic.write_synthetic_results(seeds={seeds}, "
                    f"env_runners={tuple(env_runners)}, censor={censor}, rng_seed={rng_seed})",
     }
-    (path / rundir.ENVIRONMENT).write_text(json.dumps(env, indent=2))
+    rundir.write_json(path / rundir.ENVIRONMENT, env)
 
     db = path / rundir.OPTUNA_DB
     if db.exists():

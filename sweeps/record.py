@@ -686,8 +686,3 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
     }
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as indented JSON atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)

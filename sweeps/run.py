@@ -122,7 +122,7 @@ def _first_msg(e) -> str:
 def _started_at(run: Path) -> str:
     """A run's recorded start (environment.json ``started_at``, ISO 8601 UTC), or ``""``."""
     try:
-        return str(json.loads((run / rundir.ENVIRONMENT).read_text()).get("started_at") or "")
+        return str(rundir.read_json(run / rundir.ENVIRONMENT).get("started_at") or "")
     except (OSError, ValueError):
         return ""
 
@@ -243,7 +243,7 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
                 raise bad(name, f"results schema version {version}, this rl-scaling writes "
                                 f"version {SCHEMA_VERSION}")
     try:
-        json.loads((run_dir / rundir.ENVIRONMENT).read_text())
+        rundir.read_json(run_dir / rundir.ENVIRONMENT)
     except (OSError, ValueError) as e:
         raise bad(rundir.ENVIRONMENT, f"missing or not JSON ({type(e).__name__})") from None
 
@@ -255,7 +255,7 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
         SpecError: one line listing the changed fields, unless ``allow``.
     """
     try:
-        old = json.loads((run_dir / rundir.SPEC).read_text())
+        old = rundir.read_json(run_dir / rundir.SPEC)
     except (OSError, ValueError) as e:
         raise SpecError(f"{source}: --resume: {run_dir / rundir.SPEC} is missing or corrupt "
                         f"({type(e).__name__}); this is not a run of this tool to resume") from None
@@ -450,15 +450,15 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
         SweepProgress,
         environment_info,
         now_iso,
-        write_json,
     )
+    from sweeps.rundir import read_json, write_json
     from sweeps.search import FixedSearch, confirm_shortfall, expected_trials, sweep_search
     from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
     if args.reconfirm is not None:  # the run's spec, with the new confirmation seeds
-        spec = json.loads((run_dir / rundir.SPEC).read_text())
+        spec = read_json(run_dir / rundir.SPEC)
         seeds = spec.setdefault("seeds", {"search": [], "confirm": []})
         seeds["confirm"] = [*seeds.get("confirm", []), *args.reconfirm[1]]
         write_json(run_dir / rundir.SPEC, spec)
@@ -470,7 +470,7 @@ def _run(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path,
     env_info = environment_info(sys.argv[1:] if argv is None else argv, cluster_info.address,
                                 cluster_info.nodes)
     if args.resume and env_path.exists():
-        env_info["started_at"] = json.loads(env_path.read_text()).get("started_at")
+        env_info["started_at"] = read_json(env_path).get("started_at")
         env_info["resumed_at"] = now_iso()
     write_json(env_path, env_info)
     if mirror is not None:
@@ -652,7 +652,7 @@ def prepare_reconfirmation(run_dir: Path, sweep: Sweep, source: str
         return SpecError(f"{source}: --confirm-only {run_dir}: {why}")
 
     try:
-        spec = json.loads((run_dir / rundir.SPEC).read_text())
+        spec = rundir.read_json(run_dir / rundir.SPEC)
         rows = read_parquet(run_dir / rundir.TRIALS).to_dict("records")
     except (OSError, ValueError) as e:
         raise bad(f"not a finished run ({type(e).__name__}: {e})") from None
