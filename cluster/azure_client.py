@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cluster.azure_specs import AzureError
+from sweeps import rundir
 
 # ---------------------------------------------------------------------------------------------
 # The workspace (the service boundary)
@@ -123,7 +124,7 @@ def download_results(client, name: str, results: Path) -> list[Path]:
         out = Path(tmp) / "named-outputs" / "results"
         if not out.is_dir():
             raise AzureError(f"job {head.name}: its results output was not downloaded ({tmp})")
-        runs = sorted(p.parent for p in out.glob("*/*/spec.json"))
+        runs = sorted(p.parent for p in out.glob(f"*/*/{rundir.SPEC}"))
         if not runs:
             raise AzureError(f"job {head.name}: no results in its output (did the sweep run?)")
         created = []

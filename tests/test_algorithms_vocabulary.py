@@ -281,3 +281,17 @@ def test_importing_the_algorithms_does_no_work():
             "assert 'sweeps.algorithms.vocabulary' in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("name", ["IMPALA", "APPO"])
+def test_asynchronous_algorithms_sync_weights_without_rllibs_state_server(name):
+    """The suite's IMPALA and APPO broadcast weights from the Algorithm: RLlib's default
+    ``EnvRunnerStateServer`` held every env runner's first sample ~4-6 s on 2 cores
+    (docs/benchmarks.md, "Trial start-up"; the sampling itself: test_algorithms_learning)."""
+    from sweeps.algorithms import build_config
+
+    assert build_config({"algorithm": name}, "CartPole-v1").use_env_runner_state_server is False
+    import importlib
+
+    rllib = importlib.import_module(f"ray.rllib.algorithms.{name.lower()}")
+    assert getattr(rllib, f"{name}Config")().use_env_runner_state_server is True  # RLlib's
