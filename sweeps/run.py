@@ -22,11 +22,8 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from sweeps import rundir
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -34,6 +31,7 @@ from sweeps import rundir
 #: creation time then includes whatever the shell ran before (a pip install).
 COMMAND_START = time.time()
 
+from sweeps import rundir  # noqa: E402
 from sweeps.cli import EXIT_BAD_INPUT  # noqa: E402
 from sweeps.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
 from sweeps.placement import (  # noqa: E402, F401
@@ -43,6 +41,12 @@ from sweeps.placement import (  # noqa: E402, F401
     feasibility,
     trial_requests,
     trial_setup,
+)
+from sweeps.rundir import (  # noqa: E402
+    check_resume_dir,
+    check_resume_spec,
+    lock_run_dir,
+    run_dir_for,
 )
 from sweeps.spec import Budget, Search, Sweep  # noqa: E402
 from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
@@ -119,70 +123,6 @@ def _first_msg(e) -> str:
     return e.errors()[0]["msg"].removeprefix("Value error, ")
 
 
-def _started_at(run: Path) -> str:
-    """A run's recorded start (environment.json ``started_at``, ISO 8601 UTC), or ``""``."""
-    try:
-        return str(rundir.read_json(run / rundir.ENVIRONMENT).get("started_at") or "")
-    except (OSError, ValueError):
-        return ""
-
-
-def run_dir_for(root: Path, sweep: Sweep, resume: bool, source: str) -> Path:
-    """``<root>/<name>/<run_id>``: a new run directory, or the latest run on --resume.
-
-    A new run id is the UTC start time (``YYYYmmdd-HHMMSS``), suffixed ``-2``, ``-3``, ... when
-    taken; the directory is created here (``mkdir`` fails if it exists), so two processes
-    starting in the same second never share one. On ``--resume`` the latest run is the one
-    with the newest recorded start time (``environment.json``), not the last name: a copy
-    named ``backup`` does not win.
-
-    Raises:
-        SpecError: ``--resume`` and no earlier run with a Tune state.
-    """
-    base = root / sweep.name
-    if resume:
-        runs = [p for p in base.glob("*") if (p / rundir.TUNE_DIR).is_dir()] if base.is_dir() else []
-        if not runs:
-            raise SpecError(f"{source}: --resume: no earlier run of sweep {sweep.name!r} under {base}")
-        return max(runs, key=lambda p: (_started_at(p), p.stat().st_mtime))
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    base.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        path = base / (run_id if n == 1 else f"{run_id}-{n}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise SpecError(f"{source}: results: no free run id under {base}")
-
-
-def lock_run_dir(run_dir: Path, source: str):
-    """Take the run directory's lock (``<run_dir>/.lock``, the ``filelock`` library) for this
-    process: one ``sweeps.run`` per results directory, on ``--resume`` too.
-
-    Returns:
-        The held ``filelock.FileLock`` (release it, or use it as a context manager).
-
-    Raises:
-        SpecError: another process holds it; the message names its pid.
-    """
-    import filelock
-
-    lock = filelock.FileLock(str(run_dir / rundir.LOCK))
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        try:
-            holder = (run_dir / f"{rundir.LOCK}.pid").read_text().strip()
-        except OSError:
-            holder = "unknown"
-        raise SpecError(f"{source}: results: {run_dir} is in use by another sweeps.run "
-                        f"(pid {holder}); wait for it to finish or choose another --results") from None
-    (run_dir / f"{rundir.LOCK}.pid").write_text(f"{os.getpid()}\n")
-    return lock
-
-
 def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
     """spec.json's content: the sweep as resolved (JSON types), with the absolute target and
     the seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint)."""
@@ -192,78 +132,6 @@ def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
     spec["source_file"] = Path(file).name
     spec["seeds"] = {"search": sweep.search.search_seeds, "confirm": sweep.search.confirm_seeds}
     return json.loads(json.dumps(spec, default=str))
-
-
-def spec_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Dotted names of the fields that differ between two spec.json dicts, with both values."""
-    out = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        name = f"{prefix}{key}"
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += spec_changes(a, b, f"{name}.")
-        elif a != b:
-            out.append(f"{name} ({json.dumps(a, default=str)} -> {json.dumps(b, default=str)})")
-    return out
-
-
-def check_resume_dir(run_dir: Path, source: str) -> None:
-    """Refuse, before Ray starts, to resume a run directory that is damaged or foreign.
-
-    Checks what ``--resume`` reads: Tune's saved state (``tune/tuner.pkl``, what
-    ``tune.Tuner.can_restore`` looks for), the recorded ``trials.parquet`` and
-    ``progress.parquet`` (readable Parquet files of this results schema version, when present:
-    a run killed before its first trial finished has none) and ``environment.json``. Stray ``*.tmp`` files of a killed
-    writer are not damage (the recorder removes them).
-
-    Raises:
-        SpecError: one line naming the file and what is wrong with it.
-    """
-    import pyarrow.parquet as pq
-
-    def bad(name: str, why: str) -> SpecError:
-        return SpecError(f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
-                         "move it aside and start a new run")
-
-    if not (run_dir / rundir.TUNE_DIR / "tuner.pkl").is_file():
-        raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
-    from sweeps.schema import SCHEMA_VERSION, SchemaError, schema_version
-
-    for name in (rundir.TRIALS, rundir.PROGRESS):
-        path = run_dir / name
-        if path.exists():
-            try:
-                pq.read_schema(path)
-                version = schema_version(path)
-            except SchemaError as e:
-                raise bad(name, str(e).split(": ", 1)[-1]) from None
-            except Exception as e:  # noqa: BLE001 - pyarrow raises several types for bad files
-                raise bad(name, f"not a readable Parquet file ({type(e).__name__})") from None
-            if version != SCHEMA_VERSION:
-                raise bad(name, f"results schema version {version}, this rl-scaling writes "
-                                f"version {SCHEMA_VERSION}")
-    try:
-        rundir.read_json(run_dir / rundir.ENVIRONMENT)
-    except (OSError, ValueError) as e:
-        raise bad(rundir.ENVIRONMENT, f"missing or not JSON ({type(e).__name__})") from None
-
-
-def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: bool) -> None:
-    """Refuse to resume a run whose sweep file changed since it started.
-
-    Raises:
-        SpecError: one line listing the changed fields, unless ``allow``.
-    """
-    try:
-        old = rundir.read_json(run_dir / rundir.SPEC)
-    except (OSError, ValueError) as e:
-        raise SpecError(f"{source}: --resume: {run_dir / rundir.SPEC} is missing or corrupt "
-                        f"({type(e).__name__}); this is not a run of this tool to resume") from None
-    changes = spec_changes(old, spec)
-    if changes and not allow:
-        raise SpecError(f"{source}: --resume: the sweep changed since run {run_dir.name} "
-                        f"started: {'; '.join(changes)}; resume with the original file, start a "
-                        "new run, or pass --allow-changed-spec (spec.json keeps what ran)")
 
 
 def results_root(results: str, source: str):
@@ -366,7 +234,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             args.reconfirm = prepare_reconfirmation(run_dir, sweep, source)
             lock = lock_run_dir(run_dir, source)
         elif not args.dry_run:  # claimed and locked before Ray starts
-            run_dir = run_dir_for(root, sweep, args.resume, source)
+            run_dir = run_dir_for(root, sweep.name, args.resume, source)
             lock = lock_run_dir(run_dir, source)
             if args.resume:
                 check_resume_spec(run_dir, spec, source, args.allow_changed_spec)

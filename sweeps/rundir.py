@@ -1,4 +1,6 @@
-"""The run directory's file names: the one place they are spelled (docs/results.md).
+"""The run directory's owner: its file names, its JSON files with their schema version, a new
+run's directory and the latest one, its lock, and the checks before a run is resumed
+(docs/results.md).
 
 A run directory, ``results/<sweep>/<run_id>/``, holds what one ``python -m sweeps.run``
 recorded. Every module that reads or writes one names its files through these constants
@@ -12,8 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from sweeps.sweep_file import SpecError
 
 #: One row per finished trial (:data:`sweeps.schema.TRIAL_COLUMNS`).
 TRIALS = "trials.parquet"
@@ -83,3 +88,140 @@ def read_json(path: str | Path) -> dict[str, Any]:
             f"{path}: results schema version {version!r}, but this rl-scaling reads version "
             f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it")
     return data
+
+
+def started_at(run: Path) -> str:
+    """A run's recorded start (environment.json ``started_at``, ISO 8601 UTC), or ``""``."""
+    try:
+        return str(read_json(run / ENVIRONMENT).get("started_at") or "")
+    except (OSError, ValueError):
+        return ""
+
+
+def run_dir_for(root: Path, name: str, resume: bool, source: str) -> Path:
+    """``<root>/<name>/<run_id>``: a new run directory of the sweep ``name``, or its latest
+    run on --resume.
+
+    A new run id is the UTC start time (``YYYYmmdd-HHMMSS``), suffixed ``-2``, ``-3``, ... when
+    taken; the directory is created here (``mkdir`` fails if it exists), so two processes
+    starting in the same second never share one. On ``--resume`` the latest run is the one
+    with the newest recorded start time (``environment.json``), not the last name: a copy
+    named ``backup`` does not win.
+
+    Raises:
+        SpecError: ``--resume`` and no earlier run with a Tune state.
+    """
+    base = root / name
+    if resume:
+        runs = [p for p in base.glob("*") if (p / TUNE_DIR).is_dir()] if base.is_dir() else []
+        if not runs:
+            raise SpecError(f"{source}: --resume: no earlier run of sweep {name!r} under {base}")
+        return max(runs, key=lambda p: (started_at(p), p.stat().st_mtime))
+    run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = base / (run_id if n == 1 else f"{run_id}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise SpecError(f"{source}: results: no free run id under {base}")
+
+
+def lock_run_dir(run_dir: Path, source: str):
+    """Take the run directory's lock (``<run_dir>/.lock``, the ``filelock`` library) for this
+    process: one ``sweeps.run`` per results directory, on ``--resume`` too.
+
+    Returns:
+        The held ``filelock.FileLock`` (release it, or use it as a context manager).
+
+    Raises:
+        SpecError: another process holds it; the message names its pid.
+    """
+    import filelock
+
+    lock = filelock.FileLock(str(run_dir / LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        try:
+            holder = (run_dir / f"{LOCK}.pid").read_text().strip()
+        except OSError:
+            holder = "unknown"
+        raise SpecError(f"{source}: results: {run_dir} is in use by another sweeps.run "
+                        f"(pid {holder}); wait for it to finish or choose another --results") from None
+    (run_dir / f"{LOCK}.pid").write_text(f"{os.getpid()}\n")
+    return lock
+
+
+def spec_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the fields that differ between two spec.json dicts, with both values."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += spec_changes(a, b, f"{name}.")
+        elif a != b:
+            out.append(f"{name} ({json.dumps(a, default=str)} -> {json.dumps(b, default=str)})")
+    return out
+
+
+def check_resume_dir(run_dir: Path, source: str) -> None:
+    """Refuse, before Ray starts, to resume a run directory that is damaged or foreign.
+
+    Checks what ``--resume`` reads: Tune's saved state (``tune/tuner.pkl``, what
+    ``tune.Tuner.can_restore`` looks for), the recorded ``trials.parquet`` and
+    ``progress.parquet`` (readable Parquet files of this results schema version, when present:
+    a run killed before its first trial finished has none) and ``environment.json``. Stray ``*.tmp`` files of a killed
+    writer are not damage (the recorder removes them).
+
+    Raises:
+        SpecError: one line naming the file and what is wrong with it.
+    """
+    import pyarrow.parquet as pq
+
+    def bad(name: str, why: str) -> SpecError:
+        return SpecError(f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
+                         "move it aside and start a new run")
+
+    if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
+        raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
+    from sweeps.schema import SCHEMA_VERSION, SchemaError, schema_version
+
+    for name in (TRIALS, PROGRESS):
+        path = run_dir / name
+        if path.exists():
+            try:
+                pq.read_schema(path)
+                version = schema_version(path)
+            except SchemaError as e:
+                raise bad(name, str(e).split(": ", 1)[-1]) from None
+            except Exception as e:  # noqa: BLE001 - pyarrow raises several types for bad files
+                raise bad(name, f"not a readable Parquet file ({type(e).__name__})") from None
+            if version != SCHEMA_VERSION:
+                raise bad(name, f"results schema version {version}, this rl-scaling writes "
+                                f"version {SCHEMA_VERSION}")
+    try:
+        read_json(run_dir / ENVIRONMENT)
+    except (OSError, ValueError) as e:
+        raise bad(ENVIRONMENT, f"missing or not JSON ({type(e).__name__})") from None
+
+
+def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: bool) -> None:
+    """Refuse to resume a run whose sweep file changed since it started.
+
+    Raises:
+        SpecError: one line listing the changed fields, unless ``allow``.
+    """
+    try:
+        old = read_json(run_dir / SPEC)
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{source}: --resume: {run_dir / SPEC} is missing or corrupt "
+                        f"({type(e).__name__}); this is not a run of this tool to resume") from None
+    changes = spec_changes(old, spec)
+    if changes and not allow:
+        raise SpecError(f"{source}: --resume: the sweep changed since run {run_dir.name} "
+                        f"started: {'; '.join(changes)}; resume with the original file, start a "
+                        "new run, or pass --allow-changed-spec (spec.json keeps what ran)")

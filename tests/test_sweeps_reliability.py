@@ -65,7 +65,7 @@ def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
 
 
 def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(tmp_path):
-    from sweeps.run import lock_run_dir
+    from sweeps.rundir import lock_run_dir
 
     results = tmp_path / "results"
     path = _sweep(tmp_path)
@@ -107,7 +107,7 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
 
 
 def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
-    from sweeps.run import run_dir_for
+    from sweeps.rundir import run_dir_for
     from sweeps.sweep_file import load_sweep
 
     results = tmp_path / "results"
@@ -116,15 +116,15 @@ def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
     _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", spec)
     newest = _fake_run(results, "20260102-000000", "2026-01-02T00:00:00Z", spec)
     _fake_run(results, "zz-backup-copy", "2025-12-31T00:00:00Z", spec)
-    assert run_dir_for(results, load_sweep(path), True, "t") == newest
+    assert run_dir_for(results, load_sweep(path).name, True, "t") == newest
 
 
 def test_new_run_ids_are_unique_within_one_second(tmp_path):
-    from sweeps.run import run_dir_for
+    from sweeps.rundir import run_dir_for
     from sweeps.sweep_file import load_sweep
 
     sweep = load_sweep(_sweep(tmp_path))
-    dirs = {run_dir_for(tmp_path, sweep, False, "t") for _ in range(5)}
+    dirs = {run_dir_for(tmp_path, sweep.name, False, "t") for _ in range(5)}
     assert len(dirs) == 5 and all(d.is_dir() for d in dirs)
 
 

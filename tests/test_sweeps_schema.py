@@ -84,7 +84,7 @@ def test_another_version_is_one_line_from_the_analysis_cli(tmp_path: Path) -> No
 
 
 def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> None:
-    from sweeps.run import check_resume_dir
+    from sweeps.rundir import check_resume_dir
     from sweeps.sweep_file import SpecError
 
     run = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0,
