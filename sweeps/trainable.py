@@ -552,20 +552,18 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
+    def due() -> bool:
+        return cadence.due(time.perf_counter() - start, env_steps_so_far(algo))
+
     on_cadence = evaluator is not None and cadence.active
-    if on_cadence:
-        # the initial policy, so that the first crossing is a gap between two evaluations
-        if measure({**counters.last, "result": {}}):
-            algo.stop()
-            return
-
-        def due() -> bool:
-            return cadence.due(time.perf_counter() - start, env_steps_so_far(algo))
-
-        evaluate_between_training_steps(
-            algo, due, lambda: measure({**extract_metrics(algo_name, algo.metrics.peek()),
-                                        "result": {}}))
     try:
+        if on_cadence:
+            # the initial policy, so that the first crossing is a gap between two evaluations
+            if measure({**counters.last, "result": {}}):
+                return
+            evaluate_between_training_steps(
+                algo, due, lambda: measure({**extract_metrics(algo_name, algo.metrics.peek()),
+                                            "result": {}}))
         while True:
             try:
                 result = algo.train()
