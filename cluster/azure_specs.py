@@ -173,19 +173,14 @@ def compute_specs(
         raise AzureError(f"--layout {layout!r}: single or gpu-head")
     network = NetworkSettings(vnet_name=vnet, subnet=subnet) if (vnet or subnet) else None
     tier = "low_priority" if low_priority else "dedicated"
+
+    def cluster(name: str, size: str, lo: int, hi: int, tier: str, role: str | None = None):
+        return AmlCompute(name=name, size=size, min_instances=lo, max_instances=hi, tier=tier,
+                          idle_time_before_scale_down=idle_s, network_settings=network,
+                          tags={"project": PROJECT_TAG, **({"role": role} if role else {})})
+
     if layout == "single":
-        return [
-            AmlCompute(
-                name=name,
-                size=size,
-                min_instances=min_instances,
-                max_instances=max_instances,
-                tier=tier,
-                idle_time_before_scale_down=idle_s,
-                network_settings=network,
-                tags={"project": PROJECT_TAG},
-            )
-        ]
+        return [cluster(name, size, min_instances, max_instances, tier)]
     if not (vnet and subnet):
         raise AzureError(
             "--layout gpu-head needs --vnet and --subnet: the head job and the worker job run "
@@ -193,28 +188,8 @@ def compute_specs(
         )
     if len(name) > 24:
         raise AzureError(f"compute name {name!r}: at most 24 characters with --layout gpu-head")
-    return [
-        AmlCompute(
-            name=f"{name}-head",
-            size=head_size,
-            min_instances=0,
-            max_instances=1,
-            tier="dedicated",
-            idle_time_before_scale_down=idle_s,
-            network_settings=network,
-            tags={"project": PROJECT_TAG, "role": "ray-head"},
-        ),
-        AmlCompute(
-            name=f"{name}-workers",
-            size=size,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            tier=tier,
-            idle_time_before_scale_down=idle_s,
-            network_settings=network,
-            tags={"project": PROJECT_TAG, "role": "ray-workers"},
-        ),
-    ]
+    return [cluster(f"{name}-head", head_size, 0, 1, "dedicated", "ray-head"),
+            cluster(f"{name}-workers", size, min_instances, max_instances, tier, "ray-workers")]
 
 
 # ---------------------------------------------------------------------------------------------
