@@ -10,6 +10,7 @@ import sys
 import time
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.ray
@@ -90,6 +91,12 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
         assert want[1] == pytest.approx(0.4) and want[3] == pytest.approx(0.4**8)
         result = algo.train()
         assert result["apex"]["actor_epsilons"] == pytest.approx(want)
+        # each actor prices its own transitions (initial priorities from its network)
+        priced = algo.env_runner_group.foreach_env_runner(
+            lambda er: (lambda t: (len(t["td_errors"]), len(t["actions"]),
+                                   bool(np.isfinite(t["td_errors"]).all())))(
+                er.sample_transitions()[0]), local_env_runner=False)
+        assert all(n == m > 0 and finite for n, m, finite in priced), priced
     finally:
         algo.stop()
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sweeps.algorithms.apex_replay import TRANSITION_KEYS, PrioritizedReplay, n_step_transitions
+from sweeps.algorithms.apex_replay import (
+    TRANSITION_KEYS,
+    PrioritizedReplay,
+    n_step_td_errors,
+    n_step_transitions,
+)
 
 
 def brute_force(obs, actions, rewards, terminated, n, gamma):
@@ -81,6 +86,28 @@ def test_new_transitions_enter_with_the_largest_priority_and_the_ring_overwrites
     assert replay.total_priority == pytest.approx(16.0, rel=1e-5)
     _, _, data = replay.sample(400)
     assert set(data["obs"][:, 0].astype(int)) <= {1, 2, 3, 4}
+
+
+def test_actor_td_errors_are_the_n_step_bellman_residuals_and_set_initial_priorities():
+    """Ape-X's initial priorities: δ = s·R + γ^n (1 − d) max_a Q(s', a) − Q(s, a), written out
+    by hand for three transitions, then stored as (|δ| + ε)^α instead of the largest priority."""
+    batch = {"obs": np.zeros((3, 1), np.float32), "actions": np.array([1, 0, 2]),
+             "rewards": np.array([10.0, -4.0, 2.0]), "new_obs": np.zeros((3, 1), np.float32),
+             "terminateds": np.array([False, True, False]), "n_step": np.array([3.0, 2.0, 1.0])}
+    q = np.array([[0.0, 1.0, 2.0], [0.5, 0.0, 0.0], [1.0, 1.0, 4.0]])
+    q_next = np.array([[3.0, -1.0, 0.0], [9.0, 9.0, 9.0], [0.0, 2.0, 1.0]])
+    td = n_step_td_errors(q, q_next, batch, gamma=0.9, reward_scale=0.1)
+    want = [0.1 * 10 + 0.9**3 * 3.0 - 1.0,  # max Q(s') = 3, Q(s, 1) = 1
+            0.1 * -4 + 0.0 - 0.5,           # terminated: no bootstrap
+            0.1 * 2 + 0.9 * 2.0 - 4.0]
+    np.testing.assert_allclose(td, want)
+    replay = PrioritizedReplay(8, alpha=0.5, seed=0)
+    replay.add(transitions([0]))  # no TD errors: the largest priority so far (1.0)
+    replay.add(transitions([1, 2, 3]), td)
+    np.testing.assert_allclose(replay.priorities(np.arange(4)),
+                               [1.0, *((np.abs(want) + replay.eps) ** 0.5)], rtol=1e-6)
+    with pytest.raises(ValueError, match="2 TD errors for 3 transitions"):
+        replay.add(transitions([4, 5, 6]), td[:2])
 
 
 def test_duplicate_indices_and_a_large_add_keep_the_tree_consistent():

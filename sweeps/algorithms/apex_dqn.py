@@ -6,8 +6,10 @@ Read top to bottom, like CleanRL's ``dqn.py``:
 1. how env runners (the paper's *actors*) get their fixed ε_i  — :func:`actor_epsilon`,
    :class:`ApexEnvRunner` — and turn their experience into n-step transitions
    (:func:`~sweeps.algorithms.apex_replay.n_step_transitions`);
-2. how samples reach replay: asynchronously, as they arrive; the learner never waits for the
-   slowest actor — :meth:`ApexDQN.training_step`, step 1;
+2. how samples reach replay: asynchronously, as they arrive, each with the initial priority
+   its actor computed from its own copy of the network
+   (:meth:`ApexEnvRunner.sample_transitions`); the learner never waits for the slowest actor —
+   :meth:`ApexDQN.training_step`, step 1;
 3. how the learner trains: ``updates_per_learner_call`` prioritized minibatches per call of
    RLlib's DQN learner (:mod:`sweeps.algorithms.dqn_learner`), then their priorities from
    the TD errors — step 2;
@@ -26,8 +28,6 @@ What a sweep can set (and the tuned defaults) is in :mod:`sweeps.algorithms.apex
 
 Deviations from the paper, on purpose:
 
-- New transitions enter replay with the buffer's maximum priority (as in Schaul et al. 2016)
-  instead of actor-computed initial priorities.
 - A chunk's last n − 1 transitions bootstrap after fewer than n steps (the next chunk of the
   episode arrives in another message) instead of waiting for it.
 - The learner takes several minibatches per call and updates their priorities after the call
@@ -44,10 +44,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+import torch
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.dqn.dqn_learner import QF_PREDS
+from ray.rllib.core.columns import Columns
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
 from sweeps.algorithms.apex import APEX_ALGO_DEFAULTS
+from sweeps.algorithms.apex_replay import n_step_td_errors
 from sweeps.algorithms.replay_dqn import ReplayDQN, ReplayDQNConfig, TransitionEnvRunner
 
 __all__ = ["ApexDQN", "ApexDQNConfig", "ApexEnvRunner", "actor_epsilon"]
@@ -101,6 +106,24 @@ class ApexEnvRunner(TransitionEnvRunner):
         if self.module is not None:
             self.module.epsilon_schedule = Scheduler(
                 fixed_value_or_schedule=self.epsilon, framework="torch")
+
+    def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
+        """One sample call's n-step transitions, each with its initial priority's TD error
+        (``"td_errors"``, :func:`~sweeps.algorithms.apex_replay.n_step_td_errors`) computed here
+        with the actor's own copy of the network, as in the paper (section 3), and the env
+        runner's metrics."""
+        transitions, metrics = super().sample_transitions()
+        if transitions and self.module is not None:
+            # ALGO LOGIC: the actor, not the learner, prices its new experience.
+            with torch.no_grad():
+                q = self.module.compute_q_values(
+                    {Columns.OBS: torch.as_tensor(transitions["obs"])})[QF_PREDS]
+                q_next = self.module.compute_q_values(
+                    {Columns.OBS: torch.as_tensor(transitions["new_obs"])})[QF_PREDS]
+            transitions["td_errors"] = n_step_td_errors(
+                q.cpu().numpy(), q_next.cpu().numpy(), transitions, self.config.gamma,
+                float(self.config.reward_scale))
+        return transitions, metrics
 
 
 # ==================================== config (PLUMBING) ====================================

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_transitions"]
+__all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_td_errors", "n_step_transitions"]
 
 #: Columns of a transition batch, by RLlib's names (``Columns``): observation, action, n-step
 #: return, observation n steps later, whether the episode terminated within those n steps,
@@ -81,11 +81,41 @@ def n_step_transitions(observations: np.ndarray, actions: np.ndarray, rewards: n
     }
 
 
+def n_step_td_errors(q: np.ndarray, q_next: np.ndarray, transitions: dict[str, np.ndarray],
+                     gamma: float, reward_scale: float = 1.0) -> np.ndarray:
+    """The n-step TD errors of a batch of transitions under one Q-network: what an Ape-X actor
+    computes with its local copy of the network to give new transitions their initial priority
+    (Horgan et al. 2018, section 3: "actors ... compute initial priorities").
+
+    δ_i = s·R_i + γ^{n_i} (1 − d_i) max_a Q(s'_i, a) − Q(s_i, a_i), with R_i the n-step return
+    in env units (``rewards``), s the learner's ``reward_scale``, n_i ``n_step`` and d_i
+    ``terminateds``. One network for both terms, as the actors have no target network.
+
+    Args:
+        q: Q(s_i, ·), shape (m, A).
+        q_next: Q(s'_i, ·), shape (m, A).
+        transitions: the batch (:data:`TRANSITION_KEYS`), m rows.
+        gamma: discount per env step.
+        reward_scale: the learner's reward factor.
+
+    Returns:
+        δ, shape (m,).
+    """
+    q, q_next = np.asarray(q, dtype=np.float64), np.asarray(q_next, dtype=np.float64)
+    actions = np.asarray(transitions["actions"]).astype(np.int64).reshape(-1)
+    bootstrap = (gamma ** np.asarray(transitions["n_step"], dtype=np.float64)
+                 * (1.0 - np.asarray(transitions["terminateds"], dtype=np.float64)))
+    target = reward_scale * np.asarray(transitions["rewards"], dtype=np.float64) \
+        + bootstrap * q_next.max(axis=-1)
+    return target - q[np.arange(len(actions)), actions]
+
+
 class PrioritizedReplay:
     """Proportional prioritized replay over n-step transitions (Schaul et al. 2016, section 3.3).
 
-    P(i) = p_i / Σ_j p_j with p_i = (|δ_i| + ε)^α; new transitions enter with the largest
-    priority seen so far (so each is replayed at least once soon); sampling is stratified (one
+    P(i) = p_i / Σ_j p_j with p_i = (|δ_i| + ε)^α; new transitions enter with the TD errors
+    they come with (Ape-X's actor-computed priorities) or else with the largest priority seen
+    so far (so each is replayed at least once soon); sampling is stratified (one
     draw in each of ``batch_size`` equal slices of the total priority) and returns the
     importance-sampling weights w_i = (N · P(i))^−β, normalised by the batch's largest weight
     (as Dopamine's ``PrioritizedReplayBuffer`` does, instead of the buffer-wide maximum).
@@ -130,12 +160,15 @@ class PrioritizedReplay:
         """p_i^α of the transitions at ``indices`` (shape (k,))."""
         return self._tree[self._leaves + np.asarray(indices)]
 
-    def add(self, transitions: dict[str, np.ndarray]) -> None:
+    def add(self, transitions: dict[str, np.ndarray],
+            td_errors: np.ndarray | None = None) -> None:
         """Store a batch of transitions (arrays of equal length m keyed by
-        :data:`TRANSITION_KEYS`), each with the largest priority so far.
+        :data:`TRANSITION_KEYS`), each with priority (|δ_i| + ε)^α from ``td_errors`` (shape
+        (m,), e.g. :func:`n_step_td_errors`) or, without them, the largest priority so far.
 
         Raises:
-            ValueError: missing keys, unequal lengths, or shapes that differ from the first add.
+            ValueError: missing keys, unequal lengths, shapes that differ from the first add,
+                or TD errors of another length or not finite.
         """
         missing = [key for key in TRANSITION_KEYS if key not in transitions]
         if missing:
@@ -145,6 +178,11 @@ class PrioritizedReplay:
             raise ValueError("PrioritizedReplay.add: columns of unequal length")
         if m == 0:
             return
+        if td_errors is not None:
+            td_errors = np.abs(np.asarray(td_errors, dtype=np.float64)).reshape(-1)
+            if td_errors.shape != (m,) or not np.all(np.isfinite(td_errors)):
+                raise ValueError(f"PrioritizedReplay.add: {td_errors.shape[0]} TD errors for "
+                                 f"{m} transitions, or one not finite")
         if self._data is None:
             self._data = {key: np.zeros((self.capacity, *np.shape(transitions[key])[1:]),
                                         dtype=np.asarray(transitions[key]).dtype)
@@ -156,6 +194,7 @@ class PrioritizedReplay:
                                  f"{self._data[key].shape[1:]}")
         if m > self.capacity:  # only the newest `capacity` survive
             transitions = {key: np.asarray(v)[-self.capacity:] for key, v in transitions.items()}
+            td_errors = td_errors[-self.capacity:] if td_errors is not None else None
             self.added += m - self.capacity
             m = self.capacity
         idx = (self._next + np.arange(m)) % self.capacity
@@ -164,7 +203,12 @@ class PrioritizedReplay:
         self._next = int((self._next + m) % self.capacity)
         self.size = min(self.capacity, self.size + m)
         self.added += m
-        self._set(idx, np.full(m, self._max_priority ** self.alpha))
+        if td_errors is None:
+            self._set(idx, np.full(m, self._max_priority ** self.alpha))
+        else:
+            p = td_errors + self.eps
+            self._max_priority = max(self._max_priority, float(p.max()))
+            self._set(idx, p ** self.alpha)
 
     def sample(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """A prioritized minibatch.

@@ -283,8 +283,11 @@ class ReplayDQN(DQN):
         for transitions, env_runner_metrics in ready:
             self.metrics.aggregate([env_runner_metrics], key=ENV_RUNNER_RESULTS)
             if transitions:
+                # Ape-X's actors send their transitions' TD errors (initial priorities); the
+                # suite's DQN's do not, and its new transitions enter at the largest priority
+                td_errors = transitions.pop("td_errors", None)
                 with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
-                    self.replay.add(transitions)
+                    self.replay.add(transitions, td_errors)
 
     def _learn(self, k: int) -> list[dict]:
         """``k`` learner updates on ``k`` prioritized minibatches of ``train_batch_size``, in one
