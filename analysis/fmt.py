@@ -46,14 +46,17 @@ def as_float(x: Any) -> float:
 
 
 def fmt_s(s: float) -> str:
-    """Seconds: ``12.3 s``, ``4.5 min`` (from 120 s), ``1.25 h`` (from 3600 s); ``unbounded``
-    for +inf, ``n/a`` for NaN."""
+    """Seconds: ``0.57 s`` (under 1 s: a reference's TTT, a resolution of a tenth of a second),
+    ``12.3 s``, ``4.5 min`` (from 120 s), ``1.25 h`` (from 3600 s); ``unbounded`` for +inf,
+    ``n/a`` for NaN."""
     if not math.isfinite(s):
         return "unbounded" if s > 0 else "n/a"
     if s >= 3600:
         return f"{s / 3600:.2f} h"
     if s >= 120:
         return f"{s / 60:.1f} min"
+    if 0 < abs(s) < 1:
+        return f"{s:.2f} s"
     return f"{s:.1f} s"
 
 
