@@ -140,7 +140,8 @@ def _components(data: Study) -> str:
             + (" (reference)" if c["is_reference"] else "") + " | "
             f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
             f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
-            f"{_median(g['eval_time_s'] / g['elapsed_s'], '.1%')} | {fmt_ttt(c)} |")
+            f"{format(c['eval_share'], '.1%') if np.isfinite(c['eval_share']) else 'n/a'} | "
+            f"{fmt_ttt(c)} |")
     return "\n".join(rows)
 
 

@@ -552,8 +552,9 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
-    def due() -> bool:
-        return cadence.due(time.perf_counter() - start, env_steps_so_far(algo))
+    def due() -> bool:  # after every training step: the metrics are read only when needed
+        steps = env_steps_so_far(algo) if cadence.every_env_steps is not None else None
+        return cadence.due(time.perf_counter() - start, steps)
 
     on_cadence = evaluator is not None and cadence.active
     try:
