@@ -8,7 +8,7 @@ steps ``S`` and the samples ``E`` used at batch size ``B`` trade off as
     S(B) = S_min (1 + B_noise / B)        E(B) = E_min (1 + B / B_noise),  E_min = S_min B_noise
 
 with ``B_noise`` the critical batch size, which the *simple noise scale* ``B_simple =
-tr(Sigma) / |G|^2`` measured during training predicts (:mod:`sweeps.algorithms.noise_scale`).
+tr(Sigma) / |G|^2`` measured during training predicts (:mod:`sweeps.engine.algorithms.noise_scale`).
 In RL the samples are env steps; ``E = S x B`` holds when every update uses a fresh batch of
 ``B`` env steps once (on-policy learners with one pass and one minibatch per batch, e.g. PPO
 with ``num_epochs=1`` and ``minibatch_size = train_batch_size``); with several passes or
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import median_or_nan
-from sweeps.cli import EXIT_BAD_INPUT
+from sweeps.engine.cli import EXIT_BAD_INPUT
 
 __all__ = ["BatchSizeCheck", "batch_advice", "batch_size_check", "check_lines", "fit_critical_batch", "main",
            "steps_at", "trial_batch"]
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from analysis.load import ResultsError, load_results
     from analysis.metrics import trial_metrics
-    from sweeps.cli import OneLineParser
+    from sweeps.engine.cli import OneLineParser
 
     p = OneLineParser(prog="python -m analysis.batch_size",
                 description="Predicted vs measured steps-to-target across batch sizes, from "
@@ -338,6 +338,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m analysis.batch_size", main))

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps import rundir
-from sweeps.schema import (
+from sweeps.engine import rundir
+from sweeps.engine.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
@@ -37,7 +37,7 @@ from sweeps.schema import (
 
 __all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
 
-# Column names, defaults and the version check: sweeps.schema (one owner for the schema).
+# Column names, defaults and the version check: sweeps.engine.schema (one owner for the schema).
 # Progress columns every run since the first has had (filled with NaN if absent); the later
 # ones (evaluation, noise scale) stay absent in older runs, so the analysis can tell.
 _PROGRESS_COLUMNS = ("trial_id", "iteration", "wall_time_s", "env_steps", "episodes",
@@ -219,7 +219,7 @@ def _load_study(db: Path, name: str | None, warnings: list[str]) -> Any:
 def _current_names(spec: dict[str, Any]) -> dict[str, Any]:
     """A recorded ``spec.json`` with RLlib's old parameter names (``num_workers``; runs recorded
     before the vocabulary took the current names) renamed to the current ones."""
-    from sweeps.algorithms.vocabulary import DEPRECATED_NAMES
+    from sweeps.engine.algorithms.vocabulary import DEPRECATED_NAMES
 
     def rename(d: Any) -> Any:
         return {DEPRECATED_NAMES.get(k, k): v for k, v in d.items()} if isinstance(d, dict) else d
@@ -239,7 +239,7 @@ def load_results(path: str | Path) -> Results:
 
     Args:
         path: a ``results/<sweep>/<run_id>/`` directory (docs/results.md), or its URI in
-            object storage (``s3://bucket/results/<sweep>/<run_id>``, :mod:`sweeps.storage`).
+            object storage (``s3://bucket/results/<sweep>/<run_id>``, :mod:`sweeps.engine.storage`).
 
     Returns:
         :class:`Results`; optional files that are missing become empty values and a warning.
@@ -248,7 +248,7 @@ def load_results(path: str | Path) -> Results:
         ResultsError: the directory or ``trials.parquet`` is missing, a file is unreadable, or
             a required column (``trial_id, algorithm, num_env_runners, seed, status``) is absent.
     """
-    from sweeps import storage
+    from sweeps.engine import storage
 
     if storage.is_uri(path):  # object storage: read a local copy of the run's files
         try:

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Results
-from sweeps import rundir
-from sweeps.schema import first_crossing, ttt_resolution
+from sweeps.engine import rundir
+from sweeps.engine.schema import first_crossing, ttt_resolution
 
 __all__ = [
     "ResolvedTarget",
@@ -301,7 +301,7 @@ def trial_metrics(res: Results, target: str | float | None = None
             "elapsed_s": elapsed, "total_env_steps": total_steps,
             "eval_time_s": float(t["eval_time_s"]) if pd.notna(t["eval_time_s"]) else math.nan,
             "node_count": t["node_count"], "error": t["error"],
-            # "stalled" (sweeps.trainable.StallDetector) or "exception"; never censored evidence
+            # "stalled" (sweeps.engine.trainable.StallDetector) or "exception"; never censored evidence
             "error_kind": (str(t.get("error_kind") or "exception")) if status == "error" else "",
             "config_label": _describe(t, param_cols),
             # CPUs each env runner asked for (RLlib's default 1 unless the sweep set it)

@@ -276,6 +276,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     sys.exit(guard("python -m analysis.pages", main))

@@ -52,7 +52,7 @@ from analysis.plan_text import (
     plan_text,
     sweep_file_of,
 )
-from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
+from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
     "DEFAULT_LAUNCHER", "LAUNCHERS", "USABLE_MEMORY_FRACTION", "AlgorithmModel", "Launcher",
@@ -326,6 +326,6 @@ def _break_even_main(res, target, costs: list[float], console) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m analysis.plan", main))

@@ -71,7 +71,7 @@ from analysis.plan_check import TABLE_HEADERS, table_rows
 from analysis.plan_text import command_parts, plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
-from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
+from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -727,6 +727,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m analysis.publish", main))

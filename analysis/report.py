@@ -67,8 +67,8 @@ from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
 from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
-from sweeps import rundir
-from sweeps.cli import EXIT_BAD_INPUT, OneLineParser
+from sweeps.engine import rundir
+from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = ["analyse", "build_report", "main", "write_report"]
 
@@ -872,7 +872,7 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
         ResultsError: the directory or its trials.parquet is missing or unreadable.
         ValueError: no usable target or a bad ``target``.
     """
-    from sweeps import storage
+    from sweeps.engine import storage
 
     res = load_results(results_dir)
     out = Path(output) if output is not None else res.path / rundir.REPORT
@@ -905,6 +905,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m analysis.report", main))

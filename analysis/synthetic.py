@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sweeps import rundir
-from sweeps.schema import (
+from sweeps.engine import rundir
+from sweeps.engine.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     censored_objective,

@@ -1,9 +1,9 @@
 """Algorithm speed on Contoso Cabs: env steps/s, learner updates/s and time-to-target.
 
 For each algorithm (default DQN, APEX, IMPALA) with 1 and 2 env runners, one trial of the
-algorithm's tuned defaults (``sweeps.algorithms.ALGORITHMS[name].defaults``, plus any
+algorithm's tuned defaults (``sweeps.engine.algorithms.ALGORITHMS[name].defaults``, plus any
 ``--set key=value``) trains on ``ContosoCabs-v0`` until its episode return mean (as
-``sweeps.algorithms.extract_metrics`` defines it: greedy evaluation episodes for APEX) reaches
+``sweeps.engine.algorithms.extract_metrics`` defines it: greedy evaluation episodes for APEX) reaches
 ``--fraction`` (0.9) × the exact optimum (``envs.oracle_return``), or until the budget (600 s).
 Time-to-target (TTT) is the project's: wall-clock from before the Algorithm is built to the
 end of the first iteration at or above the target. Also measured: RLlib's *default* DQN
@@ -85,7 +85,7 @@ def machine_info() -> dict[str, Any]:
 def run_trial(name: str, workers: int, overrides: dict[str, Any], label: str, target: float,
               budget_s: float, cpus: int) -> dict[str, Any]:
     """One trial until ``target`` or ``budget_s``; throughput, TTT and the resolved params."""
-    from sweeps.algorithms import ALGORITHMS, build_config, extract_metrics
+    from sweeps.engine.algorithms import ALGORITHMS, build_config, extract_metrics
 
     params = {"algorithm": name, "num_env_runners": workers, **overrides}
     config = build_config(params, ENV)
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     try:
-        from sweeps.algorithms import ALGORITHMS, known_params
+        from sweeps.engine.algorithms import ALGORITHMS, known_params
         for name in args.algorithms:
             if name not in ALGORITHMS:
                 raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(ALGORITHMS)})")

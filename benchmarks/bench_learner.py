@@ -2,7 +2,7 @@
 Cabs (issue 12, item 4).
 
 Each repetition is a fresh Python process on a fresh local Ray (2 CPUs): the suite's tuned
-defaults (``sweeps.algorithms.build_config``) with 1 env runner train for ``--seconds`` after
+defaults (``sweeps.engine.algorithms.build_config``) with 1 env runner train for ``--seconds`` after
 their first two iterations (replay warm-up). Reported per algorithm, as the median and range over
 ``--reps``: learner updates/s (gradient steps of ``train_batch_size`` transitions), env steps
 sampled/s, the lifetime replay ratio (replayed / sampled transitions), and RLlib's per-call
@@ -85,8 +85,8 @@ def child(algorithm: str, overrides: dict, seconds: float, seed: int,
     shares of its time by package (:func:`profile_shares`) in ``profile_shares``."""
     import ray
 
-    from sweeps.algorithms import build_config, extract_metrics
-    from sweeps.trainable import preload_libraries
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.trainable import preload_libraries
 
     preload_libraries()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)

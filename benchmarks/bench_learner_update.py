@@ -1,8 +1,8 @@
 """Cost of one DQN learner update on Contoso Cabs, learner only: RLlib's ``DQNTorchLearner``
-against the suite's :class:`~sweeps.algorithms.dqn_learner.ReplayDQNTorchLearner` (issue 12,
+against the suite's :class:`~sweeps.engine.algorithms.dqn_learner.ReplayDQNTorchLearner` (issue 12,
 item 4), in one process, interleaved, with the same update written directly in torch as a yardstick.
 
-Both learners are built from the sweeps' DQN defaults (``sweeps.algorithms.build_config``:
+Both learners are built from the sweeps' DQN defaults (``sweeps.engine.algorithms.build_config``:
 64×64 MLP, dueling, double Q, 3-step returns, Huber loss, batch 64, gradient-noise-scale
 measurement every 20 updates, as in a sweep), start from the same weights and train on the
 same replay-shaped batches: ``--k`` minibatches of ``train_batch_size`` per ``update()`` call,
@@ -53,9 +53,9 @@ def build_learners(k: int, seed: int = 0):
     from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 
     import envs  # noqa: F401  (registers the env ids)
-    from sweeps.algorithms import build_config
-    from sweeps.algorithms.dqn_learner import ReplayDQNTorchLearner
-    from sweeps.algorithms.noise_scale import noise_learner_class
+    from sweeps.engine.algorithms import build_config
+    from sweeps.engine.algorithms.dqn_learner import ReplayDQNTorchLearner
+    from sweeps.engine.algorithms.noise_scale import noise_learner_class
 
     config = build_config({"algorithm": "DQN"}, ENV, ENV_CONFIG)
     env = gym.make(ENV, **ENV_CONFIG)

@@ -1,4 +1,4 @@
-"""What measuring the gradient noise scale costs the learner (sweeps/algorithms/noise_scale.py).
+"""What measuring the gradient noise scale costs the learner (sweeps/engine/algorithms/noise_scale.py).
 
 For each algorithm (default APEX, whose learner runs as fast as it can, and IMPALA), one env
 runner on Contoso Cabs with the suite's tuned defaults trains for ``--seconds`` per repetition,
@@ -34,7 +34,7 @@ ENV_CONFIG = {"num_cities": 5, "time_matrix_seed": 0}
 def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict[str, float]:
     """Train one trial for ``seconds`` (after its first iteration) and return its learner
     updates/s and the last noise scale."""
-    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
                            "grad_noise_scale_every": every}, ENV, env_config=ENV_CONFIG)

@@ -9,8 +9,8 @@ is a fresh Python process (``python -m sweeps.run ...`` and ``python bench_overh
 --bare-child ...``), so neither inherits modules imported by the other.
 
 Both clocks start right before ``build_algo()`` with the same libraries already imported
-(``sweeps.trainable.preload_libraries``) after the process reset a trial gets
-(``sweeps.trainable.begin_trial_in_process``: garbage collected, the survivors frozen), and
+(``sweeps.engine.trainable.preload_libraries``) after the process reset a trial gets
+(``sweeps.engine.trainable.begin_trial_in_process``: garbage collected, the survivors frozen), and
 stop at the end of the iteration that crossed the env-step budget; throughput = env steps /
 that time (the timed region of a trial, see docs/results.md). Also reported, to show where a
 difference comes from: the time to the end of the first iteration (building the Algorithm:
@@ -61,15 +61,15 @@ def bare_child(params: dict, env_steps: int) -> dict:
     import ray
     import torch
 
-    from sweeps.algorithms import build_config, extract_metrics
-    from sweeps.trainable import begin_trial_in_process, preload_libraries
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.trainable import begin_trial_in_process, preload_libraries
 
     preload_libraries()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         config = build_config(params, ENV, {})
         begin_trial_in_process()  # as a trial: garbage collected, the survivors frozen
-        start = time.perf_counter()  # as sweeps.trainable: right before build_algo()
+        start = time.perf_counter()  # as sweeps.engine.trainable: right before build_algo()
         algo = config.build_algo()
         iterations = []
         try:
@@ -105,7 +105,7 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     fixed = {k: v for k, v in params.items() if k != "algorithm"}
     path = workdir / f"overhead_{rep}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="overhead", env="{ENV}", algorithms=["{params['algorithm']}"],
                       fixed={fixed!r}, target=Target(metric="env_runners/episode_len_mean", value=1e9),
                       budget=Budget(env_steps={env_steps}),
@@ -129,7 +129,7 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"bench_overhead: sweeps.run exited {proc.returncode}: "
                          f"{stderr.strip().splitlines()[-1:]}")
-    from sweeps import rundir
+    from sweeps.engine import rundir
 
     run_dir = next((results / "overhead").iterdir())
     progress = pd.read_parquet(run_dir / rundir.PROGRESS).sort_values("wall_time_s")
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| the sweep's driver (Tune's loop) during the steady state, median | "
           f"{summary['driver_cores_steady_median']:.3f} cores (per repetition {per_rep}) |")
     print(f"| the sweep's driver, whole command, median | {summary['driver_cpu_s_median']:.1f} CPU-s |")
-    from sweeps.record import environment_info
+    from sweeps.engine.record import environment_info
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

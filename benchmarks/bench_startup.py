@@ -1,11 +1,11 @@
 """Trial start-up: where the seconds between a trial's clock start and its first finished
 iteration go.
 
-A trial's timed region starts right before ``build_algo()`` (:mod:`sweeps.trainable`), so the
+A trial's timed region starts right before ``build_algo()`` (:mod:`sweeps.engine.trainable`), so the
 Algorithm's start-up counts in every time-to-target. This benchmark builds one trial's
-Algorithm (the suite's own config, :func:`sweeps.algorithms.build_config`) in a fresh process
+Algorithm (the suite's own config, :func:`sweeps.engine.algorithms.build_config`) in a fresh process
 on a fresh local Ray (2 CPUs), libraries imported first as in a trial
-(:func:`sweeps.trainable.preload_libraries`), and times, by wrapping RLlib's own methods:
+(:func:`sweeps.engine.trainable.preload_libraries`), and times, by wrapping RLlib's own methods:
 
 - ``env runners``: ``EnvRunnerGroup.__init__`` (the env runner actors: process start, their
   imports of RLlib and torch, env and connector construction), and, for scale, an empty Ray
@@ -20,7 +20,7 @@ on a fresh local Ray (2 CPUs), libraries imported first as in a trial
   ``train()`` whose result counts an env step (iterations of 0.25 s; 30 s at most).
 
 ``--rllib-state-server`` builds IMPALA and APPO with RLlib's default pull-based weight sync
-(``use_env_runner_state_server=True``, :func:`sweeps.algorithms.impala.without_state_server`
+(``use_env_runner_state_server=True``, :func:`sweeps.engine.algorithms.impala.without_state_server`
 says why the suite turns it off).
 
     python benchmarks/bench_startup.py [--algorithms DQN,APEX,IMPALA] [--reps 3] [--rllib-state-server]
@@ -52,8 +52,8 @@ def child(algorithm: str, state_server: bool = False) -> dict:
     """One measurement, in this (fresh) process."""
     import ray
 
-    from sweeps.algorithms import build_config, extract_metrics
-    from sweeps.trainable import preload_libraries
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.trainable import preload_libraries
 
     preload_libraries()
     from ray.rllib.algorithms.algorithm import Algorithm

@@ -45,7 +45,7 @@ def uncapped_sweep_file(sweep_file: Path, folder: Path) -> Path:
     """A sweep file that is ``sweep_file`` with ``search.capping = None``."""
     path = folder / f"{sweep_file.stem}_uncapped.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.sweep_file import load_sweep
+        from sweeps.engine.sweep_file import load_sweep
 
         _S = load_sweep({str(sweep_file)!r})
         SWEEP = _S.model_copy(update={{"search": _S.search.model_copy(update={{"capping": None}})}})

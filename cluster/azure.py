@@ -68,7 +68,7 @@ from cluster.azure_specs import (
     job_yaml,
     target_shape,
 )
-from sweeps.cli import EXIT_BAD_INPUT
+from sweeps.engine.cli import EXIT_BAD_INPUT
 
 # the specs and the client, re-exported: `from cluster.azure import job_specs` keeps working
 __all__ = ["CPU_IMAGE", "DEFAULT_COMPUTE", "DEFAULT_CPU_VM", "DEFAULT_GPU_VM", "GPU_IMAGE",
@@ -84,15 +84,15 @@ __all__ = ["CPU_IMAGE", "DEFAULT_COMPUTE", "DEFAULT_CPU_VM", "DEFAULT_GPU_VM", "
 def _check_sweep(sweep_file: str, cluster: str | None = None) -> None:
     """Validate the sweep file here before paying for VMs, as ``sweeps.run --dry-run`` does:
     the file, every point's RLlib config and, with ``cluster`` (:func:`target_shape`), every
-    kind of trial placed on that shape by Ray's rule (:func:`sweeps.placement.feasibility`);
+    kind of trial placed on that shape by Ray's rule (:func:`sweeps.engine.placement.feasibility`);
     without it the trials' sizes are not checked (the target's shape is unknown).
 
     Raises:
         AzureError: the file does not pass, in one line.
     """
-    from sweeps.logs import quiet_logs
-    from sweeps.placement import cluster_shape, feasibility, trial_setup
-    from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
+    from sweeps.engine.logs import quiet_logs
+    from sweeps.engine.placement import cluster_shape, feasibility, trial_setup
+    from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_target
 
     quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are built
     try:
@@ -339,6 +339,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m cluster.azure", main))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cluster.azure_specs import AzureError
-from sweeps import rundir
+from sweeps.engine import rundir
 
 # ---------------------------------------------------------------------------------------------
 # The workspace (the service boundary)

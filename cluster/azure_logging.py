@@ -24,7 +24,7 @@ from typing import Any
 
 from ray.tune import Callback
 
-from sweeps.record import LiveOnRestore
+from sweeps.engine.record import LiveOnRestore
 
 #: Tune's own bookkeeping keys: not metrics.
 _NOT_METRICS = {

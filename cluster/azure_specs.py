@@ -222,7 +222,7 @@ def _sweep_path(sweep_file: str | Path) -> tuple[str, dict[str, Any]]:
         raise AzureError(f"sweep file {sweep_file}: no such file")
     if path.is_relative_to(PROJECT_ROOT):
         return _shell_quote(path.relative_to(PROJECT_ROOT).as_posix()), {}
-    from sweeps.sweep_file import SpecError, code_root, load_sweep
+    from sweeps.engine.sweep_file import SpecError, code_root, load_sweep
 
     try:
         root = code_root(load_sweep(path), path, PROJECT_ROOT)

@@ -26,7 +26,7 @@ server). A token-protected cluster needs
 ``RAY_AUTH_MODE=token`` and its ``RAY_AUTH_TOKEN`` in this environment, as for
 ``sweeps.run --address``.
 
-Exit codes (:mod:`sweeps.cli`): 0 done (``submit``: the job succeeded, or Ctrl-C detached);
+Exit codes (:mod:`sweeps.engine.cli`): 0 done (``submit``: the job succeeded, or Ctrl-C detached);
 1 the job failed or was stopped; 2 bad input (a sweep file that does not validate, code outside
 the uploaded folder, no such job, unreachable address).
 """
@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweeps import rundir
-from sweeps.cli import EXIT_BAD_INPUT
+from sweeps.engine import rundir
+from sweeps.engine.cli import EXIT_BAD_INPUT
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where results go on the cluster's head (the job's own folder is deleted with the job).
@@ -105,7 +105,7 @@ def upload(file: str) -> tuple[str, dict[str, Any]]:
     Raises:
         JobsError: no such file, or a sweep file that does not validate (one line).
     """
-    from sweeps.sweep_file import SpecError, code_root, load_sweep
+    from sweeps.engine.sweep_file import SpecError, code_root, load_sweep
 
     path = Path(file).resolve()
     if not path.is_file():
@@ -299,6 +299,6 @@ def _known(jobs, job_id: str) -> None:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m cluster.jobs", main))

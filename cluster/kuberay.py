@@ -18,7 +18,7 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
 - **worker group**: ``--workers`` pods of ``--cpus-per-worker`` CPUs (requests = limits, so
   Ray counts exactly those), ``--memory`` and ``--gpus-per-worker`` (``nvidia.com/gpu``);
   every kind of trial the sweep can produce must fit the worker group by Ray's placement rule
-  (:func:`sweeps.placement.placement_problem`: each bundle on some pod, all of them in the
+  (:func:`sweeps.engine.placement.placement_problem`: each bundle on some pod, all of them in the
   group, over several pods unless the sweep's ``placement_strategy`` is STRICT_PACK): if one
   does not, the command says which and exits 2;
 - **the project as the runtime environment**: the image (default ``rl-scaling:<version>``,
@@ -30,7 +30,7 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
   folder, the user uploads the zip and passes ``--code-uri URI``; that zip becomes the job's
   ``working_dir`` and the project comes from the image, where it is installed;
 - **results**: ``--results URI`` (``abfs://container/prefix`` on Azure, ``s3://``, ``gs://``:
-  :mod:`sweeps.storage`; the image needs the matching extra and the pods the store's
+  :mod:`sweeps.engine.storage`; the image needs the matching extra and the pods the store's
   credentials, e.g. AKS workload identity) uploads each result file as it is written;
   ``--results-pvc CLAIM`` mounts a PersistentVolumeClaim (Azure Files or Blob CSI on AKS) at
   ``/home/ray/results`` and writes there. Either way the results outlive the cluster; with
@@ -46,7 +46,7 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
 what is missing (exit 2). Offline, the manifest is validated against the RayJob CRD's OpenAPI
 schema in the tests (tests/data/kuberay/), as the API server would validate it.
 
-Exit codes (:mod:`sweeps.cli`): 0 printed (or applied); 2 bad input, a trial that does not fit
+Exit codes (:mod:`sweeps.engine.cli`): 0 printed (or applied); 2 bad input, a trial that does not fit
 a worker pod, or no kubeconfig for ``--apply``; 1 ``kubectl`` failed.
 """
 
@@ -64,7 +64,7 @@ from typing import Any
 
 import yaml
 
-from sweeps.cli import EXIT_BAD_INPUT
+from sweeps.engine.cli import EXIT_BAD_INPUT
 
 #: Where cluster/Dockerfile puts the project in the image, and where results go on the head.
 PROJECT_DIR = "/home/ray/rl-scaling"
@@ -102,10 +102,10 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
         KubeRayError: the file is bad (the loader's one line) or a trial cannot be placed on
             the worker group (which one, what it asks for and why).
     """
-    from sweeps.placement import placement_problem, trial_requests
-    from sweeps.search import expected_trials
-    from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target
-    from sweeps.trainable import TrialSetup
+    from sweeps.engine.placement import placement_problem, trial_requests
+    from sweeps.engine.search import expected_trials
+    from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_target
+    from sweeps.engine.trainable import TrialSetup
 
     try:
         sweep = load_sweep(file)
@@ -193,7 +193,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     if results and results_pvc:
         raise KubeRayError("--results and --results-pvc: give one")
     if results:
-        from sweeps.storage import is_uri
+        from sweeps.engine.storage import is_uri
 
         if not is_uri(results):
             raise KubeRayError(f"--results {results!r}: needs an object-store URI "
@@ -251,7 +251,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
 def _code(sweep, file: str, working_dir: str | None,
           code_uri: str | None) -> tuple[str, dict[str, Any]]:
     """The sweep file's path in the job's working directory, and the job's runtime env."""
-    from sweeps.sweep_file import SpecError, code_root
+    from sweeps.engine.sweep_file import SpecError, code_root
 
     path = Path(file).resolve()
     try:
@@ -295,7 +295,7 @@ def pack(file: str, out: str | Path) -> list[str]:
     """
     import zipfile
 
-    from sweeps.sweep_file import SpecError, code_root, load_sweep
+    from sweeps.engine.sweep_file import SpecError, code_root, load_sweep
 
     path = Path(file).resolve()
     try:
@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit code (see the module docstring)."""
     args = build_parser().parse_args(argv)
-    from sweeps.logs import quiet_logs
+    from sweeps.engine.logs import quiet_logs
 
     quiet_logs()  # RLlib's new-API-stack notices while the sweep's configs are checked
     if args.cmd == "pack":
@@ -410,6 +410,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m cluster.kuberay", main))

@@ -476,6 +476,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     raise SystemExit(guard("python -m cluster.nodes", main))

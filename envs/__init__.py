@@ -140,7 +140,7 @@ def check_env_config(env_id: str, env_config: Mapping[str, Any] | None) -> None:
     Checks ``step_latency_ms`` and ``step_cpu_ms`` (any env), Contoso Cabs configs fully
     (:func:`envs.contoso_cabs.resolve_config`) and the preprocessing keys of the RLlib Pong
     names (:func:`envs.atari.check_atari_config`); the rest of a gymnasium env's keys are
-    checked by :func:`sweeps.sweep_file.check_gym_env_config`.
+    checked by :func:`sweeps.engine.sweep_file.check_gym_env_config`.
 
     Raises:
         ValueError: naming the bad key.

@@ -13,7 +13,7 @@ the contention a scaling study on CPU-bound envs has to show (docs/design.md, *s
 cost*).
 
 Both model a regime, not a property of the env; both can be set together. The evaluation
-protocol (:mod:`sweeps.evaluation`) plays its episodes without them: it measures the policy,
+protocol (:mod:`sweeps.engine.evaluation`) plays its episodes without them: it measures the policy,
 not the simulator, and its time is recorded apart (``eval_time_s``).
 """
 

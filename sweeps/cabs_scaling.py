@@ -7,7 +7,7 @@ with the seed article's DQN baseline (1 env runner) — and does any of them bea
 single-process DQN (the *reference*: absolute speedup, docs/design.md)?
 
 Every trial, the reference included, is judged on one metric: the greedy policy's mean return
-over 20 fixed-seed evaluation episodes (the evaluation protocol, :mod:`sweeps.evaluation`), of
+over 20 fixed-seed evaluation episodes (the evaluation protocol, :mod:`sweeps.engine.evaluation`), of
 the initial policy, then after each 0.1 s of training, timed inside its time-to-target: the
 reference reaches the target in about a second, so a TTT is known to ~0.1 s, not to a ~1 s
 training iteration.
@@ -23,7 +23,16 @@ every table. To scale on a cluster, change only ``search.num_samples``, the ``nu
 choices and the budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``).
 """
 
-from sweeps.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice, loguniform
+from sweeps.engine.spec import (
+    Budget,
+    Confirm,
+    Evaluation,
+    Search,
+    Sweep,
+    Target,
+    choice,
+    loguniform,
+)
 
 SWEEP = Sweep(
     name="cabs_scaling",

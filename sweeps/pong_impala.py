@@ -18,9 +18,9 @@ CNN forward passes each) after every iteration, which on Pong costs more than th
 measures.
 """
 
-from sweeps.spec import Budget, Search, Sweep, Target, choice
+from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
-#: The how-to's IMPALA settings (RLlib names; see sweeps/algorithms/impala.py for meanings).
+#: The how-to's IMPALA settings (RLlib names; see sweeps/engine/algorithms/impala.py for meanings).
 PONG_IMPALA = {
     "num_envs_per_env_runner": 1,
     "rollout_fragment_length": 50,

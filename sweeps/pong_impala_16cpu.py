@@ -10,7 +10,7 @@ H100 machine: docs/device_16cpu.md (data under docs/data/pong_impala_16cpu/).
 """
 
 from sweeps import pong_impala as _pong
-from sweeps.spec import Budget, Search, Sweep, Target, choice
+from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="pong_impala_16cpu",

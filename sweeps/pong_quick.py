@@ -9,7 +9,7 @@ the cores with the env runner. A newcomer sees env steps/s, a learning curve and
 """
 
 from sweeps import pong_impala as _pong
-from sweeps.spec import Budget, Search, Sweep, Target, choice
+from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="pong_quick",

@@ -2,12 +2,12 @@
 
 Loads and validates the sweep file, obtains a Ray cluster (embedded local Ray by default,
 ``--address``/``RAY_ADDRESS`` for an existing one), and runs the sweep with Ray Tune
-(:mod:`sweeps.tuning`), whose searcher is Optuna (:mod:`sweeps.search`): the baseline first,
+(:mod:`sweeps.engine.tuning`), whose searcher is Optuna (:mod:`sweeps.engine.search`): the baseline first,
 then every sampled configuration once per seed. Each trial is one RLlib Algorithm timed from before it is built
-(:mod:`sweeps.trainable`); results land in ``results/<sweep>/<run_id>/`` as they finish
+(:mod:`sweeps.engine.trainable`); results land in ``results/<sweep>/<run_id>/`` as they finish
 (docs/results.md), and the HTML report is written at the end.
 
-Exit codes (:mod:`sweeps.cli`): 0 done; 1 internal error (one line; ``--verbose`` for the
+Exit codes (:mod:`sweeps.engine.cli`): 0 done; 1 internal error (one line; ``--verbose`` for the
 traceback); 2 bad input (one line on stderr naming file, field and reason), also a results
 directory in use by another ``sweeps.run`` or too damaged to resume; 3 the results could not
 be written (disk full: what finished is kept, ``--resume`` continues); 4 no trial succeeded
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 #: creation time then includes whatever the shell ran before (a pip install).
 COMMAND_START = time.time()
 
-from sweeps import rundir  # noqa: E402
-from sweeps.cli import EXIT_BAD_INPUT  # noqa: E402
-from sweeps.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
-from sweeps.placement import (  # noqa: E402, F401
+from sweeps.engine import rundir  # noqa: E402
+from sweeps.engine.cli import EXIT_BAD_INPUT  # noqa: E402
+from sweeps.engine.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
+from sweeps.engine.placement import (  # noqa: E402, F401
     TrialRequest,
     cluster_shape,
     env_runner_counts,
@@ -42,21 +42,21 @@ from sweeps.placement import (  # noqa: E402, F401
     trial_requests,
     trial_setup,
 )
-from sweeps.rundir import (  # noqa: E402
+from sweeps.engine.rundir import (  # noqa: E402
     check_resume_dir,
     check_resume_spec,
     lock_run_dir,
     run_dir_for,
 )
-from sweeps.spec import Budget, Search, Sweep  # noqa: E402
-from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
+from sweeps.engine.spec import Budget, Search, Sweep  # noqa: E402
+from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
 
 if TYPE_CHECKING:
-    from sweeps.trainable import TrialSetup
+    from sweeps.engine.trainable import TrialSetup
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from sweeps.cli import OneLineParser
+    from sweeps.engine.cli import OneLineParser
 
     p = OneLineParser(
         prog="python -m sweeps.run", description=__doc__.split("\n\n")[0],
@@ -136,14 +136,14 @@ def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
 
 def results_root(results: str, source: str):
     """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
-    the :class:`sweeps.storage.Mirror` that uploads each file written under it.
+    the :class:`sweeps.engine.storage.Mirror` that uploads each file written under it.
 
     Returns:
         ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
     Raises:
         SpecError: the URI's store cannot be reached or written (checked before Ray starts).
     """
-    from sweeps import storage
+    from sweeps.engine import storage
 
     if not storage.is_uri(results):
         return storage.local_path(results), None
@@ -169,7 +169,7 @@ def check_writable(root: Path, source: str) -> None:
 def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
             nodes: list[dict[str, float]], n_show: int = 6) -> None:
     """Print the resolved spec, the cluster, the first sampled trials and their resources."""
-    from sweeps.placement import describe_cluster
+    from sweeps.engine.placement import describe_cluster
 
     print("Resolved sweep spec:")
     spec = json.loads(sweep.model_dump_json())
@@ -180,8 +180,8 @@ def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
     print("\n".join(lines))
     print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
           "in the order they would start:")
-    from sweeps.search import sweep_search
-    from sweeps.trainable import trial_algorithm_config
+    from sweeps.engine.search import sweep_search
+    from sweeps.engine.trainable import trial_algorithm_config
 
     search, num_configs = sweep_search(sweep, "sqlite:///:memory:")
     extra = f"{' + baseline' if sweep.baseline else ''}{' + reference' if sweep.reference else ''}"
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             return EXIT_BAD_INPUT
         return 0
     try:
-        from sweeps.sweep_file import modules_to_ship
+        from sweeps.engine.sweep_file import modules_to_ship
 
         # the user's env module, to every node; a Ray Jobs driver (cluster.jobs, KubeRay) has
         # it in the job's own runtime environment, which a second one would replace
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
                 else modules_to_ship(sweep, args.file))
         with ray_session(address, log_to_driver=args.verbose,
                          runtime_env={"py_modules": ship} if ship else None) as cluster_info:
-            from sweeps.placement import cluster_nodes
+            from sweeps.engine.placement import cluster_nodes
 
             nodes = cluster_nodes(cluster_info.nodes)
             setup = trial_setup(sweep, target, nodes, quiet=not args.verbose)
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             if args.dry_run:
                 dry_run(sweep, target, setup, lines, nodes)
                 return 0
-            from sweeps.tuning import run_sweep
+            from sweeps.engine.tuning import run_sweep
 
             return run_sweep(
                 sweep, spec, setup, run_dir, file=args.file, cluster_info=cluster_info,
@@ -308,15 +308,15 @@ def _local_gpus() -> float:
 
 def prepare_reconfirmation(run_dir: Path, sweep: Sweep, source: str
                            ) -> tuple[list[dict[str, Any]], list[int]]:
-    """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.search.reconfirmation`),
+    """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.engine.search.reconfirmation`),
     checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
     recorded trials and the Tune state that holds their exact parameters.
 
     Raises:
         SpecError: one line saying what is missing.
     """
-    from sweeps.schema import read_parquet
-    from sweeps.search import META_KEYS, reconfirmation
+    from sweeps.engine.schema import read_parquet
+    from sweeps.engine.search import META_KEYS, reconfirmation
 
     def bad(why: str) -> SpecError:
         return SpecError(f"{source}: --confirm-only {run_dir}: {why}")
@@ -369,6 +369,6 @@ def _write_report(run_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    from sweeps.cli import guard
+    from sweeps.engine.cli import guard
 
     sys.exit(guard("python -m sweeps.run", lambda: main(command_start=COMMAND_START)))

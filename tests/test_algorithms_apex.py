@@ -48,7 +48,7 @@ def ray_local(local_ray):
 def _two_runners_one_slow(algorithm: str, **params):
     """``algorithm`` with 2 env runners of 8 envs x 8 steps (64 env steps per sample call) on
     :data:`SLOW_ENV`, half a CPU each so that both fit beside the driver on 2 CPUs."""
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 2,
                            "num_envs_per_env_runner": 8, "rollout_fragment_length": 8, **params},
@@ -60,7 +60,7 @@ def _two_runners_one_slow(algorithm: str, **params):
 def _train_for(algo, algorithm: str, seconds: float) -> tuple[list, list, list]:
     """Train ``algo`` for ``seconds``; lifetime learner updates, env steps and seconds since the
     start, after each iteration."""
-    from sweeps.algorithms import extract_metrics
+    from sweeps.engine.algorithms import extract_metrics
 
     updates, steps, walls = [], [], []
     t0 = time.perf_counter()
@@ -74,8 +74,8 @@ def _train_for(algo, algorithm: str, seconds: float) -> tuple[list, list, list]:
 
 @pytest.mark.timeout(120)
 def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
-    from sweeps.algorithms import build_config
-    from sweeps.algorithms.apex_dqn import actor_epsilon
+    from sweeps.engine.algorithms import build_config
+    from sweeps.engine.algorithms.apex_dqn import actor_epsilon
 
     n = 3
     config = build_config({"algorithm": "APEX", "num_env_runners": n}, "ContosoCabs-v0")
@@ -127,7 +127,7 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
 @pytest.mark.parametrize("algorithm", ["APEX", "DQN"])
 def test_replay_refuses_observations_it_cannot_store(ray_local, algorithm):
     """Replay keeps observations in arrays: a Discrete observation space is refused in one line."""
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 0}, "FrozenLake-v1")
     with pytest.raises(ValueError, match=f"{algorithm} needs a Box observation space"):
@@ -138,7 +138,7 @@ def test_replay_refuses_observations_it_cannot_store(ray_local, algorithm):
 def test_apex_without_env_runners_trains_from_the_drivers_own_samples(ray_local):
     """num_env_runners=0: the driver samples, replay fills, the learner takes
     updates_per_learner_call minibatches per call and the replay ratio follows."""
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     config = build_config({"algorithm": "APEX", "num_env_runners": 0,
                            "num_steps_sampled_before_learning_starts": 256,
@@ -178,7 +178,7 @@ def test_dqn_replays_exactly_its_training_intensity(ray_local):
     """num_env_runners=0: after every step, learner updates = ⌊ρ × (sampled − learning
     starts) / batch⌋, done `updates_per_learner_call` at a time; RLlib's own DQN rounds ρ to
     whole sample or update calls instead."""
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     config = build_config({"algorithm": "DQN", "num_env_runners": 0, "training_intensity": 2.0,
                            "num_steps_sampled_before_learning_starts": 256,

@@ -1,4 +1,4 @@
-"""Ape-X's replay (sweeps/algorithms/apex_replay.py): n-step transitions and prioritized
+"""Ape-X's replay (sweeps/engine/algorithms/apex_replay.py): n-step transitions and prioritized
 sampling checked against direct computations."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sweeps.algorithms.apex_replay import (
+from sweeps.engine.algorithms.apex_replay import (
     TRANSITION_KEYS,
     PrioritizedReplay,
     n_step_td_errors,

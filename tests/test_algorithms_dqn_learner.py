@@ -1,4 +1,4 @@
-"""The suite's DQN learner (sweeps.algorithms.dqn_learner) against RLlib's DQNTorchLearner: from
+"""The suite's DQN learner (sweeps.engine.algorithms.dqn_learner) against RLlib's DQNTorchLearner: from
 the same weights on the same batches, the same weights, TD errors and metrics after every call,
 on the replay data path's fast path, on RLlib's own path and with non-finite gradients. No Ray:
 the learners run in this process."""
@@ -20,9 +20,9 @@ from ray.rllib.utils.metrics import TD_ERROR_KEY  # noqa: E402
 from ray.rllib.utils.numpy import convert_to_numpy  # noqa: E402
 
 import envs  # noqa: E402,F401  (registers the env ids)
-from sweeps.algorithms import build_config  # noqa: E402
-from sweeps.algorithms.dqn_learner import LastValueLogger, ReplayDQNTorchLearner  # noqa: E402
-from sweeps.algorithms.noise_scale import noise_learner_class  # noqa: E402
+from sweeps.engine.algorithms import build_config  # noqa: E402
+from sweeps.engine.algorithms.dqn_learner import LastValueLogger, ReplayDQNTorchLearner  # noqa: E402
+from sweeps.engine.algorithms.noise_scale import noise_learner_class  # noqa: E402
 
 ENV, ENV_CONFIG = "ContosoCabs-v0", {"num_cities": 5, "time_matrix_seed": 0}
 MB = 16  # minibatch rows: small, so a test call is fast
@@ -206,7 +206,7 @@ def test_foreach_clipping_equals_rllibs(scale: float) -> None:
     RLlib's ``clip_gradients``; a NaN gradient goes to RLlib's (its per-tensor nan_to_num)."""
     from ray.rllib.utils.torch_utils import clip_gradients
 
-    from sweeps.algorithms.dqn_learner import clip_gradients_foreach
+    from sweeps.engine.algorithms.dqn_learner import clip_gradients_foreach
 
     gen = torch.Generator().manual_seed(0)
     grads = {i: torch.randn(shape, generator=gen) * scale for i, shape in

@@ -1,7 +1,7 @@
 """Learning checks on Contoso Cabs with the tuned defaults, on a real local Ray (2 CPUs).
 
 Each of DQN, APEX and IMPALA (1 env runner, seed 0) must lift the *evaluation* return — the
-suite's evaluation protocol (:mod:`sweeps.evaluation`): the greedy policy's mean return over 20
+suite's evaluation protocol (:mod:`sweeps.engine.evaluation`): the greedy policy's mean return over 20
 fixed-seed episodes after every training iteration, the metric sweeps compare — from the random
 policy's (≈ −40 dollars for the default Cabs) to at least halfway to the exact optimum
 (≈ 2966 dollars), i.e. ≥ ≈ 1463 dollars, within 75 s of training. Fixed seeds (the trial's
@@ -49,8 +49,8 @@ def _train(name: str, env: str, budget_s: float, stop_at: float = math.inf, stop
     """Train until the return reaches ``stop_at``, ``stop_when(metrics)`` holds or ``budget_s``
     passes; the metrics history. With ``evaluate``, each iteration also runs the evaluation
     protocol (20 episodes, seeds 10000..) and ``stop_at`` applies to its ``evaluation_return``."""
-    from sweeps.algorithms import build_config, extract_metrics
-    from sweeps.evaluation import GreedyEvaluator, rllib_greedy_policy
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     algo = build_config({"algorithm": name, **overrides}, env).build_algo()
     evaluator = GreedyEvaluator(env, {}, episodes=20, seed=10_000) if evaluate else None
@@ -94,7 +94,7 @@ def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
 def test_seed_baseline_preset_trains(ray_local):
     from presets import SEED_BASELINE
 
-    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
 
     algo = build_config(SEED_BASELINE, CABS).build_algo()
     try:
@@ -114,7 +114,7 @@ def test_ppo_on_cartpole_in_three_lines(ray_local):
     last >= 1 s of wall-clock, so how many updates three of them hold depends on the machine's
     load (three gave 21-28 on a busy day: a check that failed by chance).
     """
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     algo = build_config({"algorithm": "PPO", "seed": 0}, "CartPole-v1").build_algo()
     returns = []
@@ -141,7 +141,7 @@ def test_impala_samples_in_its_first_iteration(ray_local):
     2-core machine), 1.5-2.6 k with the suite's config, which turns the server off (APPO's
     config: tests/test_algorithms_vocabulary.py). The first 2 s iteration must sample, from
     env runners that pull from no server."""
-    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
 
     name = "IMPALA"
     algo = build_config({"algorithm": name, "num_env_runners": 1, "seed": 0,
@@ -172,7 +172,7 @@ def test_env_runners_keep_sampling_beside_a_busy_process(ray_local):
     import subprocess
     import sys
 
-    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
 
     algo = build_config({"algorithm": "IMPALA", "seed": 0}, CABS).build_algo()
     busy = subprocess.Popen([sys.executable, "-c", BUSY.format(s=60)])

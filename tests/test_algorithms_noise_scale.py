@@ -1,4 +1,4 @@
-"""The gradient noise scale estimators (sweeps.algorithms.noise_scale) on a problem with a known
+"""The gradient noise scale estimators (sweeps.engine.algorithms.noise_scale) on a problem with a known
 answer, and the learner mixin inside real RLlib learners (DQN, IMPALA, PPO)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from sweeps.algorithms.noise_scale import (
+from sweeps.engine.algorithms.noise_scale import (
     NoiseScaleEMA,
     _slice,
     half_batch_norms,
@@ -110,11 +110,11 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
     """A real RLlib learner of each family (TD loss, V-trace, clipped surrogate) measures the
     noise scale through the mixin: finite, positive after a few iterations on CartPole, and
     the update itself still trains (learner updates grow)."""
-    from sweeps.algorithms import build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0,
                            "grad_noise_scale_every": 1, **extra}, "CartPole-v1")
-    from sweeps.algorithms.noise_scale import NoiseScaleMixin
+    from sweeps.engine.algorithms.noise_scale import NoiseScaleMixin
 
     assert issubclass(config.learner_class, NoiseScaleMixin), config.learner_class.__mro__
     assert config.learner_class.__name__.startswith("NoiseScale")
@@ -142,7 +142,7 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
 
 
 def test_noise_scale_is_off_with_zero() -> None:
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     off = build_config({"algorithm": "DQN", "grad_noise_scale_every": 0}, "CartPole-v1")
     assert not off.learner_class.__name__.startswith("NoiseScale")

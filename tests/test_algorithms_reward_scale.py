@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from sweeps.algorithms.connectors import ScaleRewards
+from sweeps.engine.algorithms.connectors import ScaleRewards
 
 
 def episode(rewards, *, lookback=0, numpy=False):
@@ -61,7 +61,7 @@ def test_driver_sampling_reports_returns_in_env_units():
     """
     from conftest import init_local_ray
 
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     ray = init_local_ray()
     try:

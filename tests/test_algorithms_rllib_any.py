@@ -15,14 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_every_online_rllib_algorithm_can_be_named_and_offline_ones_are_refused():
     from ray.rllib.algorithms.registry import ALGORITHMS as RLLIB
 
-    from sweeps.algorithms import ALGORITHMS, REFUSED
+    from sweeps.engine.algorithms import ALGORITHMS, REFUSED
 
     assert set(RLLIB) <= set(ALGORITHMS) | set(REFUSED) | {"DQN"}  # RLlib's DQN: RLLIB-DQN
     assert {"SAC", "DreamerV3"} <= set(ALGORITHMS) and {"BC", "CQL", "IQL", "MARWIL"} <= set(REFUSED)
 
 
 def test_a_generic_algorithm_takes_rllibs_keys_and_names_the_closest_for_a_typo():
-    from sweeps.algorithms import UnknownParameterError, build_config, known_params
+    from sweeps.engine.algorithms import UnknownParameterError, build_config, known_params
 
     config = build_config({"algorithm": "SAC", "num_env_runners": 2, "actor_lr": 1e-3,
                            "tau": 0.01, "train_batch_size": 128}, "Pendulum-v1")
@@ -36,11 +36,11 @@ def test_a_generic_algorithm_takes_rllibs_keys_and_names_the_closest_for_a_typo(
 
 
 def test_sweep_files_name_generic_algorithms_and_references_with_one_line_errors(tmp_path):
-    from sweeps.sweep_file import SpecError, load_sweep
+    from sweeps.engine.sweep_file import SpecError, load_sweep
 
     def sweep(body: str) -> Path:
         path = tmp_path / "s.py"
-        path.write_text("from sweeps.spec import Budget, Sweep, Target\n"
+        path.write_text("from sweeps.engine.spec import Budget, Sweep, Target\n"
                         f"SWEEP = Sweep(name='s', target=Target(value=-400.0), "
                         f"budget=Budget(time_s=5), baseline=None, {body})\n")
         return path
@@ -86,7 +86,7 @@ def test_sac_and_the_sb3_sac_reference_run_end_to_end_on_pendulum(tmp_path):
 def test_the_references_act_in_a_continuous_action_space(algorithm):
     """SB3-PPO and SB3-SAC on Pendulum (Box actions), no Ray: two short iterations, each with
     a greedy evaluation of continuous actions inside Pendulum's bounds."""
-    from sweeps.reference import run_reference
+    from sweeps.engine.reference import run_reference
 
     reports = []
 

@@ -10,7 +10,7 @@ import math
 import pytest
 from presets import SEED_BASELINE  # tests/presets.py (pytest puts tests/ on sys.path)
 
-from sweeps.algorithms import (
+from sweeps.engine.algorithms import (
     ALGORITHMS,
     SHARED_PARAMS,
     UnknownParameterError,
@@ -139,7 +139,7 @@ def test_dqn_options_and_replay_choice():
 def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs():
     from ray.rllib.algorithms.dqn import DQN, DQNConfig
 
-    from sweeps.algorithms.replay_dqn import ReplayDQN, TransitionEnvRunner
+    from sweeps.engine.algorithms.replay_dqn import ReplayDQN, TransitionEnvRunner
 
     c = build_config({"algorithm": "DQN", "updates_per_learner_call": 4,
                       "training_intensity": 6.0}, CABS)
@@ -173,7 +173,7 @@ def test_pong_impala_sweep_settings_build_the_how_to_config():
     RLlib's own validation (its minibatch must divide into fragments of 50)."""
     from pathlib import Path
 
-    from sweeps.sweep_file import load_sweep
+    from sweeps.engine.sweep_file import load_sweep
 
     sweep = load_sweep(Path(__file__).parents[1] / "sweeps" / "pong_impala.py")
     c = build_config({"algorithm": "IMPALA", "num_env_runners": 15, **sweep.fixed}, sweep.env,
@@ -187,7 +187,7 @@ def test_pong_impala_sweep_settings_build_the_how_to_config():
 
 
 def test_actor_epsilons_follow_horgan_et_al():
-    from sweeps.algorithms.apex_dqn import actor_epsilon
+    from sweeps.engine.algorithms.apex_dqn import actor_epsilon
 
     assert actor_epsilon(0, 1) == 0.4
     eps = [actor_epsilon(i, 8) for i in range(8)]
@@ -201,7 +201,7 @@ def test_actor_epsilons_follow_horgan_et_al():
 def test_apex_config_is_a_dqn_config_with_apex_defaults():
     from ray.rllib.algorithms.dqn import DQN, DQNConfig
 
-    from sweeps.algorithms.apex_dqn import ApexDQN, ApexDQNConfig, ApexEnvRunner
+    from sweeps.engine.algorithms.apex_dqn import ApexDQN, ApexDQNConfig, ApexEnvRunner
 
     c = build_config({"algorithm": "APEX", "weights_sync_period": 5, "epsilon": 0.3}, CABS)
     assert isinstance(c, DQNConfig) and issubclass(c.algo_class, DQN) and c.algo_class is ApexDQN
@@ -246,8 +246,8 @@ def test_extract_metrics_reads_the_right_keys():
 def test_register_with_tune_makes_apex_a_trainable():
     from ray.tune.registry import get_trainable_cls
 
-    from sweeps.algorithms import register_with_tune
-    from sweeps.algorithms.apex_dqn import ApexDQN
+    from sweeps.engine.algorithms import register_with_tune
+    from sweeps.engine.algorithms.apex_dqn import ApexDQN
 
     register_with_tune()
     register_with_tune()  # idempotent
@@ -258,7 +258,7 @@ def test_register_with_tune_makes_apex_a_trainable():
 def test_old_rllib_names_are_aliases(capsys):
     """build_config takes num_workers / num_envs_per_worker as num_env_runners /
     num_envs_per_env_runner (RLlib's old names) and says so on stderr."""
-    from sweeps.algorithms import vocabulary
+    from sweeps.engine.algorithms import vocabulary
 
     vocabulary._NOTIFIED.clear()
     c = build_config({"algorithm": "PPO", "num_workers": 3, "num_envs_per_worker": 2}, "CartPole-v1")
@@ -270,15 +270,15 @@ def test_old_rllib_names_are_aliases(capsys):
 
 
 def test_importing_the_algorithms_does_no_work():
-    """Importing sweeps.algorithms (what validation, --dry-run and cluster.azure submit do)
+    """Importing sweeps.engine.algorithms (what validation, --dry-run and cluster.azure submit do)
     loads neither torch nor RLlib (so probes no GPU) and builds no preset."""
     import subprocess
     import sys
 
-    code = ("import sys, sweeps.algorithms as a, sweeps.sweep_file\n"
+    code = ("import sys, sweeps.engine.algorithms as a, sweeps.engine.sweep_file\n"
             "heavy = [m for m in ('torch', 'ray.rllib', 'ray', 'gymnasium') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
-            "assert 'sweeps.algorithms.vocabulary' in sys.modules\n")
+            "assert 'sweeps.engine.algorithms.vocabulary' in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 
@@ -288,7 +288,7 @@ def test_asynchronous_algorithms_sync_weights_without_rllibs_state_server(name):
     """The suite's IMPALA and APPO broadcast weights from the Algorithm: RLlib's default
     ``EnvRunnerStateServer`` held every env runner's first sample ~4-6 s on 2 cores
     (docs/benchmarks.md, "Trial start-up"; the sampling itself: test_algorithms_learning)."""
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     assert build_config({"algorithm": name}, "CartPole-v1").use_env_runner_state_server is False
     import importlib

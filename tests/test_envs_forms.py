@@ -130,14 +130,14 @@ def test_the_three_forms_of_env(tmp_path, clean_imports):
 def test_a_python_sweep_file_importing_the_module_ships_it(tmp_path, clean_imports):
     """The registered id of a module the sweep file imports becomes ``module:EnvId`` for the
     trials' processes, and the module is shipped."""
-    from sweeps.sweep_file import load_sweep, modules_to_ship
-    from sweeps.trainable import TrialSetup
+    from sweeps.engine.sweep_file import load_sweep, modules_to_ship
+    from sweeps.engine.trainable import TrialSetup
 
     folder = user_folder(tmp_path)
     path = folder / "mine.py"
     path.write_text(textwrap.dedent("""\
         import corridor_env  # noqa: F401 - registers Corridor-v0
-        from sweeps.spec import Budget, Sweep, Target
+        from sweeps.engine.spec import Budget, Sweep, Target
         SWEEP = Sweep(name="mine", env="Corridor-v0", algorithms=["PPO"],
                       target=Target(value=0.9), budget=Budget(time_s=10), baseline=None)
         """))
@@ -178,7 +178,7 @@ def test_a_bad_user_env_is_one_line_and_exit_2_before_ray(tmp_path, case, capsys
 
 
 def test_placement_follows_rays_rule():
-    from sweeps.placement import placement_problem
+    from sweeps.engine.placement import placement_problem
 
     two_cpu_nodes = [{"CPU": 2.0, "GPU": 0.0}] * 3
     five = [{"CPU": 1.0}] * 5
@@ -238,7 +238,7 @@ def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s
     object storage (a real S3-compatible server) as it goes, and analysed from there."""
     import pandas as pd
 
-    from sweeps.storage import fetch_run
+    from sweeps.engine.storage import fetch_run
 
     folder = user_folder(tmp_path)
     path = yaml_sweep(folder, "corridor_env:Corridor-v0")

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import envs
-from sweeps.evaluation import evaluation_env
+from sweeps.engine.evaluation import evaluation_env
 
 EVERY_ENV = [("CartPole-v1", {}), ("ContosoCabs-v0", {"num_cities": 3}),
              ("PongNoFrameskip-v4", {"frame_size": 42})]

@@ -22,21 +22,25 @@ def _lint(cwd: Path) -> subprocess.CompletedProcess:
 def test_the_import_contracts_hold():
     proc = _lint(ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "2 kept, 0 broken" in proc.stdout
+    assert "3 kept, 0 broken" in proc.stdout
 
 
 def test_a_reversed_import_breaks_them(tmp_path):
-    """envs importing sweeps, and cluster importing the command line, are each reported."""
+    """envs importing the engine, the run directory importing the engine's upper part, and
+    cluster importing the command line are each reported."""
     for package in PACKAGES:
         shutil.copytree(ROOT / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with open(tmp_path / "envs" / "__init__.py", "a") as f:
-        f.write("\nfrom sweeps import spec as _reversed  # noqa: E402\n")
+        f.write("\nfrom sweeps.engine import spec as _reversed  # noqa: E402\n")
+    with open(tmp_path / "sweeps" / "engine" / "rundir.py", "a") as f:
+        f.write("\nfrom sweeps.engine import record as _up  # noqa: E402\n")
     with open(tmp_path / "cluster" / "auth.py", "a") as f:
         f.write("\nfrom sweeps import run as _composed  # noqa: E402\n")
     proc = _lint(tmp_path)
     assert proc.returncode != 0, proc.stdout[-3000:]
-    assert "0 kept, 2 broken" in proc.stdout, proc.stdout[-3000:]
-    assert "envs.__init__ -> sweeps.spec" in proc.stdout or "envs -> sweeps.spec" in proc.stdout
+    assert "0 kept, 3 broken" in proc.stdout, proc.stdout[-3000:]
+    assert "envs.__init__ -> sweeps.engine.spec" in proc.stdout or "envs -> sweeps.engine.spec" in proc.stdout
+    assert "sweeps.engine.rundir -> sweeps.engine.record" in proc.stdout, proc.stdout[-3000:]
     assert "cluster.auth -> sweeps.run" in proc.stdout, proc.stdout[-3000:]

@@ -19,7 +19,7 @@ GOOD = dict(
 def sweep_file(tmp_path: Path, **overrides) -> Path:
     f = {**GOOD, **overrides}
     text = textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform, randint
+        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform, randint
         SWEEP = Sweep(name={f['name']}, env={f['env']}, algorithms={f['algorithms']},
                       search_space={f['search_space']}, target={f['target']},
                       budget={f['budget']}, baseline={f['baseline']}
@@ -141,7 +141,7 @@ def test_yaml_duplicate_key(tmp_path):
     """PyYAML keeps the last of two equal keys silently: a second ``budget:`` of 99999 s
     would replace the first unseen. A key given twice is one line, exit 2, naming it and
     where; a key repeated in two different mappings is fine."""
-    from sweeps.sweep_file import SpecError, load_sweep
+    from sweeps.engine.sweep_file import SpecError, load_sweep
 
     text = textwrap.dedent("""\
         name: t

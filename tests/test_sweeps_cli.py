@@ -1,4 +1,4 @@
-"""One exit-code convention for every command (sweeps.cli): what escapes a command's main is
+"""One exit-code convention for every command (sweeps.engine.cli): what escapes a command's main is
 one stderr line and a documented exit code, never a traceback unless asked for."""
 
 from __future__ import annotations
@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.cli import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_WRITE_FAILED, find_os_error, guard
+from sweeps.engine.cli import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_WRITE_FAILED,
+    find_os_error,
+    guard,
+)
 
 RUN = Path(__file__).parents[1] / "docs" / "data" / "cabs_scaling" / "20261122-203334"
 

@@ -44,7 +44,7 @@ def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budg
                 confirm: str = "None", evaluation: str = "Evaluation()") -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
             search_space={{"num_env_runners": choice([0, 1])}},
@@ -90,7 +90,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert list(progress.columns) == PROGRESS_COLUMNS
     for col in TRIAL_COLUMNS:
         assert col in trials.columns, col
-    from sweeps import schema
+    from sweeps.engine import schema
 
     assert set(schema.TRIAL_COLUMNS) <= set(trials.columns)
     assert all(c in schema.TRIAL_COLUMNS or c.startswith("param_") for c in trials.columns)
@@ -324,7 +324,7 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     search, confirm = after[after.stage == "search"], after[after.stage == "confirm"]
     assert len(search) == 4 and set(search.seed) == {0}
     assert len(confirm) == 2 and set(confirm.seed) == {1000} and confirm.is_baseline.sum() == 1
-    from sweeps.schema import confirm_configs
+    from sweeps.engine.schema import confirm_configs
 
     assert confirm_configs(search, 1) == list(confirm[~confirm.is_baseline].config_id)
 
@@ -431,7 +431,7 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     marker = tmp_path / "failed-once"
     path = tmp_path / "flaky.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
                       target={UNREACHABLE}, budget=Budget(time_s=4),
@@ -464,7 +464,7 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
 
     path = tmp_path / "capped.py"
     path.write_text(textwrap.dedent("""\
-        from sweeps.spec import Budget, Capping, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Capping, Search, Sweep, Target, choice
         SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
                       search_space={"num_env_runners": choice([0]), "lr": choice([1e-9])},
                       target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
@@ -501,7 +501,7 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
     processes."""
     path = tmp_path / "latency.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5,
                                                                       "step_cpu_ms": 2}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from sweeps.evaluation import GreedyEvaluator, trial_evaluator
+from sweeps.engine.evaluation import GreedyEvaluator, trial_evaluator
 
 CABS = "ContosoCabs-v0"
 
@@ -59,7 +59,7 @@ def test_every_episode_runs_to_its_end() -> None:
 def test_sb3_reference_reports_iterations_and_stops_when_told(tmp_path, monkeypatch) -> None:
     import tempfile
 
-    from sweeps.reference import run_reference
+    from sweeps.engine.reference import run_reference
 
     # SB3 logs to a fresh tempdir/SB3-<date> folder per learn() unless given a logger
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -84,7 +84,7 @@ def test_sb3_reference_reports_iterations_and_stops_when_told(tmp_path, monkeypa
 
 
 def test_an_evaluation_falls_due_on_its_own_cadence() -> None:
-    from sweeps.evaluation import Cadence
+    from sweeps.engine.evaluation import Cadence
 
     assert not Cadence().active and Cadence().due(0.0, 0)  # none: every iteration
     by_time = Cadence(every_s=0.5)
@@ -104,7 +104,7 @@ def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path
     ``every_env_steps`` env steps or ``every_s`` seconds, not once per 5 s iteration."""
     import tempfile
 
-    from sweeps.reference import run_reference
+    from sweeps.engine.reference import run_reference
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.delenv("SB3_LOGDIR", raising=False)
@@ -130,7 +130,7 @@ def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path
 
 
 def test_reference_params_are_checked() -> None:
-    from sweeps.reference import check_reference
+    from sweeps.engine.reference import check_reference
 
     check_reference({"algorithm": "SB3-DQN", "learning_rate": 5e-4})
     with pytest.raises(ValueError, match="unknown reference 'SB3-A2C'"):

@@ -13,13 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeps.record import ResultsRecorder
+from sweeps.engine.record import ResultsRecorder
 
 
 def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
     path = tmp_path / "rel.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="rel", env="CartPole-v1", algorithms=["PPO"],
                       search_space={{"num_env_runners": choice([0])}},
                       target=Target(value=100.0), budget=Budget(time_s={budget}),
@@ -38,8 +38,8 @@ def _fake_run(results: Path, name: str, started_at: str, spec: dict) -> Path:
 
 
 def _spec_of(path: Path, results: Path) -> dict:
+    from sweeps.engine.sweep_file import load_sweep, sweep_target
     from sweeps.run import resolved_spec
-    from sweeps.sweep_file import load_sweep, sweep_target
 
     sweep = load_sweep(path)
     return resolved_spec(sweep, sweep_target(sweep), str(path))
@@ -65,7 +65,7 @@ def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
 
 
 def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(tmp_path):
-    from sweeps.rundir import lock_run_dir
+    from sweeps.engine.rundir import lock_run_dir
 
     results = tmp_path / "results"
     path = _sweep(tmp_path)
@@ -107,8 +107,8 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
 
 
 def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
-    from sweeps.rundir import run_dir_for
-    from sweeps.sweep_file import load_sweep
+    from sweeps.engine.rundir import run_dir_for
+    from sweeps.engine.sweep_file import load_sweep
 
     results = tmp_path / "results"
     path = _sweep(tmp_path)
@@ -120,8 +120,8 @@ def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
 
 
 def test_new_run_ids_are_unique_within_one_second(tmp_path):
-    from sweeps.rundir import run_dir_for
-    from sweeps.sweep_file import load_sweep
+    from sweeps.engine.rundir import run_dir_for
+    from sweeps.engine.sweep_file import load_sweep
 
     sweep = load_sweep(_sweep(tmp_path))
     dirs = {run_dir_for(tmp_path, sweep.name, False, "t") for _ in range(5)}
@@ -147,7 +147,7 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
     """Progress is written before the trial's row: dying between the two writes leaves a trial
     that is not recorded (it reruns on --resume) with orphan progress rows that a resume
     ignores, never a recorded trial without its learning curve."""
-    import sweeps.record as record
+    import sweeps.engine.record as record
 
     target, budget = {"metric": "training", "value": 25.0}, {"time_s": 60.0, "env_steps": None}
     rec = ResultsRecorder(tmp_path, target=target, budget=budget, command_start=0.0)
@@ -183,14 +183,14 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
 
 def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protected_trials(
         tmp_path):
-    """Adaptive capping's decision (sweeps.capping.AdaptiveCapping, asked by the Tune stopper
-    sweeps.record.Capper) on recorded rows: the incumbent is
+    """Adaptive capping's decision (sweeps.engine.capping.AdaptiveCapping, asked by the Tune stopper
+    sweeps.engine.record.Capper) on recorded rows: the incumbent is
     the smallest median TTT among configurations whose seeds all reached the target (the
     reference is not a candidate); the baseline, the reference and `protect` matches are never
     capped; a trial that reached is never capped."""
-    from sweeps.capping import AdaptiveCapping
-    from sweeps.record import Capper
-    from sweeps.spec import Capping
+    from sweeps.engine.capping import AdaptiveCapping
+    from sweeps.engine.record import Capper
+    from sweeps.engine.spec import Capping
 
     capping = AdaptiveCapping(Capping(margin=2.0,
                                       protect=[{"algorithm": "APEX", "num_env_runners": 8}]), 3)
@@ -231,10 +231,10 @@ def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
 
     from ray.tune.stopper import CombinedStopper
 
-    import sweeps.record as record
-    from sweeps.capping import AdaptiveCapping
-    from sweeps.record import Capper, ResultsRecorder, StopOnWriteError
-    from sweeps.spec import Capping
+    import sweeps.engine.record as record
+    from sweeps.engine.capping import AdaptiveCapping
+    from sweeps.engine.record import Capper, ResultsRecorder, StopOnWriteError
+    from sweeps.engine.spec import Capping
 
     def build():
         capping = AdaptiveCapping(Capping(margin=2.0), 1)

@@ -1,11 +1,11 @@
-"""The run directory's file names are spelled in one module (sweeps/rundir.py)."""
+"""The run directory's file names are spelled in one module (sweeps/engine/rundir.py)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from sweeps import rundir
+from sweeps.engine import rundir
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("sweeps", "envs", "analysis", "cluster", "benchmarks")
@@ -23,12 +23,12 @@ def test_no_module_but_rundir_spells_a_run_file_name():
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path == ROOT / "sweeps" / "rundir.py":
+            if path == ROOT / "sweeps" / "engine" / "rundir.py":
                 continue
             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if pattern.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
-    assert not found, "spell these through sweeps.rundir:\n" + "\n".join(found)
+    assert not found, "spell these through sweeps.engine.rundir:\n" + "\n".join(found)
 
 
 def test_the_check_finds_a_spelled_name():
@@ -47,7 +47,7 @@ def test_json_files_carry_the_schema_version(tmp_path):
 
     import pytest
 
-    from sweeps.schema import SCHEMA_VERSION, SchemaError
+    from sweeps.engine.schema import SCHEMA_VERSION, SchemaError
 
     path = tmp_path / "spec.json"
     rundir.write_json(path, {"name": "x", rundir.JSON_VERSION_KEY: 99, "seeds": [1]})

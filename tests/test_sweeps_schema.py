@@ -1,4 +1,4 @@
-"""sweeps.schema: one results schema with a version in every parquet file, checked on load."""
+"""sweeps.engine.schema: one results schema with a version in every parquet file, checked on load."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.synthetic import write_synthetic_results
-from sweeps.schema import (
+from sweeps.engine.schema import (
     PROGRESS_COLUMNS,
     SCHEMA_VERSION,
     TRIAL_COLUMNS,
@@ -84,8 +84,8 @@ def test_another_version_is_one_line_from_the_analysis_cli(tmp_path: Path) -> No
 
 
 def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> None:
-    from sweeps.rundir import check_resume_dir
-    from sweeps.sweep_file import SpecError
+    from sweeps.engine.rundir import check_resume_dir
+    from sweeps.engine.sweep_file import SpecError
 
     run = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0,
                                   with_optuna=False)
@@ -104,8 +104,8 @@ def test_ttt_resolution_is_the_gap_in_which_the_crossing_happened() -> None:
     the first); a recomputation for another target gets its own."""
     import math
 
-    from sweeps.record import trial_row
-    from sweeps.schema import first_crossing, ttt_resolution
+    from sweeps.engine.record import trial_row
+    from sweeps.engine.schema import first_crossing, ttt_resolution
 
     times, steps, values = [1.5, 2.6, 3.4, 4.9], [100, 200, 300, 400], [0.1, math.nan, 0.5, 0.9]
     _, _, i = first_crossing(times, steps, values, 0.5)

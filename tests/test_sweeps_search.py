@@ -8,14 +8,14 @@ import optuna
 import pytest
 from ray.tune.search import Searcher
 
-from sweeps.search import (
+from sweeps.engine.search import (
     SeededSearch,
     censored_objective,
     grid_points,
     make_optuna_search,
     trial_params,
 )
-from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
 
 
 def make_sweep(**kw) -> Sweep:
@@ -115,7 +115,7 @@ def test_skipped_seeds_follow_the_median():
     """A configuration is settled once more than half of its seeds are capped: the median of
     all its seeds is then above the cap, whatever the rest give; the baseline and the reference
     are never judged so."""
-    from sweeps.schema import skipped_seeds
+    from sweeps.engine.schema import skipped_seeds
 
     def rows(cid, reasons, **kw):
         return [{"config_id": cid, "censor_reason": r, **kw} for r in reasons]
@@ -131,7 +131,7 @@ def test_skipped_seeds_follow_the_median():
 def test_seeded_search_skips_the_seeds_capping_settled(tmp_path):
     """Two of three seeds capped: the third is not run, Optuna hears the mean of the two, the
     next configuration starts; the baseline's seeds all run whatever happens to them."""
-    from sweeps.record import ResultsRecorder
+    from sweeps.engine.record import ResultsRecorder
 
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=2, seeds=3))
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
@@ -179,8 +179,8 @@ def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
     order with probability 1/27 per seed)."""
     import optuna
 
-    from sweeps.search import sweep_search
-    from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+    from sweeps.engine.search import sweep_search
+    from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for sampler_seed in range(4):
@@ -204,10 +204,10 @@ def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
 
 
 def test_too_few_samples_for_the_declared_algorithms_is_one_line(tmp_path):
-    from sweeps.sweep_file import SpecError, load_sweep
+    from sweeps.engine.sweep_file import SpecError, load_sweep
 
     path = tmp_path / "few.py"
-    path.write_text("from sweeps.spec import Budget, Search, Sweep, Target\n"
+    path.write_text("from sweeps.engine.spec import Budget, Search, Sweep, Target\n"
                     "SWEEP = Sweep(name='few', env='CartPole-v1', algorithms=['PPO', 'IMPALA', "
                     "'APPO'], target=Target(value=100.0), budget=Budget(time_s=5), "
                     "search=Search(num_samples=2))\n")
@@ -220,9 +220,9 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
     """search.confirm: once every search trial ended (not before), the reference, the baseline
     and the top_k configurations by censored median TTT run on the confirmation seeds, never
     the search's; Optuna hears nothing of them; the total counts both stages."""
-    from sweeps.record import ResultsRecorder
-    from sweeps.search import expected_trials, sweep_search
-    from sweeps.spec import Confirm
+    from sweeps.engine.record import ResultsRecorder
+    from sweeps.engine.search import expected_trials, sweep_search
+    from sweeps.engine.spec import Confirm
 
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=3, seeds=2,
                                      confirm=Confirm(top_k=2, seeds=3)),
@@ -274,7 +274,7 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
 def test_confirmation_seeds_never_overlap_the_search_seeds():
     from pydantic import ValidationError
 
-    from sweeps.spec import Confirm
+    from sweeps.engine.spec import Confirm
 
     assert Search(seeds=3, first_seed=999, confirm=Confirm(seeds=2)).confirm_seeds == [1002, 1003]
     assert Search(seeds=2, confirm=Confirm(seeds=2, first_seed=2)).confirm_seeds == [2, 3]

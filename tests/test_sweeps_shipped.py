@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps.sweep_file import SpecError, check_points, load_sweep, sweep_points
+from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_points
 
 SWEEPS = Path(__file__).parents[1] / "sweeps"
 SHIPPED = sorted(p for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
@@ -73,7 +73,7 @@ def test_an_invalid_point_is_one_line_naming_it(tmp_path):
     rollout fragment of 50, which RLlib rejects. Caught before Ray starts, with the point."""
     path = tmp_path / "bad_pong.py"
     path.write_text(
-        "from sweeps.spec import Budget, Sweep, Target, choice\n"
+        "from sweeps.engine.spec import Budget, Sweep, Target, choice\n"
         "SWEEP = Sweep(name='bad_pong', env='PongNoFrameskip-v4', algorithms=['IMPALA'],\n"
         "    search_space={'num_env_runners': choice([1])},\n"
         "    fixed={'rollout_fragment_length': 50, 'minibatch_size': 128},\n"

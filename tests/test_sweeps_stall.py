@@ -1,5 +1,5 @@
 """Stalled trials: a trial whose env steps or learner updates stop moving ends as an error with
-``error_kind="stalled"`` (sweeps.trainable.StallDetector), never as a slow censored trial.
+``error_kind="stalled"`` (sweeps.engine.trainable.StallDetector), never as a slow censored trial.
 
 The detector's rule is tested on counter sequences; the end-to-end test runs a real sweep
 (Ray Tune + the suite's Ape-X DQN on RLlib) whose env runner blocks in ``env.step()`` after a
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeps.trainable import StallDetector
+from sweeps.engine.trainable import StallDetector
 
 
 def feed(detector: StallDetector, rows: list[tuple[float, float, float]]) -> list[str | None]:
@@ -71,7 +71,7 @@ from ray import cloudpickle
 from ray.tune.registry import register_env
 
 from envs.contoso_cabs import ContosoCabs
-from sweeps.spec import Budget, Search, Stall, Sweep, Target
+from sweeps.engine.spec import Budget, Search, Stall, Sweep, Target
 
 STEPS = [0]  # env steps taken in this process, over all its envs
 
@@ -158,7 +158,7 @@ def test_the_report_lists_a_stalled_trial_apart_and_no_statistic_counts_it(tmp_p
     from analysis.report import build_report
     from analysis.study import analyse
     from analysis.synthetic import write_synthetic_results
-    from sweeps.schema import TRIAL_COLUMNS, write_parquet
+    from sweeps.engine.schema import TRIAL_COLUMNS, write_parquet
 
     run = write_synthetic_results(tmp_path / "run", seeds=4, env_runners=(1, 2, 4), censor=0.25)
     before = analyse(load_results(run)).summary.set_index("config_id")

@@ -21,7 +21,7 @@ def test_trial_actor_has_no_runtime_env_of_tunes_own():
     from conftest import init_local_ray
     from ray.tune.execution.class_cache import _ActorClassCache
 
-    from sweeps.trainable import reuse_prestarted_workers
+    from sweeps.engine.trainable import reuse_prestarted_workers
 
     class Probe:
         def runtime_env(self):
@@ -44,7 +44,7 @@ def test_preload_imports_what_rllib_and_torch_load_lazily():
     interpreter, before any trial's clock; building an optimizer afterwards imports nothing."""
     code = textwrap.dedent("""\
         import sys
-        from sweeps.trainable import preload_libraries
+        from sweeps.engine.trainable import preload_libraries
         assert "scipy.signal" not in sys.modules
         preload_libraries()
         assert {"scipy.signal", "torch", "torch._dynamo",
@@ -70,7 +70,7 @@ def test_a_reused_trial_process_starts_like_a_fresh_one():
         import weakref
         import numpy as np
         import torch
-        from sweeps.trainable import begin_trial_in_process, process_peak_rss_mib
+        from sweeps.engine.trainable import begin_trial_in_process, process_peak_rss_mib
         begin_trial_in_process()  # the process's first trial
         frozen = gc.get_freeze_count()
         assert frozen > 10_000, frozen  # torch's and the suite's objects, out of collections

@@ -1,5 +1,5 @@
 """The suite's DQN (flat n-step prioritized replay, several minibatches per learner call,
-sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`) against RLlib's DQN as
+sampling overlapped with learning; :mod:`sweeps.engine.algorithms.replay_dqn`) against RLlib's DQN as
 shipped (``RLLIB-DQN``: its episode replay buffer and training step), by time-to-target on
 Contoso Cabs with 0 and 1 env runners, beside the single-process reference.
 
@@ -8,7 +8,7 @@ data path between env runners and learner differs. 25 trials of at most 30 s; ab
 minutes on a 2-core laptop. docs/benchmarks.md, "Learner updates", has the numbers.
 """
 
-from sweeps.spec import Budget, Search, Sweep, Target, choice
+from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_dqn_data_path",

@@ -31,6 +31,11 @@ EXIT_NO_TRIAL_SUCCEEDED = 4
 EXIT_INTERRUPTED = 130
 
 
+class SpecError(ValueError):
+    """Bad input (exit code 2): a sweep file, flag or results directory that is missing,
+    malformed or inconsistent. ``str()`` is one line."""
+
+
 def want_traceback(argv: Sequence[str] | None = None) -> bool:
     """True when the user asked for tracebacks: ``--verbose`` on the command line or
     ``RL_SCALING_TRACEBACK=1`` in the environment."""

@@ -2,7 +2,7 @@
 
 Seed 003's "PPO on CartPole in three lines" is::
 
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
     algo = build_config({"algorithm": "PPO"}, "CartPole-v1").build_algo()
     print(algo.train()["env_runners"]["episode_return_mean"])
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: PPO keys a sweep may set, by their RLlib names (PPOConfig.training).
 PPO_PARAMS: dict[str, OwnParam] = {

@@ -5,8 +5,8 @@ run's directory and the latest one, its lock, and the checks before a run is res
 A run directory, ``results/<sweep>/<run_id>/``, holds what one ``python -m sweeps.run``
 recorded. Every module that reads or writes one names its files through these constants
 (``tests/test_sweeps_rundir.py`` fails on a file name spelled anywhere else), so the layout can
-change in one place. The Parquet files carry :data:`sweeps.schema.SCHEMA_VERSION` in their
-metadata (:func:`sweeps.schema.write_parquet`), the JSON files under :data:`JSON_VERSION_KEY`
+change in one place. The Parquet files carry :data:`sweeps.engine.schema.SCHEMA_VERSION` in their
+metadata (:func:`sweeps.engine.schema.write_parquet`), the JSON files under :data:`JSON_VERSION_KEY`
 (:func:`write_json`, :func:`read_json`).
 """
 
@@ -18,12 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sweeps.sweep_file import SpecError
+from sweeps.engine.cli import SpecError
 
-#: One row per finished trial (:data:`sweeps.schema.TRIAL_COLUMNS`).
+#: One row per finished trial (:data:`sweeps.engine.schema.TRIAL_COLUMNS`).
 TRIALS = "trials.parquet"
 #: One row per evaluation (per training iteration without a cadence) of every trial
-#: (:data:`sweeps.schema.PROGRESS_COLUMNS`).
+#: (:data:`sweeps.engine.schema.PROGRESS_COLUMNS`).
 PROGRESS = "progress.parquet"
 #: The resolved sweep spec the run was started with (kept on ``--resume``).
 SPEC = "spec.json"
@@ -43,7 +43,7 @@ LOCK = ".lock"
 #: What object storage mirrors and the launchers download: the results, not Tune's state.
 RUN_FILES = (TRIALS, PROGRESS, SPEC, ENVIRONMENT, OPTUNA_DB, REPORT)
 
-#: The key of :data:`sweeps.schema.SCHEMA_VERSION` in the run's JSON files.
+#: The key of :data:`sweeps.engine.schema.SCHEMA_VERSION` in the run's JSON files.
 JSON_VERSION_KEY = "schema_version"
 
 
@@ -54,7 +54,7 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
     Raises:
         OSError: the file cannot be written (the previous version of ``path`` is intact).
     """
-    from sweeps.schema import SCHEMA_VERSION
+    from sweeps.engine.schema import SCHEMA_VERSION
 
     path = Path(path)
     body = {JSON_VERSION_KEY: SCHEMA_VERSION,
@@ -73,11 +73,11 @@ def read_json(path: str | Path) -> dict[str, Any]:
     were recorded are version 1).
 
     Raises:
-        sweeps.schema.SchemaError: another schema version than this code reads, or not a JSON
+        sweeps.engine.schema.SchemaError: another schema version than this code reads, or not a JSON
             object; one line.
         OSError: the file cannot be read; json.JSONDecodeError (a ValueError): not JSON.
     """
-    from sweeps.schema import SCHEMA_VERSION, SchemaError
+    from sweeps.engine.schema import SCHEMA_VERSION, SchemaError
 
     data = json.loads(Path(path).read_text())
     if not isinstance(data, dict):
@@ -188,7 +188,7 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
-    from sweeps.schema import SCHEMA_VERSION, SchemaError, schema_version
+    from sweeps.engine.schema import SCHEMA_VERSION, SchemaError, schema_version
 
     for name in (TRIALS, PROGRESS):
         path = run_dir / name

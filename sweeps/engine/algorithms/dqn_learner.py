@@ -1,5 +1,5 @@
 """RLlib's DQN torch learner with the per-update overhead of a small network taken out: the
-learner of the sweeps' ``DQN`` and ``APEX`` (:mod:`sweeps.algorithms.replay_dqn`).
+learner of the sweeps' ``DQN`` and ``APEX`` (:mod:`sweeps.engine.algorithms.replay_dqn`).
 
 On Contoso Cabs a learner update is one minibatch of 64 transitions through a 64×64 MLP; the
 arithmetic is well under a millisecond, so what RLlib does around it decides the update rate.

@@ -3,7 +3,7 @@
 The suite's algorithms (DQN, APEX, IMPALA, PPO, APPO, RLLIB-DQN) have tuned defaults and
 documented keys of their own (one module each). Every other online algorithm of RLlib's
 registry (``ray.rllib.algorithms.registry.ALGORITHMS``) is offered as RLlib ships it: the
-shared vocabulary (:data:`sweeps.algorithms.vocabulary.SHARED_PARAMS`) plus every keyword of
+shared vocabulary (:data:`sweeps.engine.algorithms.vocabulary.SHARED_PARAMS`) plus every keyword of
 its ``AlgorithmConfig.training()`` (its own class's and the base class's), so RLlib's own
 config decides what is valid, and RLlib's defaults apply. Offline algorithms learn from a
 recorded dataset, not by sampling an env, so time-to-target does not apply to them: they are
@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sweeps.algorithms.vocabulary import SHARED_PARAMS, AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.vocabulary import SHARED_PARAMS, AlgorithmSpec, OwnParam
 
 __all__ = ["GENERIC", "OFFLINE", "generic_spec"]
 
@@ -82,7 +82,7 @@ class _TrainingKeys(Mapping):
 
 
 def generic_spec(name: str) -> AlgorithmSpec:
-    """The :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec` of RLlib's algorithm ``name``
+    """The :class:`~sweeps.engine.algorithms.vocabulary.AlgorithmSpec` of RLlib's algorithm ``name``
     (a key of :data:`GENERIC`)."""
     return AlgorithmSpec(
         name=name,

@@ -2,7 +2,7 @@
 
 Comparing algorithms on different metrics is a defect (docs/design.md, *evaluation protocol*). The
 target metric ``"evaluation"`` is therefore measured here, by our code, the same way for RLlib's
-DQN, APEX, IMPALA, PPO and APPO and for the single-process reference (:mod:`sweeps.reference`):
+DQN, APEX, IMPALA, PPO and APPO and for the single-process reference (:mod:`sweeps.engine.reference`):
 
 1. **what**: the mean undiscounted episode return of the *current* policy acting greedily
    (argmax Q for DQN/APEX; the action distribution's mode for policy-gradient methods), no
@@ -116,7 +116,7 @@ class GreedyEvaluator:
 
 
 class Cadence:
-    """When the protocol's next evaluation falls due (:class:`sweeps.spec.Evaluation`).
+    """When the protocol's next evaluation falls due (:class:`sweeps.engine.spec.Evaluation`).
 
     An evaluation is due once ``every_s`` seconds of training have passed since the previous
     one ended, or ``every_env_steps`` env steps were sampled since it, whichever comes first:
@@ -162,7 +162,7 @@ def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episod
     """The evaluator of a trial, shared by the trials that run one after another in a process.
 
     Tune reuses a trial's process for the next trial with the same resource request
-    (:func:`sweeps.trainable.begin_trial_in_process`); building the evaluation envs again for
+    (:func:`sweeps.engine.trainable.begin_trial_in_process`); building the evaluation envs again for
     each costs ~0.15-0.25 s between trials on the default Cabs study (20 envs). An
     evaluation is a function of the policy alone (every episode starts from
     ``reset(seed=seed + i)``), so the process keeps its last evaluator and hands it to the

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from sweeps.algorithms.noise_scale import DEFAULT_EVERY as NOISE_EVERY
+from sweeps.engine.algorithms.noise_scale import DEFAULT_EVERY as NOISE_EVERY
 
 __all__ = [
     "SHARED_PARAMS",
@@ -132,7 +132,7 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
         "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
     "grad_noise_scale_every": OwnParam(
         "derived", "learner updates between two measurements of the gradient noise scale "
-        "(sweeps.algorithms.noise_scale; default 20, 0 = off)"),
+        "(sweeps.engine.algorithms.noise_scale; default 20, 0 = off)"),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
@@ -157,7 +157,7 @@ class AlgorithmSpec:
             returns builder-method kwargs keyed ``"<section>.<rllib_name>"``.
         sequence_loss: the learner's loss reshapes the batch into time-major sequences of the
             rollout fragment length (IMPALA, APPO; V-trace), so a sub-batch must keep whole
-            fragments (:mod:`sweeps.algorithms.noise_scale` splits batches).
+            fragments (:mod:`sweeps.engine.algorithms.noise_scale` splits batches).
     """
 
     name: str
@@ -271,14 +271,14 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
             sections[section][key] = value
     scale = p.get("reward_scale", 1.0)
     if scale is not None and scale != 1.0:
-        from sweeps.algorithms.connectors import RewardScaleConnector
+        from sweeps.engine.algorithms.connectors import RewardScaleConnector
 
         learner_kwargs["learner_connector"] = RewardScaleConnector(
             _positive_float("reward_scale", scale, name))
     every = p.pop("grad_noise_scale_every", None)
     every = NOISE_EVERY if every is None else _int("grad_noise_scale_every", every, name, 0)
     if every > 0:
-        from sweeps.algorithms.noise_scale import noise_learner_class
+        from sweeps.engine.algorithms.noise_scale import noise_learner_class
 
         base = config.learner_class  # the algorithm's own, or the one its config set
         if isinstance(base, type):

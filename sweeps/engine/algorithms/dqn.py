@@ -6,10 +6,10 @@ can name:
 
 - ``DQN``: RLlib's DQN learner, RLModule and env runners with the suite's replay data path
   (n-step transitions in flat prioritized replay, several minibatches per learner call,
-  sampling overlapped with learning; :mod:`sweeps.algorithms.replay_dqn`): 4.8-6.0x the learner
+  sampling overlapped with learning; :mod:`sweeps.engine.algorithms.replay_dqn`): 4.8-6.0x the learner
   updates/s of RLlib's training step on Contoso Cabs and a shorter time-to-target, measured
   back to back (docs/benchmarks.md, "DQN on the same data path"); its learner is RLlib's with
-  the per-update overhead trimmed (:mod:`sweeps.algorithms.dqn_learner`). It is the sweeps' default
+  the per-update overhead trimmed (:mod:`sweeps.engine.algorithms.dqn_learner`). It is the sweeps' default
   baseline: a slow baseline would inflate every relative speedup.
 - ``RLLIB-DQN``: RLlib's ``DQN`` algorithm class unchanged (its episode replay buffer, learner
   connector and training step), for measuring RLlib's DQN as users run it.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: DQN keys a sweep may set, by their RLlib names (DQNConfig.training) unless "derived".
 DQN_PARAMS: dict[str, OwnParam] = {
@@ -123,7 +123,7 @@ RLLIB_DQN_SPEC = AlgorithmSpec(
 
 
 def _make_replay_config():
-    from sweeps.algorithms.replay_dqn import ReplayDQNConfig
+    from sweeps.engine.algorithms.replay_dqn import ReplayDQNConfig
 
     return ReplayDQNConfig()
 

@@ -1,4 +1,4 @@
-"""Load a sweep file (Python or YAML) into a validated :class:`sweeps.spec.Sweep`.
+"""Load a sweep file (Python or YAML) into a validated :class:`sweeps.engine.spec.Sweep`.
 
 Every problem becomes a :class:`SpecError` whose message is one line naming the file, the
 field and the reason; ``sweeps.run`` prints it and exits with code 2.
@@ -15,7 +15,8 @@ from typing import Any
 
 import pydantic
 
-from sweeps.spec import (
+from sweeps.engine.cli import SpecError
+from sweeps.engine.spec import (
     EPISODE_RETURN,
     EVALUATION,
     TRAINING,
@@ -25,11 +26,6 @@ from sweeps.spec import (
     Sweep,
     Uniform,
 )
-
-
-class SpecError(ValueError):
-    """A sweep file is missing, malformed or inconsistent. ``str()`` is one line."""
-
 
 # Target metrics: the evaluation protocol's, the exploring return (and its deprecated name),
 # and RLlib result keys any algorithm reports on any env.
@@ -139,7 +135,7 @@ def _load_python(path: Path) -> Sweep:
     if sweep is None:
         raise SpecError(f"{path}: declares no SWEEP (expected SWEEP = Sweep(...))")
     if not isinstance(sweep, Sweep):
-        raise SpecError(f"{path}: SWEEP is a {type(sweep).__name__}, expected sweeps.spec.Sweep")
+        raise SpecError(f"{path}: SWEEP is a {type(sweep).__name__}, expected sweeps.engine.spec.Sweep")
     return sweep
 
 
@@ -236,7 +232,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
             does not produce, fraction-of-optimal target on an env without an oracle.
     """
     import envs
-    from sweeps import algorithms
+    from sweeps.engine import algorithms
 
     def fail(field: str, reason: str) -> SpecError:
         return SpecError(f"{source}: {field}: {reason}")
@@ -261,7 +257,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         for section, params in sections.items():
             for key in params:
                 if key == "algorithm" or key not in known:
-                    from sweeps.algorithms import UnknownParameterError
+                    from sweeps.engine.algorithms import UnknownParameterError
 
                     reason = str(UnknownParameterError(key, algo, known))
                     raise fail(f"{section}.{key}", reason.replace(f"parameter {key!r} ", "parameter "))
@@ -303,7 +299,7 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         raise fail("target.metric", f"{sweep.target.metric!r} is not produced by env {sweep.env} "
                                     f"(known: {', '.join(sorted(KNOWN_METRICS))})")
     if sweep.reference is not None:
-        from sweeps.reference import check_reference
+        from sweeps.engine.reference import check_reference
 
         try:
             check_reference(sweep.reference)
@@ -350,7 +346,7 @@ DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN"})
 #: Algorithms that act in a continuous (Box) action space only.
 CONTINUOUS_ONLY = frozenset({"SB3-SAC"})
 
-#: Algorithms whose replay stores observations as arrays (sweeps.algorithms.apex_replay).
+#: Algorithms whose replay stores observations as arrays (sweeps.engine.algorithms.apex_replay).
 BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX"})
 
 
@@ -370,7 +366,7 @@ def _check_action_space(sweep: Sweep, fail, env=None) -> None:
         return
     import gymnasium
 
-    from sweeps.evaluation import evaluation_env
+    from sweeps.engine.evaluation import evaluation_env
 
     if env is None:
         try:
@@ -499,7 +495,7 @@ def sweep_points(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
     """
     import itertools
 
-    from sweeps.search import baseline_params
+    from sweeps.engine.search import baseline_params
 
     points: list[tuple[str, dict[str, Any]]] = []
     for algo in sweep.algorithms:
@@ -529,7 +525,7 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             reason, e.g. a ``minibatch_size`` that is not a multiple of the
             ``rollout_fragment_length``.
     """
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     points = sweep_points(sweep)
     for where, params in points:

@@ -7,7 +7,7 @@ defaults; ``vocabulary.py`` holds the shared keys; ``registry.py`` the entry poi
 here. Importing this package does not import RLlib.
 """
 
-from sweeps.algorithms.registry import (
+from sweeps.engine.algorithms.registry import (
     ALGORITHMS,
     REFUSED,
     build_config,
@@ -15,7 +15,7 @@ from sweeps.algorithms.registry import (
     known_params,
     register_with_tune,
 )
-from sweeps.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
+from sweeps.engine.algorithms.vocabulary import SHARED_PARAMS, UnknownParameterError
 
 __all__ = [
     "ALGORITHMS",

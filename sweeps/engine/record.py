@@ -26,18 +26,18 @@ import pandas as pd
 from ray.tune import Callback, Stopper
 from rich.console import Console
 
-from sweeps import rundir
-from sweeps.capping import AdaptiveCapping
-from sweeps.schema import (
+from sweeps.engine import rundir
+from sweeps.engine.capping import AdaptiveCapping
+from sweeps.engine.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
     first_crossing,
     ttt_resolution,
 )
-from sweeps.schema import read_parquet as _read_parquet
-from sweeps.schema import write_parquet as _write_parquet
-from sweeps.search import META_KEYS
+from sweeps.engine.schema import read_parquet as _read_parquet
+from sweeps.engine.schema import write_parquet as _write_parquet
+from sweeps.engine.search import META_KEYS
 
 
 def now_iso() -> str:
@@ -88,13 +88,13 @@ class LiveOnRestore:
 
 
 class Capper(LiveOnRestore, Stopper):
-    """Adaptive capping (:class:`sweeps.capping.AdaptiveCapping`) as a Ray Tune stopper.
+    """Adaptive capping (:class:`sweeps.engine.capping.AdaptiveCapping`) as a Ray Tune stopper.
 
     After every reported iteration of a trial, asks ``capping`` whether to stop it, with its
     elapsed wall-clock since the first attempt's start and the incumbent's TTT (both from
     ``recorder``). A stopped trial is recorded as censored with ``censor_reason = "capped"``;
     Optuna gets the censored objective of its last iteration
-    (:func:`sweeps.search.censored_objective`, ≥ the budget), so it still learns that the
+    (:func:`sweeps.engine.search.censored_objective`, ≥ the budget), so it still learns that the
     configuration is slow.
     """
 
@@ -151,7 +151,7 @@ class SweepProgress:
         budget_s: time budget per trial (seconds), None if the budget is in env steps only.
         max_concurrent: trials running at once (at least 1).
         start: ``time.time()`` when the command started.
-        capping: the run's :class:`sweeps.capping.AdaptiveCapping`, which says which seeds
+        capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping`, which says which seeds
             the run leaves unrun; None: none are.
     """
 
@@ -166,7 +166,7 @@ class SweepProgress:
     def skipped_in(self, trials: list[dict[str, Any]]) -> int:
         """Seeds the sweep will not run, judged from the recorded ``trials`` rows: those
         adaptive capping skipped and those of configurations whose trial raised
-        (:meth:`sweeps.capping.AdaptiveCapping.unrun_seeds`)."""
+        (:meth:`sweeps.engine.capping.AdaptiveCapping.unrun_seeds`)."""
         return sum(self.capping.unrun_seeds(trials).values()) if self.capping else 0
 
     def line(self, done: int, durations: list[float], running: list[float],
@@ -207,7 +207,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         budget: ``{"time_s", "env_steps"}`` (None where unset).
         resolved_params: the trial-config keys that are algorithm params (recorded as columns).
         command_start: ``time.time()`` when the command started (for the start-up time).
-        capping: the run's :class:`sweeps.capping.AdaptiveCapping` (which trials it capped
+        capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping` (which trials it capped
             decides their ``censor_reason``); None: capping off.
         progress: the run's progress line (:class:`SweepProgress`); None: no line.
     """
@@ -223,7 +223,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         self.step_latency_ms = float(step_latency_ms)
         #: the env's modelled CPU cost per step (envs.latency), recorded in every trial row
         self.step_cpu_ms = float(step_cpu_ms)
-        #: a :class:`sweeps.storage.Mirror` uploading every file written, or None
+        #: a :class:`sweeps.engine.storage.Mirror` uploading every file written, or None
         self.mirror = mirror
         self.target = target
         self.budget = budget
@@ -477,7 +477,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         rows = self._pending.pop(tid, [])
         last = trial.last_result or {}
         error_kind = "exception" if error is not None else ""
-        if error is None and last.get("stalled"):  # sweeps.trainable.StallDetector ended it
+        if error is None and last.get("stalled"):  # sweeps.engine.trainable.StallDetector ended it
             error, error_kind = str(last["stalled"]), "stalled"
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
                         capped=tid in self.capped)

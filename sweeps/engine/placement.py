@@ -29,10 +29,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from sweeps.spec import Choice, IntRange, Sweep
+from sweeps.engine.spec import Choice, IntRange, Sweep
 
 if TYPE_CHECKING:
-    from sweeps.trainable import TrialSetup
+    from sweeps.engine.trainable import TrialSetup
 
 __all__ = ["STRATEGIES", "TrialRequest", "cluster_nodes", "cluster_shape", "describe_cluster",
            "env_runner_counts", "feasibility", "placement_problem", "trial_requests",
@@ -128,8 +128,8 @@ def env_runner_counts(sweep: Sweep, algorithm: str) -> list[int]:
 def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
     """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
     ``num_env_runners`` value the sweep can produce (the baseline first): RLlib's own
-    placement-group request (:func:`sweeps.trainable.trial_algorithm_config`), unscaled."""
-    from sweeps.trainable import request_bundles, trial_algorithm_config
+    placement-group request (:func:`sweeps.engine.trainable.trial_algorithm_config`), unscaled."""
+    from sweeps.engine.trainable import request_bundles, trial_algorithm_config
 
     combos = [(a, n) for a in sweep.algorithms for n in (env_runner_counts(sweep, a) or [None])]
     if sweep.baseline:
@@ -175,9 +175,9 @@ def cluster_shape(text: str) -> list[dict[str, float]]:
 
 
 def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet: bool = True):
-    """The sweep's :class:`sweeps.trainable.TrialSetup` on a cluster of ``nodes`` (resource
-    dicts, ``{"CPU": .., "GPU": ..}``), for ``target`` (:func:`sweeps.sweep_file.sweep_target`)."""
-    from sweeps.trainable import TrialSetup
+    """The sweep's :class:`sweeps.engine.trainable.TrialSetup` on a cluster of ``nodes`` (resource
+    dicts, ``{"CPU": .., "GPU": ..}``), for ``target`` (:func:`sweeps.engine.sweep_file.sweep_target`)."""
+    from sweeps.engine.trainable import TrialSetup
 
     return TrialSetup.of(sweep, target, max(n["CPU"] for n in nodes), quiet=quiet,
                          max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
@@ -187,7 +187,7 @@ def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet
 def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
                 strict: bool = True) -> list[str]:
     """Check every algorithm × num_env_runners against the cluster by Ray's placement rule
-    (:func:`sweeps.placement.placement_problem`: each bundle on some node, all of them in the
+    (:func:`sweeps.engine.placement.placement_problem`: each bundle on some node, all of them in the
     cluster, over several nodes unless the strategy is STRICT_PACK).
 
     Args:
@@ -200,7 +200,7 @@ def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[s
         SpecError: a trial asks for GPUs no node has, or cannot be placed and the sweep does
             not allow oversubscription.
     """
-    from sweeps.sweep_file import SpecError
+    from sweeps.engine.sweep_file import SpecError
 
     strategy = sweep.placement_strategy
     requests = trial_requests(sweep, setup)

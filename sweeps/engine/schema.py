@@ -12,7 +12,7 @@
 - :func:`skipped_seeds`: the seeds adaptive capping left unrun (a majority of a
   configuration's seeds capped).
 
-``sweeps.record`` writes through this module, ``analysis.load`` reads through it and
+``sweeps.engine.record`` writes through this module, ``analysis.load`` reads through it and
 ``analysis.synthetic`` builds its rows with the same functions. Light: pandas and pyarrow only.
 """
 
@@ -300,7 +300,7 @@ def search_stage(trials: Any) -> list[dict[str, Any]]:
 
 def confirm_configs(trials: Any, top_k: int) -> list[str]:
     """The ``config_id`` of the search's ``top_k`` fastest sampled configurations, fastest
-    first: those a confirmation stage runs again (:class:`sweeps.spec.Confirm`).
+    first: those a confirmation stage runs again (:class:`sweeps.engine.spec.Confirm`).
 
     Fastest by the search's censored median TTT: the median over a configuration's search
     trials of their ``objective`` (the TTT of a trial that reached the target, else
@@ -367,7 +367,7 @@ def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:
     above the cap, the median of ``seeds`` values is above it too (for an even ``seeds``, both
     middle values are). So a sweep runs no more of its seeds: adaptive capping bounds a
     configuration's whole evaluation, not one run (Hutter, Hoos, Leyton-Brown and Stuetzle,
-    "ParamILS", JAIR 36, 2009, section 5). ``sweeps.search.SeededSearch`` applies this rule
+    "ParamILS", JAIR 36, 2009, section 5). ``sweeps.engine.search.SeededSearch`` applies this rule
     and ``sweeps.run`` and ``analysis`` count with it, from the recorded rows alone.
 
     Args:

@@ -3,9 +3,9 @@ sweeps.run`` (:mod:`sweeps.run` is the command line: its flags, the checks befor
 the cluster).
 
 :func:`run_sweep` writes the run's spec.json and environment.json, builds the searcher
-(:mod:`sweeps.search`: Optuna through Tune, seeds, the confirmation stage), the recorder and
-adaptive capping (:mod:`sweeps.record`, :mod:`sweeps.capping`) and the Tune trainable
-(:func:`sweeps.trainable.run_trial`), runs Tune (a new run, ``--resume`` from Tune's saved
+(:mod:`sweeps.engine.search`: Optuna through Tune, seeds, the confirmation stage), the recorder and
+adaptive capping (:mod:`sweeps.engine.record`, :mod:`sweeps.engine.capping`) and the Tune trainable
+(:func:`sweeps.engine.trainable.run_trial`), runs Tune (a new run, ``--resume`` from Tune's saved
 state, or ``--confirm-only``'s fixed trials) and says how it ended.
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps import rundir
-from sweeps.spec import Sweep
+from sweeps.engine import rundir
+from sweeps.engine.spec import Sweep
 
 if TYPE_CHECKING:
-    from sweeps.trainable import TrialSetup
+    from sweeps.engine.trainable import TrialSetup
 
 __all__ = ["count_trials", "reopen_search", "run_sweep", "trial_dirname"]
 
@@ -35,16 +35,16 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
 
     Args:
         sweep, spec: the sweep and its resolved spec (spec.json's content).
-        setup: what every trial shares (:class:`sweeps.trainable.TrialSetup`).
-        run_dir: the run directory (:mod:`sweeps.rundir`), locked by the caller.
+        setup: what every trial shares (:class:`sweeps.engine.trainable.TrialSetup`).
+        run_dir: the run directory (:mod:`sweeps.engine.rundir`), locked by the caller.
         file: the sweep file as the user named it (for the messages).
         cluster_info: :func:`cluster.local.ray_session`'s (address, nodes).
         command_start: ``time.time()`` when the command started.
         argv: the command line, recorded in environment.json.
         resume: continue the run in ``run_dir`` (Tune's saved state).
-        reconfirm: ``(trials, seeds)`` of ``--confirm-only`` (:func:`sweeps.search.reconfirmation`).
+        reconfirm: ``(trials, seeds)`` of ``--confirm-only`` (:func:`sweeps.engine.search.reconfirmation`).
         verbose: Tune's own table and RLlib's logs.
-        mirror: the object-storage :class:`sweeps.storage.Mirror`, or None.
+        mirror: the object-storage :class:`sweeps.engine.storage.Mirror`, or None.
         callbacks: more Tune callbacks (e.g. Azure ML's MLflow logging).
         write_report: writes the HTML report of a finished run, or None for none.
 
@@ -54,9 +54,9 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
     from ray import tune
     from ray.tune.search import ConcurrencyLimiter
 
-    from sweeps import algorithms
-    from sweeps.capping import AdaptiveCapping
-    from sweeps.record import (
+    from sweeps.engine import algorithms
+    from sweeps.engine.capping import AdaptiveCapping
+    from sweeps.engine.record import (
         Capper,
         ResultsRecorder,
         StopOnWriteError,
@@ -64,9 +64,9 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
         environment_info,
         now_iso,
     )
-    from sweeps.rundir import read_json, write_json
-    from sweeps.search import FixedSearch, confirm_shortfall, expected_trials, sweep_search
-    from sweeps.trainable import resources_for, reuse_prestarted_workers, run_trial
+    from sweeps.engine.rundir import read_json, write_json
+    from sweeps.engine.search import FixedSearch, confirm_shortfall, expected_trials, sweep_search
+    from sweeps.engine.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
@@ -150,7 +150,7 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
                 metric="objective", mode="min", num_samples=search.total_trials,
                 # a trial with the previous one's resource request runs in its actor process:
                 # no process start or imports between them (before the clock either way;
-                # sweeps.trainable.begin_trial_in_process)
+                # sweeps.engine.trainable.begin_trial_in_process)
                 reuse_actors=True, trial_dirname_creator=trial_dirname),
             run_config=tune.RunConfig(
                 name=rundir.TUNE_DIR, storage_path=str(run_dir.resolve()), callbacks=callbacks,
@@ -160,16 +160,16 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
                 checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
         )
     # On --resume Tune unpickles the first run's callbacks and stopper: they are
-    # sweeps.record.LiveOnRestore objects, so it gets this process's (built above).
+    # sweeps.engine.record.LiveOnRestore objects, so it gets this process's (built above).
     interrupted = False
-    from sweeps.cli import (
+    from sweeps.engine.cli import (
         EXIT_NO_TRIAL_SUCCEEDED,
         EXIT_WRITE_FAILED,
         describe_os_error,
         find_os_error,
         sigterm_as_interrupt,
     )
-    from sweeps.record import ERRORS_LOG
+    from sweeps.engine.record import ERRORS_LOG
 
     sigterm_as_interrupt()  # again: Ray's core worker replaced the handler when it started
     try:
@@ -220,11 +220,11 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
 def reopen_search(tune_dir: Path) -> bool:
     """Let a resumed run suggest the trials its first run never started.
 
-    When a run ends early through a stopper (a full disk: :class:`sweeps.record.StopOnWriteError`),
+    When a run ends early through a stopper (a full disk: :class:`sweeps.engine.record.StopOnWriteError`),
     Tune marks its search as finished (``SearchGenerator.set_finished``) and saves that in the
     experiment's ``search_gen_state-*.json``; restored as is, the run would end with the trials
     never suggested still missing. The searcher itself knows when it is done
-    (:class:`sweeps.search.SeededSearch` returns ``FINISHED``), so the flag is cleared in the
+    (:class:`sweeps.engine.search.SeededSearch` returns ``FINISHED``), so the flag is cleared in the
     newest state file (atomically). Returns whether it was set.
     """
     import ray.cloudpickle as cloudpickle
@@ -249,7 +249,7 @@ def trial_dirname(trial) -> str:
 
 def count_trials(run_dir: Path) -> int:
     """Trials recorded in ``run_dir`` so far."""
-    from sweeps.schema import read_parquet
+    from sweeps.engine.schema import read_parquet
 
     path = run_dir / rundir.TRIALS
     return len(read_parquet(path)) if path.exists() else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: IMPALA keys a sweep may set, by their RLlib names (IMPALAConfig.training).
 IMPALA_PARAMS: dict[str, OwnParam] = {

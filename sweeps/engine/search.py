@@ -10,9 +10,9 @@ Tune asks a searcher for one config per trial. A scaling study needs more struct
    (TPE) learns from seed-averaged numbers and is never fed a half-measured config; once
    adaptive capping has capped more than half of a configuration's seeds, its median can no
    longer beat the incumbent and its other seeds are not run
-   (:func:`sweeps.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
-3. with ``search.confirm`` (:class:`sweeps.spec.Confirm`), once every search trial has
-   ended, the search's ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs`),
+   (:func:`sweeps.engine.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
+3. with ``search.confirm`` (:class:`sweeps.engine.spec.Confirm`), once every search trial has
+   ended, the search's ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs`),
    the reference and the baseline run again on the confirmation seeds, disjoint from the
    search's, as the ``confirm`` stage (the ``stage`` of every trial's config and row); Optuna
    is not told their results (the choice is already made);
@@ -36,15 +36,15 @@ from typing import Any
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from sweeps.capping import AdaptiveCapping
-from sweeps.schema import (  # noqa: F401 - skipped_seeds re-exported
+from sweeps.engine.capping import AdaptiveCapping
+from sweeps.engine.schema import (  # noqa: F401 - skipped_seeds re-exported
     censored_objective,
     config_id,
     confirm_configs,
     failed_seeds,
     skipped_seeds,
 )
-from sweeps.spec import Choice, Confirm, IntRange, LogUniform, Param, Sweep, Uniform
+from sweeps.engine.spec import Choice, Confirm, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
 META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
@@ -57,10 +57,10 @@ RECORDED_PARAMS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_si
 
 def complete_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with the algorithm's defaults filled in for :data:`RECORDED_PARAMS`."""
-    from sweeps.algorithms import ALGORITHMS
+    from sweeps.engine.algorithms import ALGORITHMS
 
     if params["algorithm"] not in ALGORITHMS:  # the reference: SB3's own parameters
-        from sweeps.reference import recorded_params
+        from sweeps.engine.reference import recorded_params
 
         return {**params, **recorded_params(params)}
     defaults = ALGORITHMS[params["algorithm"]].defaults
@@ -150,7 +150,7 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     choice or the middle of its range; for the baseline's algorithm, another
     ``num_env_runners`` than the baseline's when the space has one (the baseline runs anyway).
     """
-    from sweeps.algorithms import ALGORITHMS
+    from sweeps.engine.algorithms import ALGORITHMS
 
     base = sweep.baseline or {}
     points = []
@@ -290,12 +290,12 @@ class SeededSearch(_PickledState):
             ...}``), or None.
         num_configs: configurations to sample from ``inner`` (the baseline not counted).
         first_seed: the first seed (``Search.first_seed``, default 0).
-        recorder: the run's :class:`sweeps.record.ResultsRecorder` (its recorded rows decide
+        recorder: the run's :class:`sweeps.engine.record.ResultsRecorder` (its recorded rows decide
             which seeds are skipped: adaptive capping's and failed configurations', and which
             configurations are confirmed), or None: every seed runs, none is confirmed.
-        confirm: the confirmation stage (:class:`sweeps.spec.Confirm`), or None.
-        confirm_seeds: its seeds (:attr:`sweeps.spec.Search.confirm_seeds`).
-        capping: the run's :class:`sweeps.capping.AdaptiveCapping` (which seeds capping
+        confirm: the confirmation stage (:class:`sweeps.engine.spec.Confirm`), or None.
+        confirm_seeds: its seeds (:attr:`sweeps.engine.spec.Search.confirm_seeds`).
+        capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping` (which seeds capping
             settled), or None: capping's skips are read with ``seeds`` alone.
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
@@ -364,7 +364,7 @@ class SeededSearch(_PickledState):
 
     def _start_confirmation(self) -> None:
         """Queue the confirmation stage: the reference, the baseline and the search's
-        ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs` on the
+        ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs` on the
         recorded rows), each once per confirmation seed."""
         self.stage = "confirm"
         self.confirmed = [cid for cid in confirm_configs(self._recorded(), self._confirm.top_k)
@@ -378,9 +378,9 @@ class SeededSearch(_PickledState):
 
     def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
-        capping has capped more than half of its seeds (:func:`sweeps.schema.skipped_seeds`,
+        capping has capped more than half of its seeds (:func:`sweeps.engine.schema.skipped_seeds`,
         on the rows recorded so far), or when one of its trials raised an error of the env's
-        or the configuration's (:func:`sweeps.schema.failed_seeds`); Optuna gets its
+        or the configuration's (:func:`sweeps.engine.schema.failed_seeds`); Optuna gets its
         objective once its running seeds end.
         Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
         if (not self._queue or self.recorder is None
@@ -467,7 +467,7 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
     """The searcher a run of ``sweep`` uses: :func:`make_optuna_search`'s sampler (its study
     in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
     the sweep's seeds, baseline and reference; ``recorder`` (the run's
-    :class:`sweeps.record.ResultsRecorder`) lets it skip the seeds adaptive capping made
+    :class:`sweeps.engine.record.ResultsRecorder`) lets it skip the seeds adaptive capping made
     pointless (when the sweep caps) and those of a configuration whose trial raised.
 
     Returns:
@@ -503,9 +503,9 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
                    params_of: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
     """The trials of a new confirmation of a finished run (``sweeps.run --confirm-only``).
 
-    The search's ``top_k`` fastest configurations (:func:`sweeps.schema.confirm_configs` on
+    The search's ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs` on
     the run's rows; ``top_k`` and the number of seeds from ``search.confirm``, else
-    :class:`sweeps.spec.Confirm`'s defaults), the baseline and the reference, each once per new
+    :class:`sweeps.engine.spec.Confirm`'s defaults), the baseline and the reference, each once per new
     seed. The new seeds follow every seed the run has used, and start at 1000 at least: never a
     search seed, never an earlier confirmation's.
 
@@ -520,7 +520,7 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
     Raises:
         ValueError: the run's search has no configuration that finished without an error.
     """
-    from sweeps.spec import CONFIRM_FIRST_SEED
+    from sweeps.engine.spec import CONFIRM_FIRST_SEED
 
     confirm = sweep.search.confirm or Confirm()
     chosen = [cid for cid in confirm_configs(trials, confirm.top_k) if cid in params_of]

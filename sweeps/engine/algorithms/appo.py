@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.impala import IMPALA_DEFAULTS, IMPALA_PARAMS, without_state_server
-from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.impala import IMPALA_DEFAULTS, IMPALA_PARAMS, without_state_server
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 #: APPO keys: IMPALA's plus the PPO surrogate's, by their RLlib names (APPOConfig.training).
 APPO_PARAMS: dict[str, OwnParam] = {

@@ -3,11 +3,11 @@
 In HPC, *absolute* speedup is measured against the best serial implementation, not against the
 parallel code run on one worker (docs/design.md, *reference*). A sweep that declares
 ``reference={"algorithm": "SB3-DQN", ...}`` runs this well-kept single-process implementation
-on the same env, target, evaluation protocol (:mod:`sweeps.evaluation`), budget and seeds as
+on the same env, target, evaluation protocol (:mod:`sweeps.engine.evaluation`), budget and seeds as
 its RLlib trials: one Python process (the trial's own), no Ray actors, torch on the trial's one
 CPU. Its trials are ordinary rows of ``trials.parquet`` with ``is_reference = True``.
 
-Timing, as for RLlib trials (:mod:`sweeps.trainable`): libraries are imported before the clock;
+Timing, as for RLlib trials (:mod:`sweeps.engine.trainable`): libraries are imported before the clock;
 the clock starts right before the model is built; an *iteration* is at least
 ``min_time_s_per_iteration`` seconds of training (checked after every env step), and the
 greedy evaluation at its end counts inside the timed region.
@@ -146,7 +146,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
             parameters; missing ones take :data:`REFERENCE_DEFAULTS`.
         env_id, env_config: the sweep's env (built by :func:`envs.make_env`, with any step latency).
         evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol, and its
-            cadence ``"every_s"``, ``"every_env_steps"`` (:class:`sweeps.evaluation.Cadence`;
+            cadence ``"every_s"``, ``"every_env_steps"`` (:class:`sweeps.engine.evaluation.Cadence`;
             absent or None: every iteration).
         budget_env_steps: env-step budget (caps ``total_timesteps``), or None.
         report: called once per iteration with ``wall_time_s`` (seconds since the clock
@@ -162,7 +162,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from stable_baselines3.common.monitor import Monitor
 
     import envs
-    from sweeps.evaluation import Cadence, trial_evaluator
+    from sweeps.engine.evaluation import Cadence, trial_evaluator
 
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
@@ -224,7 +224,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     start = time.perf_counter()  # the timed region starts before the model is built
     model = _build_model(algo, params, train_env, seed)
     callback = Protocol()
-    if cadence.active:  # the initial policy, as for RLlib trials (sweeps.trainable)
+    if cadence.active:  # the initial policy, as for RLlib trials (sweeps.engine.trainable)
         callback.end_iteration(env_steps=0)
         if callback.stop:
             train_env.close()

@@ -1,6 +1,6 @@
 """Adaptive capping as one object: which running trial to stop, and which seeds not to run.
 
-A sweep declares capping with :class:`sweeps.spec.Capping` (``margin``, ``protect``; ``None``
+A sweep declares capping with :class:`sweeps.engine.spec.Capping` (``margin``, ``protect``; ``None``
 turns it off). :class:`AdaptiveCapping` is that declaration at work in one run, and the one
 place its rules live (docs/design.md, *adaptive capping*; Hutter, Hoos, Leyton-Brown and
 Stuetzle, "ParamILS", JAIR 36, 2009, section 5):
@@ -11,21 +11,21 @@ Stuetzle, "ParamILS", JAIR 36, 2009, section 5):
   censored with ``censor_reason = "capped"``). Never: the baseline, the reference, the
   confirmation stage's trials and configurations matching ``protect``.
 - **skip**: a configuration with more than half of its seeds capped runs no more of them
-  (:func:`sweeps.schema.skipped_seeds`); with the fail-fast rule (a trial that raised an error
-  of the env's or the configuration's, :func:`sweeps.schema.failed_seeds`) these are the seeds
+  (:func:`sweeps.engine.schema.skipped_seeds`); with the fail-fast rule (a trial that raised an error
+  of the env's or the configuration's, :func:`sweeps.engine.schema.failed_seeds`) these are the seeds
   a run leaves unrun (:meth:`AdaptiveCapping.unrun_seeds`).
 
-The run builds one and hands it to the Tune stopper (:class:`sweeps.record.Capper`), the
-recorder, the searcher (:class:`sweeps.search.SeededSearch`) and the progress line
-(:class:`sweeps.record.SweepProgress`) through their constructors.
+The run builds one and hands it to the Tune stopper (:class:`sweeps.engine.record.Capper`), the
+recorder, the searcher (:class:`sweeps.engine.search.SeededSearch`) and the progress line
+(:class:`sweeps.engine.record.SweepProgress`) through their constructors.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sweeps.schema import failed_seeds, skipped_seeds
-from sweeps.spec import Capping
+from sweeps.engine.schema import failed_seeds, skipped_seeds
+from sweeps.engine.spec import Capping
 
 __all__ = ["AdaptiveCapping"]
 
@@ -83,7 +83,7 @@ class AdaptiveCapping:
 
     def skipped_seeds(self, rows: Any) -> dict[str, int]:
         """``{config_id: seeds not run}`` for the configurations capping settled
-        (:func:`sweeps.schema.skipped_seeds` on the recorded ``rows``)."""
+        (:func:`sweeps.engine.schema.skipped_seeds` on the recorded ``rows``)."""
         return skipped_seeds(rows, self.seeds)
 
     def unrun_seeds(self, rows: Any) -> dict[str, int]:

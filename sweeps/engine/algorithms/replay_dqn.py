@@ -7,10 +7,10 @@ its ``PrioritizedEpisodeReplayBuffer`` once per learner update: the buffer build
 episodes back into a train batch, ~28 ms per 64-transition update on 2 cores against ~5 ms for
 the gradient step itself (docs/benchmarks.md, "Learner updates"). It has no knob for several
 minibatches per learner call. That data path, not DQN, capped it at 20-28 learner updates/s;
-``RLLIB-DQN`` (:mod:`sweeps.algorithms.dqn`) keeps it as shipped, for comparison.
+``RLLIB-DQN`` (:mod:`sweeps.engine.algorithms.dqn`) keeps it as shipped, for comparison.
 
 This module is the same algorithm with the Ape-X paper's data path (Horgan et al. 2018,
-section 3; :mod:`sweeps.algorithms.apex_replay`). Read top to bottom, like CleanRL's ``dqn.py``:
+section 3; :mod:`sweeps.engine.algorithms.apex_replay`). Read top to bottom, like CleanRL's ``dqn.py``:
 
 1. how experience reaches replay: every env runner samples one round (``rollout_fragment_length``
    × envs env steps) with the module's decaying ε schedule, turns it into n-step transitions
@@ -19,18 +19,18 @@ section 3; :mod:`sweeps.algorithms.apex_replay`). Read top to bottom, like Clean
 2. how the learner trains: as many prioritized minibatches as the replay ratio
    (``training_intensity`` = replayed / sampled transitions) allows, ``updates_per_learner_call``
    at a time through RLlib's DQN learner (double Q, dueling, n-step, Huber loss; per-update
-   overhead trimmed, same results: :mod:`sweeps.algorithms.dqn_learner`), then their
+   overhead trimmed, same results: :mod:`sweeps.engine.algorithms.dqn_learner`), then their
    priorities from the TD errors — :meth:`ReplayDQN._learn`;
 3. when weights reach the env runners: after every round's updates, as RLlib's DQN does.
 
 Comments mark "ALGO LOGIC" where the method lives and "PLUMBING" where RLlib is wired in.
-:mod:`sweeps.algorithms.apex_dqn` (Ape-X) reuses steps 1-2 with asynchronous actors, each
+:mod:`sweeps.engine.algorithms.apex_dqn` (Ape-X) reuses steps 1-2 with asynchronous actors, each
 with its own fixed ε.
 
 Deviations from RLlib's DQN, on purpose (each measured in docs/benchmarks.md):
 
 - Replay holds n-step transitions built by the env runners in flat arrays
-  (:class:`~sweeps.algorithms.apex_replay.PrioritizedReplay`), not episodes; a chunk's last
+  (:class:`~sweeps.engine.algorithms.apex_replay.PrioritizedReplay`), not episodes; a chunk's last
   n − 1 transitions bootstrap after fewer than n steps.
 - ``training_intensity`` is the replay ratio itself, counted from the first update
   (RLlib rounds it to whole sample or update calls: 2.0 gave ~3.2 with 1 env runner); None is
@@ -42,7 +42,7 @@ Deviations from RLlib's DQN, on purpose (each measured in docs/benchmarks.md):
   distributed DQN whose actors are not stopped while the learner runs; a step still takes
   exactly one round from every env runner and waits for the slowest.
 - No evaluation of its own: the greedy (ε = 0) return a sweep compares is measured by the
-  suite's evaluation protocol, the same for every algorithm (:mod:`sweeps.evaluation`).
+  suite's evaluation protocol, the same for every algorithm (:mod:`sweeps.engine.evaluation`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ from ray.rllib.utils.metrics import (
 )
 from ray.rllib.utils.numpy import convert_to_numpy
 
-from sweeps.algorithms.apex_replay import PrioritizedReplay, n_step_transitions
+from sweeps.engine.algorithms.apex_replay import PrioritizedReplay, n_step_transitions
 
 __all__ = ["REPLAY_RESULTS", "ReplayDQN", "ReplayDQNConfig", "TransitionEnvRunner"]
 
@@ -98,13 +98,13 @@ class TransitionEnvRunner(SingleAgentEnvRunner):
     def make_module(self):
         space = getattr(getattr(self, "env", None), "single_observation_space", None)
         if space is not None and not isinstance(space, gym.spaces.Box):
-            # Replay stores observations as arrays (sweeps.algorithms.apex_replay).
+            # Replay stores observations as arrays (sweeps.engine.algorithms.apex_replay).
             raise ValueError(f"{self.ALGORITHM} needs a Box observation space, got {space}")
         super().make_module()  # PLUMBING: RLlib builds the DQN RLModule
 
     def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
         """One ``sample()`` call (``rollout_fragment_length`` × envs env steps) as n-step
-        transitions (arrays keyed by :data:`~sweeps.algorithms.apex_replay.TRANSITION_KEYS`,
+        transitions (arrays keyed by :data:`~sweeps.engine.algorithms.apex_replay.TRANSITION_KEYS`,
         rewards in the env's units; empty dict if no env step), and the env runner's metrics."""
         # ALGO LOGIC: the env runner, not the learner, builds the n-step transitions.
         parts = [n_step_transitions(ep.get_observations(), ep.get_actions(), ep.get_rewards(),
@@ -146,11 +146,11 @@ class ReplayDQNConfig(DQNConfig):
         self.min_time_s_per_iteration = 1.0
 
     def get_default_learner_class(self):
-        """:class:`~sweeps.algorithms.dqn_learner.ReplayDQNTorchLearner` (torch only)."""
+        """:class:`~sweeps.engine.algorithms.dqn_learner.ReplayDQNTorchLearner` (torch only)."""
         if self.framework_str != "torch":
             raise ValueError(f"{self.algo_class.__name__} needs framework 'torch', got "
                              f"{self.framework_str!r}")
-        from sweeps.algorithms.dqn_learner import ReplayDQNTorchLearner
+        from sweeps.engine.algorithms.dqn_learner import ReplayDQNTorchLearner
 
         return ReplayDQNTorchLearner
 
@@ -182,14 +182,14 @@ class ReplayDQNConfig(DQNConfig):
 
     @property
     def reward_scale(self) -> float:
-        """The learner's reward factor (:class:`sweeps.algorithms.connectors.RewardScaleConnector`)."""
+        """The learner's reward factor (:class:`sweeps.engine.algorithms.connectors.RewardScaleConnector`)."""
         return float(getattr(self._learner_connector, "scale", 1.0))
 
 
 # ===================================== the algorithm =====================================
 class ReplayDQN(DQN):
     """DQN: env runners → n-step transitions → flat prioritized replay → RLlib's DQN learner
-    (:class:`~sweeps.algorithms.dqn_learner.ReplayDQNTorchLearner`).
+    (:class:`~sweeps.engine.algorithms.dqn_learner.ReplayDQNTorchLearner`).
 
     Result keys: DQN's, plus ``replay/``: ``learner_updates_lifetime``,
     ``learner_updates_per_s`` (this iteration), ``env_steps_sampled_per_s``, ``replay_ratio``

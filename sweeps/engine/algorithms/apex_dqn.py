@@ -5,26 +5,26 @@ Read top to bottom, like CleanRL's ``dqn.py``:
 
 1. how env runners (the paper's *actors*) get their fixed ε_i  — :func:`actor_epsilon`,
    :class:`ApexEnvRunner` — and turn their experience into n-step transitions
-   (:func:`~sweeps.algorithms.apex_replay.n_step_transitions`);
+   (:func:`~sweeps.engine.algorithms.apex_replay.n_step_transitions`);
 2. how samples reach replay: asynchronously, as they arrive, each with the initial priority
    its actor computed from its own copy of the network
    (:meth:`ApexEnvRunner.sample_transitions`); the learner never waits for the slowest actor —
    :meth:`ApexDQN.training_step`, step 1;
 3. how the learner trains: ``updates_per_learner_call`` prioritized minibatches per call of
-   RLlib's DQN learner (:mod:`sweeps.algorithms.dqn_learner`), then their priorities from
+   RLlib's DQN learner (:mod:`sweeps.engine.algorithms.dqn_learner`), then their priorities from
    the TD errors — step 2;
 4. when weights are broadcast: every ``weights_sync_period`` learner updates, fire-and-forget —
    step 3.
 
-Replay holds transitions in flat arrays (:class:`~sweeps.algorithms.apex_replay.PrioritizedReplay`),
+Replay holds transitions in flat arrays (:class:`~sweeps.engine.algorithms.apex_replay.PrioritizedReplay`),
 as in the paper, not RLlib's episode buffer: sampling a minibatch and building its train batch
 there cost ~11 ms per 64 transitions on 2 cores, which capped the learner at ~40 updates/s
 (docs/benchmarks.md, "Learner updates"). That data path (replay, the learner call, priority
-updates) is the suite's DQN's, :class:`~sweeps.algorithms.replay_dqn.ReplayDQN`, which Ape-X
+updates) is the suite's DQN's, :class:`~sweeps.engine.algorithms.replay_dqn.ReplayDQN`, which Ape-X
 extends with asynchronous actors, each with its own fixed ε.
 
 Comments mark "ALGO LOGIC" where the method lives and "PLUMBING" where RLlib is wired in.
-What a sweep can set (and the tuned defaults) is in :mod:`sweeps.algorithms.apex`.
+What a sweep can set (and the tuned defaults) is in :mod:`sweeps.engine.algorithms.apex`.
 
 Deviations from the paper, on purpose:
 
@@ -36,7 +36,7 @@ Deviations from the paper, on purpose:
 - The target network is copied every ``target_network_update_freq`` *env steps sampled*
   (RLlib's DQN learner), not every 2500 learner updates.
 - No evaluation of its own: the greedy (ε = 0) return a sweep compares is measured by the
-  suite's evaluation protocol, the same for every algorithm (:mod:`sweeps.evaluation`).
+  suite's evaluation protocol, the same for every algorithm (:mod:`sweeps.engine.evaluation`).
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from ray.rllib.algorithms.dqn.dqn_learner import QF_PREDS
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
-from sweeps.algorithms.apex import APEX_ALGO_DEFAULTS
-from sweeps.algorithms.apex_replay import n_step_td_errors
-from sweeps.algorithms.replay_dqn import ReplayDQN, ReplayDQNConfig, TransitionEnvRunner
+from sweeps.engine.algorithms.apex import APEX_ALGO_DEFAULTS
+from sweeps.engine.algorithms.apex_replay import n_step_td_errors
+from sweeps.engine.algorithms.replay_dqn import ReplayDQN, ReplayDQNConfig, TransitionEnvRunner
 
 __all__ = ["ApexDQN", "ApexDQNConfig", "ApexEnvRunner", "actor_epsilon"]
 
@@ -109,7 +109,7 @@ class ApexEnvRunner(TransitionEnvRunner):
 
     def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
         """One sample call's n-step transitions, each with its initial priority's TD error
-        (``"td_errors"``, :func:`~sweeps.algorithms.apex_replay.n_step_td_errors`) computed here
+        (``"td_errors"``, :func:`~sweeps.engine.algorithms.apex_replay.n_step_td_errors`) computed here
         with the actor's own copy of the network, as in the paper (section 3), and the env
         runner's metrics."""
         transitions, metrics = super().sample_transitions()
@@ -128,7 +128,7 @@ class ApexEnvRunner(TransitionEnvRunner):
 
 # ==================================== config (PLUMBING) ====================================
 class ApexDQNConfig(ReplayDQNConfig):
-    """The DQN config (:class:`~sweeps.algorithms.replay_dqn.ReplayDQNConfig`) with Ape-X's
+    """The DQN config (:class:`~sweeps.engine.algorithms.replay_dqn.ReplayDQNConfig`) with Ape-X's
     defaults and knobs.
 
     Extra ``training()`` keys:
@@ -145,7 +145,7 @@ class ApexDQNConfig(ReplayDQNConfig):
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ApexDQN)
-        # ALGO LOGIC defaults: the paper's (sweeps.algorithms.apex.APEX_ALGO_DEFAULTS).
+        # ALGO LOGIC defaults: the paper's (sweeps.engine.algorithms.apex.APEX_ALGO_DEFAULTS).
         d = APEX_ALGO_DEFAULTS
         self.epsilon = d["epsilon"]
         self.epsilon_alpha = d["epsilon_alpha"]
@@ -188,8 +188,8 @@ class ApexDQNConfig(ReplayDQNConfig):
 class ApexDQN(ReplayDQN):
     """Ape-X DQN: asynchronous ε_i-greedy actors → prioritized replay → one learner.
 
-    Registered for Tune as ``"APEX"`` (:func:`sweeps.algorithms.register_with_tune`).
-    Result keys: DQN's and ``replay/`` (:class:`~sweeps.algorithms.replay_dqn.ReplayDQN`), plus
+    Registered for Tune as ``"APEX"`` (:func:`sweeps.engine.algorithms.register_with_tune`).
+    Result keys: DQN's and ``replay/`` (:class:`~sweeps.engine.algorithms.replay_dqn.ReplayDQN`), plus
     ``apex/actor_epsilons`` (ε_i by env runner index).
     """
 

@@ -4,12 +4,12 @@ The helpers :func:`choice`, :func:`randint`, :func:`uniform`, :func:`loguniform`
 parameters that are validated when the ``Sweep`` is built, so errors name the field.
 
 A sweep file (``sweeps/<study>.py``) declares one ``SWEEP = Sweep(...)``; a YAML file with the
-same fields is accepted too (see :func:`sweeps.sweep_file.load_sweep`). Every field carries its
+same fields is accepted too (see :func:`sweeps.engine.sweep_file.load_sweep`). Every field carries its
 meaning in its ``description``; ``python -m sweeps.run FILE --dry-run`` prints the resolved spec.
 
 Example::
 
-    from sweeps.spec import Budget, Search, Sweep, Target, choice, loguniform
+    from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
 
     SWEEP = Sweep(
         name="cabs_scaling",
@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 # Target metrics (docs/design.md, *evaluation protocol*). EVALUATION: the mean return of the current
 # policy acting greedily on fixed evaluation episodes, measured the same way for every algorithm
-# and the reference (sweeps.evaluation). TRAINING: the mean return of the exploring training
+# and the reference (sweeps.engine.evaluation). TRAINING: the mean return of the exploring training
 # episodes (RLlib's env_runners/episode_return_mean; the reference's last 100 episodes).
 EVALUATION = "evaluation"
 TRAINING = "training"
@@ -187,7 +187,7 @@ class Budget(_Strict):
 
 
 class Evaluation(_Strict):
-    """The evaluation protocol (:mod:`sweeps.evaluation`): greedy episodes with fixed seeds,
+    """The evaluation protocol (:mod:`sweeps.engine.evaluation`): greedy episodes with fixed seeds,
     timed inside the trial.
 
     When: with neither ``every_s`` nor ``every_env_steps``, at the end of every training
@@ -237,7 +237,7 @@ class Capping(_Strict):
     @field_validator("protect", mode="before")
     @classmethod
     def _current_names(cls, v: Any) -> Any:
-        from sweeps.algorithms.vocabulary import canonical_params
+        from sweeps.engine.algorithms.vocabulary import canonical_params
 
         if not isinstance(v, list):
             return v
@@ -342,9 +342,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 class Sweep(_Strict):
     """A declarative scaling study: algorithms × search space × seeds on one env.
 
-    Parameter names are the vocabulary of :mod:`sweeps.algorithms` (``num_env_runners`` = RLlib
+    Parameter names are the vocabulary of :mod:`sweeps.engine.algorithms` (``num_env_runners`` = RLlib
     env runners, ``train_batch_size``, ``lr``, ...). Validation against the algorithms and the
-    env happens in :func:`sweeps.sweep_file.validate_sweep`, which names the field that is wrong.
+    env happens in :func:`sweeps.engine.sweep_file.validate_sweep`, which names the field that is wrong.
     """
 
     name: str = Field(description="study name; results go to <results_dir>/<name>/<run_id>/")
@@ -405,10 +405,10 @@ class Sweep(_Strict):
     @classmethod
     def _current_names(cls, data: Any) -> Any:
         """RLlib's old parameter names (``num_workers``, ``num_envs_per_worker``) → the current
-        ones, with a one-line notice (:func:`sweeps.algorithms.vocabulary.canonical_params`)."""
+        ones, with a one-line notice (:func:`sweeps.engine.algorithms.vocabulary.canonical_params`)."""
         if not isinstance(data, dict):
             return data
-        from sweeps.algorithms.vocabulary import canonical_params
+        from sweeps.engine.algorithms.vocabulary import canonical_params
 
         data = dict(data)
         for section in ("search_space", "fixed", "baseline"):

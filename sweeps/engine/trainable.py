@@ -8,12 +8,12 @@ resolving its config and building the evaluation envs happen before the clock st
 reuses a trial's actor process for the next trial with the same resource request
 (:func:`begin_trial_in_process` resets what a trial leaves behind), so only the first trial of
 each shape pays the process start and imports, none of it timed. It then
-calls ``Algorithm.train()`` and runs the evaluation protocol (:mod:`sweeps.evaluation`, inside
+calls ``Algorithm.train()`` and runs the evaluation protocol (:mod:`sweeps.engine.evaluation`, inside
 the timed region) after every iteration, or on the protocol's own cadence between training
-steps (:class:`sweeps.spec.Evaluation`), until the target metric is ≥ the target
+steps (:class:`sweeps.engine.spec.Evaluation`), until the target metric is ≥ the target
 (time-to-target = wall-clock at the end of that evaluation) or the per-trial budget (seconds,
 env steps) is spent (censored). A reference trial (``is_reference``) runs
-:func:`sweeps.reference.run_reference` instead, timed the same way. Every evaluation (every
+:func:`sweeps.engine.reference.run_reference` instead, timed the same way. Every evaluation (every
 iteration when the target metric is not the protocol's) is reported to Tune with the progress
 columns of docs/results.md.
 """
@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sweeps.search import META_KEYS, censored_objective
-from sweeps.spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
+from sweeps.engine.search import META_KEYS, censored_objective
+from sweeps.engine.spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,10 @@ class TrialSetup:
         target_value: the threshold on it (env units of episode return).
         budget_time_s: wall-clock seconds per trial, or None.
         budget_env_steps: env steps per trial, or None.
-        evaluation_episodes: episodes per evaluation (:mod:`sweeps.evaluation`).
+        evaluation_episodes: episodes per evaluation (:mod:`sweeps.engine.evaluation`).
         evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
         evaluation_every_s, evaluation_every_env_steps: the protocol's cadence
-            (:class:`sweeps.spec.Evaluation`), None where unset: both None evaluates at the end
+            (:class:`sweeps.engine.spec.Evaluation`), None where unset: both None evaluates at the end
             of every training iteration.
         max_node_cpus: CPUs of the largest node.
         max_node_gpus: GPUs of the largest node, or None when unknown.
@@ -54,10 +54,10 @@ class TrialSetup:
             cluster is one node of ``max_node_cpus``.
         allow_oversubscription: scale down a trial's CPU request that exceeds the cluster.
         placement_strategy: Ray's strategy for the trial's bundles (``PACK``, ``SPREAD``,
-            ``STRICT_PACK``; :mod:`sweeps.placement`).
+            ``STRICT_PACK``; :mod:`sweeps.engine.placement`).
         quiet: RLlib logs errors only in the trials.
         stall_iterations: iterations without progress that make a trial stalled
-            (:class:`sweeps.spec.Stall`), or None: never stalled.
+            (:class:`sweeps.engine.spec.Stall`), or None: never stalled.
         stall_min_time_s: ... spanning at least this many seconds.
     """
 
@@ -85,7 +85,7 @@ class TrialSetup:
            quiet: bool = True, max_node_gpus: float | None = None,
            cluster_cpus: float | None = None) -> TrialSetup:
         """The setup of ``sweep``'s trials; ``target``: the resolved ``{"metric", "value"}``
-        (:func:`sweeps.sweep_file.sweep_target`)."""
+        (:func:`sweeps.engine.sweep_file.sweep_target`)."""
         from envs.forms import runner_env
 
         return cls(env=runner_env(sweep.env), env_config=dict(sweep.env_config),
@@ -155,7 +155,7 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
     if config.get("is_reference"):  # single process: the trial's own CPU, no actors
         return None, {"requested_cpus": 1.0, "num_cpus": 1.0, "num_gpus": 0.0,
                       "oversubscribed": False}
-    from sweeps.algorithms import build_config
+    from sweeps.engine.algorithms import build_config
 
     params = algorithm_params(config)
     algo_config = build_config(params, setup.env, dict(setup.env_config))
@@ -389,7 +389,7 @@ def trial_nodes(algo, timeout_s: float = 2.0) -> str:
 
 
 class StallDetector:
-    """Tells a stalled trial from a slow one (:class:`sweeps.spec.Stall`).
+    """Tells a stalled trial from a slow one (:class:`sweeps.engine.spec.Stall`).
 
     Fed the lifetime counters after every training iteration; a counter is stalled when it
     has not moved for ``iterations`` consecutive iterations and ``min_time_s`` seconds since
@@ -499,8 +499,8 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         return _run_reference_trial(config, setup)
     import ray
 
-    from sweeps.algorithms import extract_metrics
-    from sweeps.evaluation import Cadence, rllib_greedy_policy, trial_evaluator
+    from sweeps.engine.algorithms import extract_metrics
+    from sweeps.engine.evaluation import Cadence, rllib_greedy_policy, trial_evaluator
 
     algo_name = config["algorithm"]
     target_metric = setup.target_metric
@@ -628,7 +628,7 @@ def evaluate_between_training_steps(algo, due: Callable[[], bool],
     """Make ``algo`` run ``measure`` after each of its training steps when ``due()``.
 
     ``Algorithm.train()`` runs ``training_step()`` until ``min_time_s_per_iteration`` has
-    passed; the protocol's cadence (:class:`sweeps.evaluation.Cadence`) must not depend on
+    passed; the protocol's cadence (:class:`sweeps.engine.evaluation.Cadence`) must not depend on
     that, and short iterations are no answer (each costs RLlib's result compilation; an
     asynchronous algorithm's iteration may hold no sample at all). So the evaluation runs
     where the training does, between two of its steps, in the trial's thread: the learner
@@ -647,10 +647,10 @@ def evaluate_between_training_steps(algo, due: Callable[[], bool],
 
 
 def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    """A reference trial (:mod:`sweeps.reference`), reported like an RLlib trial."""
+    """A reference trial (:mod:`sweeps.engine.reference`), reported like an RLlib trial."""
     import ray
 
-    from sweeps.reference import run_reference
+    from sweeps.engine.reference import run_reference
 
     preload_libraries(rllib=False)
     begin_trial_in_process()

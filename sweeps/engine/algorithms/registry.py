@@ -2,7 +2,7 @@
 trial config into an RLlib ``AlgorithmConfig``.
 
 Example:
-    >>> from sweeps.algorithms import build_config
+    >>> from sweeps.engine.algorithms import build_config
     >>> config = build_config({"algorithm": "PPO", "num_env_runners": 1}, "CartPole-v1")
     >>> algo = config.build_algo()          # needs a running Ray (ray.init) # doctest: +SKIP
     >>> algo.train()["env_runners"]["episode_return_mean"]                    # doctest: +SKIP
@@ -14,9 +14,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.algorithms import apex, appo, dqn, impala, ppo
-from sweeps.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
-from sweeps.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
+from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo
+from sweeps.engine.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
 
 __all__ = [
     "ALGORITHMS",
@@ -27,13 +27,13 @@ __all__ = [
     "register_with_tune",
 ]
 
-#: Every algorithm a sweep can name → its :class:`~sweeps.algorithms.vocabulary.AlgorithmSpec`.
+#: Every algorithm a sweep can name → its :class:`~sweeps.engine.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC,
                         dqn.RLLIB_DQN_SPEC, *(generic_spec(n) for n in GENERIC))
 }
 
-#: RLlib algorithms a sweep cannot name → why (:data:`sweeps.algorithms.rllib_any.OFFLINE`).
+#: RLlib algorithms a sweep cannot name → why (:data:`sweeps.engine.algorithms.rllib_any.OFFLINE`).
 REFUSED: dict[str, str] = dict(OFFLINE)
 
 
@@ -85,7 +85,7 @@ def build_config(trial_config: Mapping[str, Any], env: str,
 
     Args:
         trial_config: flat dict with ``"algorithm"`` plus vocabulary keys (see
-            :data:`sweeps.algorithms.vocabulary.SHARED_PARAMS` and :func:`known_params`). Keys
+            :data:`sweeps.engine.algorithms.vocabulary.SHARED_PARAMS` and :func:`known_params`). Keys
             it does not set take the algorithm's tuned defaults (``ALGORITHMS[name].defaults``),
             not RLlib's.
         env: gymnasium id or RLlib-registered env name, e.g. ``"ContosoCabs-v0"``.
@@ -100,7 +100,7 @@ def build_config(trial_config: Mapping[str, Any], env: str,
         ValueError: no or an unknown ``algorithm`` (naming the known ones), a vocabulary
             value of the wrong type or range, or both
             the old and the current name of one parameter (``num_workers`` is accepted as
-            ``num_env_runners`` with a notice, :data:`~sweeps.algorithms.vocabulary.DEPRECATED_NAMES`).
+            ``num_env_runners`` with a notice, :data:`~sweeps.engine.algorithms.vocabulary.DEPRECATED_NAMES`).
         UnknownParameterError: (a ValueError) a key the algorithm does not know.
     """
     if not isinstance(trial_config, Mapping):
@@ -112,7 +112,7 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     known = spec.known_params()
     for key in params:  # before merging defaults, so the error names the user's key
         if key not in known:
-            from sweeps.algorithms.vocabulary import UnknownParameterError
+            from sweeps.engine.algorithms.vocabulary import UnknownParameterError
 
             raise UnknownParameterError(key, spec.name, known)
 
@@ -179,7 +179,7 @@ def _learner_updates(result: Mapping[str, Any]) -> float:
 
 
 def _noise_scale(result: Mapping[str, Any]) -> dict[str, float]:
-    """The learner's gradient noise scale (:mod:`sweeps.algorithms.noise_scale`) of the first
+    """The learner's gradient noise scale (:mod:`sweeps.engine.algorithms.noise_scale`) of the first
     module that logged one; NaN for each key otherwise."""
     out = {"grad_noise_scale": math.nan, "grad_norm_sq": math.nan, "grad_trace_cov": math.nan}
     learners = result.get("learners")
@@ -199,10 +199,10 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         ``episodes`` (int, lifetime training episodes), ``episode_return_mean`` (float, the
         training env runners' mean episode return, exploration included: RLlib's
         ``env_runners/episode_return_mean``; NaN before any episode ended; the greedy return
-        of the evaluation protocol is measured apart, :mod:`sweeps.evaluation`),
+        of the evaluation protocol is measured apart, :mod:`sweeps.engine.evaluation`),
         ``learner_updates`` (float, lifetime gradient updates; NaN if unknown),
         ``grad_noise_scale`` (examples), ``grad_norm_sq`` and ``grad_trace_cov`` (the learner's
-        smoothed |G|^2 and tr(Sigma), :mod:`sweeps.algorithms.noise_scale`; NaN when not
+        smoothed |G|^2 and tr(Sigma), :mod:`sweeps.engine.algorithms.noise_scale`; NaN when not
         measured).
 
     Raises:
@@ -223,15 +223,15 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
 
 
 def register_with_tune() -> None:
-    """Register ``"APEX"`` (:class:`~sweeps.algorithms.apex_dqn.ApexDQN`) as a Tune trainable.
+    """Register ``"APEX"`` (:class:`~sweeps.engine.algorithms.apex_dqn.ApexDQN`) as a Tune trainable.
 
     The other names (``DQN``, ``IMPALA``, ``PPO``, ``APPO``) stay RLlib's own in Tune's registry;
     a trial builds its Algorithm from its config (``build_config(...).build_algo()``), so the
-    sweeps' ``DQN`` is :class:`~sweeps.algorithms.replay_dqn.ReplayDQN` whatever Tune's
+    sweeps' ``DQN`` is :class:`~sweeps.engine.algorithms.replay_dqn.ReplayDQN` whatever Tune's
     ``"DQN"`` names. Idempotent.
     """
     from ray import tune
 
-    from sweeps.algorithms.apex_dqn import ApexDQN
+    from sweeps.engine.algorithms.apex_dqn import ApexDQN
 
     tune.register_trainable("APEX", ApexDQN)

@@ -22,7 +22,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from sweeps import rundir
+from sweeps.engine import rundir
 
 #: The files of a run directory that live in object storage (docs/results.md).
 RUN_FILES = rundir.RUN_FILES

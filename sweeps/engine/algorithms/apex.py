@@ -1,7 +1,7 @@
 """APEX = Ape-X DQN (Horgan et al. 2018, arXiv 1803.00933): what a sweep can set.
 
 The algorithm itself (built by this project on RLlib's new API stack, which removed ApexDQN) is
-in :mod:`sweeps.algorithms.apex_dqn`; this module is light (no RLlib import) so that sweep
+in :mod:`sweeps.engine.algorithms.apex_dqn`; this module is light (no RLlib import) so that sweep
 files validate without loading RLlib.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.algorithms.dqn import DQN_PARAMS, replay_buffer_config
-from sweeps.algorithms.vocabulary import AlgorithmSpec, OwnParam
+from sweeps.engine.algorithms.dqn import DQN_PARAMS, replay_buffer_config
+from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 
 def _make_config():
-    from sweeps.algorithms.apex_dqn import ApexDQNConfig
+    from sweeps.engine.algorithms.apex_dqn import ApexDQNConfig
 
     return ApexDQNConfig()
 
@@ -32,7 +32,7 @@ APEX_PARAMS: dict[str, OwnParam] = {
 
 #: Ape-X's algorithm settings as the paper gives them (Horgan et al. 2018, section 4 and
 #: appendix; the replay capacity scaled down from 2 M to 100 k transitions):
-#: :class:`~sweeps.algorithms.apex_dqn.ApexDQNConfig`'s defaults. A sweep's APEX trial starts
+#: :class:`~sweeps.engine.algorithms.apex_dqn.ApexDQNConfig`'s defaults. A sweep's APEX trial starts
 #: from :data:`APEX_DEFAULTS`, which takes these and overrides ``n_step`` only (see there).
 APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "double_q": True,
