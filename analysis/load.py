@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from sweeps.engine import rundir
-from sweeps.engine.schema import (
+from sweeps.engine.rundir.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
@@ -37,7 +37,7 @@ from sweeps.engine.schema import (
 
 __all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
 
-# Column names, defaults and the version check: sweeps.engine.schema (one owner for the schema).
+# Column names, defaults and the version check: sweeps.engine.rundir.schema (one owner for the schema).
 # Progress columns every run since the first has had (filled with NaN if absent); the later
 # ones (evaluation, noise scale) stay absent in older runs, so the analysis can tell.
 _PROGRESS_COLUMNS = ("trial_id", "iteration", "wall_time_s", "env_steps", "episodes",
@@ -239,7 +239,7 @@ def load_results(path: str | Path) -> Results:
 
     Args:
         path: a ``results/<sweep>/<run_id>/`` directory (docs/results.md), or its URI in
-            object storage (``s3://bucket/results/<sweep>/<run_id>``, :mod:`sweeps.engine.storage`).
+            object storage (``s3://bucket/results/<sweep>/<run_id>``, :mod:`sweeps.engine.rundir.mirror`).
 
     Returns:
         :class:`Results`; optional files that are missing become empty values and a warning.
@@ -248,14 +248,14 @@ def load_results(path: str | Path) -> Results:
         ResultsError: the directory or ``trials.parquet`` is missing, a file is unreadable, or
             a required column (``trial_id, algorithm, num_env_runners, seed, status``) is absent.
     """
-    from sweeps.engine import storage
+    from sweeps.engine.rundir import mirror
 
-    if storage.is_uri(path):  # object storage: read a local copy of the run's files
+    if mirror.is_uri(path):  # object storage: read a local copy of the run's files
         try:
-            path = storage.fetch_run(str(path))
+            path = mirror.fetch_run(str(path))
         except OSError as e:
             raise ResultsError(f"{path}: {e.strerror or e}") from None
-    path = storage.local_path(path)
+    path = mirror.local_path(path)
     if not path.exists():
         raise ResultsError(f"{path}: no such results directory")
     if not path.is_dir():

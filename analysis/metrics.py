@@ -30,7 +30,7 @@ import pandas as pd
 
 from analysis.load import Results
 from sweeps.engine import rundir
-from sweeps.engine.schema import first_crossing, ttt_resolution
+from sweeps.engine.rundir.schema import first_crossing, ttt_resolution
 
 __all__ = [
     "ResolvedTarget",

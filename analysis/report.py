@@ -872,16 +872,16 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
         ResultsError: the directory or its trials.parquet is missing or unreadable.
         ValueError: no usable target or a bad ``target``.
     """
-    from sweeps.engine import storage
+    from sweeps.engine.rundir import mirror
 
     res = load_results(results_dir)
     out = Path(output) if output is not None else res.path / rundir.REPORT
     page = build_report(res, target)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
-    if output is None and storage.is_uri(results_dir):  # next to the run, in the store
+    if output is None and mirror.is_uri(results_dir):  # next to the run, in the store
         uri = f"{str(results_dir).rstrip('/')}/report.html"
-        storage.upload_file(out, uri)
+        mirror.upload_file(out, uri)
         return uri
     return out
 

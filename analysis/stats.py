@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sweeps.engine.schema import skipped_seeds
+from sweeps.engine.rundir.schema import skipped_seeds
 
 __all__ = [
     "MIN_SEEDS_FOR_CI",
@@ -197,7 +197,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         n_resamples: bootstrap resamples.
         seed: RNG seed.
         seeds: the sweep's seeds per configuration (``spec["search"]["seeds"]``), to note the
-            seeds adaptive capping left unrun (:func:`sweeps.engine.schema.skipped_seeds`); None:
+            seeds adaptive capping left unrun (:func:`sweeps.engine.rundir.schema.skipped_seeds`); None:
             ``n_skipped`` is 0.
 
     Returns:
@@ -207,7 +207,7 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
         (NaN with censoring), ``ttt_olympic_s``, ``max_censor_s``, ``steps_to_target``,
-        ``ttt_resolution_s`` (median over reached seeds of :func:`sweeps.engine.schema.ttt_resolution`)
+        ``ttt_resolution_s`` (median over reached seeds of :func:`sweeps.engine.rundir.schema.ttt_resolution`)
         (median over reached seeds), ``env_steps_per_s`` (median), ``num_cpus``, ``num_gpus``,
         ``cpus_per_env_runner``, ``peak_rss_mib`` (median; MiB), ``oversubscribed`` (any),
         ``note`` (what is missing and why).

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sweeps.engine import rundir
-from sweeps.engine.schema import (
+from sweeps.engine.rundir.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     censored_objective,

@@ -30,7 +30,7 @@ it and deletes when the job ends (``shutdownAfterJobFinishes``):
   folder, the user uploads the zip and passes ``--code-uri URI``; that zip becomes the job's
   ``working_dir`` and the project comes from the image, where it is installed;
 - **results**: ``--results URI`` (``abfs://container/prefix`` on Azure, ``s3://``, ``gs://``:
-  :mod:`sweeps.engine.storage`; the image needs the matching extra and the pods the store's
+  :mod:`sweeps.engine.rundir.mirror`; the image needs the matching extra and the pods the store's
   credentials, e.g. AKS workload identity) uploads each result file as it is written;
   ``--results-pvc CLAIM`` mounts a PersistentVolumeClaim (Azure Files or Blob CSI on AKS) at
   ``/home/ray/results`` and writes there. Either way the results outlive the cluster; with
@@ -193,7 +193,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     if results and results_pvc:
         raise KubeRayError("--results and --results-pvc: give one")
     if results:
-        from sweeps.engine.storage import is_uri
+        from sweeps.engine.rundir.mirror import is_uri
 
         if not is_uri(results):
             raise KubeRayError(f"--results {results!r}: needs an object-store URI "

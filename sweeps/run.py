@@ -136,23 +136,23 @@ def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
 
 def results_root(results: str, source: str):
     """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
-    the :class:`sweeps.engine.storage.Mirror` that uploads each file written under it.
+    the :class:`sweeps.engine.rundir.mirror.Mirror` that uploads each file written under it.
 
     Returns:
         ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
     Raises:
         SpecError: the URI's store cannot be reached or written (checked before Ray starts).
     """
-    from sweeps.engine import storage
+    from sweeps.engine.rundir import mirror
 
-    if not storage.is_uri(results):
-        return storage.local_path(results), None
+    if not mirror.is_uri(results):
+        return mirror.local_path(results), None
     try:
-        storage.check_writable(results)
+        mirror.check_writable(results)
     except OSError as e:
         raise SpecError(f"{source}: --results: {e.strerror or e}") from None
-    root = storage.staging_root(results)
-    return root, storage.Mirror(results, root)
+    root = mirror.staging_root(results)
+    return root, mirror.Mirror(results, root)
 
 
 def check_writable(root: Path, source: str) -> None:
@@ -315,7 +315,7 @@ def prepare_reconfirmation(run_dir: Path, sweep: Sweep, source: str
     Raises:
         SpecError: one line saying what is missing.
     """
-    from sweeps.engine.schema import read_parquet
+    from sweeps.engine.rundir.schema import read_parquet
     from sweeps.engine.search import META_KEYS, reconfirmation
 
     def bad(why: str) -> SpecError:

@@ -11,7 +11,7 @@ from analysis.report import write_report
 from analysis.study import analyse
 from analysis.synthetic import write_synthetic_results
 from sweeps.engine import rundir
-from sweeps.engine.schema import write_parquet
+from sweeps.engine.rundir.schema import write_parquet
 
 
 def two_stage_run(path, search_speed: float = 10.0):

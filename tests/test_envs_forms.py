@@ -238,7 +238,7 @@ def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s
     object storage (a real S3-compatible server) as it goes, and analysed from there."""
     import pandas as pd
 
-    from sweeps.engine.storage import fetch_run
+    from sweeps.engine.rundir.mirror import fetch_run
 
     folder = user_folder(tmp_path)
     path = yaml_sweep(folder, "corridor_env:Corridor-v0")

@@ -90,7 +90,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert list(progress.columns) == PROGRESS_COLUMNS
     for col in TRIAL_COLUMNS:
         assert col in trials.columns, col
-    from sweeps.engine import schema
+    from sweeps.engine.rundir import schema
 
     assert set(schema.TRIAL_COLUMNS) <= set(trials.columns)
     assert all(c in schema.TRIAL_COLUMNS or c.startswith("param_") for c in trials.columns)
@@ -324,7 +324,7 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     search, confirm = after[after.stage == "search"], after[after.stage == "confirm"]
     assert len(search) == 4 and set(search.seed) == {0}
     assert len(confirm) == 2 and set(confirm.seed) == {1000} and confirm.is_baseline.sum() == 1
-    from sweeps.engine.schema import confirm_configs
+    from sweeps.engine.rundir.schema import confirm_configs
 
     assert confirm_configs(search, 1) == list(confirm[~confirm.is_baseline].config_id)
 

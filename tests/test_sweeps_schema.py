@@ -1,4 +1,4 @@
-"""sweeps.engine.schema: one results schema with a version in every parquet file, checked on load."""
+"""sweeps.engine.rundir.schema: one results schema with a version in every parquet file, checked on load."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis.synthetic import write_synthetic_results
-from sweeps.engine.schema import (
+from sweeps.engine.rundir.schema import (
     PROGRESS_COLUMNS,
     SCHEMA_VERSION,
     TRIAL_COLUMNS,
@@ -105,7 +105,7 @@ def test_ttt_resolution_is_the_gap_in_which_the_crossing_happened() -> None:
     import math
 
     from sweeps.engine.record import trial_row
-    from sweeps.engine.schema import first_crossing, ttt_resolution
+    from sweeps.engine.rundir.schema import first_crossing, ttt_resolution
 
     times, steps, values = [1.5, 2.6, 3.4, 4.9], [100, 200, 300, 400], [0.1, math.nan, 0.5, 0.9]
     _, _, i = first_crossing(times, steps, values, 0.5)

@@ -115,7 +115,7 @@ def test_skipped_seeds_follow_the_median():
     """A configuration is settled once more than half of its seeds are capped: the median of
     all its seeds is then above the cap, whatever the rest give; the baseline and the reference
     are never judged so."""
-    from sweeps.engine.schema import skipped_seeds
+    from sweeps.engine.rundir.schema import skipped_seeds
 
     def rows(cid, reasons, **kw):
         return [{"config_id": cid, "censor_reason": r, **kw} for r in reasons]

@@ -158,7 +158,7 @@ def test_the_report_lists_a_stalled_trial_apart_and_no_statistic_counts_it(tmp_p
     from analysis.report import build_report
     from analysis.study import analyse
     from analysis.synthetic import write_synthetic_results
-    from sweeps.engine.schema import TRIAL_COLUMNS, write_parquet
+    from sweeps.engine.rundir.schema import TRIAL_COLUMNS, write_parquet
 
     run = write_synthetic_results(tmp_path / "run", seeds=4, env_runners=(1, 2, 4), censor=0.25)
     before = analyse(load_results(run)).summary.set_index("config_id")

@@ -1,4 +1,4 @@
-"""Results in object storage (sweeps.engine.storage): a real S3-compatible server on loopback (moto
+"""Results in object storage (sweeps.engine.rundir.mirror): a real S3-compatible server on loopback (moto
 in server mode, a test-only dependency; the ``s3`` fixture in conftest.py), analysis reading a
 run back from its URI, and an unreachable store refused before Ray starts. A real sweep writing
 to it with --results s3://...: tests/test_envs_forms.py."""

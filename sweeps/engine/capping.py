@@ -11,8 +11,8 @@ Stuetzle, "ParamILS", JAIR 36, 2009, section 5):
   censored with ``censor_reason = "capped"``). Never: the baseline, the reference, the
   confirmation stage's trials and configurations matching ``protect``.
 - **skip**: a configuration with more than half of its seeds capped runs no more of them
-  (:func:`sweeps.engine.schema.skipped_seeds`); with the fail-fast rule (a trial that raised an error
-  of the env's or the configuration's, :func:`sweeps.engine.schema.failed_seeds`) these are the seeds
+  (:func:`sweeps.engine.rundir.schema.skipped_seeds`); with the fail-fast rule (a trial that raised an error
+  of the env's or the configuration's, :func:`sweeps.engine.rundir.schema.failed_seeds`) these are the seeds
   a run leaves unrun (:meth:`AdaptiveCapping.unrun_seeds`).
 
 The run builds one and hands it to the Tune stopper (:class:`sweeps.engine.record.Capper`), the
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.engine.schema import failed_seeds, skipped_seeds
+from sweeps.engine.rundir.schema import failed_seeds, skipped_seeds
 from sweeps.engine.spec import Capping
 
 __all__ = ["AdaptiveCapping"]
@@ -83,7 +83,7 @@ class AdaptiveCapping:
 
     def skipped_seeds(self, rows: Any) -> dict[str, int]:
         """``{config_id: seeds not run}`` for the configurations capping settled
-        (:func:`sweeps.engine.schema.skipped_seeds` on the recorded ``rows``)."""
+        (:func:`sweeps.engine.rundir.schema.skipped_seeds` on the recorded ``rows``)."""
         return skipped_seeds(rows, self.seeds)
 
     def unrun_seeds(self, rows: Any) -> dict[str, int]:

@@ -28,15 +28,15 @@ from rich.console import Console
 
 from sweeps.engine import rundir
 from sweeps.engine.capping import AdaptiveCapping
-from sweeps.engine.schema import (
+from sweeps.engine.rundir.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
     first_crossing,
     ttt_resolution,
 )
-from sweeps.engine.schema import read_parquet as _read_parquet
-from sweeps.engine.schema import write_parquet as _write_parquet
+from sweeps.engine.rundir.schema import read_parquet as _read_parquet
+from sweeps.engine.rundir.schema import write_parquet as _write_parquet
 from sweeps.engine.search import META_KEYS
 
 
@@ -223,7 +223,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
         self.step_latency_ms = float(step_latency_ms)
         #: the env's modelled CPU cost per step (envs.latency), recorded in every trial row
         self.step_cpu_ms = float(step_cpu_ms)
-        #: a :class:`sweeps.engine.storage.Mirror` uploading every file written, or None
+        #: a :class:`sweeps.engine.rundir.mirror.Mirror` uploading every file written, or None
         self.mirror = mirror
         self.target = target
         self.budget = budget

@@ -10,9 +10,9 @@ Tune asks a searcher for one config per trial. A scaling study needs more struct
    (TPE) learns from seed-averaged numbers and is never fed a half-measured config; once
    adaptive capping has capped more than half of a configuration's seeds, its median can no
    longer beat the incumbent and its other seeds are not run
-   (:func:`sweeps.engine.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
+   (:func:`sweeps.engine.rundir.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
 3. with ``search.confirm`` (:class:`sweeps.engine.spec.Confirm`), once every search trial has
-   ended, the search's ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs`),
+   ended, the search's ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs`),
    the reference and the baseline run again on the confirmation seeds, disjoint from the
    search's, as the ``confirm`` stage (the ``stage`` of every trial's config and row); Optuna
    is not told their results (the choice is already made);
@@ -37,7 +37,7 @@ from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
 from sweeps.engine.capping import AdaptiveCapping
-from sweeps.engine.schema import (  # noqa: F401 - skipped_seeds re-exported
+from sweeps.engine.rundir.schema import (  # noqa: F401 - skipped_seeds re-exported
     censored_objective,
     config_id,
     confirm_configs,
@@ -364,7 +364,7 @@ class SeededSearch(_PickledState):
 
     def _start_confirmation(self) -> None:
         """Queue the confirmation stage: the reference, the baseline and the search's
-        ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs` on the
+        ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs` on the
         recorded rows), each once per confirmation seed."""
         self.stage = "confirm"
         self.confirmed = [cid for cid in confirm_configs(self._recorded(), self._confirm.top_k)
@@ -378,9 +378,9 @@ class SeededSearch(_PickledState):
 
     def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
-        capping has capped more than half of its seeds (:func:`sweeps.engine.schema.skipped_seeds`,
+        capping has capped more than half of its seeds (:func:`sweeps.engine.rundir.schema.skipped_seeds`,
         on the rows recorded so far), or when one of its trials raised an error of the env's
-        or the configuration's (:func:`sweeps.engine.schema.failed_seeds`); Optuna gets its
+        or the configuration's (:func:`sweeps.engine.rundir.schema.failed_seeds`); Optuna gets its
         objective once its running seeds end.
         Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
         if (not self._queue or self.recorder is None
@@ -503,7 +503,7 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
                    params_of: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
     """The trials of a new confirmation of a finished run (``sweeps.run --confirm-only``).
 
-    The search's ``top_k`` fastest configurations (:func:`sweeps.engine.schema.confirm_configs` on
+    The search's ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs` on
     the run's rows; ``top_k`` and the number of seeds from ``search.confirm``, else
     :class:`sweeps.engine.spec.Confirm`'s defaults), the baseline and the reference, each once per new
     seed. The new seeds follow every seed the run has used, and start at 1000 at least: never a

@@ -44,7 +44,7 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
         resume: continue the run in ``run_dir`` (Tune's saved state).
         reconfirm: ``(trials, seeds)`` of ``--confirm-only`` (:func:`sweeps.engine.search.reconfirmation`).
         verbose: Tune's own table and RLlib's logs.
-        mirror: the object-storage :class:`sweeps.engine.storage.Mirror`, or None.
+        mirror: the object-storage :class:`sweeps.engine.rundir.mirror.Mirror`, or None.
         callbacks: more Tune callbacks (e.g. Azure ML's MLflow logging).
         write_report: writes the HTML report of a finished run, or None for none.
 
@@ -249,7 +249,7 @@ def trial_dirname(trial) -> str:
 
 def count_trials(run_dir: Path) -> int:
     """Trials recorded in ``run_dir`` so far."""
-    from sweeps.engine.schema import read_parquet
+    from sweeps.engine.rundir.schema import read_parquet
 
     path = run_dir / rundir.TRIALS
     return len(read_parquet(path)) if path.exists() else 0

@@ -1,13 +1,14 @@
-"""The run directory's owner: its file names, its JSON files with their schema version, a new
-run's directory and the latest one, its lock, and the checks before a run is resumed
-(docs/results.md).
+"""The run directory's owner: its file names, its files with their schema version (JSON here,
+Parquet and the columns in :mod:`sweeps.engine.rundir.schema`), a new run's directory and the
+latest one, its lock, the checks before a run is resumed (docs/results.md), and its copy in
+object storage (:mod:`sweeps.engine.rundir.mirror`).
 
 A run directory, ``results/<sweep>/<run_id>/``, holds what one ``python -m sweeps.run``
 recorded. Every module that reads or writes one names its files through these constants
 (``tests/test_sweeps_rundir.py`` fails on a file name spelled anywhere else), so the layout can
-change in one place. The Parquet files carry :data:`sweeps.engine.schema.SCHEMA_VERSION` in their
-metadata (:func:`sweeps.engine.schema.write_parquet`), the JSON files under :data:`JSON_VERSION_KEY`
-(:func:`write_json`, :func:`read_json`).
+change in one place. The Parquet files carry :data:`~sweeps.engine.rundir.schema.SCHEMA_VERSION`
+in their metadata (:func:`~sweeps.engine.rundir.schema.write_parquet`), the JSON files under
+:data:`JSON_VERSION_KEY` (:func:`write_json`, :func:`read_json`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Any
 
 from sweeps.engine.cli import SpecError
 
-#: One row per finished trial (:data:`sweeps.engine.schema.TRIAL_COLUMNS`).
+#: One row per finished trial (:data:`sweeps.engine.rundir.schema.TRIAL_COLUMNS`).
 TRIALS = "trials.parquet"
 #: One row per evaluation (per training iteration without a cadence) of every trial
-#: (:data:`sweeps.engine.schema.PROGRESS_COLUMNS`).
+#: (:data:`sweeps.engine.rundir.schema.PROGRESS_COLUMNS`).
 PROGRESS = "progress.parquet"
 #: The resolved sweep spec the run was started with (kept on ``--resume``).
 SPEC = "spec.json"
@@ -43,7 +44,7 @@ LOCK = ".lock"
 #: What object storage mirrors and the launchers download: the results, not Tune's state.
 RUN_FILES = (TRIALS, PROGRESS, SPEC, ENVIRONMENT, OPTUNA_DB, REPORT)
 
-#: The key of :data:`sweeps.engine.schema.SCHEMA_VERSION` in the run's JSON files.
+#: The key of :data:`sweeps.engine.rundir.schema.SCHEMA_VERSION` in the run's JSON files.
 JSON_VERSION_KEY = "schema_version"
 
 
@@ -54,7 +55,7 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
     Raises:
         OSError: the file cannot be written (the previous version of ``path`` is intact).
     """
-    from sweeps.engine.schema import SCHEMA_VERSION
+    from sweeps.engine.rundir.schema import SCHEMA_VERSION
 
     path = Path(path)
     body = {JSON_VERSION_KEY: SCHEMA_VERSION,
@@ -73,11 +74,11 @@ def read_json(path: str | Path) -> dict[str, Any]:
     were recorded are version 1).
 
     Raises:
-        sweeps.engine.schema.SchemaError: another schema version than this code reads, or not a JSON
+        sweeps.engine.rundir.schema.SchemaError: another schema version than this code reads, or not a JSON
             object; one line.
         OSError: the file cannot be read; json.JSONDecodeError (a ValueError): not JSON.
     """
-    from sweeps.engine.schema import SCHEMA_VERSION, SchemaError
+    from sweeps.engine.rundir.schema import SCHEMA_VERSION, SchemaError
 
     data = json.loads(Path(path).read_text())
     if not isinstance(data, dict):
@@ -188,7 +189,7 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
-    from sweeps.engine.schema import SCHEMA_VERSION, SchemaError, schema_version
+    from sweeps.engine.rundir.schema import SCHEMA_VERSION, SchemaError, schema_version
 
     for name in (TRIALS, PROGRESS):
         path = run_dir / name
