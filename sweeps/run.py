@@ -18,12 +18,11 @@ Ctrl-C or SIGTERM (what finished is kept; continue with ``--resume``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -33,26 +32,25 @@ COMMAND_START = time.time()
 
 from sweeps.engine import rundir  # noqa: E402
 from sweeps.engine.cli import EXIT_BAD_INPUT  # noqa: E402
-from sweeps.engine.logs import quiet_environment, quiet_logs  # noqa: E402, F401 - quiet_logs: the CLI's
-from sweeps.engine.placement import (  # noqa: E402, F401
-    TrialRequest,
-    cluster_shape,
-    env_runner_counts,
-    feasibility,
-    trial_requests,
-    trial_setup,
-)
+from sweeps.engine.logs import quiet_environment, quiet_logs  # noqa: E402
+from sweeps.engine.placement import cluster_shape, feasibility, trial_setup  # noqa: E402
+from sweeps.engine.preview import local_gpus, print_dry_run  # noqa: E402
 from sweeps.engine.rundir import (  # noqa: E402
     check_resume_dir,
     check_resume_spec,
     lock_run_dir,
     run_dir_for,
 )
+from sweeps.engine.rundir.mirror import results_root as mirror_results_root  # noqa: E402
 from sweeps.engine.spec import Budget, Search, Sweep  # noqa: E402
-from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_target  # noqa: E402
-
-if TYPE_CHECKING:
-    from sweeps.engine.trainable import TrialSetup
+from sweeps.engine.sweep_file import (  # noqa: E402
+    SpecError,
+    check_points,
+    load_sweep,
+    resolved_spec,
+    sweep_target,
+)
+from sweeps.engine.tuning import reconfirmation_of  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -123,88 +121,6 @@ def _first_msg(e) -> str:
     return e.errors()[0]["msg"].removeprefix("Value error, ")
 
 
-def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
-    """spec.json's content: the sweep as resolved (JSON types), with the absolute target and
-    the seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint)."""
-    spec = json.loads(sweep.model_dump_json())
-    spec["target"] = target
-    spec["baseline"] = sweep.baseline
-    spec["source_file"] = Path(file).name
-    spec["seeds"] = {"search": sweep.search.search_seeds, "confirm": sweep.search.confirm_seeds}
-    return json.loads(json.dumps(spec, default=str))
-
-
-def results_root(results: str, source: str):
-    """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
-    the :class:`sweeps.engine.rundir.mirror.Mirror` that uploads each file written under it.
-
-    Returns:
-        ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
-    Raises:
-        SpecError: the URI's store cannot be reached or written (checked before Ray starts).
-    """
-    from sweeps.engine.rundir import mirror
-
-    if not mirror.is_uri(results):
-        return mirror.local_path(results), None
-    try:
-        mirror.check_writable(results)
-    except OSError as e:
-        raise SpecError(f"{source}: --results: {e.strerror or e}") from None
-    root = mirror.staging_root(results)
-    return root, mirror.Mirror(results, root)
-
-
-def check_writable(root: Path, source: str) -> None:
-    """Raise SpecError if results cannot be written under ``root``."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".write-test-{os.getpid()}"
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as e:
-        raise SpecError(f"{source}: results: cannot write to {root}: {e.strerror or e}") from None
-
-
-def dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
-            nodes: list[dict[str, float]], n_show: int = 6) -> None:
-    """Print the resolved spec, the cluster, the first sampled trials and their resources."""
-    from sweeps.engine.placement import describe_cluster
-
-    print("Resolved sweep spec:")
-    spec = json.loads(sweep.model_dump_json())
-    spec["target"] = target
-    print(json.dumps(spec, indent=2))
-    print(f"\nCluster: {describe_cluster(nodes)}")
-    print("Resources per trial (driver + env runners + learners):")
-    print("\n".join(lines))
-    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
-          "in the order they would start:")
-    from sweeps.engine.search import sweep_search
-    from sweeps.engine.trainable import trial_algorithm_config
-
-    search, num_configs = sweep_search(sweep, "sqlite:///:memory:")
-    extra = f"{' + baseline' if sweep.baseline else ''}{' + reference' if sweep.reference else ''}"
-    confirm = sweep.search.confirm
-    seeds = sweep.search.confirm_seeds
-    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
-          f"{sweep.search.seeds} seeds"
-          + (f", then ({min(confirm.top_k, num_configs)} fastest{extra}) x {confirm.seeds} "
-             f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
-          + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
-    for i in range(min(n_show, search.total_trials)):
-        config = search.suggest(f"dry{i}")
-        if not isinstance(config, dict):  # the confirmation waits for the search's trials
-            break
-        meta = {k: config.pop(k)
-                for k in ("config_id", "is_baseline", "is_reference", "seed", "stage")}
-        if meta["is_reference"]:
-            config["is_reference"] = True
-        _, info = trial_algorithm_config(config, setup)
-        print(f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
-              f"  -> {info['num_cpus']:g} CPUs" + ("  oversubscribed" if info["oversubscribed"] else ""))
-
-
 def main(argv: list[str] | None = None, command_start: float | None = None) -> int:
     """CLI entry point; returns the process exit code.
 
@@ -223,15 +139,15 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         target = sweep_target(sweep, source)
         quiet_logs(args.verbose)  # RLlib is imported from here on (a missing file etc. is instant)
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
-        root, mirror = results_root(args.results or sweep.results_dir, source)
-        check_writable(root, source)
+        root, mirror = mirror_results_root(args.results or sweep.results_dir, source)
+        rundir.check_results_root(root, source)
         spec = resolved_spec(sweep, target, args.file)
         args.reconfirm = None
         if args.confirm_only is not None:
             if args.resume or args.dry_run:
                 raise SpecError(f"{source}: --confirm-only: not with --resume or --dry-run")
             run_dir = Path(args.confirm_only)
-            args.reconfirm = prepare_reconfirmation(run_dir, sweep, source)
+            args.reconfirm = reconfirmation_of(run_dir, sweep, source)
             lock = lock_run_dir(run_dir, source)
         elif not args.dry_run:  # claimed and locked before Ray starts
             run_dir = run_dir_for(root, sweep.name, args.resume, source)
@@ -250,10 +166,10 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if args.dry_run and (address is None or args.cluster is not None):
 
-        nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": _local_gpus()}]
+        nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": local_gpus()}]
         setup = trial_setup(sweep, target, nodes)
         try:
-            dry_run(sweep, target, setup,
+            print_dry_run(sweep, target, setup,
                     feasibility(sweep, setup, source, nodes, strict=args.cluster is not None),
                     nodes)
         except SpecError as e:
@@ -275,7 +191,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             setup = trial_setup(sweep, target, nodes, quiet=not args.verbose)
             lines = feasibility(sweep, setup, source, nodes, strict=not args.dry_run)
             if args.dry_run:
-                dry_run(sweep, target, setup, lines, nodes)
+                print_dry_run(sweep, target, setup, lines, nodes)
                 return 0
             from sweeps.engine.tuning import run_sweep
 
@@ -296,50 +212,6 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             lock.release()
 
 
-def _local_gpus() -> float:
-    """GPUs an embedded Ray would see here (torch's CUDA device count; 0 without CUDA)."""
-    try:
-        import torch
-
-        return float(torch.cuda.device_count())
-    except Exception:  # noqa: BLE001 - no usable torch/CUDA: no GPU
-        return 0.0
-
-
-def prepare_reconfirmation(run_dir: Path, sweep: Sweep, source: str
-                           ) -> tuple[list[dict[str, Any]], list[int]]:
-    """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.engine.search.reconfirmation`),
-    checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
-    recorded trials and the Tune state that holds their exact parameters.
-
-    Raises:
-        SpecError: one line saying what is missing.
-    """
-    from sweeps.engine.rundir.schema import read_parquet
-    from sweeps.engine.search import META_KEYS, reconfirmation
-
-    def bad(why: str) -> SpecError:
-        return SpecError(f"{source}: --confirm-only {run_dir}: {why}")
-
-    try:
-        spec = rundir.read_json(run_dir / rundir.SPEC)
-        rows = read_parquet(run_dir / rundir.TRIALS).to_dict("records")
-    except (OSError, ValueError) as e:
-        raise bad(f"not a finished run ({type(e).__name__}: {e})") from None
-    if spec.get("name") != sweep.name:
-        raise bad(f"a run of sweep {spec.get('name')!r}, not of {sweep.name!r}")
-    params_of: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if row.get("is_baseline") or row.get("is_reference") or row["config_id"] in params_of:
-            continue
-        found = list(run_dir.glob(f"{rundir.TUNE_DIR}/*_{row['trial_id']}/params.json"))
-        if found:
-            params = json.loads(found[0].read_text())
-            params_of[row["config_id"]] = {k: v for k, v in params.items() if k not in META_KEYS}
-    try:
-        return reconfirmation(sweep, rows, params_of)
-    except ValueError as e:
-        raise bad(str(e)) from None
 
 
 def _platform_callbacks() -> list[Any]:

@@ -38,8 +38,7 @@ def _fake_run(results: Path, name: str, started_at: str, spec: dict) -> Path:
 
 
 def _spec_of(path: Path, results: Path) -> dict:
-    from sweeps.engine.sweep_file import load_sweep, sweep_target
-    from sweeps.run import resolved_spec
+    from sweeps.engine.sweep_file import load_sweep, resolved_spec, sweep_target
 
     sweep = load_sweep(path)
     return resolved_spec(sweep, sweep_target(sweep), str(path))

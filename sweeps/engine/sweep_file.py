@@ -7,6 +7,7 @@ field and the reason; ``sweeps.run`` prints it and exits with code 2.
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from collections.abc import Hashable
@@ -539,3 +540,14 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             raise SpecError(f"{source}: {where}: invalid config: {type(e).__name__}: "
                             f"{msg[:300]}") from None
     return len(points)
+
+
+def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
+    """spec.json's content: the sweep as resolved (JSON types), with the absolute target and
+    the seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint)."""
+    spec = json.loads(sweep.model_dump_json())
+    spec["target"] = target
+    spec["baseline"] = sweep.baseline
+    spec["source_file"] = Path(file).name
+    spec["seeds"] = {"search": sweep.search.search_seeds, "confirm": sweep.search.confirm_seeds}
+    return json.loads(json.dumps(spec, default=str))

@@ -11,6 +11,7 @@ state, or ``--confirm-only``'s fixed trials) and says how it ended.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.engine import rundir
+from sweeps.engine.cli import SpecError
 from sweeps.engine.spec import Sweep
 
 if TYPE_CHECKING:
@@ -253,3 +255,39 @@ def count_trials(run_dir: Path) -> int:
 
     path = run_dir / rundir.TRIALS
     return len(read_parquet(path)) if path.exists() else 0
+
+
+def reconfirmation_of(run_dir: Path, sweep: Sweep, source: str
+                           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.engine.search.reconfirmation`),
+    checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
+    recorded trials and the Tune state that holds their exact parameters.
+
+    Raises:
+        SpecError: one line saying what is missing.
+    """
+    from sweeps.engine.rundir.schema import read_parquet
+    from sweeps.engine.search import META_KEYS, reconfirmation
+
+    def bad(why: str) -> SpecError:
+        return SpecError(f"{source}: --confirm-only {run_dir}: {why}")
+
+    try:
+        spec = rundir.read_json(run_dir / rundir.SPEC)
+        rows = read_parquet(run_dir / rundir.TRIALS).to_dict("records")
+    except (OSError, ValueError) as e:
+        raise bad(f"not a finished run ({type(e).__name__}: {e})") from None
+    if spec.get("name") != sweep.name:
+        raise bad(f"a run of sweep {spec.get('name')!r}, not of {sweep.name!r}")
+    params_of: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.get("is_baseline") or row.get("is_reference") or row["config_id"] in params_of:
+            continue
+        found = list(run_dir.glob(f"{rundir.TUNE_DIR}/*_{row['trial_id']}/params.json"))
+        if found:
+            params = json.loads(found[0].read_text())
+            params_of[row["config_id"]] = {k: v for k, v in params.items() if k not in META_KEYS}
+    try:
+        return reconfirmation(sweep, rows, params_of)
+    except ValueError as e:
+        raise bad(str(e)) from None

@@ -226,3 +226,14 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
         raise SpecError(f"{source}: --resume: the sweep changed since run {run_dir.name} "
                         f"started: {'; '.join(changes)}; resume with the original file, start a "
                         "new run, or pass --allow-changed-spec (spec.json keeps what ran)")
+
+
+def check_results_root(root: Path, source: str) -> None:
+    """Raise SpecError if results cannot be written under ``root``."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".write-test-{os.getpid()}"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise SpecError(f"{source}: results: cannot write to {root}: {e.strerror or e}") from None

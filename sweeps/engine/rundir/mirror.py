@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 from sweeps.engine import rundir
+from sweeps.engine.cli import SpecError
 
 #: The files of a run directory that live in object storage (docs/results.md).
 RUN_FILES = rundir.RUN_FILES
@@ -143,3 +144,22 @@ def fetch_run(uri: str) -> Path:
         else:
             (dest / name).unlink(missing_ok=True)
     return dest
+
+
+def results_root(results: str, source: str):
+    """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
+    the :class:`sweeps.engine.rundir.Mirror` that uploads each file written under it.
+
+    Returns:
+        ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
+    Raises:
+        SpecError: the URI's store cannot be reached or written (checked before Ray starts).
+    """
+    if not is_uri(results):
+        return local_path(results), None
+    try:
+        check_writable(results)
+    except OSError as e:
+        raise SpecError(f"{source}: --results: {e.strerror or e}") from None
+    root = staging_root(results)
+    return root, Mirror(results, root)

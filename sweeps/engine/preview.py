@@ -1,0 +1,62 @@
+"""``python -m sweeps.run FILE --dry-run``: what a sweep would run, printed before anything
+runs: the resolved spec, the cluster, each trial's resources and the first trials in the order
+the searcher would start them."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from sweeps.engine.spec import Sweep
+
+if TYPE_CHECKING:
+    from sweeps.engine.trainable import TrialSetup
+
+
+def local_gpus() -> float:
+    """GPUs an embedded Ray would see here (torch's CUDA device count; 0 without CUDA)."""
+    try:
+        import torch
+
+        return float(torch.cuda.device_count())
+    except Exception:  # noqa: BLE001 - no usable torch/CUDA: no GPU
+        return 0.0
+
+
+def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
+            nodes: list[dict[str, float]], n_show: int = 6) -> None:
+    """Print the resolved spec, the cluster, the first sampled trials and their resources."""
+    from sweeps.engine.placement import describe_cluster
+
+    print("Resolved sweep spec:")
+    spec = json.loads(sweep.model_dump_json())
+    spec["target"] = target
+    print(json.dumps(spec, indent=2))
+    print(f"\nCluster: {describe_cluster(nodes)}")
+    print("Resources per trial (driver + env runners + learners):")
+    print("\n".join(lines))
+    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
+          "in the order they would start:")
+    from sweeps.engine.search import sweep_search
+    from sweeps.engine.trainable import trial_algorithm_config
+
+    search, num_configs = sweep_search(sweep, "sqlite:///:memory:")
+    extra = f"{' + baseline' if sweep.baseline else ''}{' + reference' if sweep.reference else ''}"
+    confirm = sweep.search.confirm
+    seeds = sweep.search.confirm_seeds
+    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
+          f"{sweep.search.seeds} seeds"
+          + (f", then ({min(confirm.top_k, num_configs)} fastest{extra}) x {confirm.seeds} "
+             f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
+          + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    for i in range(min(n_show, search.total_trials)):
+        config = search.suggest(f"dry{i}")
+        if not isinstance(config, dict):  # the confirmation waits for the search's trials
+            break
+        meta = {k: config.pop(k)
+                for k in ("config_id", "is_baseline", "is_reference", "seed", "stage")}
+        if meta["is_reference"]:
+            config["is_reference"] = True
+        _, info = trial_algorithm_config(config, setup)
+        print(f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
+              f"  -> {info['num_cpus']:g} CPUs" + ("  oversubscribed" if info["oversubscribed"] else ""))
