@@ -38,6 +38,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from sweeps.engine.cli import EXIT_BAD_INPUT
+
 DEFAULT_OUT = Path(__file__).parent / "results" / "bench_algorithms.json"
 ENV = "ContosoCabs-v0"
 
@@ -197,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--fraction must be in (0, 1], got {args.fraction}")
     except ValueError as e:
         print(f"bench_algorithms: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
     import ray
 

@@ -41,6 +41,7 @@ import numpy as np
 
 import envs
 from envs.contoso_cabs import ContosoCabs, greedy_policy, greedy_return, random_return, solve
+from sweeps.engine.cli import EXIT_BAD_INPUT
 
 CABS_TARGET_STEPS_PER_S = 250_000
 DEFAULT_OUT = Path(__file__).parent / "results" / "bench_envs.json"
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(record, indent=2) + "\n")
     except OSError as e:
         print(f"bench_envs: cannot write {args.out}: {e.strerror}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     _print_table(results, reference)
     print(f"wrote {args.out}")
     met = results[0]["env_steps_per_s_median"] >= CABS_TARGET_STEPS_PER_S

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sweeps.engine.cli import EXIT_BAD_INPUT
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -141,7 +143,7 @@ def main() -> int:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         print("error: chromium is not installed (apt-get install -y chromium)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     from analysis.report import write_report
     from analysis.synthetic import write_synthetic_results
 
