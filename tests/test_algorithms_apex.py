@@ -1,5 +1,6 @@
 """Ape-X DQN and the suite's DQN on a real local Ray: each Ape-X actor's ε_i and real
-asynchrony; DQN's synchronous rounds and its replay ratio.
+asynchrony, replay in its own actor and a learner that keeps its pace as actors are added, the
+replay ratio's bounds; DQN's synchronous rounds and its replay ratio.
 
 Run under the machine's Ray lock: ``flock /tmp/ray_workload.lock python -m pytest ...``.
 """
@@ -91,22 +92,27 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
         assert want[1] == pytest.approx(0.4) and want[3] == pytest.approx(0.4**8)
         result = algo.train()
         assert result["apex"]["actor_epsilons"] == pytest.approx(want)
-        # each actor prices its own transitions (initial priorities from its network)
+        # each actor prices its own transitions (initial priorities from its network); told
+        # no replay shard, it hands them back instead of adding them to one
         priced = algo.env_runner_group.foreach_env_runner(
             lambda er: (lambda t: (len(t["td_errors"]), len(t["actions"]),
                                    bool(np.isfinite(t["td_errors"]).all())))(
-                er.sample_transitions()[0]), local_env_runner=False)
+                (er.set_replay_shards([]), er.sample_transitions()[0])[1]),
+            local_env_runner=False)
         assert all(n == m > 0 and finite for n, m, finite in priced), priced
     finally:
         algo.stop()
 
 
 @pytest.mark.timeout(150)
-def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
+@pytest.mark.parametrize("num_replay_shards", [0, 1])
+def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local, num_replay_shards):
     """Env runner 1 needs ≥ 3.2 s per sample() call; env runner 2 needs ~0.05 s. A synchronous
     learner (RLlib's DQN) would do at most one round of updates per 3.2 s; Ape-X's must grow
-    every ~1 s iteration from env runner 2's samples alone."""
-    algo = _two_runners_one_slow("APEX", num_steps_sampled_before_learning_starts=256)
+    every ~1 s iteration from env runner 2's samples alone, with replay and learning in the
+    driver's thread or apart (a replay shard and a learner thread)."""
+    algo = _two_runners_one_slow("APEX", num_steps_sampled_before_learning_starts=256,
+                                 num_replay_shards=num_replay_shards)
     try:
         updates, steps, walls = _train_for(algo, "APEX", 7.0)
         # After warm-up, every ~1 s iteration adds learner updates ...
@@ -119,6 +125,82 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
         # The slow runner could have delivered at most 2 calls × 64 steps in 7 s; the rest
         # came from the fast one.
         assert steps[-1] > 256 + 2 * 64
+    finally:
+        algo.stop()
+
+
+def _learner_updates_per_s(num_env_runners: int, seconds: float, num_replay_shards: int = 0
+                           ) -> tuple[float, object]:
+    """APEX with ``num_env_runners`` actors on a latency-bound Cabs (every env step waits 4 ms,
+    8 envs and 1/16 CPU per actor: the latency study's settings): its learner's updates per
+    second over ``seconds`` of training once learning started, and the ``replay`` results of
+    the last iteration."""
+    from sweeps.engine.algorithms import build_config
+
+    config = build_config({"algorithm": "APEX", "num_env_runners": num_env_runners,
+                           "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
+                           "num_steps_sampled_before_learning_starts": 256, "seed": 0,
+                           "num_replay_shards": num_replay_shards},
+                          "ContosoCabs-v0", {"step_latency_ms": 4})
+    algo = config.build_algo()
+    try:
+        assert len(algo.replay_shards) == num_replay_shards
+        assert (algo.learner_thread is not None) == (num_replay_shards > 0)
+        result = algo.train()
+        while result["replay"]["learner_updates_lifetime"] == 0:
+            result = algo.train()
+        u0, t0 = result["replay"]["learner_updates_lifetime"], time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            result = algo.train()
+        rate = (result["replay"]["learner_updates_lifetime"] - u0) / (time.perf_counter() - t0)
+        if num_replay_shards:  # the actors' transitions went to the shard, not the driver
+            assert len(algo.replay) == 0 and result["replay"]["replay_size"] > 256, result["replay"]
+        return rate, result["replay"]
+    finally:
+        algo.stop()
+
+
+@pytest.mark.timeout(240)
+def test_apex_learner_keeps_its_pace_when_env_runners_are_added(ray_local):
+    """Going from 1 to 8 actors on a latency-bound env must not collapse APEX's learner (fall
+    below 0.3x its updates/s; before the flat-array replay the latency study measured 0.58x at
+    8 actors and 0.12x at 16). Measured on the 2-core machine with the sweeps' Ray settings
+    (actors at the driver's priority): 0.50-0.64x in 6 runs, 339-419/s with 1 actor
+    (docs/benchmarks.md, "APEX's learner as actors are added", which also has N = 16: 0.15x
+    unbounded, 0.41x with ``min_replay_ratio=8``)."""
+    one, _ = _learner_updates_per_s(1, 5.0)
+    eight, replay = _learner_updates_per_s(8, 5.0)
+    print(f"learner updates/s: 1 actor {one:.0f}, 8 actors {eight:.0f}; {replay}")
+    assert one > 20, one
+    assert eight >= 0.3 * one, (one, eight, replay)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("num_replay_shards", [0, 1])
+def test_min_replay_ratio_keeps_the_replay_ratio_up(ray_local, num_replay_shards):
+    """With ``min_replay_ratio`` r, replayed / sampled transitions stay near r where they would
+    otherwise be ~5: with a replay shard the actors wait (at most the requests already in
+    flight, 2 × 64 env steps, beyond it); in the driver's thread the learner catches up."""
+    from sweeps.engine.algorithms import build_config
+
+    config = build_config({"algorithm": "APEX", "num_env_runners": 1, "min_replay_ratio": 12.0,
+                           "num_replay_shards": num_replay_shards,
+                           "num_steps_sampled_before_learning_starts": 256, "seed": 0},
+                          "ContosoCabs-v0")
+    algo = config.build_algo()
+    try:
+        assert len(algo.replay_shards) == num_replay_shards
+        ratios = []
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 5.0:
+            replay = algo.train()["replay"]
+            if replay["learner_updates_lifetime"] > 0:
+                ratios.append(replay["replay_ratio"])
+        assert len(ratios) >= 3, ratios
+        sampled = algo.metrics.peek(("env_runners", "num_env_steps_sampled_lifetime"))
+        # replayed >= r x (sampled - what was in flight or arrived in one driver step)
+        floor = 12.0 * (sampled - 2 * 64 - 256) / sampled
+        assert ratios[-1] >= floor, (ratios, sampled)
     finally:
         algo.stop()
 

@@ -227,17 +227,20 @@ def test_extract_metrics_reads_the_right_keys():
                      "__all_modules__": {"num_env_steps_trained_lifetime": 6400}},
     }
     m = extract_metrics("DQN", result)
-    noise = {k: m.pop(k) for k in ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov")}
+    noise = {k: m.pop(k) for k in ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
+                                   "replay_ratio")}
     assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
                  "learner_updates": 100.0}
-    assert all(math.isnan(v) for v in noise.values())  # not measured: NaN
+    assert all(math.isnan(v) for v in noise.values())  # not measured, no replay: NaN
     result["learners"]["default_policy"].update(
         {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0})
     m = extract_metrics("DQN", result)
     assert (m["grad_noise_scale"], m["grad_norm_sq"], m["grad_trace_cov"]) == (120.0, 0.5, 60.0)
-    m = extract_metrics("APEX", {**result, "replay": {"learner_updates_lifetime": 77}})
+    m = extract_metrics("APEX", {**result, "replay": {"learner_updates_lifetime": 77,
+                                                      "replay_ratio": 2.5}})
     assert m["episode_return_mean"] == 100.0  # the exploring episodes', for APEX too
     assert m["learner_updates"] == 77
+    assert m["replay_ratio"] == 2.5
     empty = extract_metrics("IMPALA", {"env_runners": {}})
     assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])
     assert math.isnan(empty["learner_updates"])

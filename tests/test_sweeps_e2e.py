@@ -30,7 +30,8 @@ TRIAL_COLUMNS = [
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "stage",
+    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
+    "replay_ratio", "stage",
 ]
 
 
@@ -172,6 +173,14 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     cols = ["trial_id", "iteration", "learner_updates", "grad_noise_scale"]
     assert long_enough.any() and measured[long_enough].all(), rl[cols]
     assert progress[progress.trial_id.isin(ref.trial_id)]["grad_noise_scale"].isna().all()
+    # DQN's replay ratio (replayed / sampled transitions) once it learns, also on the rows
+    # measured between training steps; PPO and the reference have no replay
+    dqn = progress[progress.trial_id.isin(trials[trials.algorithm == "DQN"].trial_id)]
+    learning = dqn[dqn.learner_updates > 0]
+    assert len(learning) and (learning.replay_ratio > 0).all(), learning[
+        ["trial_id", "env_steps", "learner_updates", "replay_ratio"]]
+    others = progress[~progress.trial_id.isin(dqn.trial_id)]
+    assert others.replay_ratio.isna().all()
     # progress a person can read: a line per trial with the progress line, no Tune table
     assert "7/7 trials done" in proc.stdout and "Trial name" not in proc.stdout
     assert proc.stdout.count("(confirm)") == 3  # the confirmation trials are marked

@@ -549,6 +549,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             learner_updates=float(m["learner_updates"]), stalled=stalled or "",
             grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
             grad_trace_cov=m["grad_trace_cov"],
+            replay_ratio=float(m.get("replay_ratio", math.nan)),
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
@@ -598,7 +599,7 @@ class _Counters:
         self.last: dict[str, Any] = {"env_steps": 0, "episodes": 0, "learner_updates": math.nan,
                                      "episode_return_mean": math.nan,
                                      "grad_noise_scale": math.nan, "grad_norm_sq": math.nan,
-                                     "grad_trace_cov": math.nan}
+                                     "grad_trace_cov": math.nan, "replay_ratio": math.nan}
 
     def update(self, m: dict[str, Any]) -> dict[str, Any]:
         out = dict(m)

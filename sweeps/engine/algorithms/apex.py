@@ -28,6 +28,11 @@ APEX_PARAMS: dict[str, OwnParam] = {
         "training", "prioritized minibatches trained on per call of the learner"),
     "training_intensity": OwnParam(
         "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
+    "min_replay_ratio": OwnParam(
+        "training", "lower bound on replayed / sampled transitions: actors wait for the learner "
+                    "below it (None = unbounded)"),
+    "num_replay_shards": OwnParam(
+        "training", "replay shard actors (0 = replay and learning in the driver's thread)"),
 }
 
 #: Ape-X's algorithm settings as the paper gives them (Horgan et al. 2018, section 4 and
@@ -45,6 +50,11 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     # amortise the learner call's fixed cost (docs/benchmarks.md, "Learner updates")
     "updates_per_learner_call": 8,
     "training_intensity": None,
+    "min_replay_ratio": None,
+    # replay and learning in the driver's thread: on 2 cores its learner kept ~90 % of its
+    # updates/s from 1 to 8 latency-bound actors and ran ~25 % faster than with a replay actor
+    # and a learner thread, the paper's layout (num_replay_shards >= 1; docs/benchmarks.md)
+    "num_replay_shards": 0,
     "prioritized_replay": True,
     "buffer_size": 100_000,
     "prioritized_replay_alpha": 0.6,

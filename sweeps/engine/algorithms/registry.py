@@ -203,7 +203,8 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         ``learner_updates`` (float, lifetime gradient updates; NaN if unknown),
         ``grad_noise_scale`` (examples), ``grad_norm_sq`` and ``grad_trace_cov`` (the learner's
         smoothed |G|^2 and tr(Sigma), :mod:`sweeps.engine.algorithms.noise_scale`; NaN when not
-        measured).
+        measured), ``replay_ratio`` (replayed / sampled transitions so far, DQN and APEX's
+        ``replay`` results; NaN for algorithms without replay).
 
     Raises:
         ValueError: for an unknown algorithm.
@@ -219,6 +220,7 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         "episode_return_mean": _float(runners.get("episode_return_mean", math.nan)),
         "learner_updates": _learner_updates(result),
         **_noise_scale(result),
+        "replay_ratio": _float((result.get("replay") or {}).get("replay_ratio", math.nan)),
     }
 
 

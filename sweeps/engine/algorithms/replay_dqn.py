@@ -288,6 +288,17 @@ class ReplayDQN(DQN):
                 td_errors = transitions.pop("td_errors", None)
                 with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
                     self.replay.add(transitions, td_errors)
+        self._log_replay_ratio()
+
+    def _log_replay_ratio(self) -> None:
+        """The replay ratio so far (replayed / sampled transitions) into RLlib's metrics, so
+        that a result read between two training steps (the evaluation's) has it too."""
+        sampled = self._sampled()
+        if sampled:
+            self.metrics.log_value(
+                (REPLAY_RESULTS, "replay_ratio"),
+                self._num_updates * self.config.total_train_batch_size / sampled,
+                reduce="mean", window=1)
 
     def _learn(self, k: int) -> list[dict]:
         """``k`` learner updates on ``k`` prioritized minibatches of ``train_batch_size``, in one
@@ -297,45 +308,65 @@ class ReplayDQN(DQN):
             The learner group's results (TD errors removed).
 
         Raises:
-            RuntimeError: the learners returned a TD error count other than k × batch (several
-                learners split the batch: use ``num_learners`` 0 or 1).
+            RuntimeError: as :meth:`_update_learner`.
         """
         batch = self.config.total_train_batch_size
         with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
             indices, weights, data = self.replay.sample(k * batch)
-            data["rewards"] = data["rewards"] * self._reward_scale  # the learner's units
-            data["weights"] = weights
-            train_batch = MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(data)},
-                                          env_steps=k * batch)
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            # PLUMBING: RLlib's DQN learner, k minibatches in order (no shuffle), so the TD
-            # errors come back in the order of `indices`.
-            learner_results = self.learner_group.update(
-                batch=train_batch, minibatch_size=batch, num_epochs=1,
-                shuffle_batch_per_epoch=False,
-                timesteps={
-                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self._sampled(),
-                    NUM_AGENT_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
-                        (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}),
-                },
-            )
-        self._num_updates += k
+            learner_results, td_errors = self._update_learner(
+                indices, weights, data, self._sampled(),
+                self.metrics.peek((ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME),
+                                  default={}))
+        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
+            self.replay.update_priorities(indices, td_errors)
+        self._log_replay_ratio()
+        return learner_results
+
+    def _update_learner(self, indices: np.ndarray, weights: np.ndarray,
+                        data: dict[str, np.ndarray], env_steps_sampled: int,
+                        agent_steps_sampled: dict) -> tuple[list[dict], np.ndarray]:
+        """One call of RLlib's DQN learner on a replayed batch of k × ``train_batch_size``
+        transitions (``indices`` and importance ``weights``, shape (k·batch,)), k minibatches in
+        order. Touches neither replay nor ``self.metrics``, so Ape-X's learner thread can call it.
+
+        Returns:
+            (the learner group's results, TD errors removed; the TD errors, shape (k·batch,), in
+            the order of ``indices``).
+
+        Raises:
+            RuntimeError: the learners returned a TD error count other than k × batch (several
+                learners split the batch: use ``num_learners`` 0 or 1).
+        """
+        batch = self.config.total_train_batch_size
+        n = len(indices)
+        data = dict(data)
+        data["rewards"] = data["rewards"] * self._reward_scale  # the learner's units
+        data["weights"] = weights
+        train_batch = MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(data)}, env_steps=n)
+        # PLUMBING: RLlib's DQN learner, the minibatches in order (no shuffle), so the TD
+        # errors come back in the order of `indices`.
+        learner_results = self.learner_group.update(
+            batch=train_batch, minibatch_size=batch, num_epochs=1,
+            shuffle_batch_per_epoch=False,
+            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps_sampled,
+                       NUM_AGENT_STEPS_SAMPLED_LIFETIME: agent_steps_sampled},
+        )
+        self._num_updates += n // batch
         td_errors = []
         for res in learner_results:
             for module_results in res.values():
                 if TD_ERROR_KEY in module_results:
                     td = convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek())
                     td_errors.extend(np.ravel(x) for x in (td if isinstance(td, list) else [td]))
-        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         td_errors = np.concatenate(td_errors) if td_errors else np.zeros(0)
-        if td_errors.shape != indices.shape:
+        if td_errors.shape != np.shape(indices):
             raise RuntimeError(
                 f"{type(self).__name__}: the learner returned {td_errors.size} TD errors for "
-                f"{indices.size} replayed transitions; priorities need one per transition, in "
+                f"{n} replayed transitions; priorities need one per transition, in "
                 f"order (num_learners={self.config.num_learners}: use 0 or 1)")
-        with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
-            self.replay.update_priorities(indices, td_errors)
-        return learner_results
+        return learner_results, td_errors
 
     def _broadcast_weights(self, learner_results: list[dict]) -> None:
         """The learner's weights to every env runner, fire-and-forget (timeout 0): each applies
