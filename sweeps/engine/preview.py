@@ -24,7 +24,7 @@ def local_gpus() -> float:
 
 
 def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
-            nodes: list[dict[str, float]], n_show: int = 6) -> None:
+                  nodes: list[dict[str, float]], n_show: int = 6) -> None:
     """Print the resolved spec, the cluster, the first sampled trials and their resources."""
     from sweeps.engine.placement import describe_cluster
 

@@ -258,7 +258,7 @@ def count_trials(run_dir: Path) -> int:
 
 
 def reconfirmation_of(run_dir: Path, sweep: Sweep, source: str
-                           ) -> tuple[list[dict[str, Any]], list[int]]:
+                      ) -> tuple[list[dict[str, Any]], list[int]]:
     """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.engine.search.reconfirmation`),
     checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
     recorded trials and the Tune state that holds their exact parameters.

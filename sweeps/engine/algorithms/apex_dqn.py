@@ -264,7 +264,8 @@ class LearnerThread(threading.Thread):
     the learner, asking the next shard for its next batch before it trains on this one
     (prefetch), and sends each batch's new priorities back to the shard it came from. It never
     waits for an actor; it waits only for replay (an empty shard, or ``training_intensity``
-    reached: :meth:`ApexDQN._updates_allowed`).
+    reached: :meth:`ApexDQN._updates_allowed`; a batch prefetched before the bound was reached
+    is still trained on, so the bound may be passed by one learner call).
 
     The learner's results and the weights to broadcast are handed to the driver's thread, which
     owns RLlib's metrics and the env runners (neither is thread-safe). ``lock`` is held during
@@ -285,6 +286,7 @@ class LearnerThread(threading.Thread):
         self.updates = 0  # learner updates (gradient steps), lifetime
         self.waiting_s = 0.0  # seconds spent waiting for replay, lifetime
         self._weights: dict | None = None
+        self._weights_lock = threading.Lock()  # a handover between the two threads
         self._updates_since_sync = 0
         self._stopping = threading.Event()
 
@@ -297,7 +299,8 @@ class LearnerThread(threading.Thread):
     def take_weights(self) -> dict | None:
         """The learner's weights (an RLModule state, inference only) due to be broadcast since
         the last call, or None."""
-        weights, self._weights = self._weights, None
+        with self._weights_lock:
+            weights, self._weights = self._weights, None
         return weights
 
     def run(self) -> None:
@@ -326,7 +329,8 @@ class LearnerThread(threading.Thread):
             shard = (shard + 1) % len(self.shards)
             # prefetch: the next batch is drawn while this one trains
             pending = self.shards[shard].sample.remote(k * batch)
-            if replayed is None:  # an empty shard
+            if replayed is None:  # an empty shard: its actors' first adds are on the way
+                self._stopping.wait(0.001)
                 continue
             indices, weights, data = replayed
             with self.lock:
@@ -337,9 +341,11 @@ class LearnerThread(threading.Thread):
                 self._updates_since_sync += len(indices) // batch
                 if self._updates_since_sync >= cfg.weights_sync_period:
                     self._updates_since_sync = 0
-                    self._weights = algo.learner_group.get_state(
+                    weights = algo.learner_group.get_state(
                         components=[f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}"],
                         inference_only=True)[COMPONENT_LEARNER]
+                    with self._weights_lock:
+                        self._weights = weights
             self.shards[this_shard].update_priorities.remote(indices, td_errors)
             self.results.put(results)
 

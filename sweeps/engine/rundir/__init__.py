@@ -229,7 +229,11 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
 
 
 def check_results_root(root: Path, source: str) -> None:
-    """Raise SpecError if results cannot be written under ``root``."""
+    """Check that results can be written under ``root`` (created if missing) before Ray starts.
+
+    Raises:
+        SpecError: one line naming ``root`` and the OS's reason.
+    """
     try:
         root.mkdir(parents=True, exist_ok=True)
         probe = root / f".write-test-{os.getpid()}"

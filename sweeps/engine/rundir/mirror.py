@@ -148,7 +148,7 @@ def fetch_run(uri: str) -> Path:
 
 def results_root(results: str, source: str):
     """The local results root and, for an object-store URI (``s3://``, ``abfs://``, ...),
-    the :class:`sweeps.engine.rundir.Mirror` that uploads each file written under it.
+    the :class:`Mirror` that uploads each file written under it.
 
     Returns:
         ``(root, mirror)``: ``mirror`` is None for a local path (or ``file://`` URI).
