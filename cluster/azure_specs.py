@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster.auth import AUTH_MODE_VAR, AUTH_TOKEN_VAR
+from sweeps.engine.tuning import CALLBACKS_VAR
 
 #: Root of this project: uploaded as the job's code.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -306,7 +307,9 @@ def job_specs(
     sweep_cmd = f"python -m sweeps.run {sweep_path} {results_arg}"
     if extra:
         sweep_cmd += f" {extra}"
-    env_vars = {"PYTHONUNBUFFERED": "1"}
+    # the job's sweeps.run logs each trial to the job's run through MLflow
+    env_vars = {"PYTHONUNBUFFERED": "1",
+                CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}
     if token:
         env_vars.update({AUTH_MODE_VAR: "token", AUTH_TOKEN_VAR: token})
     tags = {"project": PROJECT_TAG, "sweep": name, "group": group, "nodes": str(nodes)}

@@ -22,7 +22,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 #: When this module started executing (``time.time()``, after the standard library's imports,
 #: before ours): the command's start for the recorded start-up time. Not the process's creation
@@ -50,7 +49,7 @@ from sweeps.engine.sweep_file import (  # noqa: E402
     resolved_spec,
     sweep_target,
 )
-from sweeps.engine.tuning import reconfirmation_of  # noqa: E402
+from sweeps.engine.tuning import platform_callbacks, reconfirmation_of  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -142,6 +141,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         root, mirror = mirror_results_root(args.results or sweep.results_dir, source)
         rundir.check_results_root(root, source)
         spec = resolved_spec(sweep, target, args.file)
+        callbacks = platform_callbacks()  # the platform's own (Azure ML's MLflow), if it names any
         args.reconfirm = None
         if args.confirm_only is not None:
             if args.resume or args.dry_run:
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
                 sweep, spec, setup, run_dir, file=args.file, cluster_info=cluster_info,
                 command_start=command_start, argv=sys.argv[1:] if argv is None else argv,
                 resume=args.resume, reconfirm=args.reconfirm, verbose=args.verbose,
-                mirror=mirror, callbacks=_platform_callbacks(),
+                mirror=mirror, callbacks=callbacks,
                 write_report=None if args.no_report else _write_report)
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -211,18 +211,6 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         if lock is not None:
             lock.release()
 
-
-
-
-def _platform_callbacks() -> list[Any]:
-    """Tune callbacks of the platform the sweep runs on: Azure ML's MLflow logging inside an
-    Azure ML job (:mod:`cluster.azure_logging`), none elsewhere."""
-    try:
-        from cluster.azure_logging import azure_ml_callbacks
-
-        return list(azure_ml_callbacks())
-    except ImportError:  # no cluster package, or no MLflow inside the job
-        return []
 
 
 def _write_report(run_dir: Path) -> None:

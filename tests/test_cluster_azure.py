@@ -134,6 +134,10 @@ def test_mpi_job_spec():
     assert job.compute == "cpu-cluster"
     assert job.environment_variables["RAY_AUTH_TOKEN"] == TOKEN_LIKE
     assert job.environment_variables["RAY_AUTH_MODE"] == "token"
+    # the job's sweeps.run logs to the job's run: its environment names the callbacks
+    from sweeps.engine.tuning import CALLBACKS_VAR
+
+    assert job.environment_variables[CALLBACKS_VAR] == "cluster.azure_logging:azure_ml_callbacks"
     assert job.command.startswith("python -m cluster.bootstrap --results-dir ${{outputs.results}}")
     assert (
         "-- python -m sweeps.run sweeps/cartpole_quick.py --results ${{outputs.results}} "

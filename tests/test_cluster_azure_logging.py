@@ -14,11 +14,12 @@ import pytest
 
 from cluster.azure_logging import (
     AzureMLMetricsCallback,
-    azure_ml_callbacks,
     in_azure_ml_job,
     mlflow_params,
     result_metrics,
 )
+from sweeps.engine.cli import SpecError
+from sweeps.engine.tuning import CALLBACKS_VAR, platform_callbacks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,20 @@ def test_outside_azure_ml_there_is_no_callback_and_no_mlflow_import():
     assert proc.stdout.strip() == "[] False", proc.stderr[-2000:]
     assert not in_azure_ml_job({"AZUREML_RUN_ID": "x"})
     assert in_azure_ml_job({"AZUREML_RUN_ID": "x", "MLFLOW_TRACKING_URI": "azureml://w"})
+
+
+def test_platform_callbacks_are_named_by_the_jobs_environment(monkeypatch):
+    """sweeps.run loads the callbacks CALLBACKS_VAR names (an Azure ML job names MLflow's);
+    none without it; a name that cannot be loaded is one line of bad input."""
+    monkeypatch.delenv("AZUREML_RUN_ID", raising=False)
+    assert platform_callbacks({}) == []
+    assert platform_callbacks({CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}) == []
+    for bad, why in (("cluster.azure_logging", "not module:function"),
+                     ("cluster.nope:f", "ModuleNotFoundError"),
+                     ("cluster.azure_logging:nope", "AttributeError")):
+        with pytest.raises(SpecError, match=why) as e:
+            platform_callbacks({CALLBACKS_VAR: bad})
+        assert CALLBACKS_VAR in str(e.value) and "\n" not in str(e.value)
 
 
 def test_result_metrics_keeps_finite_numbers_only():
@@ -78,7 +93,8 @@ def test_tune_trials_become_child_runs_with_their_metrics(tmp_path, monkeypatch)
     monkeypatch.setenv("AZUREML_RUN_ID", parent)
     monkeypatch.setenv("MLFLOW_RUN_ID", parent)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    callbacks = azure_ml_callbacks()
+    # the job's environment names the callbacks (cluster.azure_specs); sweeps.run loads them
+    callbacks = platform_callbacks({CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"})
     assert len(callbacks) == 1 and isinstance(callbacks[0], AzureMLMetricsCallback)
 
     def trainable(config):

@@ -11,6 +11,7 @@ state, or ``--confirm-only``'s fixed trials) and says how it ended.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -26,6 +27,36 @@ if TYPE_CHECKING:
     from sweeps.engine.trainable import TrialSetup
 
 __all__ = ["count_trials", "reopen_search", "run_sweep", "trial_dirname"]
+
+
+#: The environment variable that names the Tune callbacks of the platform a sweep runs on:
+#: comma-separated ``module:function`` entries, each function returning a list of Tune
+#: callbacks. A platform's launcher sets it in its jobs (``cluster.azure_specs``: Azure ML's
+#: MLflow logging), so the engine imports nothing of any platform.
+CALLBACKS_VAR = "RL_SCALING_TUNE_CALLBACKS"
+
+
+def platform_callbacks(environ: dict[str, str] | None = None) -> list[Any]:
+    """The Tune callbacks :data:`CALLBACKS_VAR` names (none when it is unset or empty).
+
+    Raises:
+        SpecError: an entry that is not ``module:function``, or whose module or function
+            cannot be loaded (one line naming it).
+    """
+    value = (os.environ if environ is None else environ).get(CALLBACKS_VAR, "")
+    callbacks: list[Any] = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        module, _, name = entry.partition(":")
+        try:
+            if not module or not name:
+                raise ValueError("not module:function")
+            factory = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as e:
+            raise SpecError(f"{CALLBACKS_VAR}: {entry!r}: {type(e).__name__}: {e}") from None
+        callbacks.extend(factory())
+    return callbacks
 
 
 def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path, *,
