@@ -8,12 +8,19 @@ import os
 import subprocess
 import sys
 import textwrap
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from sweeps.engine.record import ResultsRecorder
+
+# Start times of fake runs (oldest last): the first day of a year, the next, the day before;
+# run ids as sweeps.run names them.
+_DAYS = [datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=d) for d in (0, 1, -1)]
+STARTED = [d.isoformat().replace("+00:00", "Z") for d in _DAYS]
+RUN_ID = [d.strftime("%Y%m%d-%H%M%S") for d in _DAYS]
 
 
 def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
@@ -52,7 +59,7 @@ def _run(*args) -> subprocess.CompletedProcess:
 def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
     results = tmp_path / "results"
     path = _sweep(tmp_path, budget=10.0)
-    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    run = _fake_run(results, RUN_ID[0], STARTED[0], _spec_of(path, results))
     path.write_text(path.read_text().replace("time_s=10.0", "time_s=20.0"))  # the user edits it
     proc = _run(path, "--results", results, "--resume")
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -68,7 +75,7 @@ def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(t
 
     results = tmp_path / "results"
     path = _sweep(tmp_path)
-    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    run = _fake_run(results, RUN_ID[0], STARTED[0], _spec_of(path, results))
     lock = lock_run_dir(run, "test")  # this process is the running sweep
     try:
         proc = _run(path, "--results", results, "--resume")
@@ -83,13 +90,13 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     """Decided before Ray starts: exit 2, one line naming the damaged file; nothing written."""
     results = tmp_path / "results"
     path = _sweep(tmp_path)
-    run = _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", _spec_of(path, results))
+    run = _fake_run(results, RUN_ID[0], STARTED[0], _spec_of(path, results))
     if damage != "no_tune_state":
         (run / "tune" / "tuner.pkl").write_bytes(b"state")
     if damage == "corrupt_trials":
         (run / "trials.parquet").write_bytes(b"PAR1 cut short by a full disk")
     if damage == "corrupt_environment":
-        (run / "environment.json").write_text('{"started_at": "2026-01-01T00:0')
+        (run / "environment.json").write_text('{"started_at": "' + STARTED[0][:15])
     def files():  # the run's files, less the lock sweeps.run takes before it checks anything
         return sorted(p.name for p in run.rglob("*") if not p.name.startswith(".lock"))
 
@@ -112,9 +119,9 @@ def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
     results = tmp_path / "results"
     path = _sweep(tmp_path)
     spec = _spec_of(path, results)
-    _fake_run(results, "20260101-000000", "2026-01-01T00:00:00Z", spec)
-    newest = _fake_run(results, "20260102-000000", "2026-01-02T00:00:00Z", spec)
-    _fake_run(results, "zz-backup-copy", "2025-12-31T00:00:00Z", spec)
+    _fake_run(results, RUN_ID[0], STARTED[0], spec)
+    newest = _fake_run(results, RUN_ID[1], STARTED[1], spec)
+    _fake_run(results, "zz-backup-copy", STARTED[-1], spec)
     assert run_dir_for(results, load_sweep(path).name, True, "t") == newest
 
 
