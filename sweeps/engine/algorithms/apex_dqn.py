@@ -380,15 +380,12 @@ class ApexDQN(ReplayDQN):
 
     def _setup_replay_shards(self) -> None:
         """PLUMBING: the replay shard actors, each actor told its shard, the learner thread."""
-        cfg, rb = self.config, self.config.replay_buffer_config
-        prioritized = "Prioritized" in str(rb.get("type", ""))
-        capacity = int(rb.get("capacity", 50_000))
+        cfg = self.config
+        capacity, alpha, beta = self._replay_settings()
         n = cfg.num_replay_shards
         shard_cls = ray.remote(num_cpus=0)(ReplayShard)
         self.replay_shards = [
-            shard_cls.remote(max(1, capacity // n),
-                             alpha=float(rb.get("alpha", 0.6)) if prioritized else 0.0,
-                             beta=float(rb.get("beta", 0.4)) if prioritized else 0.0,
+            shard_cls.remote(max(1, capacity // n), alpha=alpha, beta=beta,
                              seed=None if cfg.seed is None else cfg.seed * 1000 + i)
             for i in range(n)]
         shards = self.replay_shards
@@ -407,12 +404,13 @@ class ApexDQN(ReplayDQN):
 
         self.learner_group.get_weights = get_weights_between_updates
 
-    def _updates_allowed(self, updates_done: int) -> int:
+    def _updates_allowed(self, updates_done: int, sampled: int | None = None) -> int:
         """How many learner updates the replay ratio allows now (up to
         ``updates_per_learner_call``; 0 before learning starts or once ``training_intensity``
-        replayed / sampled transitions are reached)."""
+        replayed / sampled transitions are reached), after ``updates_done`` updates and
+        ``sampled`` env steps (default: what the driver last told the learner thread)."""
         cfg = self.config
-        sampled = self._sampled_for_learner
+        sampled = self._sampled_for_learner if sampled is None else sampled
         if sampled < max(cfg.num_steps_sampled_before_learning_starts, 1):
             return 0
         k = cfg.updates_per_learner_call
@@ -454,13 +452,10 @@ class ApexDQN(ReplayDQN):
             ready = [self.env_runner.sample_transitions()]
         self._add_to_replay(ready)
 
-        sampled = self._sampled()
-        batch, k = cfg.total_train_batch_size, cfg.updates_per_learner_call
-        may_update = len(self.replay) > 0 and sampled >= cfg.num_steps_sampled_before_learning_starts
-        if may_update and cfg.training_intensity is not None:
-            # as many of the k updates as the replay ratio bound allows now
-            k = min(k, int(cfg.training_intensity * sampled) // batch - self._num_updates)
-            may_update = k >= 1
+        sampled, batch = self._sampled(), cfg.total_train_batch_size
+        # as many of `updates_per_learner_call` updates as the replay ratio bound allows now
+        k = self._updates_allowed(self._num_updates, sampled) if len(self.replay) else 0
+        may_update = k >= 1
         if may_update and cfg.min_replay_ratio is not None:
             # below the lower bound, the learner catches up before the driver collects again
             behind = -(-int(cfg.min_replay_ratio * sampled) // batch) - self._num_updates

@@ -206,17 +206,21 @@ class ReplayDQN(DQN):
 
     def setup(self, config: AlgorithmConfig) -> None:
         super().setup(config)
-        rb = self.config.replay_buffer_config
-        prioritized = "Prioritized" in str(rb.get("type", ""))
-        self.replay = PrioritizedReplay(
-            int(rb.get("capacity", 50_000)),
-            alpha=float(rb.get("alpha", 0.6)) if prioritized else 0.0,
-            beta=float(rb.get("beta", 0.4)) if prioritized else 0.0,
-            seed=self.config.seed)
+        capacity, alpha, beta = self._replay_settings()
+        self.replay = PrioritizedReplay(capacity, alpha=alpha, beta=beta, seed=self.config.seed)
         self._reward_scale = np.float32(self.config.reward_scale)
         self._num_updates = 0  # learner updates (gradient steps), lifetime
         self._pipeline_depth = max(1, int(self.config.max_requests_in_flight_per_env_runner))
         self._rounds_requested = self._rounds_collected = 0
+
+    def _replay_settings(self) -> tuple[int, float, float]:
+        """(capacity in transitions, α, β) from ``replay_buffer_config``: α = β = 0 (uniform)
+        unless its ``type`` names a prioritized buffer."""
+        rb = self.config.replay_buffer_config
+        prioritized = "Prioritized" in str(rb.get("type", ""))
+        return (int(rb.get("capacity", 50_000)),
+                float(rb.get("alpha", 0.6)) if prioritized else 0.0,
+                float(rb.get("beta", 0.4)) if prioritized else 0.0)
 
     # --------------------------------------------------------------------------------------
     def training_step(self) -> None:
