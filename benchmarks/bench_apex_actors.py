@@ -4,16 +4,17 @@ and the replay ratio at N env runners, for both replay layouts.
 The env is the latency-bound study's (docs/latency_scaling.md): Contoso Cabs whose every env
 step waits 4 ms, 8 envs and 1/16 CPU per env runner, 64-transition minibatches. Each point
 builds APEX (the suite's config, :func:`sweeps.engine.algorithms.build_config`) on one private
-2-CPU Ray with the project's Ray settings (:data:`cluster.nodes.RAY_SYSTEM_CONFIG`: the actors
-at the driver's priority, as in a sweep), trains until learning starts, then ``--seconds`` more,
-and reads the ``replay`` results RLlib reports. Layouts:
+Ray of ``--num-cpus`` CPUs (default 2) with the project's Ray settings
+(:data:`cluster.nodes.RAY_SYSTEM_CONFIG`: the actors at the driver's priority, as in a sweep),
+the learner in the driver (on ``--learner-gpus`` GPUs if given), trains until learning starts,
+then ``--seconds`` more, and reads the ``replay`` results RLlib reports. Layouts:
 
 - ``driver`` (``num_replay_shards=0``, the default): replay and learner in the driver's thread;
 - ``shard`` (``num_replay_shards=1``): the actors add to a replay shard actor, a learner thread
   samples it (the paper's layout, :class:`sweeps.engine.algorithms.apex_dqn.LearnerThread`).
 
     python benchmarks/bench_apex_actors.py [--env-runners 1,2,4,8,16] [--reps 2] [--seconds 5]
-        [--min-replay-ratio R] [--out FILE]
+        [--min-replay-ratio R] [--num-cpus 2] [--learner-gpus 0] [--out FILE]
 
 Prints one line per point and a table (medians and ranges over ``--reps``; the layouts and N
 alternate within each rep, so machine noise spreads over all of them) and saves
@@ -41,9 +42,10 @@ LAYOUTS = {"driver": 0, "shard": 1}
 
 
 def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
-            min_replay_ratio: float | None = None) -> dict:
+            min_replay_ratio: float | None = None, learner_gpus: float = 0) -> dict:
     """One point: APEX with ``num_env_runners`` actors on the latency-bound Cabs (and
-    ``min_replay_ratio``, the lower bound on replayed / sampled transitions, if given).
+    ``min_replay_ratio``, the lower bound on replayed / sampled transitions, if given; with
+    ``learner_gpus`` > 0 the learner on that many GPUs in the driver, ``num_learners=0``).
 
     Returns:
         ``learner_updates_per_s`` (over ``seconds`` once learning started),
@@ -56,7 +58,8 @@ def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
                            "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
                            "num_steps_sampled_before_learning_starts": 256, "seed": 0,
                            "num_replay_shards": num_replay_shards,
-                           "min_replay_ratio": min_replay_ratio},
+                           "min_replay_ratio": min_replay_ratio,
+                           "num_learners": 0, "num_gpus_per_learner": learner_gpus},
                           "ContosoCabs-v0", {"step_latency_ms": 4})
     t = time.perf_counter()
     algo = config.build_algo()
@@ -72,6 +75,7 @@ def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
             result = algo.train()
         dt = time.perf_counter() - t0
         return {
+            "learner_device": str(algo.learner_group._learner._device),
             "learner_updates_per_s": (result["replay"]["learner_updates_lifetime"] - u0) / dt,
             "env_steps_per_s": (result["env_runners"]["num_env_steps_sampled_lifetime"] - s0) / dt,
             "replay_ratio": result["replay"]["replay_ratio"],
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=5.0, help="measured window per point (s)")
     p.add_argument("--min-replay-ratio", type=float, default=None,
                    help="APEX's lower bound on replayed / sampled transitions (default: none)")
+    p.add_argument("--num-cpus", type=int, default=2, help="CPUs of the private Ray (default 2)")
+    p.add_argument("--learner-gpus", type=float, default=0,
+                   help="GPUs of the learner (in the driver; default 0: on the CPU)")
     p.add_argument("--out", help="JSON to write (default benchmarks/results/bench_apex_actors.json)")
     args = p.parse_args(argv)
     ns = [int(n) for n in args.env_runners.split(",")]
@@ -96,23 +103,30 @@ def main(argv: list[str] | None = None) -> int:
     if any(name not in LAYOUTS for name in layouts) or any(n < 1 for n in ns):
         print(f"bench_apex_actors: layouts are {sorted(LAYOUTS)}, N >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.num_cpus < 1 or args.learner_gpus < 0:
+        print("bench_apex_actors: --num-cpus must be >= 1 and --learner-gpus >= 0",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
 
     import ray
 
     from cluster.nodes import RAY_SYSTEM_CONFIG
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _system_config=dict(RAY_SYSTEM_CONFIG))
+    ray.init(address="local", num_cpus=args.num_cpus,
+             num_gpus=1 if args.learner_gpus > 0 else 0, include_dashboard=False,
+             log_to_driver=False, _system_config=dict(RAY_SYSTEM_CONFIG))
     points: dict[str, list[dict]] = {}
     try:
         for rep in range(args.reps):
             for layout in layouts if rep % 2 == 0 else layouts[::-1]:
                 for n in ns:
-                    m = measure(n, LAYOUTS[layout], args.seconds, args.min_replay_ratio)
+                    m = measure(n, LAYOUTS[layout], args.seconds, args.min_replay_ratio,
+                                args.learner_gpus)
                     points.setdefault(f"{layout}/{n}", []).append(m)
                     print(f"rep {rep} {layout:6} N={n:2}: {m['learner_updates_per_s']:6.0f} "
                           f"updates/s, {m['env_steps_per_s']:6.0f} env steps/s, replay ratio "
-                          f"{m['replay_ratio']:5.1f}, built in {m['build_s']:.1f} s", flush=True)
+                          f"{m['replay_ratio']:5.1f}, built in {m['build_s']:.1f} s, learner on "
+                          f"{m['learner_device']}", flush=True)
     finally:
         ray.shutdown()
 
@@ -132,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps({
         "command": "python benchmarks/bench_apex_actors.py " + " ".join(argv or sys.argv[1:]),
         "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a 2-CPU Ray",
+        "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a {args.num_cpus}-CPU Ray",
+        "learner_gpus": args.learner_gpus,
         "min_replay_ratio": args.min_replay_ratio,
         "points": points,
     }, indent=2))
