@@ -54,3 +54,35 @@ def test_the_device_pages_40_ms_numbers_match_the_log_they_come_from():
     page = (ROOT / "docs/device_16cpu.md").read_text()
     assert f"| SB3-DQN reference | {ttt['SB3-DQN'][0]} s, {ttt['SB3-DQN'][1]} s |" in page
     assert f"| IMPALA, 15 env runners | {ttt['IMPALA'][0]} s (one seed) |" in page
+
+
+def test_the_device_pages_apex_pace_and_seed_numbers_match_their_data():
+    """docs/device_16cpu.md's APEX section quotes a benchmark (learner pace at 1 and 15 actors)
+    and single trials beside its generated tables: each number is the data's."""
+    import json
+
+    import pandas as pd
+
+    page = (ROOT / "docs/device_16cpu.md").read_text()
+    bench = json.loads((ROOT / "benchmarks/results/bench_apex_actors_16cpu_gpu.json").read_text())
+    assert bench["learner_gpus"] == 1
+    for layout in ("driver", "shard"):
+        one, many = bench["points"][f"{layout}/1"][0], bench["points"][f"{layout}/15"][0]
+        u1, u15 = one["learner_updates_per_s"], many["learner_updates_per_s"]
+        row = (f"| {u1:.0f} updates/s | {u15:.0f} updates/s | {u15 / u1:.2f}x | "
+               f"{one['replay_ratio']:.1f}, {many['replay_ratio']:.1f} |")
+        assert row in page, row
+    ttt = {}
+    for run in ("cabs_latency_apex_16cpu/20261126-101051",
+                "cabs_latency_apex_16cpu_n15/20261126-101750"):
+        t = pd.read_parquet(ROOT / "docs/data" / run / "trials.parquet")
+        seed0 = t[(t["num_env_runners"] == 15) & (t["seed"] == 0)]
+        ttt[run] = float(seed0["time_to_target_s"].iloc[0])
+    first, second = ttt.values()
+    assert f"reached at {first:.1f} s in the first command and\n  {second:.1f} s in the second" \
+        in page
+    p = pd.read_parquet(ROOT / "docs/data/cabs_latency_apex_16cpu/20261126-101051/progress.parquet")
+    t = pd.read_parquet(ROOT / "docs/data/cabs_latency_apex_16cpu/20261126-101051/trials.parquet")
+    ones = t.loc[t["num_env_runners"] == 1, "trial_id"]
+    ratio = p[p["trial_id"].isin(ones)].groupby("trial_id")["replay_ratio"].last().median()
+    assert f"replay ratio rose to ~{ratio:.0f}" in page, ratio
