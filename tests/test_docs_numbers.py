@@ -86,3 +86,27 @@ def test_the_device_pages_apex_pace_and_seed_numbers_match_their_data():
     ones = t.loc[t["num_env_runners"] == 1, "trial_id"]
     ratio = p[p["trial_id"].isin(ones)].groupby("trial_id")["replay_ratio"].last().median()
     assert f"replay ratio rose to ~{ratio:.0f}" in page, ratio
+
+
+def test_the_latency_pages_apex_sentences_match_the_confirmation_run():
+    """docs/latency_scaling.md's sentences on APEX's confirmation run (seeds 3-7) quote the
+    run: seeds reached per N, and the start-up and median TTT at 16 env runners."""
+    import re
+
+    import pandas as pd
+
+    from analysis.pages import render
+
+    run = "docs/data/cabs_latency_apex_confirm/20261126-103351"
+    page = (ROOT / "docs/latency_scaling.md").read_text()
+    t = pd.read_parquet(ROOT / run / "trials.parquet")
+    reached = t.groupby("num_env_runners")["status"].apply(lambda s: (s == "reached").sum())
+    seeds = t.groupby("num_env_runners").size()
+    assert reached[8] == seeds[8] == reached[16] == seeds[16] == 5
+    assert f"({reached[8]}/{seeds[8]} each)" in page
+    assert f"whose median was not reached ({reached[4]}/{seeds[4]})" in page
+    row = next(line for line in render("components", ROOT / run).splitlines()
+               if line.startswith("| APEX, 16 env runner(s)"))
+    startup = float(row.split("|")[2])
+    ttt = re.search(r"\| ([\d.]+) s \[", row).group(1)
+    assert f"a median {startup:.0f} s of the {ttt} s" in page, row
