@@ -24,7 +24,8 @@ Regions (:data:`REGIONS`):
 - ``run``: what ran: trials, seeds of each stage, wall-clock, git revision;
 - ``components``: per configuration, the parts of its TTT (start-up, steady sampling rate, env
   steps to the target), learner updates/s, peak memory and the evaluation share of wall-clock;
-- ``plan_check``: the capacity plan's models checked on held-out env runner counts;
+- ``plan_check``: the capacity plan's models checked on held-out env runner counts, their
+  residuals and leave-one-N-out errors on the fitted counts, and the model chosen by those;
 - ``break_even``: per configuration, the env cost per step above which it beats the
   reference, and its predicted TTT at the run's step cost and twice it.
 """
@@ -148,13 +149,21 @@ def _components(data: Study) -> str:
 def _plan_check(data: Study) -> str:
     """The plan check on the held-out env runner counts (:mod:`analysis.plan_check`): every
     model's prediction with its interval, the measurement and the error, then its notes."""
-    from analysis.plan_check import TABLE_HEADERS, table_rows
+    from analysis.plan_check import FIT_HEADERS, TABLE_HEADERS, fit_table_rows, table_rows
 
     if data.check is None:
         return "No plan check: no algorithm has env runner counts to hold out."
-    rows = ["| " + " | ".join(TABLE_HEADERS) + " |",
-            "| " + " | ".join("---" for _ in TABLE_HEADERS) + " |"]
-    rows += ["| " + " | ".join(r) + " |" for r in table_rows(data.check)]
+
+    def table(headers: list[str], body: list[list[str]]) -> list[str]:
+        return (["| " + " | ".join(headers) + " |",
+                 "| " + " | ".join("---" for _ in headers) + " |"]
+                + ["| " + " | ".join(r) + " |" for r in body])
+
+    rows = table(TABLE_HEADERS, table_rows(data.check))
+    if len(data.check.fit):
+        rows += ["", "On the fit range (each model's residuals, and its error at each fitted N "
+                 "when refitted without it):", ""]
+        rows += table(FIT_HEADERS, fit_table_rows(data.check))
     return "\n".join(rows + [""] + [f"- {n}" for n in data.check.notes])
 
 

@@ -22,6 +22,13 @@ N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):
      their env steps as a lower bound): a power law ``E = c N^d`` in N (sample efficiency
      falls as the replay ratio or the policy lag changes with N), ``d = 0`` with one fitted N.
 
+Both models also report how they fit the N they were fitted on (:data:`FIT_COLUMNS`): the
+residual at each fitted N (in-sample prediction / measured median TTT - 1) and the
+leave-one-N-out cross-validation error there (the model refitted without that N, then asked
+for it). The check names the model with the smaller median absolute cross-validation error
+(:attr:`PlanCheck.chosen`): a choice made on the fit range, never on the held-out N (Hastie, Tibshirani & Friedman, *The Elements of Statistical Learning*, 2nd ed.,
+section 7.10).
+
 Intervals are 95 % percentile bootstraps over seeds: each resample draws the trials at every
 fitted N with replacement and refits every part. A prediction "holds" when the measured median
 TTT lies inside its interval; the throughput check compares R(N) with the measured median rate
@@ -43,11 +50,14 @@ from analysis.stats import best_configs, km_median_batch
 
 __all__ = [
     "CHECK_COLUMNS",
+    "FIT_COLUMNS",
+    "FIT_HEADERS",
     "MIN_FIT_N",
     "PlanCheck",
     "TABLE_HEADERS",
     "auto_holdout",
     "check_text",
+    "fit_table_rows",
     "parse_holdout",
     "plan_check",
     "table_rows",
@@ -60,6 +70,9 @@ parameters)."""
 
 CHECK_COLUMNS = ["algorithm", "num_env_runners", "model", "quantity", "predicted", "low", "high",
                  "measured", "measured_low", "measured_high", "error", "inside", "fit_n"]
+
+FIT_COLUMNS = ["algorithm", "model", "num_env_runners", "predicted", "measured", "residual",
+               "cv_predicted", "cv_error"]
 
 
 @dataclass
@@ -75,11 +88,20 @@ class PlanCheck:
             lies in [low, high] (None when either is unknown); ``fit_n`` the N the models were fitted on, e.g. "1,2,4".
         components: per trial, :func:`trial_components`.
         notes: what could not be checked and why, one line each.
+        fit: one row per (algorithm, model, fitted N) with :data:`FIT_COLUMNS`, TTT in
+            seconds: ``predicted`` by the model fitted on every fitted N, ``measured`` the
+            median TTT there (inf when not reached), ``residual`` = predicted / measured - 1;
+            ``cv_predicted`` by the model refitted without that N, ``cv_error`` = cv_predicted
+            / measured - 1 (NaN where a refit or the measurement is missing).
+        chosen: per algorithm, the model with the smaller median absolute ``cv_error`` (at
+            least two finite ones), or None when no model has them.
     """
 
     rows: pd.DataFrame
     components: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    fit: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FIT_COLUMNS))
+    chosen: dict[str, str | None] = field(default_factory=dict)
 
 
 def parse_holdout(text: str) -> list[int]:
@@ -235,6 +257,68 @@ def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, 
     return t_lo, t_hi, r_lo, r_hi
 
 
+def _fit_ttt(rows: pd.DataFrame) -> ScalingFit | None:
+    """USL (or Amdahl) on 1/TTT fitted to configurations' median TTTs (finite ones), or None."""
+    rows = rows[np.isfinite(rows["ttt_s"].astype(float))]
+    if rows["num_env_runners"].nunique() < 2:
+        return None
+    return preferred(fit_scaling(rows["num_env_runners"].to_numpy(float),
+                                 1.0 / rows["ttt_s"].to_numpy(float)))
+
+
+def _ttt_of(f: ScalingFit | None, n: float) -> float:
+    if f is None:
+        return math.nan
+    with np.errstate(divide="ignore"):
+        return float(1.0 / f.predict(np.array([float(n)]))[0])
+
+
+def _pipeline_ttt_of(p: _Pipeline | None, n: float) -> float:
+    return math.nan if p is None else float(p.predict(np.array([float(n)]))[0][0])
+
+
+def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | None,
+               pc: pd.DataFrame, pipe: _Pipeline | None) -> list[dict]:
+    """Residuals and leave-one-N-out errors of both models at every fitted N
+    (:data:`FIT_COLUMNS`)."""
+    out = []
+
+    def rel(pred: float, meas: float) -> float:
+        return (pred / meas - 1.0 if math.isfinite(pred) and math.isfinite(meas) and meas > 0
+                else math.nan)
+
+    for _, r in fit_rows.sort_values("num_env_runners").iterrows():
+        n = int(r["num_env_runners"])
+        measured = float(r["ttt_s"])
+        others = fit_rows[fit_rows["num_env_runners"] != n]
+        for model, pred, cv in (
+                (usl_name, _ttt_of(f, n), _ttt_of(_fit_ttt(others), n)),
+                ("pipeline", _pipeline_ttt_of(pipe, n), _pipeline_ttt_of(
+                    _fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n))):
+            out.append({"algorithm": alg, "model": model, "num_env_runners": n,
+                        "predicted": pred, "measured": measured,
+                        "residual": rel(pred, measured), "cv_predicted": cv,
+                        "cv_error": rel(cv, measured)})
+    return out
+
+
+def _choose(alg: str, fit: pd.DataFrame) -> tuple[str | None, str]:
+    """The model with the smaller median absolute leave-one-N-out error (at least two finite
+    ones), and a note saying so."""
+    scores = {}
+    for model, g in fit.groupby("model", sort=False):
+        e = g["cv_error"].astype(float).abs().dropna()
+        if len(e) >= 2:
+            scores[model] = (float(e.median()), len(e))
+    if not scores:
+        return None, (f"{alg}: no model chosen: cross-validation on the fit range needs at least "
+                      "two fitted N that can each be left out and predicted")
+    best = min(scores, key=lambda m: scores[m][0])
+    told = "; ".join(f"{m} {v:.0%} over {k} N" for m, (v, k) in scores.items())
+    return best, (f"{alg}: leave-one-N-out cross-validation on the fit range prefers {best} "
+                  f"(median |error|: {told}); the held-out N play no part in it")
+
+
 def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                holdout: Sequence[int], *, n_resamples: int = 300, seed: int = 0) -> PlanCheck:
     """Fit on the N not in ``holdout``, predict at ``holdout``, compare with the measurements.
@@ -247,8 +331,9 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
         n_resamples, seed: the bootstrap behind the intervals.
 
     Returns:
-        :class:`PlanCheck`; an algorithm that cannot be checked (fewer than two fitted N, no
-        held-out N measured) gets a note instead of rows.
+        :class:`PlanCheck` (with the fit range's residuals and cross-validation errors, and
+        the model chosen by them); an algorithm that cannot be checked (fewer than two fitted
+        N, no held-out N measured) gets a note instead of rows.
     """
     hold = sorted(set(int(n) for n in holdout))
     comp = trial_components(tm, progress).merge(
@@ -256,7 +341,7 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
     comp = comp[comp["status"] != "error"]
     best = best_configs(summary, ("algorithm", "num_env_runners"))
     best = best[best["num_env_runners"] >= 1]
-    rows, notes = [], []
+    rows, notes, fit, chosen = [], [], [], {}
     for alg, g in best.groupby("algorithm", sort=True):
         fit_rows = g[~g["num_env_runners"].isin(hold)]
         test_rows = g[g["num_env_runners"].isin(hold)]
@@ -311,6 +396,12 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                              "env steps to the target (most seeds censored)")
             p_ttt, p_rate = pipe.predict(cand)
             p_lo, p_hi, r_lo, r_hi = _bootstrap_pipeline(pc, cand, n_resamples, seed)
+        # 3. how each model fits its own N, and the one cross-validation prefers
+        alg_fit = pd.DataFrame(_fit_range(alg, fit_rows, model_name, f, pc, pipe),
+                               columns=FIT_COLUMNS)
+        fit.append(alg_fit)
+        chosen[alg], note = _choose(alg, alg_fit)
+        notes.append(note)
         for i, (_, t) in enumerate(test_rows.iterrows()):
             n = int(t["num_env_runners"])
             meas = (float(t["ttt_s"]), float(t["ttt_low_s"]), float(t["ttt_high_s"]))
@@ -335,7 +426,9 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             if not math.isfinite(meas[0]):
                 notes.append(f"{alg} N={n}: the measured median TTT is not known (most seeds "
                              "censored): the TTT predictions cannot be checked there")
-    return PlanCheck(pd.DataFrame(rows, columns=CHECK_COLUMNS), comp, notes)
+    fit_df = (pd.concat(fit, ignore_index=True) if fit
+              else pd.DataFrame(columns=FIT_COLUMNS))
+    return PlanCheck(pd.DataFrame(rows, columns=CHECK_COLUMNS), comp, notes, fit_df, chosen)
 
 
 TABLE_HEADERS = ["algorithm", "held-out N", "quantity", "model", "fitted on N",
@@ -370,6 +463,29 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
     return rows
 
 
+def _pct(x: float) -> str:
+    """A relative error as a signed percentage (``0%`` when it rounds to zero), ``n/a`` when
+    not finite."""
+    if not math.isfinite(x):
+        return "n/a"
+    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
+
+
+FIT_HEADERS = ["algorithm", "model", "fitted N", "predicted TTT (s)", "measured TTT (s)",
+               "residual", "left out: predicted TTT (s)", "left out: error"]
+
+
+def fit_table_rows(check: PlanCheck) -> list[list[str]]:
+    """The fit range as table rows of text (:data:`FIT_HEADERS`): per model and fitted N, the
+    in-sample TTT and residual, and the leave-one-N-out prediction and its error."""
+    num = partial(_quantity, ttt=True)
+
+
+    return [[r["algorithm"], r["model"], str(r["num_env_runners"]), num(r["predicted"]),
+             num(r["measured"]), _pct(r["residual"]), num(r["cv_predicted"]),
+             _pct(r["cv_error"])] for _, r in check.fit.iterrows()]
+
+
 def check_text(check: PlanCheck) -> list[str]:
     """The check as plain lines (the CLI's output; the report shows the same as a table)."""
     out = []
@@ -389,4 +505,8 @@ def check_text(check: PlanCheck) -> list[str]:
         out.append(f"{r['algorithm']} N={r['num_env_runners']} {r['quantity']} by "
                    f"{r['model']} (fit on N={r['fit_n']}): predicted {pred}, measured {meas}, "
                    f"error {err}, {verdict}")
+    for (alg, model), g in check.fit.groupby(["algorithm", "model"], sort=False):
+        parts = [f"N={int(r['num_env_runners'])} residual {_pct(r['residual'])}, left out "
+                 f"{_pct(r['cv_error'])}" for _, r in g.iterrows()]
+        out.append(f"{alg} fit range, {model}: " + "; ".join(parts))
     return out + check.notes

@@ -67,7 +67,7 @@ from analysis.fmt import (
 )
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan_check import TABLE_HEADERS, table_rows
+from analysis.plan_check import FIT_HEADERS, TABLE_HEADERS, fit_table_rows, table_rows
 from analysis.plan_text import command_parts, plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
@@ -459,6 +459,12 @@ def _plan_check_lines(data: Study) -> list[str]:
     rows = table_rows(check)
     if rows:
         out += ["", _md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
+    fit = fit_table_rows(check)
+    if fit:
+        out += ["On the fitted env runner counts: each model's residual, and its error there "
+                "when refitted without that count (leave-one-N-out cross-validation, which "
+                "chooses the model).", "",
+                _md_table(FIT_HEADERS, fit, right=(2, 3, 4, 5, 6, 7)), ""]
     out += [f"- {_scrub_paths(n)}" for n in check.notes]
     return out
 

@@ -63,7 +63,13 @@ from analysis.figures import (
 from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan_check import MIN_FIT_N, TABLE_HEADERS, table_rows
+from analysis.plan_check import (
+    FIT_HEADERS,
+    MIN_FIT_N,
+    TABLE_HEADERS,
+    fit_table_rows,
+    table_rows,
+)
 from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
@@ -641,6 +647,12 @@ def _check(data: Study, figs: _Figures) -> str:
     rows = table_rows(check)
     if rows:
         out.append(_table(TABLE_HEADERS, rows, left=(0, 2, 3)))
+    fit = fit_table_rows(check)
+    if fit:
+        out.append('<p class="note">On the fitted env runner counts: each model\'s residual, '
+                   'and its error there when refitted without that count (leave-one-N-out '
+                   'cross-validation, which chooses the model).</p>')
+        out.append(_table(FIT_HEADERS, fit, left=(0, 1)))
     out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
     return "".join(out)
 
