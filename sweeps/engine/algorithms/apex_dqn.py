@@ -21,7 +21,8 @@ Read top to bottom, like CleanRL's ``dqn.py``:
 5. when weights are broadcast: every ``weights_sync_period`` learner updates, fire-and-forget —
    step 3.
 
-With ``num_replay_shards=0`` (the default: faster on 2 cores, docs/benchmarks.md), or without
+With ``num_replay_shards=0`` (the default: its learner ran more updates/s on 2 cores,
+docs/benchmarks.md, and on a 16-core node with a GPU learner, docs/device_16cpu.md), or without
 env runners (the driver is the only actor), replay and learning share the driver's one thread,
 as in :class:`~sweeps.engine.algorithms.replay_dqn.ReplayDQN`; steps 1-3 then run in turn in
 :meth:`ApexDQN.training_step`.
