@@ -26,8 +26,8 @@ Both models also report how they fit the N they were fitted on (:data:`FIT_COLUM
 residual at each fitted N (in-sample prediction / measured median TTT - 1) and the
 leave-one-N-out cross-validation error there (the model refitted without that N, then asked
 for it). The check names the model with the smaller median absolute cross-validation error
-(:attr:`PlanCheck.chosen`): a choice made on the fit range, never on the held-out N (Hastie, Tibshirani & Friedman, *The Elements of Statistical Learning*, 2nd ed.,
-section 7.10).
+(:attr:`PlanCheck.chosen`): a choice made on the fit range, never on the held-out N (Hastie,
+Tibshirani & Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10).
 
 Intervals are 95 % percentile bootstraps over seeds: each resample draws the trials at every
 fitted N with replacement and refits every part. A prediction "holds" when the measured median
