@@ -110,3 +110,19 @@ def test_the_latency_pages_apex_sentences_match_the_confirmation_run():
     startup = float(row.split("|")[2])
     ttt = re.search(r"\| ([\d.]+) s \[", row).group(1)
     assert f"a median {startup:.0f} s of the {ttt} s" in page, row
+
+
+def test_the_device_pages_n15_sweep_file_resolves_to_the_run_it_cites():
+    """docs/device_16cpu.md gives ``sweeps/cabs_latency_apex_16cpu_n15.py`` as the command of
+    a run made from the grid file with overrides: the file resolves to that run's spec.json."""
+    import json
+
+    from sweeps.cabs_latency_apex_16cpu_n15 import SWEEP
+
+    recorded = json.loads((ROOT / "docs/data/cabs_latency_apex_16cpu_n15/20261126-101750/"
+                           "spec.json").read_text())
+    resolved = json.loads(SWEEP.model_dump_json())
+    for key in ("target", "schema_version", "source_file", "seeds"):
+        recorded.pop(key, None)
+        resolved.pop(key, None)
+    assert resolved == recorded
