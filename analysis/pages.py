@@ -43,7 +43,7 @@ import pandas as pd
 
 from analysis.fmt import fmt_s, fmt_speedup, fmt_ttt, fmt_value
 from analysis.load import load_results
-from analysis.publish import varying_params
+from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
@@ -149,21 +149,19 @@ def _components(data: Study) -> str:
 def _plan_check(data: Study) -> str:
     """The plan check on the held-out env runner counts (:mod:`analysis.plan_check`): every
     model's prediction with its interval, the measurement and the error, then its notes."""
-    from analysis.plan_check import FIT_HEADERS, TABLE_HEADERS, fit_table_rows, table_rows
+    from analysis.plan_check import (
+        FIT_CAPTION,
+        FIT_HEADERS,
+        TABLE_HEADERS,
+        fit_table_rows,
+        table_rows,
+    )
 
     if data.check is None:
         return "No plan check: no algorithm has env runner counts to hold out."
-
-    def table(headers: list[str], body: list[list[str]]) -> list[str]:
-        return (["| " + " | ".join(headers) + " |",
-                 "| " + " | ".join("---" for _ in headers) + " |"]
-                + ["| " + " | ".join(r) + " |" for r in body])
-
-    rows = table(TABLE_HEADERS, table_rows(data.check))
+    rows = [md_table(TABLE_HEADERS, table_rows(data.check))]
     if len(data.check.fit):
-        rows += ["", "On the fit range (each model's residuals, and its error at each fitted N "
-                 "when refitted without it):", ""]
-        rows += table(FIT_HEADERS, fit_table_rows(data.check))
+        rows += ["", FIT_CAPTION, "", md_table(FIT_HEADERS, fit_table_rows(data.check))]
     return "\n".join(rows + [""] + [f"- {n}" for n in data.check.notes])
 
 

@@ -50,6 +50,7 @@ from analysis.stats import best_configs, km_median_batch
 
 __all__ = [
     "CHECK_COLUMNS",
+    "FIT_CAPTION",
     "FIT_COLUMNS",
     "FIT_HEADERS",
     "MIN_FIT_N",
@@ -257,6 +258,13 @@ def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, 
     return t_lo, t_hi, r_lo, r_hi
 
 
+def _relative_error(predicted: float, measured: float) -> float:
+    """predicted / measured - 1; NaN unless both are finite and measured > 0."""
+    if math.isfinite(predicted) and math.isfinite(measured) and measured > 0:
+        return predicted / measured - 1.0
+    return math.nan
+
+
 def _fit_ttt(rows: pd.DataFrame) -> ScalingFit | None:
     """USL (or Amdahl) on 1/TTT fitted to configurations' median TTTs (finite ones), or None."""
     rows = rows[np.isfinite(rows["ttt_s"].astype(float))]
@@ -282,11 +290,6 @@ def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | 
     """Residuals and leave-one-N-out errors of both models at every fitted N
     (:data:`FIT_COLUMNS`)."""
     out = []
-
-    def rel(pred: float, meas: float) -> float:
-        return (pred / meas - 1.0 if math.isfinite(pred) and math.isfinite(meas) and meas > 0
-                else math.nan)
-
     for _, r in fit_rows.sort_values("num_env_runners").iterrows():
         n = int(r["num_env_runners"])
         measured = float(r["ttt_s"])
@@ -297,8 +300,8 @@ def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | 
                     _fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n))):
             out.append({"algorithm": alg, "model": model, "num_env_runners": n,
                         "predicted": pred, "measured": measured,
-                        "residual": rel(pred, measured), "cv_predicted": cv,
-                        "cv_error": rel(cv, measured)})
+                        "residual": _relative_error(pred, measured), "cv_predicted": cv,
+                        "cv_error": _relative_error(cv, measured)})
     return out
 
 
@@ -417,9 +420,7 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                     "algorithm": alg, "num_env_runners": n, "model": model, "quantity": q,
                     "predicted": float(pred), "low": float(lo), "high": float(hi),
                     "measured": m[0], "measured_low": m[1], "measured_high": m[2],
-                    "error": (float(pred) / m[0] - 1.0
-                              if math.isfinite(m[0]) and m[0] > 0 and math.isfinite(pred)
-                              else math.nan),
+                    "error": _relative_error(float(pred), m[0]),
                     "inside": (None if not (math.isfinite(m[0]) and np.isfinite(lo)
                                             and not np.isnan(hi)) else bool(lo <= m[0] <= hi)),
                     "fit_n": used})
@@ -470,6 +471,11 @@ def _pct(x: float) -> str:
         return "n/a"
     return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
 
+
+#: What the fit-range table shows, in one sentence (the report, the published tables, pages).
+FIT_CAPTION = ("On the fitted env runner counts: each model's residual, and its error there "
+               "when refitted without that count (leave-one-N-out cross-validation, which "
+               "chooses the model).")
 
 FIT_HEADERS = ["algorithm", "model", "fitted N", "predicted TTT (s)", "measured TTT (s)",
                "residual", "left out: predicted TTT (s)", "left out: error"]

@@ -67,7 +67,13 @@ from analysis.fmt import (
 )
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
-from analysis.plan_check import FIT_HEADERS, TABLE_HEADERS, fit_table_rows, table_rows
+from analysis.plan_check import (
+    FIT_CAPTION,
+    FIT_HEADERS,
+    TABLE_HEADERS,
+    fit_table_rows,
+    table_rows,
+)
 from analysis.plan_text import command_parts, plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
@@ -205,7 +211,9 @@ def _cell(x: Any) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
+def md_table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> str:
+    """A Markdown table: ``headers`` and ``rows`` of text cells (``|`` escaped, newlines
+    flattened), the columns whose indices are in ``right`` right-aligned."""
     sep = ["---:" if i in right else "---" for i in range(len(headers))]
     lines = ["| " + " | ".join(_cell(h) for h in headers) + " |",
              "| " + " | ".join(sep) + " |"]
@@ -458,13 +466,10 @@ def _plan_check_lines(data: Study) -> list[str]:
                "median [95 % CI] (TTT) or median [range over seeds] (env steps/s).")
     rows = table_rows(check)
     if rows:
-        out += ["", _md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
+        out += ["", md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
     fit = fit_table_rows(check)
     if fit:
-        out += ["On the fitted env runner counts: each model's residual, and its error there "
-                "when refitted without that count (leave-one-N-out cross-validation, which "
-                "chooses the model).", "",
-                _md_table(FIT_HEADERS, fit, right=(2, 3, 4, 5, 6, 7)), ""]
+        out += [FIT_CAPTION, "", md_table(FIT_HEADERS, fit, right=(2, 3, 4, 5, 6, 7)), ""]
     out += [f"- {_scrub_paths(n)}" for n in check.notes]
     return out
 
@@ -512,7 +517,7 @@ def _batch_size_lines(data: Study) -> list[str]:
                      f"{r['ttt_pred']:.1f} [{r['ttt_low']:.1f}, {r['ttt_high']:.1f}]",
                      e(r["ttt_error"])])
     if rows:
-        out += [_md_table(["algorithm", "batch B", "role", "reached", "B_simple",
+        out += [md_table(["algorithm", "batch B", "role", "reached", "B_simple",
                            "updates to target", "predicted [95 %]", "error",
                            "env steps to target", "predicted [95 %]", "error", "TTT (s)",
                            "predicted [95 %]", "error"], rows,
@@ -558,7 +563,7 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
             "median over seeds of total env steps / trial wall-clock. Steps-to-target: median "
             "over the seeds that reached the target. Oversubscribed: the trial asked for more "
             "CPUs than the cluster had, so its timings are not trustworthy.")
-        out += ["", _md_table(headers, rows, right=(1, 2, 3, 5, 12, 13)), ""]
+        out += ["", md_table(headers, rows, right=(1, 2, 3, 5, 12, 13)), ""]
         if notes:
             out.append("Notes:")
             out += [""] + [f"{i}. {x}" for i, x in enumerate(notes, start=1)]

@@ -64,6 +64,7 @@ from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan_check import (
+    FIT_CAPTION,
     FIT_HEADERS,
     MIN_FIT_N,
     TABLE_HEADERS,
@@ -649,9 +650,7 @@ def _check(data: Study, figs: _Figures) -> str:
         out.append(_table(TABLE_HEADERS, rows, left=(0, 2, 3)))
     fit = fit_table_rows(check)
     if fit:
-        out.append('<p class="note">On the fitted env runner counts: each model\'s residual, '
-                   'and its error there when refitted without that count (leave-one-N-out '
-                   'cross-validation, which chooses the model).</p>')
+        out.append(f'<p class="note">{_esc(FIT_CAPTION)}</p>')
         out.append(_table(FIT_HEADERS, fit, left=(0, 1)))
     out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
     return "".join(out)

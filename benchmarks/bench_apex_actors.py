@@ -75,7 +75,7 @@ def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
             result = algo.train()
         dt = time.perf_counter() - t0
         return {
-            "learner_device": str(algo.learner_group._learner._device),
+            "learner_device": str(algo.learner_group._learner.device),
             "learner_updates_per_s": (result["replay"]["learner_updates_lifetime"] - u0) / dt,
             "env_steps_per_s": (result["env_runners"]["num_env_steps_sampled_lifetime"] - s0) / dt,
             "replay_ratio": result["replay"]["replay_ratio"],
