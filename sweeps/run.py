@@ -80,6 +80,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--num-samples", type=int, default=None, help="override search.num_samples")
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
     p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
+    p.add_argument("--env-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one env_config key (repeatable; VALUE is read as JSON, else "
+                        "as a string), e.g. 'step_latency_ms=30': the same study at another "
+                        "env cost; spec.json records the result")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
     p.add_argument("--allow-changed-spec", action="store_true",
                    help="with --resume: continue even though the sweep file changed (the new "
@@ -92,8 +96,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def parse_env_config(items: list[str], source: str) -> dict:
+    """``--env-config KEY=VALUE`` items as a dict; each VALUE is read as JSON (``30``,
+    ``0.5``, ``true``), else kept as a string.
+
+    Raises:
+        SpecError: an item without ``=`` or with an empty key.
+    """
+    import json
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"{source}: --env-config: expected KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
 def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Sweep:
-    """Apply command-line overrides, re-validated (SpecError on a bad value)."""
+    """Apply command-line overrides, re-validated (SpecError on a bad value; an
+    ``--env-config`` key is checked against the env as the sweep file's own would be)."""
     import pydantic
 
     search = sweep.search.model_dump()
@@ -113,7 +139,22 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
         new_budget = Budget(**budget)
     except pydantic.ValidationError as e:
         raise SpecError(f"{source}: --budget-s: {_first_msg(e)}") from None
-    return sweep.model_copy(update={"search": new_search, "budget": new_budget})
+    update = {"search": new_search, "budget": new_budget}
+    env_config = parse_env_config(getattr(args, "env_config", None) or [], source)
+    if env_config:
+        update["env_config"] = {**sweep.env_config, **env_config}
+    new = sweep.model_copy(update=update)
+    if env_config:
+        from envs.forms import search_path
+        from sweeps.engine.sweep_file import code_dirs, validate_sweep
+
+        with search_path([Path(source).parent, *code_dirs(new, source)]):
+            try:
+                validate_sweep(new, source)
+            except SpecError as e:
+                raise SpecError(str(e).replace(f"{source}: ", f"{source}: --env-config: ", 1)
+                                ) from None
+    return new
 
 
 def _first_msg(e) -> str:

@@ -115,6 +115,34 @@ def test_budget_override_not_positive(tmp_path):
     assert_one_line_error(run(str(path), "--dry-run", "--budget-s", "-1"), "--budget-s")
 
 
+def test_env_config_override_is_checked_like_the_files_own(tmp_path):
+    """``--env-config KEY=VALUE`` goes through the env's own checks before Ray starts."""
+    path = sweep_file(tmp_path)
+    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "no_equals_sign"),
+                          "--env-config", "KEY=VALUE")
+    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "step_latency_ms=-4"),
+                          "--env-config", "step_latency_ms", ">= 0")
+    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "no_such_key=1"),
+                          "--env-config", "no_such_key")
+
+
+def test_env_config_override_reaches_the_resolved_spec(tmp_path):
+    """The override is what the run records (spec.json is the resolved spec); the rest of the
+    file's env_config is kept."""
+    import argparse
+
+    from sweeps.engine.sweep_file import load_sweep, resolved_spec, sweep_target
+    from sweeps.run import apply_overrides
+
+    path = sweep_file(tmp_path, env='"ContosoCabs-v0"',
+                      extra=', env_config={"num_cities": 5, "step_latency_ms": 4}')
+    args = argparse.Namespace(num_samples=None, seeds=None, budget_s=None,
+                              env_config=["step_latency_ms=30", "step_cpu_ms=0.5"])
+    sweep = apply_overrides(load_sweep(path), args, str(path))
+    spec = resolved_spec(sweep, sweep_target(sweep, str(path)), str(path))
+    assert spec["env_config"] == {"num_cities": 5, "step_latency_ms": 30, "step_cpu_ms": 0.5}
+
+
 def test_results_dir_not_writable(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
