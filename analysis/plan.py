@@ -189,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env-cost-ms", default="",
                    help="with --break-even: env costs (ms per step, comma-separated) at which "
                         "to predict every configuration's TTT, e.g. 10,40")
+    p.add_argument("--held-out", default="", metavar="RUN[,RUN]",
+                   help="with --break-even: runs of the same study at other env costs "
+                        "(sweeps.run FILE --env-config step_latency_ms=C); each "
+                        "configuration's TTT there is predicted from this run's parts and "
+                        "compared with what was measured")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -227,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         costs = _parse_costs(args.env_cost_ms)
         if costs and not args.break_even:
             raise ValueError("--env-cost-ms: only with --break-even")
+        held_dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
+        if held_dirs and not args.break_even:
+            raise ValueError("--held-out: only with --break-even")
+        held = [load_results(d) for d in held_dirs]
         if holdout is not None and args.steps_to_target is not None:
             raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
                              "run's own TTTs)")
@@ -237,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     console = Console(width=max(Console().width, 120))
     if args.break_even:
-        return _break_even_main(res, args.target, costs, console)
+        return _break_even_main(res, args.target, costs, console, held)
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -249,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check_main(res, tm, summary, holdout, target, warns, console)
     plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
                      low_priority=args.low_priority, max_env_runners=args.max_env_runners,
-                     cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher)
+                     cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher,
+                     progress=res.progress)
     console.print(f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
                   f"{target.value:g} ({target.source}); "
                   f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices")
@@ -290,15 +300,18 @@ def _parse_costs(text: str) -> list[float]:
     return costs
 
 
-def _break_even_main(res, target, costs: list[float], console) -> int:
+def _break_even_main(res, target, costs: list[float], console, held: list | None = None) -> int:
     """``--break-even``: the measured parts, the break-even env cost per configuration and
-    the predicted TTT at each of ``costs`` (ms per env step)."""
+    the predicted TTT at each of ``costs`` (ms per env step); with ``held`` (loaded runs of
+    the same study at other env costs), each of their configurations' TTT predicted from
+    this run's parts against what was measured."""
     from rich.table import Table
 
-    from analysis.break_even import break_even_rows
+    from analysis.break_even import break_even_headers, break_even_rows, break_even_table_rows
     from analysis.study import analyse
 
-    rows = break_even_rows(analyse(res, target), costs)
+    fit = analyse(res, target)
+    rows = break_even_rows(fit, costs)
     console.print(f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
                   "steps x (overhead + c) / env runners, from the run's measured parts "
                   "(analysis/break_even.py)")
@@ -307,22 +320,43 @@ def _break_even_main(res, target, costs: list[float], console) -> int:
                       "configurations that reached the target in two iterations or more.")
         return 0
     table = Table(show_lines=False)
-    cols = ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
-            "measured TTT (s)", "break-even (ms/step)"] + [f"TTT at {c:g} ms (s)" for c in costs]
-    for c in cols:
+    for c in break_even_headers(costs):
         table.add_column(c, justify="left" if c == "configuration" else "right",
                          no_wrap=c == "configuration")
-    for _, r in rows.iterrows():
-        be = r["break_even_ms"]
-        table.add_row(
-            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
-            + (" (reference)" if r["reference"] else ""),
-            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
-            f"{r['ttt_s']:.1f}",
-            "-" if r["reference"] else "never" if be == float("inf") else f"{be:.1f}",
-            *(f"{r[f'ttt_at_{c:g}ms']:.1f}" for c in costs))
+    for cells in break_even_table_rows(rows, costs):
+        table.add_row(*cells)
     console.print(table)
+    if held:
+        _print_held_out(fit, [analyse(h, target) for h in held], console)
     return 0
+
+
+def _print_held_out(fit, held: list, console) -> None:
+    """The held-out cells of a break-even study (:func:`analysis.break_even.held_out_rows`)
+    as a table, then the verdict in plain words."""
+    from rich.table import Table
+
+    from analysis.break_even import (
+        HELD_OUT_HEADERS,
+        cost_kind,
+        held_out_rows,
+        held_out_table_rows,
+        held_out_verdict,
+    )
+
+    rows = held_out_rows(fit, held)
+    console.print("[bold]Held-out env costs[/bold]: each run's TTT predicted from "
+                  f"{fit.res.path.name}'s parts alone")
+    if rows.empty:
+        console.print(held_out_verdict(rows))
+        return
+    table = Table(show_lines=False)
+    for c in HELD_OUT_HEADERS:
+        table.add_column(c, justify="left" if c == "configuration" else "right")
+    for cells in held_out_table_rows(rows):
+        table.add_row(*cells)
+    console.print(table)
+    console.print(held_out_verdict(rows, cost_kind(fit)), highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

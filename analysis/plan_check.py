@@ -58,6 +58,8 @@ __all__ = [
     "TABLE_HEADERS",
     "auto_holdout",
     "check_text",
+    "fit_range_choice",
+    "pipeline_prediction",
     "fit_table_rows",
     "parse_holdout",
     "plan_check",
@@ -320,6 +322,44 @@ def _choose(alg: str, fit: pd.DataFrame) -> tuple[str | None, str]:
     told = "; ".join(f"{m} {v:.0%} over {k} N" for m, (v, k) in scores.items())
     return best, (f"{alg}: leave-one-N-out cross-validation on the fit range prefers {best} "
                   f"(median |error|: {told}); the held-out N play no part in it")
+
+
+def fit_range_choice(alg: str, fit_rows: pd.DataFrame, comp: pd.DataFrame
+                     ) -> tuple[str | None, str, _Pipeline | None]:
+    """The model the fit range's cross-validation prefers for one algorithm, as the capacity
+    plan uses it: ``(chosen, note, pipeline)``.
+
+    Args:
+        alg: the algorithm (for the note).
+        fit_rows: its best configuration per fitted N (summary rows: ``config_id,
+            num_env_runners, ttt_s``), N >= 1 with a finite median TTT.
+        comp: :func:`trial_components` of their trials, with ``config_id`` and
+            ``num_env_runners``.
+
+    Returns:
+        ``chosen``: ``"pipeline"``, ``"USL on 1/TTT"`` / ``"Amdahl on 1/TTT"`` or None (fewer
+        than two fitted N can be left out and predicted); ``note``: one line saying which and
+        by how much; ``pipeline``: the pipeline fitted on every fitted N (None when it cannot
+        be fitted).
+    """
+    f = _fit_ttt(fit_rows)
+    name = ("USL" if f is not None and f.model == "usl" else "Amdahl") + " on 1/TTT"
+    pipe = _fit_pipeline(comp)
+    fit = pd.DataFrame(_fit_range(alg, fit_rows, name, f, comp, pipe), columns=FIT_COLUMNS)
+    chosen, note = _choose(alg, fit)
+    return chosen, note.replace("; the held-out N play no part in it", ""), pipe
+
+
+def pipeline_prediction(pipe: _Pipeline, comp: pd.DataFrame, n: Sequence[int], *,
+                        n_resamples: int = 200, seed: int = 0
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(TTT, low, high)`` in seconds at each of ``n``: the pipeline ``pipe`` and its 95 %
+    interval from a bootstrap over the seeds of ``comp`` (the trials it was fitted on,
+    :func:`trial_components` with ``num_env_runners``), each resample refitting every part."""
+    cand = np.asarray(n, dtype=float)
+    ttt, _ = pipe.predict(cand)
+    lo, hi, _, _ = _bootstrap_pipeline(comp, cand, n_resamples, seed)
+    return ttt, lo, hi
 
 
 def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,

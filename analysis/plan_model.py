@@ -150,7 +150,18 @@ def trial_resources(tm: pd.DataFrame) -> Resources:
 
 @dataclass
 class AlgorithmModel:
-    """What the plan knows about one algorithm: measurements per N and the fitted scaling."""
+    """What the plan knows about one algorithm: measurements per N and the fitted scaling.
+
+    Attributes:
+        pipeline: the pipeline model (start-up + env steps / throughput,
+            :mod:`analysis.plan_check`) when the fit range's leave-one-N-out cross-validation
+            prefers it to USL/Amdahl on 1/TTT; then it predicts the unmeasured N. None: the
+            plan uses :attr:`fit`.
+        components: the trials' parts the pipeline was fitted on (its bootstrap resamples
+            them); None without a pipeline.
+        choice: one line saying which model the cross-validation preferred ("" when it was
+            not run: no progress, or fewer than 3 fitted N).
+    """
 
     algorithm: str
     measured: pd.DataFrame
@@ -159,15 +170,39 @@ class AlgorithmModel:
     samples: dict[int, tuple[np.ndarray, np.ndarray]]
     gpus: float
     note: str = ""
+    pipeline: Any = None
+    components: pd.DataFrame | None = None
+    choice: str = ""
+
+    @property
+    def predicts(self) -> bool:
+        """Whether a model predicts unmeasured N (the pipeline or a testable fit)."""
+        return self.pipeline is not None or self.fit is not None
+
+    @property
+    def n_max(self) -> float:
+        """The largest N the model was fitted on."""
+        return float(max(self.samples)) if self.samples else math.nan
 
 
-def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, AlgorithmModel]:
-    """Per algorithm: its best configuration per N and USL/Amdahl fits of 1/TTT against N.
+def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame,
+                     progress: pd.DataFrame | None = None) -> dict[str, AlgorithmModel]:
+    """Per algorithm: its best configuration per N, USL/Amdahl fits of 1/TTT against N and,
+    with ``progress`` (the run's ``progress.parquet`` rows) and at least 3 fitted N, the
+    model the fit range's cross-validation prefers (:func:`analysis.plan_check.fit_range_choice`):
+    the pipeline replaces the fit of 1/TTT when it predicts the left-out N better.
 
     N = 0 (sampling in the driver) and N whose TTT is not finite (fewer than half the seeds
     reached the target) are left out of the fit.
     """
+    from analysis.plan_check import fit_range_choice, trial_components
+
     out: dict[str, AlgorithmModel] = {}
+    comp = None
+    if progress is not None and len(progress) and len(tm):
+        ok = tm[tm["status"] != "error"]
+        comp = trial_components(ok, progress).merge(
+            ok[["trial_id", "config_id", "num_env_runners"]], on="trial_id")
     best = best_configs(summary, ("algorithm", "num_env_runners"))
     for alg, g in best.groupby("algorithm", sort=True):
         g = g.sort_values("num_env_runners")
@@ -184,12 +219,20 @@ def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, Algor
         if len(left):
             notes.append(f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
                          "the fit (0 env runners, or median TTT not reached)")
+        pipeline = components = None
+        choice = ""
+        if comp is not None and usable["num_env_runners"].nunique() >= 3:
+            pc = comp[comp["config_id"].isin(usable["config_id"])]
+            chosen, choice, pipe = fit_range_choice(alg, usable, pc)
+            if chosen == "pipeline" and pipe is not None and pipe.steps is not None:
+                pipeline, components = pipe, pc
         # a fit exactly determined by its points predicts whatever passes through them: the
         # plan extrapolates only from one the data could have contradicted
         out[alg] = AlgorithmModel(algorithm=alg, measured=g, fits=fits,
                                   fit=preferred(fits, testable=True),
                                   samples=samples, gpus=float(g["num_gpus"].max()),
-                                  note="; ".join(notes))
+                                  note="; ".join(notes), pipeline=pipeline,
+                                  components=components, choice=choice)
     return out
 
 
@@ -197,14 +240,21 @@ def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: in
                 seed: int = 0) -> pd.DataFrame:
     """Predicted TTT (seconds) with interval at each candidate N for one algorithm.
 
+    At an unmeasured N the model is the pipeline when the fit range's cross-validation chose
+    it (:attr:`AlgorithmModel.pipeline`; interval: a bootstrap over seeds refitting every
+    part), else the fit of 1/TTT.
+
     Returns:
         Columns ``num_env_runners, ttt_s, ttt_low_s, ttt_high_s, source`` ("measured",
-        "USL fit", "Amdahl fit"), ``extrapolated`` (bool), ``config_id`` (measured only).
+        "USL fit", "Amdahl fit", "pipeline fit"), ``extrapolated`` (bool), ``config_id``
+        (measured only).
     """
     rows = []
     meas = {int(r["num_env_runners"]): r for _, r in model.measured.iterrows()}
     fit = model.fit
     pred_n = [n for n in candidates if n not in meas]
+    if model.pipeline is not None:
+        return _predict_pipeline(model, candidates, meas, pred_n, n_resamples, seed)
     lows = highs = None
     if fit is not None and pred_n:
         enough = len(model.samples) >= 2 and all(
@@ -237,6 +287,38 @@ def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: in
                          "ttt_low_s": float(lows[i]), "ttt_high_s": float(highs[i]),
                          "source": f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit",
                          "extrapolated": fit.extrapolates(n), "config_id": ""})
+    return pd.DataFrame(rows, columns=["num_env_runners", "ttt_s", "ttt_low_s", "ttt_high_s",
+                                       "source", "extrapolated", "config_id"])
+
+
+def _measured_row(n: int, r: pd.Series) -> dict[str, Any]:
+    return {"num_env_runners": n, "ttt_s": float(r["ttt_s"]),
+            "ttt_low_s": float(r["ttt_low_s"]), "ttt_high_s": float(r["ttt_high_s"]),
+            "source": "measured", "extrapolated": False, "config_id": r["config_id"]}
+
+
+def _predict_pipeline(model: AlgorithmModel, candidates: list[int], meas: dict,
+                      pred_n: list[int], n_resamples: int, seed: int) -> pd.DataFrame:
+    """:func:`predict_ttt` with the pipeline model at the unmeasured N."""
+    from analysis.plan_check import pipeline_prediction
+
+    pred: dict[int, tuple[float, float, float]] = {}
+    if pred_n:
+        ttt, lo, hi = pipeline_prediction(model.pipeline, model.components, pred_n,
+                                          n_resamples=n_resamples, seed=seed)
+        pred = {n: (float(t), float(a), float(b)) for n, t, a, b in
+                zip(pred_n, ttt, lo, hi, strict=True)}
+    fitted = sorted(model.samples)
+    rows = []
+    for n in candidates:
+        if n in meas:
+            if np.isfinite(meas[n]["ttt_s"]):
+                rows.append(_measured_row(n, meas[n]))
+        elif n >= 1 and n in pred and math.isfinite(pred[n][0]) and pred[n][0] > 0:
+            t, lo, hi = pred[n]
+            rows.append({"num_env_runners": n, "ttt_s": t, "ttt_low_s": lo, "ttt_high_s": hi,
+                         "source": "pipeline fit",
+                         "extrapolated": not fitted[0] <= n <= fitted[-1], "config_id": ""})
     return pd.DataFrame(rows, columns=["num_env_runners", "ttt_s", "ttt_low_s", "ttt_high_s",
                                        "source", "extrapolated", "config_id"])
 
@@ -291,6 +373,8 @@ class Plan:
         resources: per algorithm, what a run asks for (:class:`Resources`).
         cpu_model: the measured machine's CPU ("" when not recorded).
         gpu_free: the measured learners used no GPU while GPU sizes are planned.
+        pipeline: the algorithms whose unmeasured N the pipeline model predicts (chosen by
+            the fit range's cross-validation, :func:`model_algorithms`).
     """
 
     candidates: pd.DataFrame
@@ -306,6 +390,7 @@ class Plan:
     resources: dict[str, Resources] = field(default_factory=dict)
     cpu_model: str = ""
     gpu_free: bool = False
+    pipeline: tuple[str, ...] = ()
 
     @property
     def answer(self) -> dict[str, Any] | None:
@@ -319,7 +404,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
               low_priority: bool = False, max_env_runners: int = 64, n_resamples: int = 200,
               seed: int = 0, cpu_model: str = "",
               launcher: Launcher | None = None,
-              models: dict[str, AlgorithmModel] | None = None) -> Plan:
+              models: dict[str, AlgorithmModel] | None = None,
+              progress: pd.DataFrame | None = None) -> Plan:
     """Build the capacity plan.
 
     Args:
@@ -336,26 +422,30 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
             ``ttt_s`` and its bounds in the candidates include the start-up.
         models: :func:`model_algorithms` of ``tm`` and ``summary`` when already computed
             (:func:`analysis.study.analyse` computes them once); None: computed here.
+        progress: the run's ``progress.parquet`` rows, for the model choice by
+            cross-validation when ``models`` is None (None: the fit of 1/TTT throughout).
 
     Returns:
         :class:`Plan`.
     """
     vms = list(load_vm_sizes().values()) if vms is None else vms
     launcher = launcher or LAUNCHERS[DEFAULT_LAUNCHER]
-    models = model_algorithms(tm, summary) if models is None else models
+    models = model_algorithms(tm, summary, progress) if models is None else models
     notes: list[str] = []
     needs: dict[str, Resources] = {}
     rows = []
     for alg, m in models.items():
         cand = set(int(n) for n in m.measured["num_env_runners"] if 0 <= n <= max_env_runners)
-        if m.fit is not None:
+        if m.predicts:
             # every N inside the measured range (interpolation) and powers of two beyond it,
             # up to EXTRAPOLATION_FACTOR x the largest measured N
-            horizon = min(max_env_runners, int(EXTRAPOLATION_FACTOR * m.fit.n_max))
-            cand |= set(range(1, min(int(m.fit.n_max), max_env_runners) + 1))
+            n_max = m.fit.n_max if m.pipeline is None else m.n_max
+            horizon = min(max_env_runners, int(EXTRAPOLATION_FACTOR * n_max))
+            cand |= set(range(1, min(int(n_max), max_env_runners) + 1))
             cand |= {n for n in DEFAULT_CANDIDATE_N if n <= horizon}
-            if math.isfinite(m.fit.peak_n) and m.fit.peak_n <= horizon:
-                cand |= {max(1, math.floor(m.fit.peak_n)), math.ceil(m.fit.peak_n)}
+            peak = m.fit.peak_n if m.pipeline is None else math.inf
+            if math.isfinite(peak) and peak <= horizon:
+                cand |= {max(1, math.floor(peak)), math.ceil(peak)}
             if horizon < max_env_runners:
                 notes.append(f"{alg}: predictions stop at N={horizon} "
                              f"({EXTRAPOLATION_FACTOR} x the largest measured N)")
@@ -367,6 +457,9 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
             notes.append(f"{alg}: no scaling fit ({why}); only measured N are planned")
         if m.note:
             notes.append(f"{alg}: {m.note}")
+        if m.choice:
+            notes.append(m.choice + (": the plan predicts its unmeasured N with the pipeline"
+                                     if m.pipeline is not None else ""))
         pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
         need = needs[alg] = trial_resources(tm[tm["algorithm"] == alg])
         for _, p in pred.iterrows():
@@ -396,7 +489,8 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     fits = {alg: m.fit for alg, m in models.items()}
     gpu_free = bool((tm["num_gpus"] == 0).all() and any(vm.gpus for vm in vms))
     extra = {"launcher": launcher, "resources": needs, "cpu_model": cpu_model,
-             "gpu_free": gpu_free}
+             "gpu_free": gpu_free,
+             "pipeline": tuple(a for a, m in models.items() if m.pipeline is not None)}
     if cands.empty:
         notes.append("nothing to plan: no configuration reached the target in at least half "
                      "of its seeds")

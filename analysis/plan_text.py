@@ -72,6 +72,11 @@ def plan_text(plan: Plan) -> list[str]:
                          f"{k['efficiency']:.0%} per env runner"
                          + (" [extrapolated]" if k["extrapolated"] else ""))
     for alg, fit in plan.fits.items():
+        if alg in plan.pipeline:
+            lines.append(f"Scaling model for {alg}: the pipeline (start-up + env steps to the "
+                         "target / throughput, each part fitted in N), chosen by "
+                         "cross-validation on the fitted N")
+            continue
         lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
                                                       "none (measured points only)"))
     lines.extend(f"{alg}: a run asks for {need.describe()}"

@@ -281,7 +281,7 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
     speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
     plan, models = None, {}
     if len(summary):
-        models = model_algorithms(tm, summary)
+        models = model_algorithms(tm, summary, res.progress)
         plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")),
                          models=models)
     holdout = auto_holdout(summary) if len(summary) else []

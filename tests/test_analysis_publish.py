@@ -105,7 +105,8 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
                  "total wall-clock", "DQN, 1 env runner(s)", "3 seed(s) each",
                  "Synthetic data"):
         assert text in md, text
-    plan = make_plan(tm, summary, cpu_model="synthetic CPU")
+    plan = make_plan(tm, summary, cpu_model="synthetic CPU",
+                     progress=load_results(study).progress)
     for line in plan_text(plan):
         assert f"- {line}" in md, line
     answer = plan_answer(plan)
