@@ -30,13 +30,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from analysis.fmt import fmt_s
 from analysis.plan_check import trial_components
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
-__all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even_rows"]
+__all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even_rows",
+           "step_cost_ms", "held_out_rows", "HELD_OUT_HEADERS", "held_out_table_rows",
+           "held_out_verdict", "break_even_headers", "break_even_table_rows",
+           "break_even_words", "cost_kind"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,18 @@ def break_even_s(p: Parts, ref: Parts) -> float:
     return max(numerator / denominator, 0.0)
 
 
+def step_cost_ms(data: Study) -> float:
+    """The run's env cost per step in milliseconds: the median over its trials of
+    ``step_cpu_ms + step_latency_ms`` as recorded (0 for a run without either)."""
+    tm = data.tm
+    total = 0.0
+    for col in ("step_cpu_ms", "step_latency_ms"):
+        if col in tm:
+            m = finite_median(pd.to_numeric(tm[col], errors="coerce"))
+            total += m if math.isfinite(m) else 0.0
+    return total
+
+
 def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
     """``(the reference's parts or None, the parts of each algorithm's best configuration per
     env runner count)`` of a run, at its own step cost; configurations whose median TTT was
@@ -86,9 +103,7 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
     tm = data.tm[data.tm["status"] != "error"]
     if tm.empty:
         return None, []
-    cost_s = (finite_median(tm.get("step_cpu_ms", pd.Series([0.0])))
-              + finite_median(tm.get("step_latency_ms", pd.Series([0.0])))) / 1000.0
-    cost_s = cost_s if math.isfinite(cost_s) else 0.0
+    cost_s = step_cost_ms(data) / 1000.0
     comps = trial_components(tm, data.res.progress).set_index("trial_id")
     t = tm.set_index("trial_id").join(comps[["startup_s", "rate"]])
 
@@ -130,3 +145,177 @@ def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
             row[f"ttt_at_{c:g}ms"] = predict_ttt(p, c / 1000.0)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def break_even_headers(costs_ms: list[float]) -> list[str]:
+    """Column headers of :func:`break_even_table_rows` for predictions at ``costs_ms``."""
+    return ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
+            "measured TTT", "break-even (ms/step)",
+            *(f"predicted TTT at {c:g} ms" for c in costs_ms)]
+
+
+def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[list[str]]:
+    """:func:`break_even_rows` as table cells under :func:`break_even_headers` (the terminal,
+    the report and the pages print the same cells)."""
+    out = []
+    for _, r in rows.iterrows():
+        be = r["break_even_ms"]
+        out.append([
+            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
+            + (" (reference)" if r["reference"] else ""),
+            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
+            fmt_s(r["ttt_s"]), "-" if r["reference"] else "never" if be == math.inf
+            else f"{be:.1f}", *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs_ms)])
+    return out
+
+
+def break_even_words(rows: pd.DataFrame, kind: str) -> str:
+    """The earliest predicted break-even of :func:`break_even_rows` in plain words (``kind``:
+    ``"waiting"`` or ``"CPU-bound"``)."""
+    dist = rows[~rows["reference"] & np.isfinite(rows["break_even_ms"].astype(float))]
+    if not len(dist):
+        return ("In plain words: no configuration measured is predicted to beat one process at "
+                "any env cost on this machine.")
+    first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
+    return (f"In plain words: on this machine, with {kind} envs, {first['algorithm']} "
+            f"with {first['num_env_runners']} env runners is predicted to beat one process "
+            f"from ~{first['break_even_ms']:.0f} ms per env step, the earliest of the "
+            "configurations measured.")
+
+
+def cost_kind(data: Study) -> str:
+    """``"CPU-bound"`` when the run's env steps burn CPU (``step_cpu_ms``), else
+    ``"waiting"``."""
+    cpu = pd.to_numeric(data.tm.get("step_cpu_ms", pd.Series([0.0])), errors="coerce")
+    return "CPU-bound" if cpu.median() > 0 else "waiting"
+
+
+def held_out_rows(fit: Study, held_out: list[Study]) -> pd.DataFrame:
+    """The break-even model checked on runs at other env costs (the held-out cells).
+
+    The parts come from ``fit`` alone; each run in ``held_out`` is the same study at another
+    step cost (``python -m sweeps.run FILE --env-config step_latency_ms=C``) and only its
+    measured TTT and absolute speedup are read, never its parts.
+
+    Returns:
+        One row per held-out run and configuration of ``fit`` that it also ran (matched on
+        algorithm and env runner count, its best configuration there), the reference first:
+        ``env_cost_ms, algorithm, num_env_runners, reference, predicted_ttt_s,
+        ttt_s, ttt_low_s, ttt_high_s`` (measured median and its 95 % interval, seconds;
+        ``inf``: not reached by half the seeds), ``n_reached, n`` (seeds), ``ttt_error``
+        (predicted / measured - 1; NaN when not reached), ``break_even_ms`` (predicted from
+        ``fit``; ``inf`` never, NaN for the reference), ``predicted_abs_speedup`` (the
+        reference's predicted TTT over the configuration's), ``abs_speedup,
+        abs_speedup_low, abs_speedup_high`` (measured against the held-out run's own
+        reference, NaN without one), ``predicted_beats`` (predicted absolute speedup > 1) and
+        ``measured_beats`` (``"yes"``: the interval lies above 1, ``"no"``: below,
+        ``"undecided"``: it contains 1). Empty when ``fit`` has no reference with parts.
+    """
+    ref, parts = measured_parts(fit)
+    if ref is None:
+        return pd.DataFrame()
+    rows = []
+    for data in held_out:
+        cost_ms = step_cost_ms(data)
+        s = data.summary
+        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+        refs = s[s["is_reference"]]
+        measured = {("reference", 0): refs.iloc[0]} if len(refs) else {}
+        best = best_configs(s[~s["is_reference"]], ("algorithm", "num_env_runners"))
+        measured.update({(str(r["algorithm"]), int(r["num_env_runners"])): r
+                         for _, r in best.iterrows()})
+        ref_ttt = predict_ttt(ref, cost_ms / 1000.0)
+        for p in [ref] + parts:
+            is_ref = p is ref
+            m = measured.get(("reference", 0) if is_ref else (p.algorithm, p.num_env_runners))
+            if m is None:
+                continue
+            predicted = predict_ttt(p, cost_ms / 1000.0)
+            ttt = float(m["ttt_s"])
+            row = {"env_cost_ms": cost_ms, "algorithm": p.algorithm,
+                   "num_env_runners": p.num_env_runners, "reference": is_ref,
+                   "predicted_ttt_s": predicted, "ttt_s": ttt,
+                   "ttt_low_s": float(m["ttt_low_s"]), "ttt_high_s": float(m["ttt_high_s"]),
+                   "n_reached": int(m["n_reached"]),
+                   "n": int(m["n_reached"] + m["n_censored"]),
+                   "ttt_error": predicted / ttt - 1.0 if math.isfinite(ttt) else math.nan,
+                   "break_even_ms": math.nan if is_ref else break_even_s(p, ref) * 1000.0,
+                   "predicted_abs_speedup": math.nan if is_ref else ref_ttt / predicted}
+            r = sp.loc[m["config_id"]] if not is_ref and m["config_id"] in sp.index else None
+            for key in ("abs_speedup", "abs_speedup_low", "abs_speedup_high"):
+                row[key] = float(r[key]) if r is not None and key in r else math.nan
+            row["predicted_beats"] = (not is_ref) and row["predicted_abs_speedup"] > 1.0
+            low, high = row["abs_speedup_low"], row["abs_speedup_high"]
+            row["measured_beats"] = ("" if is_ref or not math.isfinite(row["abs_speedup"])
+                                     else "yes" if low > 1.0 else "no" if high < 1.0
+                                     else "undecided")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: Column headers of :func:`held_out_table_rows`.
+HELD_OUT_HEADERS = ["env cost (ms/step)", "configuration", "reached", "predicted TTT",
+                    "measured TTT [95% CI]", "error", "predicted absolute speedup",
+                    "measured absolute speedup [95% CI]", "beats one process: predicted / "
+                    "measured"]
+
+
+def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
+    """:func:`held_out_rows` as table cells under :data:`HELD_OUT_HEADERS` (the terminal, the
+    report and the pages print the same cells)."""
+    out = []
+    for _, r in rows.iterrows():
+        name = (f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
+                + (" (reference)" if r["reference"] else ""))
+        ttt = (f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
+               if math.isfinite(r["ttt_s"]) else f"> budget ({r['n_reached']}/{r['n']} reached)")
+        err = f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a"
+        if r["reference"]:
+            speed, verdict, predicted = "-", "-", "-"
+        else:
+            predicted = f"{r['predicted_abs_speedup']:.2f}x"
+            speed = (f"{r['abs_speedup']:.2f}x [{r['abs_speedup_low']:.2f}, "
+                     f"{r['abs_speedup_high']:.2f}]" if math.isfinite(r["abs_speedup"])
+                     else "n/a")
+            verdict = f"{'yes' if r['predicted_beats'] else 'no'} / {r['measured_beats'] or 'n/a'}"
+        out.append([f"{r['env_cost_ms']:g}", name, f"{r['n_reached']}/{r['n']}",
+                    fmt_s(r["predicted_ttt_s"]), ttt, err, predicted, speed, verdict])
+    return out
+
+
+def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
+    """One paragraph in plain words: where the model puts the break-even, whether the
+    held-out cells agree, and the first measured absolute speedup whose interval lies above 1
+    (or that none does)."""
+    if rows.empty:
+        return "No held-out check: the fit run has no single-process reference with parts."
+    dist = rows[~rows["reference"]]
+    finite = dist[dist["break_even_ms"].apply(math.isfinite)]
+    parts = []
+    if len(finite):
+        first = finite.loc[finite["break_even_ms"].idxmin()]
+        parts.append(f"On this machine, with {kind} envs, {first['algorithm']} with "
+                     f"{int(first['num_env_runners'])} env runners is predicted to beat one "
+                     f"process from ~{first['break_even_ms']:.0f} ms per env step.")
+    else:
+        parts.append(f"On this machine, with {kind} envs, no configuration measured is "
+                     "predicted to beat one process at any env cost.")
+    decided = dist[dist["measured_beats"].isin(["yes", "no"])]
+    agree = int((decided["predicted_beats"] == (decided["measured_beats"] == "yes")).sum())
+    parts.append(f"Of {len(dist)} held-out cells, {len(decided)} have a measured absolute "
+                 f"speedup whose interval excludes 1, and the prediction's side of 1 agrees in "
+                 f"{agree} of them.")
+    errs = dist["ttt_error"].abs().dropna()
+    if len(errs):
+        parts.append(f"The predicted TTT misses the measured median by {errs.median():.0%} "
+                     f"(median over cells; at most {errs.max():.0%}).")
+    yes = dist[dist["measured_beats"] == "yes"].sort_values("env_cost_ms")
+    if len(yes):
+        y = yes.iloc[0]
+        parts.append(f"The first measured absolute speedup above 1 whose interval excludes 1: "
+                     f"{y['algorithm']} with {int(y['num_env_runners'])} env runners at "
+                     f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x "
+                     f"[{y['abs_speedup_low']:.2f}, {y['abs_speedup_high']:.2f}].")
+    else:
+        parts.append("No measured absolute speedup has an interval above 1.")
+    return " ".join(parts)

@@ -27,7 +27,10 @@ Regions (:data:`REGIONS`):
 - ``plan_check``: the capacity plan's models checked on held-out env runner counts, their
   residuals and leave-one-N-out errors on the fitted counts, and the model chosen by those;
 - ``break_even``: per configuration, the env cost per step above which it beats the
-  reference, and its predicted TTT at the run's step cost and twice it.
+  reference, and its predicted TTT at the run's step cost and twice it;
+- ``break_even_check`` (``from data/<sweep>/RUN+RUN2+RUN3``): the same study's runs at other
+  env costs, each configuration's TTT predicted from RUN's parts against what was measured,
+  and the verdict in plain words.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
-__all__ = ["REGIONS", "fill_page", "regions_of", "render", "stale_regions", "main"]
+__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "fill_page", "regions_of", "render", "stale_regions", "main"]
 
 _REGION = re.compile(
     r"<!-- generated: (?P<name>[a-z_]+) from (?P<run>\S+) -->\n(?P<body>.*?)"
@@ -169,40 +172,44 @@ def _break_even(data: Study) -> str:
     """Per configuration, its measured parts, the env cost above which it beats the
     reference (:mod:`analysis.break_even`) and its predicted TTT at the run's own step cost
     and at twice it."""
-    from analysis.break_even import break_even_rows
+    from analysis.break_even import (
+        break_even_headers,
+        break_even_rows,
+        break_even_table_rows,
+        break_even_words,
+        cost_kind,
+        step_cost_ms,
+    )
 
-    tm = data.tm
-    cost = float(pd.to_numeric(tm.get("step_cpu_ms", 0.0), errors="coerce").median()
-                 + pd.to_numeric(tm.get("step_latency_ms", 0.0), errors="coerce").median())
+    cost = step_cost_ms(data)
     costs = [cost, 2 * cost] if cost > 0 else [0.0]
     rows = break_even_rows(data, costs)
     if rows.empty or not rows["reference"].any():
         return "No break-even: the run has no single-process reference with measured parts."
-    head = ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
-            "measured TTT", "break-even (ms/step)",
-            *(f"predicted TTT at {c:g} ms" for c in costs)]
-    out = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
-    for _, r in rows.iterrows():
-        be = r["break_even_ms"]
-        out.append("| " + " | ".join([
-            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
-            + (" (reference)" if r["reference"] else ""),
-            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
-            fmt_s(r["ttt_s"]), "-" if r["reference"] else "never" if be == np.inf
-            else f"{be:.1f}", *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs)]) + " |")
-    dist = rows[~rows["reference"] & np.isfinite(rows["break_even_ms"].astype(float))]
-    kind = ("CPU-bound" if pd.to_numeric(tm.get("step_cpu_ms", 0.0), errors="coerce").median() > 0
-            else "waiting")
-    if len(dist):
-        first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
-        words = (f"In plain words: on this machine, with {kind} envs, {first['algorithm']} "
-                 f"with {first['num_env_runners']} env runners is predicted to beat one process "
-                 f"from ~{first['break_even_ms']:.0f} ms per env step, the earliest of the "
-                 "configurations measured.")
-    else:
-        words = ("In plain words: no configuration measured is predicted to beat one process at "
-                 "any env cost on this machine.")
-    return "\n".join(out) + "\n\n" + words
+    head = break_even_headers(costs)
+    return (md_table(head, break_even_table_rows(rows, costs), right=tuple(range(1, len(head))))
+            + "\n\n"
+            + break_even_words(rows, cost_kind(data)))
+
+
+def _break_even_check(data: Study, held: list[Study]) -> str:
+    """The held-out env costs of a break-even study: each configuration's TTT predicted from
+    ``data``'s parts against what ``held`` measured (:func:`analysis.break_even.held_out_rows`),
+    then the verdict in plain words."""
+    from analysis.break_even import (
+        HELD_OUT_HEADERS,
+        cost_kind,
+        held_out_rows,
+        held_out_table_rows,
+        held_out_verdict,
+    )
+
+    rows = held_out_rows(data, held)
+    if rows.empty:
+        return held_out_verdict(rows)
+    return (md_table(HELD_OUT_HEADERS, held_out_table_rows(rows), right=(0, 2, 3, 5, 6))
+            + "\n\n"
+            + held_out_verdict(rows, cost_kind(data)))
 
 
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
@@ -210,15 +217,28 @@ REGIONS: dict[str, Callable[[Study], str]] = {
     "answer": _answer, "headline": _headline, "run": _run, "components": _components,
     "plan_check": _plan_check, "break_even": _break_even}
 
+#: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
+#: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).
+MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
+    "break_even_check": _break_even_check}
+
 
 def render(name: str, run_dir: str | Path) -> str:
     """Region ``name`` of the run in ``run_dir``, as a page holds it (ending in a newline).
+    For a region of :data:`MULTI_RUN_REGIONS`, ``run_dir`` is ``RUN+RUN2+...``: the run, then
+    the names of its held-out sibling runs.
 
     Raises:
-        KeyError: no such region; ResultsError: the run cannot be read.
+        KeyError: no such region; ResultsError: a run cannot be read.
     """
+    if name in MULTI_RUN_REGIONS:
+        first, *others = str(run_dir).split("+")
+        siblings = [analyse(load_results(Path(first).parent / o)) for o in others]
+        text = MULTI_RUN_REGIONS[name](analyse(load_results(first)), siblings)
+        return text.rstrip("\n") + "\n"
     if name not in REGIONS:
-        raise KeyError(f"no generated region {name!r} (known: {', '.join(REGIONS)})")
+        known = ", ".join([*REGIONS, *MULTI_RUN_REGIONS])
+        raise KeyError(f"no generated region {name!r} (known: {known})")
     return REGIONS[name](analyse(load_results(run_dir))).rstrip("\n") + "\n"
 
 

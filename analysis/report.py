@@ -656,6 +656,45 @@ def _check(data: Study, figs: _Figures) -> str:
     return "".join(out)
 
 
+def _break_even_html(data: Study, held: list[Study]) -> str:
+    """Section 5's break-even part: per configuration the env cost above which it beats the
+    reference (:mod:`analysis.break_even`), and with ``held`` (the same study at other env
+    costs) each held-out cell's predicted TTT against what was measured; empty without a
+    reference with measured parts."""
+    from analysis.break_even import (
+        HELD_OUT_HEADERS,
+        break_even_headers,
+        break_even_rows,
+        break_even_table_rows,
+        break_even_words,
+        cost_kind,
+        held_out_rows,
+        held_out_table_rows,
+        held_out_verdict,
+        step_cost_ms,
+    )
+
+    cost = step_cost_ms(data)
+    costs = [cost, 2 * cost] if cost > 0 else [0.0]
+    rows = break_even_rows(data, costs)
+    if rows.empty or not rows["reference"].any():
+        return ""
+    out = ["<h3>Break-even env cost</h3>",
+           '<p class="note">TTT(c) = start-up + env steps &times; (overhead + c) / env runners, '
+           "from this run's measured parts; above its break-even cost a configuration is "
+           "predicted to beat the single-process reference. Reproduce with <code>python -m "
+           "analysis.plan RESULTS_DIR --break-even</code>.</p>",
+           _table(break_even_headers(costs), break_even_table_rows(rows, costs)),
+           f'<p class="note">{_esc(break_even_words(rows, cost_kind(data)))}</p>']
+    if held:
+        checked = held_out_rows(data, held)
+        out.append("<h3>Break-even checked at other env costs</h3>")
+        if len(checked):
+            out.append(_table(HELD_OUT_HEADERS, held_out_table_rows(checked), left=(1,)))
+        out.append(f"<p>{_esc(held_out_verdict(checked, cost_kind(data)))}</p>")
+    return "".join(out)
+
+
 # ---------------------------------------------------------------------------------------------
 # Section 6: batch size
 # ---------------------------------------------------------------------------------------------
@@ -810,8 +849,10 @@ def _environment(data: Study) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def build_report(res: Results, target: str | float | None = None) -> str:
-    """The report's HTML for a loaded results directory.
+def build_report(res: Results, target: str | float | None = None,
+                 held_out: list[Results] = ()) -> str:
+    """The report's HTML for a loaded results directory; ``held_out``: runs of the same study
+    at other env costs, whose TTTs section 5 compares with the break-even model fitted here.
 
     Raises:
         ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
@@ -836,7 +877,9 @@ def build_report(res: Results, target: str | float | None = None) -> str:
         ("curves", "2. Learning curves", lambda: _learning_curves(data, figs)),
         ("scaling", "3. Scaling with env runners", lambda: _scaling(data, figs)),
         ("cost", "4. Cost vs time (capacity plan)", lambda: _cost(data, figs)),
-        ("check", "5. Plan check (held-out env runner counts)", lambda: _check(data, figs)),
+        ("check", "5. Plan check (held-out env runner counts)",
+         lambda: _check(data, figs) + _break_even_html(
+             data, [analyse(h, target) for h in held_out])),
         ("batch", "6. Batch size and gradient noise scale", lambda: _batch(data, figs)),
         ("optuna", "7. Optuna search", lambda: _optuna(data, figs)),
         ("environment", "8. Environment and sweep spec", lambda: _environment(data)),
@@ -868,13 +911,16 @@ def build_report(res: Results, target: str | float | None = None) -> str:
 
 
 def write_report(results_dir: str | Path, output: str | Path | None = None,
-                 target: str | float | None = None) -> Path:
+                 target: str | float | None = None,
+                 held_out: list[str | Path] = ()) -> Path:
     """Write the self-contained HTML report of a results directory.
 
     Args:
         results_dir: a ``results/<sweep>/<run_id>/`` directory, or its URI in object storage.
         output: file to write (default ``<results_dir>/report.html``, uploaded there for a URI).
         target: override the target (absolute value or percent of optimum, e.g. ``"95%"``).
+        held_out: results directories of the same study at other env costs (section 5
+            checks the break-even model on them).
 
     Returns:
         Path of the written file (its URI, a str, when it went to object storage).
@@ -886,8 +932,9 @@ def write_report(results_dir: str | Path, output: str | Path | None = None,
     from sweeps.engine.rundir import mirror
 
     res = load_results(results_dir)
+    held = [load_results(h) for h in held_out]
     out = Path(output) if output is not None else res.path / rundir.REPORT
-    page = build_report(res, target)
+    page = build_report(res, target, held)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     if output is None and mirror.is_uri(results_dir):  # next to the run, in the store
@@ -905,9 +952,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", help="output file (default RESULTS_DIR/report.html)")
     p.add_argument("--target", help="override the target: absolute value or percent of optimum "
                                     "(e.g. 95%%)")
+    p.add_argument("--held-out", default="", metavar="RUN[,RUN]",
+                   help="runs of the same study at other env costs (sweeps.run FILE "
+                        "--env-config step_latency_ms=C): section 5 compares their TTTs with "
+                        "the break-even model fitted on RESULTS_DIR")
     args = p.parse_args(argv)
+    held = [x.strip() for x in args.held_out.split(",") if x.strip()]
     try:
-        path = write_report(args.results_dir, args.output, args.target)
+        path = write_report(args.results_dir, args.output, args.target, held)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
         return EXIT_BAD_INPUT
