@@ -41,7 +41,8 @@ from analysis.study import Study
 __all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even_rows",
            "step_cost_ms", "held_out_rows", "HELD_OUT_HEADERS", "held_out_table_rows",
            "held_out_verdict", "break_even_headers", "break_even_table_rows",
-           "break_even_words", "cost_kind"]
+           "break_even_words", "cost_kind", "predict_interval", "limiting_part", "PART_NAMES",
+           "plan_at_cost"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Parts:
         steps: env steps to the target (median over the seeds that reached it).
         overhead_s: seconds one lane spends per env step besides the env cost.
         ttt_s: its measured median TTT (seconds), at the run's step cost.
+        run_cost_s: the run's env cost per step (seconds) the overhead was measured at.
+        trials: per seed, ``(startup_s, rate, steps, reached)`` (seconds, env steps/s, env
+            steps), for :func:`predict_interval`'s bootstrap; empty when built by hand.
     """
 
     algorithm: str
@@ -64,12 +68,58 @@ class Parts:
     steps: float
     overhead_s: float
     ttt_s: float
+    run_cost_s: float = 0.0
+    trials: tuple[tuple[float, float, float, bool], ...] = ()
 
 
 def predict_ttt(p: Parts, cost_s: float) -> float:
     """``startup + steps * (overhead + cost) / lanes`` in seconds, for an env cost of
     ``cost_s`` seconds per env step."""
     return p.startup_s + p.steps * (p.overhead_s + cost_s) / p.lanes
+
+
+def predict_interval(p: Parts, cost_s: float, *, n_resamples: int = 1000, seed: int = 0,
+                     confidence: float = 0.95) -> tuple[float, float]:
+    """A percentile-bootstrap interval (seconds) of :func:`predict_ttt` at ``cost_s``: each
+    resample draws the configuration's seeds with replacement and re-estimates every part
+    (medians of start-up and rate, median env steps of the seeds that reached the target;
+    a resample where none did predicts ``inf``). ``(nan, nan)`` with fewer than two seeds."""
+    ok = [t for t in p.trials if math.isfinite(t[0]) and math.isfinite(t[1]) and t[1] > 0]
+    if len(ok) < 2:
+        return math.nan, math.nan
+    arr = np.array([t[:3] for t in ok], dtype=float)
+    reached = np.array([t[3] for t in ok], dtype=bool)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    for i in range(n_resamples):
+        k = rng.integers(0, len(ok), size=len(ok))
+        steps = arr[k][reached[k], 2]
+        if not len(steps):
+            out[i] = math.inf
+            continue
+        startup, rate = np.median(arr[k, 0]), np.median(arr[k, 1])
+        overhead = p.lanes / rate - p.run_cost_s
+        out[i] = startup + np.median(steps) * (overhead + cost_s) / p.lanes
+    a = (1.0 - confidence) / 2.0
+    return (float(np.quantile(out, a, method="inverted_cdf")),
+            float(np.quantile(out, 1.0 - a, method="inverted_cdf")))
+
+
+#: The parts of a predicted TTT that :func:`limiting_part` names.
+PART_NAMES = {"startup": "start-up (its processes, module build, first weights)",
+              "env": "the env's own cost per step (sampling)",
+              "overhead": "the rest of each env step (inference, connectors, learning)"}
+
+
+def limiting_part(p: Parts, cost_s: float) -> tuple[str, float]:
+    """``(key of PART_NAMES, its share of the predicted TTT)`` for the largest of the three
+    terms of :func:`predict_ttt` at ``cost_s``: start-up, ``steps * cost / lanes`` and
+    ``steps * overhead / lanes``."""
+    terms = {"startup": p.startup_s, "env": p.steps * cost_s / p.lanes,
+             "overhead": p.steps * max(p.overhead_s, 0.0) / p.lanes}
+    total = sum(terms.values())
+    key = max(terms, key=terms.get)
+    return key, (terms[key] / total if total > 0 else math.nan)
 
 
 def break_even_s(p: Parts, ref: Parts) -> float:
@@ -116,8 +166,10 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
         ttt = float(row["ttt_s"])
         if not all(math.isfinite(x) for x in (rate, startup, steps, ttt)) or rate <= 0:
             return None
+        trials = tuple((float(a), float(b), float(c), bool(d)) for a, b, c, d in zip(
+            g["startup_s"], g["rate"], g["steps_to_target"], g["reached"], strict=True))
         return Parts(str(row["algorithm"]), int(row["num_env_runners"]), lanes, startup, steps,
-                     lanes / rate - cost_s, ttt)
+                     lanes / rate - cost_s, ttt, cost_s, trials)
 
     s = data.summary
     ref_rows = s[s["is_reference"]]
@@ -319,3 +371,64 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
     else:
         parts.append("No measured absolute speedup has an interval above 1.")
     return " ".join(parts)
+
+
+def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None) -> list[str]:
+    """The break-even model read for a user at one env cost: per configuration (the reference
+    first), its predicted TTT with a seed-bootstrap interval, the predicted absolute speedup,
+    the part that limits it and how many env steps per lane it needs against the
+    reference's; then the answer (the fastest, or the cheapest in CPUs within
+    ``deadline_s``) and whether it beats one process. One line each; empty without parts."""
+    ref, parts = measured_parts(data)
+    if ref is None and not parts:
+        return []
+    c = cost_ms / 1000.0
+    cpus = _cpus_per_configuration(data)
+    lines, options = [], []
+    ref_ttt = predict_ttt(ref, c) if ref is not None else math.nan
+    for p in ([ref] if ref is not None else []) + parts:
+        t = predict_ttt(p, c)
+        lo, hi = predict_interval(p, c)
+        part, share = limiting_part(p, c)
+        name = (f"{p.algorithm} (single-process reference)" if p is ref
+                else f"{p.algorithm} with {p.num_env_runners} env runner(s)")
+        n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
+        line = (f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
+                + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
+                + f"; limited by {PART_NAMES[part]} ({share:.0%} of it)")
+        if p is not ref and ref is not None:
+            line += (f"; absolute speedup {ref_ttt / t:.2f}x; it needs {p.steps / ref.steps:.1f}x "
+                     f"the reference's env steps ({p.steps / p.lanes / ref.steps:.2f}x per "
+                     "env runner)")
+        lines.append(line)
+        options.append((t, n_cpu, name, p is ref))
+    ok = [o for o in options if deadline_s is None or o[0] <= deadline_s]
+    if not ok:
+        lines.append(f"Answer: nothing is predicted to reach the target within "
+                     f"{fmt_s(deadline_s)} at {cost_ms:g} ms per env step (fastest: "
+                     f"{fmt_s(min(o[0] for o in options))}).")
+        return lines
+    if deadline_s is None:
+        pick = min(ok, key=lambda o: o[0])
+        how = "fastest"
+    else:
+        pick = min(ok, key=lambda o: (o[1] if math.isfinite(o[1]) else math.inf, o[0]))
+        how = f"fewest CPUs within {fmt_s(deadline_s)}"
+    verdict = ("it is one process" if pick[3] else
+               "it beats one process" if ref is not None and pick[0] < ref_ttt
+               else "one process is faster" if ref is not None else "no reference measured")
+    lines.append(f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}, predicted "
+                 f"{fmt_s(pick[0])}; {verdict}.")
+    return lines
+
+
+def _cpus_per_configuration(data: Study) -> dict[tuple[str, int], float]:
+    """CPUs a trial of each (algorithm, env runners) asked for (median over its trials)."""
+    tm = data.tm
+    if "num_cpus" not in tm:
+        return {}
+    key = tm["algorithm"].astype(str)
+    out = {}
+    for (alg, n), g in tm.groupby([key, "num_env_runners"]):
+        out[(str(alg), int(n))] = float(pd.to_numeric(g["num_cpus"], errors="coerce").median())
+    return out

@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     console = Console(width=max(Console().width, 120))
     if args.break_even:
-        return _break_even_main(res, args.target, costs, console, held)
+        return _break_even_main(res, args.target, costs, console, held, deadline)
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -300,11 +300,13 @@ def _parse_costs(text: str) -> list[float]:
     return costs
 
 
-def _break_even_main(res, target, costs: list[float], console, held: list | None = None) -> int:
+def _break_even_main(res, target, costs: list[float], console, held: list | None = None,
+                     deadline_s: float | None = None) -> int:
     """``--break-even``: the measured parts, the break-even env cost per configuration and
-    the predicted TTT at each of ``costs`` (ms per env step); with ``held`` (loaded runs of
-    the same study at other env costs), each of their configurations' TTT predicted from
-    this run's parts against what was measured."""
+    the predicted TTT at each of ``costs`` (ms per env step), then at each cost the plan
+    read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``);
+    with ``held`` (loaded runs of the same study at other env costs), each of their
+    configurations' TTT predicted from this run's parts against what was measured."""
     from rich.table import Table
 
     from analysis.break_even import break_even_headers, break_even_rows, break_even_table_rows
@@ -326,6 +328,12 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     for cells in break_even_table_rows(rows, costs):
         table.add_row(*cells)
     console.print(table)
+    from analysis.break_even import plan_at_cost
+
+    for c in costs:
+        console.print(f"[bold]At {c:g} ms per env step[/bold]")
+        for line in plan_at_cost(fit, c, deadline_s):
+            console.print(f"- {line}", highlight=False, soft_wrap=True)
     if held:
         _print_held_out(fit, [analyse(h, target) for h in held], console)
     return 0

@@ -60,3 +60,26 @@ def test_cli_prints_the_break_even_and_refuses_bad_costs():
     bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(CPU_RUN), "--env-cost-ms",
                           "40"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "only with --break-even" in bad.stderr
+
+
+def test_the_interval_resamples_seeds_and_the_limiting_part_is_the_largest_term():
+    """Three seeds whose parts differ give an interval around the prediction from their
+    medians; one seed gives none; the limiting part is the largest of the three terms of
+    start-up + env steps x (overhead + cost) / lanes."""
+    from analysis.break_even import limiting_part, predict_interval
+
+    trials = ((40.0, 500.0, 12_000.0, True), (44.0, 520.0, 13_000.0, True),
+              (38.0, 480.0, 11_000.0, True))
+    # 16 lanes at 500 env steps/s measured at 4 ms per step: 28 ms of overhead per step
+    p = Parts("IMPALA", 16, 16, 40.0, 12_000.0, 16 / 500.0 - 0.004, 50.0, 0.004, trials)
+    lo, hi = predict_interval(p, 0.060, n_resamples=400)
+    assert lo < predict_ttt(p, 0.060) < hi
+    assert hi - lo > 1.0  # the seeds differ by ~10 %: the interval is not a point
+    one_seed = Parts("X", 1, 1, 1.0, 100.0, 0.0, 1.0, 0.0, trials[:1])
+    assert all(math.isnan(x) for x in predict_interval(one_seed, 0.06))
+    # at no env cost: start-up 40 s against 12 k x 28 ms / 16 = 21 s of overhead
+    assert limiting_part(p, 0.0) == ("startup", pytest.approx(40.0 / 61.0))
+    # at 500 ms per step the env's own cost (375 s) dominates
+    assert limiting_part(p, 0.5)[0] == "env"
+    key, share = limiting_part(Parts("X", 1, 1, 0.1, 1000.0, 0.010, 10.0), 0.001)
+    assert key == "overhead" and share == pytest.approx(10.0 / (0.1 + 10.0 + 1.0))
