@@ -61,6 +61,23 @@ def test_algorithms_that_report_no_learner_updates_are_judged_on_env_steps_alone
     assert feed(d, [(t, 10 * t, math.nan) for t in range(1, 30)]) == [None] * 29
 
 
+def test_a_slow_simulator_is_given_two_rollout_fragments_before_it_counts_as_stalled():
+    """An env runner reports no env step before a fragment is sampled: at 120 ms per step, 8
+    envs stepped in turn and 32 steps per env, that is 30.7 s, so the minimum time becomes two
+    fragments (61.4 s) and the first fragment's silence is not a stall; a cheap env keeps the
+    spec's minimum."""
+    from sweeps.engine.trainable import stall_min_time_s
+
+    slow = stall_min_time_s(30.0, 32, 8, 120.0)
+    assert slow == pytest.approx(2 * 32 * 8 * 0.120)
+    assert stall_min_time_s(30.0, 32, 8, 4.0) == 30.0
+    assert stall_min_time_s(30.0, 32, 8, 0.0) == 30.0
+    d = StallDetector(iterations=5, min_time_s=slow, wall=10.0)
+    # the trial the break-even study lost: 23 iterations of ~1.3 s with no env step yet
+    assert feed(d, [(10.0 + 1.3 * i, 0, math.nan) for i in range(1, 24)]) == [None] * 23
+    assert d.update(10.0 + 31.0, 2048, math.nan) is None  # the first fragments arrive
+
+
 BLOCKING_SWEEP = '''\
 """A sweep whose env runners' env blocks in step() after {block_after} env steps."""
 import sys

@@ -388,6 +388,22 @@ def trial_nodes(algo, timeout_s: float = 2.0) -> str:
     return ",".join(sorted(i[:12] for i in ids if i))
 
 
+def stall_min_time_s(min_time_s: float, fragment_steps: int, num_envs: int,
+                     step_cost_ms: float) -> float:
+    """The stall detector's minimum time (seconds) for one trial: the spec's ``min_time_s``,
+    or two rollout fragments at the env's declared cost when that is longer.
+
+    An env runner steps its ``num_envs`` envs in turn and reports no env step before a
+    fragment of ``fragment_steps`` steps per env is complete, so with ``step_cost_ms``
+    milliseconds per env step (``step_latency_ms + step_cpu_ms``) a healthy trial may show
+    no new env step for ``fragment_steps x num_envs x step_cost_ms`` (30.7 s for 32 x 8 at
+    120 ms): a slow simulator, not a stall.
+    """
+    fragment_s = max(int(fragment_steps), 1) * max(int(num_envs), 1) * max(
+        float(step_cost_ms), 0.0) / 1000.0
+    return max(float(min_time_s), 2.0 * fragment_s)
+
+
 class StallDetector:
     """Tells a stalled trial from a slow one (:class:`sweeps.engine.spec.Stall`).
 
@@ -520,8 +536,16 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     algo = algo_config.build_algo()
     built = time.perf_counter() - start
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(), wall=built)
-    stall = (StallDetector(setup.stall_iterations, setup.stall_min_time_s, wall=built)
-             if setup.stall_iterations else None)
+    stall = None
+    if setup.stall_iterations:
+        from envs.latency import split_step_cost
+
+        cost, _ = split_step_cost(setup.env_config)
+        fragment = algo_config.get_rollout_fragment_length()
+        min_time = stall_min_time_s(setup.stall_min_time_s, fragment,
+                                    algo_config.num_envs_per_env_runner,
+                                    cost.latency_ms + cost.cpu_ms)
+        stall = StallDetector(setup.stall_iterations, min_time, wall=built)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
     peak_memory = TrialPeakMemory(algo)
     cadence = Cadence(setup.evaluation_every_s, setup.evaluation_every_env_steps)
