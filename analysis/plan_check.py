@@ -22,10 +22,14 @@ N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):
      their env steps as a lower bound): a power law ``E = c N^d`` in N (sample efficiency
      falls as the replay ratio or the policy lag changes with N), ``d = 0`` with one fitted N.
 
-Both models also report how they fit the N they were fitted on (:data:`FIT_COLUMNS`): the
-residual at each fitted N (in-sample prediction / measured median TTT - 1) and the
+Beside them, the throughput models (:data:`THROUGHPUT_MODELS`): USL and Amdahl fitted to every
+trial's steady env steps/s against N (the pipeline's R(N) is whichever fits better), each
+checked on the held-out N with its own seed-bootstrap interval.
+
+Every model also reports how it fits the N it was fitted on (:data:`FIT_COLUMNS`): the
+residual at each fitted N (in-sample prediction / measured median - 1) and the
 leave-one-N-out cross-validation error there (the model refitted without that N, then asked
-for it). The check names the model with the smaller median absolute cross-validation error
+for it). The check names the TTT model with the smaller median absolute cross-validation error
 (:attr:`PlanCheck.chosen`): a choice made on the fit range, never on the held-out N (Hastie,
 Tibshirani & Friedman, *The Elements of Statistical Learning*, 2nd ed., section 7.10).
 
@@ -56,6 +60,7 @@ __all__ = [
     "MIN_FIT_N",
     "PlanCheck",
     "TABLE_HEADERS",
+    "THROUGHPUT_MODELS",
     "auto_holdout",
     "check_text",
     "fit_range_choice",
@@ -74,8 +79,11 @@ parameters)."""
 CHECK_COLUMNS = ["algorithm", "num_env_runners", "model", "quantity", "predicted", "low", "high",
                  "measured", "measured_low", "measured_high", "error", "inside", "fit_n"]
 
-FIT_COLUMNS = ["algorithm", "model", "num_env_runners", "predicted", "measured", "residual",
-               "cv_predicted", "cv_error"]
+FIT_COLUMNS = ["algorithm", "model", "quantity", "num_env_runners", "predicted", "measured",
+               "residual", "cv_predicted", "cv_error"]
+
+#: The throughput models checked beside the TTT models (on env steps/s), by their fit's name.
+THROUGHPUT_MODELS = {"usl": "USL on throughput", "amdahl": "Amdahl on throughput"}
 
 
 @dataclass
@@ -91,13 +99,15 @@ class PlanCheck:
             lies in [low, high] (None when either is unknown); ``fit_n`` the N the models were fitted on, e.g. "1,2,4".
         components: per trial, :func:`trial_components`.
         notes: what could not be checked and why, one line each.
-        fit: one row per (algorithm, model, fitted N) with :data:`FIT_COLUMNS`, TTT in
-            seconds: ``predicted`` by the model fitted on every fitted N, ``measured`` the
-            median TTT there (inf when not reached), ``residual`` = predicted / measured - 1;
-            ``cv_predicted`` by the model refitted without that N, ``cv_error`` = cv_predicted
-            / measured - 1 (NaN where a refit or the measurement is missing).
-        chosen: per algorithm, the model with the smaller median absolute ``cv_error`` (at
-            least two finite ones), or None when no model has them.
+        fit: one row per (algorithm, model, fitted N) with :data:`FIT_COLUMNS`; ``quantity``
+            "TTT" (seconds: USL/Amdahl on 1/TTT, the pipeline) or "env steps/s" (USL and
+            Amdahl on throughput): ``predicted`` by the model fitted on every fitted N,
+            ``measured`` the median there (TTT: inf when not reached), ``residual`` =
+            predicted / measured - 1; ``cv_predicted`` by the model refitted without that N,
+            ``cv_error`` = cv_predicted / measured - 1 (NaN where a refit or the measurement
+            is missing).
+        chosen: per algorithm, the TTT model with the smaller median absolute ``cv_error``
+            (at least two finite ones), or None when no model has them.
     """
 
     rows: pd.DataFrame
@@ -228,6 +238,51 @@ def _fit_pipeline(comp: pd.DataFrame) -> _Pipeline | None:
     return _Pipeline(np.array([icpt, slope]), rate, steps)
 
 
+def _band(a: np.ndarray, n_resamples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``a`` (resamples x candidates), the 95 % percentile interval over the
+    resamples that gave a finite or infinite prediction; NaN where under half of them did."""
+    lo, hi = np.full(a.shape[1], np.nan), np.full(a.shape[1], np.nan)
+    for j in range(a.shape[1]):
+        col = a[:, j][~np.isnan(a[:, j])]
+        if len(col) >= n_resamples / 2:
+            lo[j] = np.quantile(col, 0.025, method="inverted_cdf")
+            hi[j] = np.quantile(col, 0.975, method="inverted_cdf")
+    return lo, hi
+
+
+def _rate_trials(comp: pd.DataFrame) -> pd.DataFrame:
+    """The trials whose steady rate (and start-up) the throughput models are fitted to."""
+    return comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
+
+
+def _rate_fits(comp: pd.DataFrame) -> dict[str, ScalingFit]:
+    """USL and Amdahl fitted to every trial's steady env steps/s against N (those that could
+    be fitted, by :data:`THROUGHPUT_MODELS` key); empty with fewer than two N."""
+    ok = _rate_trials(comp)
+    if ok["num_env_runners"].nunique() < 2:
+        return {}
+    fits = fit_scaling(ok["num_env_runners"].to_numpy(float), ok["rate"].to_numpy(float))
+    return {k: f for k, f in fits.items() if f.ok}
+
+
+def _rate_of(f: ScalingFit | None, n: float) -> float:
+    return math.nan if f is None else float(f.predict(np.array([float(n)]))[0])
+
+
+def _bootstrap_rate(comp: pd.DataFrame, model: str, cand: np.ndarray, n_resamples: int,
+                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """95 % interval of ``model``'s (``usl``/``amdahl``) throughput at ``cand``: each resample
+    draws every N's trials with replacement and refits."""
+    rng = np.random.default_rng(seed)
+    groups = [g for _, g in _rate_trials(comp).groupby("num_env_runners")]
+    preds = []
+    for _ in range(n_resamples):
+        draw = pd.concat([g.iloc[rng.integers(0, len(g), size=len(g))] for g in groups])
+        f = _rate_fits(draw).get(model)
+        preds.append(f.predict(cand) if f is not None else np.full(cand.shape, np.nan))
+    return _band(np.array(preds), n_resamples)
+
+
 def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
@@ -244,19 +299,8 @@ def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, 
     if not ttts:
         return nan, nan, nan, nan
 
-    def band(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # per candidate, over the resamples that gave a finite or infinite prediction; no
-        # interval where under half of them did
-        lo, hi = nan.copy(), nan.copy()
-        for j in range(a.shape[1]):
-            col = a[:, j][~np.isnan(a[:, j])]
-            if len(col) >= n_resamples / 2:
-                lo[j] = np.quantile(col, 0.025, method="inverted_cdf")
-                hi[j] = np.quantile(col, 0.975, method="inverted_cdf")
-        return lo, hi
-
-    t_lo, t_hi = band(np.array(ttts))
-    r_lo, r_hi = band(np.array(rates))
+    t_lo, t_hi = _band(np.array(ttts), n_resamples)
+    r_lo, r_hi = _band(np.array(rates), n_resamples)
     return t_lo, t_hi, r_lo, r_hi
 
 
@@ -289,8 +333,8 @@ def _pipeline_ttt_of(p: _Pipeline | None, n: float) -> float:
 
 def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | None,
                pc: pd.DataFrame, pipe: _Pipeline | None) -> list[dict]:
-    """Residuals and leave-one-N-out errors of both models at every fitted N
-    (:data:`FIT_COLUMNS`)."""
+    """Residuals and leave-one-N-out errors at every fitted N (:data:`FIT_COLUMNS`): of both
+    TTT models, and of USL and Amdahl on the trials' throughput."""
     out = []
     for _, r in fit_rows.sort_values("num_env_runners").iterrows():
         n = int(r["num_env_runners"])
@@ -300,18 +344,31 @@ def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | 
                 (usl_name, _ttt_of(f, n), _ttt_of(_fit_ttt(others), n)),
                 ("pipeline", _pipeline_ttt_of(pipe, n), _pipeline_ttt_of(
                     _fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n))):
-            out.append({"algorithm": alg, "model": model, "num_env_runners": n,
-                        "predicted": pred, "measured": measured,
+            out.append({"algorithm": alg, "model": model, "quantity": "TTT",
+                        "num_env_runners": n, "predicted": pred, "measured": measured,
+                        "residual": _relative_error(pred, measured), "cv_predicted": cv,
+                        "cv_error": _relative_error(cv, measured)})
+    # the throughput models, on every trial's steady env steps/s
+    rates = _rate_trials(pc)
+    fits = _rate_fits(pc)
+    for n in sorted(int(k) for k in rates["num_env_runners"].unique()):
+        measured = float(rates.loc[rates["num_env_runners"] == n, "rate"].median())
+        left = _rate_fits(pc[pc["num_env_runners"] != n])
+        for key, model in THROUGHPUT_MODELS.items():
+            pred, cv = _rate_of(fits.get(key), n), _rate_of(left.get(key), n)
+            out.append({"algorithm": alg, "model": model, "quantity": "env steps/s",
+                        "num_env_runners": n, "predicted": pred, "measured": measured,
                         "residual": _relative_error(pred, measured), "cv_predicted": cv,
                         "cv_error": _relative_error(cv, measured)})
     return out
 
 
 def _choose(alg: str, fit: pd.DataFrame) -> tuple[str | None, str]:
-    """The model with the smaller median absolute leave-one-N-out error (at least two finite
-    ones), and a note saying so."""
+    """The TTT model with the smaller median absolute leave-one-N-out error (at least two
+    finite ones), and a note saying so."""
     scores = {}
-    for model, g in fit.groupby("model", sort=False):
+    ttt = fit[fit["quantity"] == "TTT"] if "quantity" in fit else fit
+    for model, g in ttt.groupby("model", sort=False):
         e = g["cv_error"].astype(float).abs().dropna()
         if len(e) >= 2:
             scores[model] = (float(e.median()), len(e))
@@ -432,14 +489,27 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
         if pipe is None:
             notes.append(f"{alg}: no pipeline fit on N={label} (too few trials with two "
                          "iterations or a sampling rate)")
-            p_ttt = p_rate = p_lo = p_hi = r_lo = r_hi = np.full(cand.shape, np.nan)
+            p_ttt = p_lo = p_hi = np.full(cand.shape, np.nan)
         else:
             if pipe.steps is None:
                 notes.append(f"{alg}: the pipeline predicts no TTT: no fitted N has a median "
                              "env steps to the target (most seeds censored)")
-            p_ttt, p_rate = pipe.predict(cand)
-            p_lo, p_hi, r_lo, r_hi = _bootstrap_pipeline(pc, cand, n_resamples, seed)
-        # 3. how each model fits its own N, and the one cross-validation prefers
+            p_ttt, _ = pipe.predict(cand)
+            p_lo, p_hi, _, _ = _bootstrap_pipeline(pc, cand, n_resamples, seed)
+            notes.append(f"{alg}: the pipeline's throughput is the "
+                         f"{THROUGHPUT_MODELS[pipe.rate.model]}")
+        # 3. USL and Amdahl on the trials' throughput, each with its own seed bootstrap
+        rate_fits = _rate_fits(pc)
+        throughput = []
+        for key, label_t in THROUGHPUT_MODELS.items():
+            f_r = rate_fits.get(key)
+            if f_r is None:
+                throughput.append((label_t, np.full(cand.shape, np.nan),
+                                   np.full(cand.shape, np.nan), np.full(cand.shape, np.nan)))
+                continue
+            lo_r, hi_r = _bootstrap_rate(pc, key, cand, n_resamples, seed)
+            throughput.append((label_t, f_r.predict(cand), lo_r, hi_r))
+        # 4. how each model fits its own N, and the one cross-validation prefers
         alg_fit = pd.DataFrame(_fit_range(alg, fit_rows, model_name, f, pc, pipe),
                                columns=FIT_COLUMNS)
         fit.append(alg_fit)
@@ -454,8 +524,8 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             for model, q, pred, lo, hi, m, used in (
                     (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas, usl_n),
                     ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas, pipe_n),
-                    ("pipeline", "env steps/s", p_rate[i], r_lo[i], r_hi[i], rate_meas,
-                     pipe_n)):
+                    *((label_t, "env steps/s", pr[i], lo_r[i], hi_r[i], rate_meas, pipe_n)
+                      for label_t, pr, lo_r, hi_r in throughput)):
                 rows.append({
                     "algorithm": alg, "num_env_runners": n, "model": model, "quantity": q,
                     "predicted": float(pred), "low": float(lo), "high": float(hi),
@@ -517,19 +587,22 @@ FIT_CAPTION = ("On the fitted env runner counts: each model's residual, and its 
                "when refitted without that count (leave-one-N-out cross-validation, which "
                "chooses the model).")
 
-FIT_HEADERS = ["algorithm", "model", "fitted N", "predicted TTT (s)", "measured TTT (s)",
-               "residual", "left out: predicted TTT (s)", "left out: error"]
+FIT_HEADERS = ["algorithm", "model", "quantity", "fitted N", "predicted", "measured",
+               "residual", "left out: predicted", "left out: error"]
 
 
 def fit_table_rows(check: PlanCheck) -> list[list[str]]:
     """The fit range as table rows of text (:data:`FIT_HEADERS`): per model and fitted N, the
-    in-sample TTT and residual, and the leave-one-N-out prediction and its error."""
-    num = partial(_quantity, ttt=True)
-
-
-    return [[r["algorithm"], r["model"], str(r["num_env_runners"]), num(r["predicted"]),
-             num(r["measured"]), _pct(r["residual"]), num(r["cv_predicted"]),
-             _pct(r["cv_error"])] for _, r in check.fit.iterrows()]
+    in-sample prediction (TTT in seconds to 0.1, env steps/s to 1) and residual, and the
+    leave-one-N-out prediction and its error."""
+    rows = []
+    for _, r in check.fit.iterrows():
+        ttt = r["quantity"] == "TTT"
+        num = partial(_quantity, ttt=ttt)
+        rows.append([r["algorithm"], r["model"], "TTT (s)" if ttt else "env steps/s",
+                     str(r["num_env_runners"]), num(r["predicted"]), num(r["measured"]),
+                     _pct(r["residual"]), num(r["cv_predicted"]), _pct(r["cv_error"])])
+    return rows
 
 
 def check_text(check: PlanCheck) -> list[str]:

@@ -469,7 +469,7 @@ def _plan_check_lines(data: Study) -> list[str]:
         out += ["", md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
     fit = fit_table_rows(check)
     if fit:
-        out += [FIT_CAPTION, "", md_table(FIT_HEADERS, fit, right=(2, 3, 4, 5, 6, 7)), ""]
+        out += [FIT_CAPTION, "", md_table(FIT_HEADERS, fit, right=tuple(range(3, len(FIT_HEADERS)))), ""]
     out += [f"- {_scrub_paths(n)}" for n in check.notes]
     return out
 

@@ -651,7 +651,7 @@ def _check(data: Study, figs: _Figures) -> str:
     fit = fit_table_rows(check)
     if fit:
         out.append(f'<p class="note">{_esc(FIT_CAPTION)}</p>')
-        out.append(_table(FIT_HEADERS, fit, left=(0, 1)))
+        out.append(_table(FIT_HEADERS, fit, left=(0, 1, 2)))
     out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
     return "".join(out)
 

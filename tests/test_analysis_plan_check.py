@@ -106,9 +106,13 @@ def test_pipeline_predicts_held_out_n_of_a_known_pipeline() -> None:
         assert p["predicted"] == pytest.approx(ttt_true, rel=0.05)
         assert p["low"] <= ttt_true <= p["high"]
         assert p["fit_n"] == "1,2,4"
-        r = rows.loc[(n, "pipeline", "env steps/s")]
+        # the rate follows a USL: its fit on the trials' throughput recovers it, inside its
+        # seed-bootstrap interval; Amdahl, without the contention term, is checked beside it
+        r = rows.loc[(n, "USL on throughput", "env steps/s")]
         assert r["predicted"] == pytest.approx(rate_true, rel=0.05)
+        assert r["low"] <= r["predicted"] <= r["high"]
         assert r["error"] == pytest.approx(r["predicted"] / r["measured"] - 1.0)
+        assert math.isfinite(rows.loc[(n, "Amdahl on throughput", "env steps/s")]["predicted"])
         u = rows.loc[(n, "USL on 1/TTT", "TTT")]
         assert math.isfinite(u["predicted"])
     # the pipeline is closer than USL on 1/TTT where start-up dominates (N = 16)
@@ -116,6 +120,7 @@ def test_pipeline_predicts_held_out_n_of_a_known_pipeline() -> None:
         rows.loc[(16, "USL on 1/TTT", "TTT")]["error"])
     text = "\n".join(check_text(check))
     assert "APEX N=16 TTT by pipeline (fit on N=1,2,4): predicted" in text
+    assert "APEX: the pipeline's throughput is the USL on throughput" in text
 
 
 def test_censored_seeds() -> None:
@@ -208,10 +213,18 @@ def test_fit_range_residuals_and_leave_one_n_out_errors_of_a_known_pipeline() ->
     check fitted on N = 1, 2, 4 makes there; the chosen model has the smaller median |error|."""
     tm, prog, truth = _pipeline_run(np.random.default_rng(0), noise=0.01)
     check = plan_check(tm, summarize_configs(tm), prog, [16], n_resamples=50)
-    fit = check.fit
-    assert list(fit.columns) == FIT_COLUMNS
-    assert set(fit["num_env_runners"]) == {1, 2, 4, 8}  # never the held-out N
-    assert set(fit["model"]) == set(check.rows["model"])
+    assert list(check.fit.columns) == FIT_COLUMNS
+    assert set(check.fit["num_env_runners"]) == {1, 2, 4, 8}  # never the held-out N
+    assert set(check.fit["model"]) == set(check.rows["model"])
+    # USL and Amdahl on throughput: residuals on every fitted N, the USL's small (the truth)
+    rate = check.fit[check.fit["quantity"] == "env steps/s"].set_index(
+        ["model", "num_env_runners"])
+    for n in (1, 2, 4, 8):
+        assert rate.loc[("USL on throughput", n), "measured"] == pytest.approx(
+            truth[n][1], rel=0.05)
+        assert abs(rate.loc[("USL on throughput", n), "residual"]) < 0.05
+        assert math.isfinite(rate.loc[("Amdahl on throughput", n), "cv_error"])
+    fit = check.fit[check.fit["quantity"] == "TTT"]
     pipe = fit[fit["model"] == "pipeline"].set_index("num_env_runners")
     assert (pipe["residual"].abs() < 0.1).all(), pipe
     for n in (1, 2, 4, 8):
@@ -242,6 +255,15 @@ def test_a_left_out_n_never_enters_its_own_cross_validation_fit() -> None:
     a = plan_check(tm, summarize_configs(tm), prog, [16], n_resamples=20).fit
     slow_tm, slow_prog = _slower(tm, prog, 4, 10.0)
     b = plan_check(slow_tm, summarize_configs(slow_tm), slow_prog, [16], n_resamples=20).fit
+    # the throughput models too: N = 4's rate is ten times lower, its left-out prediction
+    # (from N = 1, 2 and 8) unchanged
+    ra, rb = (x[x["quantity"] == "env steps/s"].set_index(["model", "num_env_runners"])
+              for x in (a, b))
+    for model in ("USL on throughput", "Amdahl on throughput"):
+        assert rb.loc[(model, 4), "cv_predicted"] == pytest.approx(ra.loc[(model, 4), "cv_predicted"])
+        assert rb.loc[(model, 4), "measured"] == pytest.approx(ra.loc[(model, 4), "measured"] / 10,
+                                                                rel=0.05)
+    a, b = a[a["quantity"] == "TTT"], b[b["quantity"] == "TTT"]
     a, b = a.set_index(["model", "num_env_runners"]), b.set_index(["model", "num_env_runners"])
     for model in a.index.get_level_values("model").unique():
         assert b.loc[(model, 4), "cv_predicted"] == pytest.approx(a.loc[(model, 4), "cv_predicted"])
