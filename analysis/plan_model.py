@@ -271,13 +271,8 @@ def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: in
                 highs = np.where(xl > 0, 1.0 / xl, np.where(np.isfinite(xl), np.inf, np.nan))
     for n in candidates:
         if n in meas:
-            r = meas[n]
-            if not np.isfinite(r["ttt_s"]):
-                continue
-            rows.append({"num_env_runners": n, "ttt_s": float(r["ttt_s"]),
-                         "ttt_low_s": float(r["ttt_low_s"]), "ttt_high_s": float(r["ttt_high_s"]),
-                         "source": "measured", "extrapolated": False,
-                         "config_id": r["config_id"]})
+            if np.isfinite(meas[n]["ttt_s"]):
+                rows.append(_measured_row(n, meas[n]))
         elif fit is not None:
             x = float(fit.predict(n))
             if not x > 0:
