@@ -224,15 +224,24 @@ def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[lis
 def break_even_words(rows: pd.DataFrame, kind: str) -> str:
     """The earliest predicted break-even of :func:`break_even_rows` in plain words (``kind``:
     ``"waiting"`` or ``"CPU-bound"``)."""
-    dist = rows[~rows["reference"] & np.isfinite(rows["break_even_ms"].astype(float))]
+    words = _earliest_words(rows, kind)
+    if "no configuration measured" not in words:
+        words = words.removesuffix(".") + ", the earliest of the configurations measured."
+    return f"In plain words: {words[0].lower()}{words[1:]}"
+
+
+def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
+    """The configuration with the lowest finite break-even among ``rows`` (of
+    :func:`break_even_rows` or :func:`held_out_rows`), as a sentence."""
+    dist = rows[~rows["reference"].astype(bool)]
+    dist = dist[np.isfinite(dist["break_even_ms"].astype(float))]
     if not len(dist):
-        return ("In plain words: no configuration measured is predicted to beat one process at "
-                "any env cost on this machine.")
+        return (f"On this machine, with {kind} envs, no configuration measured is predicted to "
+                "beat one process at any env cost.")
     first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
-    return (f"In plain words: on this machine, with {kind} envs, {first['algorithm']} "
-            f"with {first['num_env_runners']} env runners is predicted to beat one process "
-            f"from ~{first['break_even_ms']:.0f} ms per env step, the earliest of the "
-            "configurations measured.")
+    return (f"On this machine, with {kind} envs, {first['algorithm']} with "
+            f"{int(first['num_env_runners'])} env runners is predicted to beat one process "
+            f"from ~{first['break_even_ms']:.0f} ms per env step.")
 
 
 def cost_kind(data: Study) -> str:
@@ -342,16 +351,7 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
     if rows.empty:
         return "No held-out check: the fit run has no single-process reference with parts."
     dist = rows[~rows["reference"]]
-    finite = dist[dist["break_even_ms"].apply(math.isfinite)]
-    parts = []
-    if len(finite):
-        first = finite.loc[finite["break_even_ms"].idxmin()]
-        parts.append(f"On this machine, with {kind} envs, {first['algorithm']} with "
-                     f"{int(first['num_env_runners'])} env runners is predicted to beat one "
-                     f"process from ~{first['break_even_ms']:.0f} ms per env step.")
-    else:
-        parts.append(f"On this machine, with {kind} envs, no configuration measured is "
-                     "predicted to beat one process at any env cost.")
+    parts = [_earliest_words(rows, kind)]
     decided = dist[dist["measured_beats"].isin(["yes", "no"])]
     agree = int((decided["predicted_beats"] == (decided["measured_beats"] == "yes")).sum())
     parts.append(f"Of {len(dist)} held-out cells, {len(decided)} have a measured absolute "

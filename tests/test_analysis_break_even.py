@@ -83,3 +83,63 @@ def test_the_interval_resamples_seeds_and_the_limiting_part_is_the_largest_term(
     assert limiting_part(p, 0.5)[0] == "env"
     key, share = limiting_part(Parts("X", 1, 1, 0.1, 1000.0, 0.010, 10.0), 0.001)
     assert key == "overhead" and share == pytest.approx(10.0 / (0.1 + 10.0 + 1.0))
+
+
+BREAK_EVEN = REPO / "docs" / "data" / "cabs_break_even"
+FIT_4MS, HELD_30MS, HELD_60MS = (BREAK_EVEN / r for r in (
+    "20261126-131202", "20261126-131653", "20261126-132828"))
+
+
+def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
+    """The study's runs at 30 and 60 ms per step: each cell's prediction is the fit run's
+    parts at that cost, whatever the held-out run measured (its trials made ten times
+    slower change the measured side and the error, never the prediction)."""
+    import dataclasses
+
+    from analysis.break_even import held_out_rows, measured_parts
+
+    fit = analyse(load_results(FIT_4MS))
+    held = [analyse(load_results(HELD_30MS)), analyse(load_results(HELD_60MS))]
+    rows = held_out_rows(fit, held)
+    assert sorted(set(rows["env_cost_ms"])) == [30.0, 60.0]
+    assert len(rows) == 6 and rows["reference"].sum() == 2  # the reference, 8 and 16 per cost
+    ref, parts = measured_parts(fit)
+    by_n = {p.num_env_runners: p for p in parts}
+    for _, r in rows.iterrows():
+        p = ref if r["reference"] else by_n[r["num_env_runners"]]
+        assert r["predicted_ttt_s"] == pytest.approx(predict_ttt(p, r["env_cost_ms"] / 1000.0))
+        assert r["ttt_error"] == pytest.approx(r["predicted_ttt_s"] / r["ttt_s"] - 1.0)
+    slow = held[1]
+    slow = dataclasses.replace(slow, summary=slow.summary.assign(
+        ttt_s=slow.summary["ttt_s"] * 10), tm=slow.tm.assign(
+        steps_to_target=slow.tm["steps_to_target"] * 10, duration_s=slow.tm["duration_s"] * 10))
+    again = held_out_rows(fit, [held[0], slow])
+    assert again["predicted_ttt_s"].tolist() == pytest.approx(rows["predicted_ttt_s"].tolist())
+    at_60 = again["env_cost_ms"] == 60.0
+    assert again.loc[at_60, "ttt_s"].tolist() == pytest.approx(
+        (rows.loc[at_60, "ttt_s"] * 10).tolist())
+
+
+def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost():
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--break-even", "--held-out",
+         f"{HELD_30MS},{HELD_60MS}", "--env-cost-ms", "60", "--deadline", "100s"],
+        capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "Held-out env costs" in out and "predicted to beat one process from ~42 ms" in out
+    assert "limited by" in out and "Answer at 60 ms per env step (fewest CPUs within" in out
+    bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--held-out",
+                          str(HELD_30MS)], capture_output=True, text=True, cwd=REPO,
+                         timeout=120)
+    assert bad.returncode == 2 and "--held-out: only with --break-even" in bad.stderr
+
+
+def test_the_report_checks_the_held_out_costs(tmp_path):
+    from analysis.report import write_report
+
+    out = write_report(FIT_4MS, tmp_path / "report.html", held_out=[HELD_30MS, HELD_60MS])
+    page = out.read_text()
+    assert "Break-even env cost" in page and "Break-even checked at other env costs" in page
+    # one row per held-out cell: the reference, 8 and 16 env runners at each cost
+    assert page.count('<td class="">30</td>') == page.count('<td class="">60</td>') == 3

@@ -126,3 +126,68 @@ def test_the_device_pages_n15_sweep_file_resolves_to_the_run_it_cites():
         recorded.pop(key, None)
         resolved.pop(key, None)
     assert resolved == recorded
+
+
+def test_the_break_even_runs_are_the_sweep_file_at_their_env_costs():
+    """docs/break_even.md's three runs are ``sweeps/cabs_break_even.py`` with ``--env-config
+    step_latency_ms=C``: each run's spec.json is the file's sweep with that one key changed."""
+    import json
+
+    from sweeps.cabs_break_even import SWEEP
+
+    for run, cost in (("20261126-131202", 4), ("20261126-131653", 30),
+                      ("20261126-132828", 60)):
+        recorded = json.loads((ROOT / "docs/data/cabs_break_even" / run / "spec.json")
+                              .read_text())
+        resolved = json.loads(SWEEP.model_copy(update={"env_config": {
+            **SWEEP.env_config, "step_latency_ms": cost}}).model_dump_json())
+        for key in ("target", "schema_version", "source_file", "seeds"):
+            recorded.pop(key, None)
+            resolved.pop(key, None)
+        assert resolved == recorded, run
+
+
+def test_the_break_even_pages_sentences_match_its_runs():
+    """docs/break_even.md's sentences quote the fit run's parts and the held-out cells: the
+    break-even of 8 and 16 env runners, the prediction errors, the 60 ms speedup, the env
+    steps against the reference's, the start-up of 16 env runners and the speedup's bound."""
+    from analysis.break_even import held_out_rows, measured_parts
+    from analysis.load import load_results
+    from analysis.study import analyse
+
+    page = " ".join((ROOT / "docs/break_even.md").read_text().split())
+    runs = ROOT / "docs/data/cabs_break_even"
+    fit = analyse(load_results(runs / "20261126-131202"))
+    held = [analyse(load_results(runs / r)) for r in ("20261126-131653", "20261126-132828")]
+    rows = held_out_rows(fit, held)
+    dist = rows[~rows["reference"]].set_index(["env_cost_ms", "num_env_runners"])
+    be = dist.groupby(level="num_env_runners")["break_even_ms"].first()
+    assert f"break-even at ~{be[16]:.0f} ms per env step and 8 env runners' at ~{be[8]:.0f} ms" \
+        in page
+    lo, hi = (round(100 * e) for e in (rows["ttt_error"].abs().min(),
+                                       rows["ttt_error"].abs().max()))
+    assert f"predicts the held-out costs within {hi} %" in page
+    assert f"lies {lo}-{hi} % from the measured median" in page
+    c60 = dist.loc[(60.0, 16)]
+    assert (f"measured {c60['abs_speedup']:.2f}x [{c60['abs_speedup_low']:.2f}, "
+            f"{c60['abs_speedup_high']:.2f}] against the predicted "
+            f"{c60['predicted_abs_speedup']:.2f}x") in page
+    ref, parts = measured_parts(fit)
+    p16 = next(p for p in parts if p.num_env_runners == 16)
+    assert f"{p16.steps / ref.steps:.1f}x the reference's env steps" in page
+    assert f"take {p16.startup_s:.0f} s to start" in page
+    bound = 16 * ref.steps / p16.steps
+    assert f"16 x {ref.steps:,.0f} / {p16.steps:,.0f} = {bound:.1f}x" in page
+    crossover = p16.startup_s * p16.lanes / p16.steps * 1000  # start-up = env cost term
+    assert f"start-up up to ~{crossover:.0f} ms per step" in page
+    # the cell beyond, on fresh seeds: the first speedup whose interval lies above 1
+    far = analyse(load_results(ROOT / "docs/data/cabs_break_even_120ms/20261126-140710"))
+    c120 = held_out_rows(fit, [far]).set_index("num_env_runners")
+    assert set(far.tm["seed"]) == {3, 4, 5, 6, 7}
+    r16, r0 = c120.loc[16], c120.loc[0]
+    assert r16["measured_beats"] == "yes"
+    assert (f"120 ms per step, {r16['abs_speedup']:.2f}x [{r16['abs_speedup_low']:.2f}, "
+            f"{r16['abs_speedup_high']:.2f}]") in page
+    assert f"The model predicted {r16['predicted_abs_speedup']:.2f}x there" in page
+    assert r16["ttt_error"] < 0 and f"missed 16 env runners' TTT by {100 * r16['ttt_error']:.0f} %" in page
+    assert f"+{100 * r0['ttt_error']:.0f} % for it" in page
