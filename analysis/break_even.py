@@ -42,7 +42,7 @@ __all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even
            "step_cost_ms", "held_out_rows", "HELD_OUT_HEADERS", "held_out_table_rows",
            "held_out_verdict", "break_even_headers", "break_even_table_rows",
            "break_even_words", "cost_kind", "predict_interval", "limiting_part", "PART_NAMES",
-           "plan_at_cost"]
+           "plan_at_cost", "run_table"]
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,19 @@ def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
     return (f"On this machine, with {kind} envs, {first['algorithm']} with "
             f"{int(first['num_env_runners'])} env runners is predicted to beat one process "
             f"from ~{first['break_even_ms']:.0f} ms per env step.")
+
+
+def run_table(data: Study) -> tuple[list[str], list[list[str]], str] | None:
+    """A run's own break-even table, as the report and the pages show it: ``(headers, cells,
+    the earliest break-even in plain words)`` with predictions at the run's step cost and
+    twice it (at 0 ms for a run without one); None without a reference with parts."""
+    cost = step_cost_ms(data)
+    costs = [cost, 2 * cost] if cost > 0 else [0.0]
+    rows = break_even_rows(data, costs)
+    if rows.empty or not rows["reference"].any():
+        return None
+    return (break_even_headers(costs), break_even_table_rows(rows, costs),
+            break_even_words(rows, cost_kind(data)))
 
 
 def cost_kind(data: Study) -> str:

@@ -172,24 +172,13 @@ def _break_even(data: Study) -> str:
     """Per configuration, its measured parts, the env cost above which it beats the
     reference (:mod:`analysis.break_even`) and its predicted TTT at the run's own step cost
     and at twice it."""
-    from analysis.break_even import (
-        break_even_headers,
-        break_even_rows,
-        break_even_table_rows,
-        break_even_words,
-        cost_kind,
-        step_cost_ms,
-    )
+    from analysis.break_even import run_table
 
-    cost = step_cost_ms(data)
-    costs = [cost, 2 * cost] if cost > 0 else [0.0]
-    rows = break_even_rows(data, costs)
-    if rows.empty or not rows["reference"].any():
+    table = run_table(data)
+    if table is None:
         return "No break-even: the run has no single-process reference with measured parts."
-    head = break_even_headers(costs)
-    return (md_table(head, break_even_table_rows(rows, costs), right=tuple(range(1, len(head))))
-            + "\n\n"
-            + break_even_words(rows, cost_kind(data)))
+    head, cells, words = table
+    return md_table(head, cells, right=tuple(range(1, len(head)))) + "\n\n" + words
 
 
 def _break_even_check(data: Study, held: list[Study]) -> str:

@@ -663,29 +663,23 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
     reference with measured parts."""
     from analysis.break_even import (
         HELD_OUT_HEADERS,
-        break_even_headers,
-        break_even_rows,
-        break_even_table_rows,
-        break_even_words,
         cost_kind,
         held_out_rows,
         held_out_table_rows,
         held_out_verdict,
-        step_cost_ms,
+        run_table,
     )
 
-    cost = step_cost_ms(data)
-    costs = [cost, 2 * cost] if cost > 0 else [0.0]
-    rows = break_even_rows(data, costs)
-    if rows.empty or not rows["reference"].any():
+    table = run_table(data)
+    if table is None:
         return ""
+    head, cells, words = table
     out = ["<h3>Break-even env cost</h3>",
            '<p class="note">TTT(c) = start-up + env steps &times; (overhead + c) / env runners, '
            "from this run's measured parts; above its break-even cost a configuration is "
            "predicted to beat the single-process reference. Reproduce with <code>python -m "
            "analysis.plan RESULTS_DIR --break-even</code>.</p>",
-           _table(break_even_headers(costs), break_even_table_rows(rows, costs)),
-           f'<p class="note">{_esc(break_even_words(rows, cost_kind(data)))}</p>']
+           _table(head, cells), f'<p class="note">{_esc(words)}</p>']
     if held:
         checked = held_out_rows(data, held)
         out.append("<h3>Break-even checked at other env costs</h3>")
