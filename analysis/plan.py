@@ -309,7 +309,12 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     configurations' TTT predicted from this run's parts against what was measured."""
     from rich.table import Table
 
-    from analysis.break_even import break_even_headers, break_even_rows, break_even_table_rows
+    from analysis.break_even import (
+        break_even_headers,
+        break_even_rows,
+        break_even_table_rows,
+        plan_at_cost,
+    )
     from analysis.study import analyse
 
     fit = analyse(res, target)
@@ -328,8 +333,6 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     for cells in break_even_table_rows(rows, costs):
         table.add_row(*cells)
     console.print(table)
-    from analysis.break_even import plan_at_cost
-
     for c in costs:
         console.print(f"[bold]At {c:g} ms per env step[/bold]")
         for line in plan_at_cost(fit, c, deadline_s):
