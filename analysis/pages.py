@@ -212,23 +212,32 @@ MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
     "break_even_check": _break_even_check}
 
 
-def render(name: str, run_dir: str | Path) -> str:
+def render(name: str, run_dir: str | Path,
+           studies: dict[Path, Study] | None = None) -> str:
     """Region ``name`` of the run in ``run_dir``, as a page holds it (ending in a newline).
     For a region of :data:`MULTI_RUN_REGIONS`, ``run_dir`` is ``RUN+RUN2+...``: the run, then
-    the names of its held-out sibling runs.
+    the names of its held-out sibling runs. ``studies``: runs already analysed, by resolved
+    path (a page's regions share it, so each run is analysed once); filled as runs are read.
 
     Raises:
         KeyError: no such region; ResultsError: a run cannot be read.
     """
+    studies = {} if studies is None else studies
+
+    def study(path: str | Path) -> Study:
+        key = Path(path).resolve()
+        if key not in studies:
+            studies[key] = analyse(load_results(path))
+        return studies[key]
+
     if name in MULTI_RUN_REGIONS:
         first, *others = str(run_dir).split("+")
-        siblings = [analyse(load_results(Path(first).parent / o)) for o in others]
-        text = MULTI_RUN_REGIONS[name](analyse(load_results(first)), siblings)
-        return text.rstrip("\n") + "\n"
+        siblings = [study(Path(first).parent / o) for o in others]
+        return MULTI_RUN_REGIONS[name](study(first), siblings).rstrip("\n") + "\n"
     if name not in REGIONS:
         known = ", ".join([*REGIONS, *MULTI_RUN_REGIONS])
         raise KeyError(f"no generated region {name!r} (known: {known})")
-    return REGIONS[name](analyse(load_results(run_dir))).rstrip("\n") + "\n"
+    return REGIONS[name](study(run_dir)).rstrip("\n") + "\n"
 
 
 def regions_of(page: str | Path) -> list[tuple[str, str, str]]:
@@ -242,11 +251,12 @@ def stale_regions(page: str | Path) -> list[str]:
     as ``"name from run"``; empty when every number on it matches its data."""
     page = Path(page)
     cache: dict[tuple[str, str], str] = {}
+    studies: dict[Path, Study] = {}
     stale = []
     for name, run, body in regions_of(page):
         key = (name, run)
         if key not in cache:
-            cache[key] = render(name, page.parent / run)
+            cache[key] = render(name, page.parent / run, studies)
         if cache[key] != body:
             stale.append(f"{name} from {run}")
     return stale
@@ -258,10 +268,11 @@ def fill_page(page: str | Path) -> int:
     page = Path(page)
     text = page.read_text()
     changed = 0
+    studies: dict[Path, Study] = {}
 
     def sub(m: re.Match) -> str:
         nonlocal changed
-        body = render(m["name"], page.parent / m["run"])
+        body = render(m["name"], page.parent / m["run"], studies)
         changed += body != m["body"]
         return f"<!-- generated: {m['name']} from {m['run']} -->\n{body}<!-- end generated -->"
 

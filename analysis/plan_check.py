@@ -269,18 +269,20 @@ def _rate_of(f: ScalingFit | None, n: float) -> float:
     return math.nan if f is None else float(f.predict(np.array([float(n)]))[0])
 
 
-def _bootstrap_rate(comp: pd.DataFrame, model: str, cand: np.ndarray, n_resamples: int,
-                    seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """95 % interval of ``model``'s (``usl``/``amdahl``) throughput at ``cand``: each resample
-    draws every N's trials with replacement and refits."""
+def _bootstrap_rates(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
+                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """95 % interval of each throughput model's (:data:`THROUGHPUT_MODELS`) prediction at
+    ``cand``: each resample draws every N's trials with replacement and refits both models."""
     rng = np.random.default_rng(seed)
     groups = [g for _, g in _rate_trials(comp).groupby("num_env_runners")]
-    preds = []
+    preds: dict[str, list[np.ndarray]] = {key: [] for key in THROUGHPUT_MODELS}
     for _ in range(n_resamples):
         draw = pd.concat([g.iloc[rng.integers(0, len(g), size=len(g))] for g in groups])
-        f = _rate_fits(draw).get(model)
-        preds.append(f.predict(cand) if f is not None else np.full(cand.shape, np.nan))
-    return _band(np.array(preds), n_resamples)
+        fits = _rate_fits(draw)
+        for key, out in preds.items():
+            f = fits.get(key)
+            out.append(f.predict(cand) if f is not None else np.full(cand.shape, np.nan))
+    return {key: _band(np.array(v), n_resamples) for key, v in preds.items()}
 
 
 def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
@@ -500,15 +502,15 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                          f"{THROUGHPUT_MODELS[pipe.rate.model]}")
         # 3. USL and Amdahl on the trials' throughput, each with its own seed bootstrap
         rate_fits = _rate_fits(pc)
+        bands = _bootstrap_rates(pc, cand, n_resamples, seed) if rate_fits else {}
+        nan = np.full(cand.shape, np.nan)
         throughput = []
         for key, label_t in THROUGHPUT_MODELS.items():
             f_r = rate_fits.get(key)
             if f_r is None:
-                throughput.append((label_t, np.full(cand.shape, np.nan),
-                                   np.full(cand.shape, np.nan), np.full(cand.shape, np.nan)))
+                throughput.append((label_t, nan, nan, nan))
                 continue
-            lo_r, hi_r = _bootstrap_rate(pc, key, cand, n_resamples, seed)
-            throughput.append((label_t, f_r.predict(cand), lo_r, hi_r))
+            throughput.append((label_t, f_r.predict(cand), *bands[key]))
         # 4. how each model fits its own N, and the one cross-validation prefers
         alg_fit = pd.DataFrame(_fit_range(alg, fit_rows, model_name, f, pc, pipe),
                                columns=FIT_COLUMNS)
