@@ -189,6 +189,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert spec["target"]["value"] == pytest.approx(0.5 * spec["target"]["optimal_return"])
     env = json.loads((run_dir / "environment.json").read_text())
     assert env["versions"]["ray"] == "2.60.0" and env["cpu_count"] >= 1
+    assert 1 <= env["usable_cores"] <= env["cpu_count"]
     assert env["finished_at"] and env["nodes"]
     assert (run_dir / "optuna.db").exists() and (run_dir / "tune").is_dir()
     assert "Traceback" not in proc.stderr

@@ -637,7 +637,8 @@ def _number(x: Any) -> float:
 
 
 def environment_info(command: list[str], ray_address: str, nodes: list[dict]) -> dict[str, Any]:
-    """environment.json: versions, CPU model and count, memory, nodes, git revision."""
+    """environment.json: versions, CPU model and count, the cores this process may use (its CPU
+    affinity: ``taskset -c 0`` gives 1), memory, nodes, git revision."""
     import importlib.metadata as md
 
     def version(pkg: str) -> str:
@@ -676,6 +677,8 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
         "platform": platform.platform(),
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count(),
+        "usable_cores": (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                         else os.cpu_count()),
         "memory_gib": round(mem_gib, 1),
         "nodes": nodes,
         "git_revision": rev or "unknown",
