@@ -28,12 +28,14 @@ serial + parallel split with the start-up as the serial part; the suite's plan c
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import fmt_s
+from analysis.catalogue import VMSize, nodes_for, run_cost_usd
+from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_check import trial_components
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
@@ -386,12 +388,16 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
     return " ".join(parts)
 
 
-def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None) -> list[str]:
+def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
+                 vms: Sequence[VMSize] = ()) -> list[str]:
     """The break-even model read for a user at one env cost: per configuration (the reference
-    first), its predicted TTT with a seed-bootstrap interval, the predicted absolute speedup,
-    the part that limits it and how many env steps per lane it needs against the
-    reference's; then the answer (the fastest, or the cheapest in CPUs within
-    ``deadline_s``) and whether it beats one process. One line each; empty without parts."""
+    first), its predicted TTT with a seed-bootstrap interval, its CPUs and, given ``vms``,
+    the cheapest way to rent them for one run (VM count x size, dollars at pay-as-you-go
+    prices for the predicted TTT: :func:`analysis.catalogue.nodes_for`,
+    :func:`analysis.catalogue.run_cost_usd`), the predicted absolute speedup, the part that
+    limits it and how many env steps per lane it needs against the reference's; then the
+    answer (the fastest, or the cheapest in CPUs within ``deadline_s``) and whether it beats
+    one process. One line each; empty without parts."""
     ref, parts = measured_parts(data)
     if ref is None and not parts:
         return []
@@ -408,6 +414,7 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None) -
         n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
         line = (f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
                 + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
+                + _rent_words(n_cpu, t, vms)
                 + f"; limited by {PART_NAMES[part]} ({share:.0%} of it)")
         if p is not ref and ref is not None:
             line += (f"; absolute speedup {ref_ttt / t:.2f}x; it needs {p.steps / ref.steps:.1f}x "
@@ -433,6 +440,22 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None) -
     lines.append(f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}, predicted "
                  f"{fmt_s(pick[0])}; {verdict}.")
     return lines
+
+
+def _rent_words(cpus: float, ttt_s: float, vms: Sequence[VMSize]) -> str:
+    """``" (1 x Standard_D4s_v5, $0.01 a run)"``: the cheapest VM size and count among ``vms``
+    (CPU-only sizes first) for ``cpus`` CPUs over ``ttt_s`` seconds; empty without one."""
+    if not (math.isfinite(cpus) and math.isfinite(ttt_s)) or not vms:
+        return ""
+    options = []
+    for vm in vms:
+        nodes = nodes_for(cpus, 0.0, vm)
+        if nodes is not None:
+            options.append((vm.gpus > 0, run_cost_usd(ttt_s, nodes, vm), nodes, vm.name))
+    if not options:
+        return ""
+    _, usd, nodes, name = min(options)
+    return f" ({nodes} x {name}, {fmt_usd(usd)} a run)"
 
 
 def _cpus_per_configuration(data: Study) -> dict[tuple[str, int], float]:

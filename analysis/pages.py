@@ -30,7 +30,10 @@ Regions (:data:`REGIONS`):
   reference, and its predicted TTT at the run's step cost and twice it;
 - ``break_even_check`` (``from data/<sweep>/RUN+RUN2+RUN3``): the same study's runs at other
   env costs, each configuration's TTT predicted from RUN's parts against what was measured,
-  and the verdict in plain words.
+  and the verdict in plain words;
+- ``transfer_check`` (``from data/<sweep>/RUN+../<other sweep>/RUN2``): RUN's parts carried to
+  the machine RUN2 ran on (its recorded usable cores, the same per-core speed) by
+  :func:`analysis.transfer.transfer`, against what RUN2 measured, in plain words after.
 """
 
 from __future__ import annotations
@@ -201,6 +204,26 @@ def _break_even_check(data: Study, held: list[Study]) -> str:
             + held_out_verdict(rows, cost_kind(data)))
 
 
+def _transfer_check(data: Study, measured: list[Study]) -> str:
+    """``data`` predicted on the machine of ``measured[0]`` (its usable cores; the same core
+    speed) and compared with it (:func:`analysis.transfer.check_rows`)."""
+    from analysis.transfer import (
+        CHECK_HEADERS,
+        Machine,
+        check_rows,
+        check_table_rows,
+        check_words,
+        source_cores,
+        transfer,
+    )
+
+    target = measured[0]
+    machine = Machine(source_cores(target))
+    rows = check_rows(transfer(data, machine), target)
+    return (md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 3, 4, 5, 7))
+            + "\n\n" + check_words(rows, source_cores(data), machine))
+
+
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
 REGIONS: dict[str, Callable[[Study], str]] = {
     "answer": _answer, "headline": _headline, "run": _run, "components": _components,
@@ -209,7 +232,7 @@ REGIONS: dict[str, Callable[[Study], str]] = {
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
-    "break_even_check": _break_even_check}
+    "break_even_check": _break_even_check, "transfer_check": _transfer_check}
 
 
 def render(name: str, run_dir: str | Path,

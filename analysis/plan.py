@@ -194,6 +194,21 @@ def main(argv: list[str] | None = None) -> int:
                         "(sweeps.run FILE --env-config step_latency_ms=C); each "
                         "configuration's TTT there is predicted from this run's parts and "
                         "compared with what was measured")
+    p.add_argument("--transfer", action="store_true",
+                   help="instead of a plan: predict another machine from the run's measured "
+                        "parts (CPU per env step, start-up, env steps to the target) and the "
+                        "machine's --cores and --core-speed, as a roofline (analysis.transfer)")
+    p.add_argument("--cores", type=float,
+                   help="with --transfer: the target machine's usable cores")
+    p.add_argument("--core-speed", type=float, default=1.0,
+                   help="with --transfer: the target's per-core speed over the measured "
+                        "machine's (default 1: the same cores)")
+    p.add_argument("--source-cores", type=float,
+                   help="with --transfer: the cores the run could use (default: its "
+                        "environment.json's usable_cores, else cpu_count)")
+    p.add_argument("--check", metavar="RUN",
+                   help="with --transfer: the same study measured on the target machine, "
+                        "compared with the prediction (none of its parts enters it)")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -236,6 +251,19 @@ def main(argv: list[str] | None = None) -> int:
         if held_dirs and not args.break_even:
             raise ValueError("--held-out: only with --break-even")
         held = [load_results(d) for d in held_dirs]
+        transfer_opts = [("--cores", args.cores), ("--source-cores", args.source_cores),
+                         ("--check", args.check)]
+        if not args.transfer:
+            given = [name for name, v in transfer_opts if v is not None]
+            if given or args.core_speed != 1.0:
+                raise ValueError(f"{(given or ['--core-speed'])[0]}: only with --transfer")
+        elif args.cores is None or not args.cores > 0:
+            raise ValueError("--transfer needs --cores > 0: the target machine's usable cores")
+        elif not args.core_speed > 0:
+            raise ValueError(f"--core-speed {args.core_speed:g}: must be > 0")
+        elif args.source_cores is not None and not args.source_cores > 0:
+            raise ValueError(f"--source-cores {args.source_cores:g}: must be > 0")
+        checked = load_results(args.check) if args.check else None
         if holdout is not None and args.steps_to_target is not None:
             raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
                              "run's own TTTs)")
@@ -245,8 +273,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{prog}: error: {exc}\n")
         return EXIT_BAD_INPUT
     console = Console(width=max(Console().width, 120))
+    if args.transfer:
+        try:
+            return _transfer_main(res, args.target, args, checked, console)
+        except ValueError as exc:
+            sys.stderr.write(f"{prog}: error: {exc}\n")
+            return EXIT_BAD_INPUT
     if args.break_even:
-        return _break_even_main(res, args.target, costs, console, held, deadline)
+        return _break_even_main(res, args.target, costs, console, held, deadline, vms)
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -301,10 +335,11 @@ def _parse_costs(text: str) -> list[float]:
 
 
 def _break_even_main(res, target, costs: list[float], console, held: list | None = None,
-                     deadline_s: float | None = None) -> int:
+                     deadline_s: float | None = None, vms: list | None = None) -> int:
     """``--break-even``: the measured parts, the break-even env cost per configuration and
     the predicted TTT at each of ``costs`` (ms per env step), then at each cost the plan
-    read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``);
+    read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``,
+    rented from ``vms``);
     with ``held`` (loaded runs of the same study at other env costs), each of their
     configurations' TTT predicted from this run's parts against what was measured."""
     from rich.table import Table
@@ -335,10 +370,69 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     console.print(table)
     for c in costs:
         console.print(f"[bold]At {c:g} ms per env step[/bold]")
-        for line in plan_at_cost(fit, c, deadline_s):
+        for line in plan_at_cost(fit, c, deadline_s, vms or ()):
             console.print(f"- {line}", highlight=False, soft_wrap=True)
     if held:
         _print_held_out(fit, [analyse(h, target) for h in held], console)
+    return 0
+
+
+def _transfer_main(res, target, args, checked, console) -> int:
+    """``--transfer``: each configuration predicted on the machine ``--cores`` x
+    ``--core-speed`` from the run's parts (:func:`analysis.transfer.transfer`), then, with
+    ``checked`` (the same study measured there), the prediction against the measurement.
+
+    Raises:
+        ValueError: the run's cores are unknown and ``--source-cores`` was not given.
+    """
+    from rich.table import Table
+
+    from analysis.study import analyse
+    from analysis.transfer import (
+        CHECK_HEADERS,
+        Machine,
+        check_rows,
+        check_table_rows,
+        check_words,
+        source_cores,
+        transfer,
+    )
+
+    data = analyse(res, target)
+    machine = Machine(args.cores, args.core_speed)
+    k0 = args.source_cores if args.source_cores is not None else source_cores(data)
+    predicted = transfer(data, machine, cores=k0)
+    console.print(f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
+                  f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
+                  "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py)")
+    console.print("From the measured machine: CPU per env step, start-up (serial part and per "
+                  "env runner), env steps to the target. From the target: its cores and "
+                  "per-core speed.", highlight=False, soft_wrap=True)
+    if not predicted:
+        console.print("No prediction: no configuration reached the target in two iterations "
+                      "or more.")
+        return 0
+    table = Table(show_lines=False)
+    for c in ("configuration", "CPU per env step (ms)", "binding ceiling", "env steps/s",
+              "start-up", "env steps to target", "predicted TTT [95%]"):
+        table.add_column(c, justify="left" if c == "configuration" else "right")
+    for p in predicted:
+        name = (f"{p.algorithm} (reference)" if p.reference
+                else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
+        table.add_row(name, f"{p.cpu_ms_per_step:.1f}", p.ceiling, f"{p.rate:.0f}",
+                      fmt_s(p.startup_s), f"{p.steps:,.0f}",
+                      f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]")
+    console.print(table)
+    if checked is not None:
+        rows = check_rows(predicted, analyse(checked, target))
+        console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
+        table = Table(show_lines=False)
+        for c in CHECK_HEADERS:
+            table.add_column(c, justify="left" if c == "configuration" else "right")
+        for cells in check_table_rows(rows):
+            table.add_row(*cells)
+        console.print(table)
+        console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
     return 0
 
 

@@ -123,12 +123,16 @@ def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
 def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost():
     proc = subprocess.run(
         [sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--break-even", "--held-out",
-         f"{HELD_30MS},{HELD_60MS}", "--env-cost-ms", "60", "--deadline", "100s"],
+         f"{HELD_30MS},{HELD_60MS}", "--env-cost-ms", "60", "--deadline", "100s",
+         "--vm", "Standard_D4s_v5"],
         capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
     assert "Held-out env costs" in out and "predicted to beat one process from ~42 ms" in out
     assert "limited by" in out and "Answer at 60 ms per env step (fewest CPUs within" in out
+    # each configuration's VMs: 2 CPUs fit one 4-vCPU VM, and a run costs its TTT's share of
+    # an hour at the catalogue's price
+    assert out.count("(1 x Standard_D4s_v5, $") == 3
     bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--held-out",
                           str(HELD_30MS)], capture_output=True, text=True, cwd=REPO,
                          timeout=120)

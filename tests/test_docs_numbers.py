@@ -191,3 +191,53 @@ def test_the_break_even_pages_sentences_match_its_runs():
     assert f"The model predicted {r16['predicted_abs_speedup']:.2f}x there" in page
     assert r16["ttt_error"] < 0 and f"missed 16 env runners' TTT by {100 * r16['ttt_error']:.0f} %" in page
     assert f"+{100 * r0['ttt_error']:.0f} % for it" in page
+
+
+def test_the_transfer_pages_sentences_match_its_runs():
+    """docs/transfer.md's sentences quote the one-core -> two-core check: start-up and sampling
+    rate predicted against measured, the CPU per env step of 2 env runners on each machine,
+    the reference's env steps per seed set, the TTT error and the absolute speedups; the runs
+    are the sweep files at one core and two."""
+    import json
+
+    from analysis.break_even import measured_parts
+    from analysis.load import load_results
+    from analysis.study import analyse
+    from analysis.transfer import Machine, _startup_line, check_rows, transfer
+
+    page = " ".join((ROOT / "docs/transfer.md").read_text().split())
+    one_dir = ROOT / "docs/data/cabs_transfer/20261126-171605"
+    two_dir = ROOT / "docs/data/cabs_transfer_2cores/20261126-172746"
+    for run, cores, seeds in ((one_dir, 1, {0, 1, 2}), (two_dir, 2, {3, 4, 5})):
+        assert json.loads((run / "environment.json").read_text())["usable_cores"] == cores
+        assert set(load_results(run).trials["seed"]) == seeds
+    one, two = analyse(load_results(one_dir)), analyse(load_results(two_dir))
+    rows = check_rows(transfer(one, Machine(2)), two).set_index("num_env_runners")
+    starts = ", ".join(f"{r['predicted_startup_s']:.1f} s against {r['startup_s']:.1f} s"
+                       for _, r in rows.drop(index=0).iterrows())
+    assert starts in page
+    _, b = _startup_line([(p.num_env_runners, p.startup_s) for p in measured_parts(one)[1]], 1)
+    assert f"about {b:.0f} s of the core per env runner" in page
+    r1, r2, r4, ref = rows.loc[1], rows.loc[2], rows.loc[4], rows.loc[0]
+    assert (f"Predicted {r1['predicted_rate']:.0f} and {r4['predicted_rate']:.0f} env steps/s "
+            f"on both cores, measured {r1['rate']:.0f} and {r4['rate']:.0f} "
+            f"({100 * (r1['predicted_rate'] / r1['rate'] - 1):+.0f} %, "
+            f"{100 * (r4['predicted_rate'] / r4['rate'] - 1):+.0f} %)") in page
+    assert (f"the roofline predicted {r2['predicted_rate']:.0f} and both cores sampled "
+            f"{r2['rate']:.0f}") in page
+    assert (f"took {r2['cpu_ms_per_step']:.1f} ms of the core per env step, on two it took at "
+            f"most {2000 / r2['rate']:.1f} (2 cores / {r2['rate']:.0f} per s)") in page
+    assert (f"sampled as predicted ({ref['predicted_rate']:.0f} against {ref['rate']:.0f} env "
+            f"steps/s) and missed its TTT by +{100 * ref['ttt_error']:.0f} %") in page
+    ref_steps = [measured_parts(d)[0].steps for d in (two, one)]
+    assert (f"needed {ref_steps[0] / 1000:.1f} k env steps to the target against "
+            f"{ref_steps[1] / 1000:.1f} k") in page
+    err = rows["ttt_error"].abs()
+    assert f"lies {100 * err.median():.0f} % (median) from the measured one, at most " \
+           f"{100 * err.max():.0f} %" in page
+    dist = rows.drop(index=0)
+    assert (f"measured {dist['abs_speedup'].min():.2f}-{dist['abs_speedup'].max():.2f}x, and "
+            f"the prediction said so ({dist['predicted_abs_speedup'].min():.2f}-"
+            f"{dist['predicted_abs_speedup'].max():.2f}x)") in page
+    back = check_rows(transfer(two, Machine(1)), one).set_index("num_env_runners")
+    assert f"the other way ({100 * back.loc[2, 'ttt_error']:.0f} % on TTT)" in page

@@ -1,0 +1,315 @@
+"""Plans that transfer to another machine: a roofline of a CPU-bound pipeline, read from the
+parts one run measured and the target machine's core count and per-core speed.
+
+Fitting a scaling law on one machine and applying it to another carries the first machine's
+contention with it (on 2 cores, the USL's retrograde term is 16 processes sharing 2 cores).
+Instead, each configuration's measured parts (:func:`analysis.break_even.measured_parts`) are
+turned into costs that do not depend on the machine, and the target machine is predicted
+from them:
+
+- **CPU per env step** ``w = min(K0, P) / R0`` core-seconds, from the steady sampling rate
+  ``R0`` on the ``K0`` cores the run was measured on, where ``P`` is the configuration's busy
+  processes (``N + 1`` for N env runners and the driver with its learner; 1 for the
+  single-process reference): everything the pipeline spends per env step (the env's own CPU,
+  inference, connectors, learning, Ray), exact when those processes kept their cores busy (a
+  CPU-bound pipeline pinned to one core always does).
+- **Start-up** ``s(N) = a + b N / min(N, K)``: a serial part ``a`` (the driver: algorithm
+  and learner build) and ``b`` per env runner, whose start-ups run side by side on up to
+  ``min(N, K)`` cores; ``a`` and ``b`` are fitted per algorithm on the run's N (least
+  squares on the median start-ups; with one N, ``b = 0``). The reference: ``s0 / speed``.
+- **Env steps to the target** ``S(N)``: sample efficiency, taken as the machine's least
+  concern (unchanged).
+
+On a target with ``K`` cores of relative speed ``v`` (its core's work per second over the
+measured machine's), a configuration with ``N`` env runners (``N + 1`` busy processes; the
+single-process reference: 1) samples at the lowest of two ceilings, as in a roofline
+(Williams, Waterman and Patterson, "Roofline", CACM 2009):
+
+- **cores**: ``min(K, N + 1) v / w`` (the pipeline's CPU work spread over the cores it can use);
+- **env runners**: ``N / (c_cpu / v + c_wait)`` (each env runner steps its envs one after
+  another, at least the env's own cost per step: ``step_cpu_ms`` burns a core, ``step_latency_ms``
+  waits);
+
+and reaches the target at ``TTT = s(N) / v + S(N) / R``. Not modelled: a learner ceiling
+(updates/s x batch: the learner's time is inside ``w``, not measured apart), memory and
+network. Checked by :func:`check_rows` against the same study run on the target (on this
+machine: pinned to one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.break_even import Parts, measured_parts
+from analysis.fmt import fmt_s
+from analysis.stats import best_configs, finite_median
+from analysis.study import Study
+
+__all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
+           "check_table_rows", "check_words", "source_cores", "env_costs_ms"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine to predict: ``cores`` (usable cores, > 0) and ``core_speed`` (its core's work
+    per second over the measured machine's, > 0; 1: the same cores)."""
+
+    cores: float
+    core_speed: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.cores > 0 and self.core_speed > 0):
+            raise ValueError(f"a machine needs cores > 0 and core_speed > 0, got {self}")
+
+
+@dataclass(frozen=True)
+class Transferred:
+    """One configuration predicted on a target :class:`Machine`.
+
+    Attributes:
+        algorithm, num_env_runners, reference: the configuration (the reference: 0 env runners).
+        cpu_ms_per_step: ``w`` in core-milliseconds per env step, measured on the source.
+        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"`` or
+            ``"env runners"``).
+        startup_s: predicted start-up (seconds); steps: env steps to the target (the source's).
+        ttt_s, ttt_low_s, ttt_high_s: predicted TTT and its 95 % seed-bootstrap interval
+            (seconds; the source run's seeds resampled, every part re-estimated).
+    """
+
+    algorithm: str
+    num_env_runners: int
+    reference: bool
+    cpu_ms_per_step: float
+    rate: float
+    ceiling: str
+    startup_s: float
+    steps: float
+    ttt_s: float
+    ttt_low_s: float = math.nan
+    ttt_high_s: float = math.nan
+
+
+def source_cores(data: Study) -> float:
+    """The cores the run could use: environment.json's ``usable_cores`` (the process's CPU
+    affinity when it ran), else its ``cpu_count``; NaN when neither was recorded."""
+    env = data.res.environment or {}
+    for key in ("usable_cores", "cpu_count"):
+        value = env.get(key)
+        if isinstance(value, (int, float)) and value > 0:
+            return float(value)
+    return math.nan
+
+
+def env_costs_ms(data: Study) -> tuple[float, float]:
+    """``(step_cpu_ms, step_latency_ms)`` of the run: medians over its trials, 0 when absent."""
+    out = []
+    for col in ("step_cpu_ms", "step_latency_ms"):
+        m = (finite_median(pd.to_numeric(data.tm[col], errors="coerce"))
+             if col in data.tm else math.nan)
+        out.append(m if math.isfinite(m) else 0.0)
+    return out[0], out[1]
+
+
+def _processes(n: int, is_ref: bool) -> int:
+    """Busy processes of a configuration: the reference 1, N env runners and the driver N + 1."""
+    return 1 if is_ref else n + 1
+
+
+def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
+          target: Machine) -> tuple[float, str]:
+    """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` core-seconds per env step
+    (module docstring)."""
+    cores = min(target.cores, _processes(n, is_ref)) * target.core_speed / w
+    per_step = cpu_s / target.core_speed + wait_s
+    lanes = math.inf if is_ref or per_step <= 0 else n / per_step
+    return (cores, "cores") if cores <= lanes else (lanes, "env runners")
+
+
+def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, float]:
+    """``(a, b)`` of ``s = a + b N / min(N, k0)`` by least squares over ``(N, start-up)``."""
+    if len({n for n, _ in points}) < 2:
+        return float(np.mean([s for _, s in points])), 0.0
+    x = np.array([n / min(n, k0) for n, _ in points], dtype=float)
+    y = np.array([s for _, s in points], dtype=float)
+    b, a = np.polyfit(x, y, 1)
+    return float(a), float(b)
+
+
+def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
+             k0: float, cpu_s: float, wait_s: float,
+             target: Machine) -> list[tuple[float, str, float, float]]:
+    """Per configuration ``(rate, ceiling, start-up, TTT)`` from its ``(start-up, rate,
+    steps)`` medians on the source."""
+    lines: dict[str, tuple[float, float]] = {}
+    for alg in {p.algorithm for p, ref in parts if not ref}:
+        pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
+               if not ref and p.algorithm == alg and math.isfinite(m[0])]
+        lines[alg] = _startup_line(pts, k0) if pts else (math.nan, 0.0)
+    out = []
+    for (p, ref), (startup0, rate0, steps) in zip(parts, medians, strict=True):
+        w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
+        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target)
+        if ref:
+            startup = startup0 / target.core_speed
+        else:
+            a, b = lines[p.algorithm]
+            n = p.num_env_runners
+            startup = max(a + b * n / min(n, target.cores), 0.0) / target.core_speed
+        out.append((rate, ceiling, startup, startup + steps / rate))
+    return out
+
+
+def transfer(data: Study, target: Machine, *, cores: float | None = None,
+             n_resamples: int = 1000, seed: int = 0) -> list[Transferred]:
+    """Predict each configuration of ``data`` (the reference first, then each algorithm's
+    best configuration per env runner count with measured parts) on ``target``.
+
+    Args:
+        data: the source run (a CPU-bound study, measured with its cores saturated).
+        target: the machine to predict.
+        cores: the cores the source run used (default :func:`source_cores`).
+        n_resamples, seed: the seed bootstrap of the intervals.
+
+    Returns:
+        One :class:`Transferred` per configuration; empty when none has measured parts.
+
+    Raises:
+        ValueError: when the source's cores are unknown.
+    """
+    k0 = float(cores) if cores is not None else source_cores(data)
+    if not (math.isfinite(k0) and k0 > 0):
+        raise ValueError("the source run's cores are unknown: pass cores= (--source-cores)")
+    ref, found = measured_parts(data)
+    parts = ([(ref, True)] if ref is not None else []) + [(p, False) for p in found]
+    if not parts:
+        return []
+    cpu_ms, wait_ms = env_costs_ms(data)
+    cpu_s, wait_s = cpu_ms / 1000.0, wait_ms / 1000.0
+    medians = [(p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps) for p, _ in parts]
+    point = _predict(parts, medians, k0, cpu_s, wait_s, target)
+    rng = np.random.default_rng(seed)
+    draws = np.full((n_resamples, len(parts)), np.nan)
+    trials = [np.array([t[:3] for t in p.trials], dtype=float) for p, _ in parts]
+    reached = [np.array([t[3] for t in p.trials], dtype=bool) for p, _ in parts]
+    if all(len(t) >= 2 for t in trials):
+        for i in range(n_resamples):
+            meds = []
+            for t, r in zip(trials, reached, strict=True):
+                k = rng.integers(0, len(t), size=len(t))
+                steps = t[k][r[k], 2]
+                meds.append((float(np.nanmedian(t[k, 0])), float(np.nanmedian(t[k, 1])),
+                             float(np.median(steps)) if len(steps) else math.inf))
+            draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target)]
+    out = []
+    for j, ((p, is_ref), (rate, ceiling, startup, ttt)) in enumerate(zip(parts, point,
+                                                                       strict=True)):
+        col = draws[:, j]
+        lo, hi = ((float(np.quantile(col, 0.025, method="inverted_cdf")),
+                   float(np.quantile(col, 0.975, method="inverted_cdf")))
+                  if not np.isnan(col).all() else (math.nan, math.nan))
+        w = min(k0, _processes(p.num_env_runners, is_ref)) / medians[j][1]
+        out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
+                               ceiling, startup, p.steps, ttt, lo, hi))
+    return out
+
+
+def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
+    """Predictions against the same study measured on the target machine.
+
+    Only the measured run's TTT, sampling rate, start-up and absolute speedup are read: none
+    of its parts enters a prediction.
+
+    Returns:
+        One row per predicted configuration the target run also ran (algorithm and env runner
+        count; its best configuration there): ``algorithm, num_env_runners, reference,
+        ceiling, cpu_ms_per_step, predicted_rate, rate`` (env steps/s, measured median),
+        ``predicted_startup_s, startup_s, predicted_ttt_s, predicted_low_s,
+        predicted_high_s, ttt_s, ttt_low_s, ttt_high_s`` (seconds), ``ttt_error``
+        (predicted / measured - 1), ``inside`` (the measured median lies in the prediction's
+        interval), ``predicted_abs_speedup, abs_speedup, abs_speedup_low, abs_speedup_high``
+        (NaN for the reference or without one).
+    """
+    from analysis.plan_check import trial_components
+
+    tm = measured.tm[measured.tm["status"] != "error"]
+    comps = trial_components(tm, measured.res.progress).set_index("trial_id")
+    t = tm.set_index("trial_id").join(comps[["startup_s", "rate"]])
+    s = measured.summary
+    refs = s[s["is_reference"]]
+    rows_by_key = {("reference", 0): refs.iloc[0]} if len(refs) else {}
+    best = best_configs(s[~s["is_reference"]], ("algorithm", "num_env_runners"))
+    rows_by_key.update({(str(r["algorithm"]), int(r["num_env_runners"])): r
+                        for _, r in best.iterrows()})
+    sp = measured.speed.set_index("config_id") if len(measured.speed) else pd.DataFrame()
+    ref_pred = next((p.ttt_s for p in predicted if p.reference), math.nan)
+    rows = []
+    for p in predicted:
+        m = rows_by_key.get(("reference", 0) if p.reference else (p.algorithm, p.num_env_runners))
+        if m is None:
+            continue
+        g = t[t["config_id"] == m["config_id"]]
+        ttt = float(m["ttt_s"])
+        row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
+               "reference": p.reference, "ceiling": p.ceiling,
+               "cpu_ms_per_step": p.cpu_ms_per_step, "predicted_rate": p.rate,
+               "rate": finite_median(g["rate"]), "predicted_startup_s": p.startup_s,
+               "startup_s": finite_median(g["startup_s"]), "predicted_ttt_s": p.ttt_s,
+               "predicted_low_s": p.ttt_low_s, "predicted_high_s": p.ttt_high_s,
+               "ttt_s": ttt, "ttt_low_s": float(m["ttt_low_s"]),
+               "ttt_high_s": float(m["ttt_high_s"]),
+               "ttt_error": p.ttt_s / ttt - 1.0 if math.isfinite(ttt) else math.nan,
+               "inside": bool(p.ttt_low_s <= ttt <= p.ttt_high_s),
+               "predicted_abs_speedup": math.nan if p.reference else ref_pred / p.ttt_s}
+        r = sp.loc[m["config_id"]] if not p.reference and m["config_id"] in sp.index else None
+        for key in ("abs_speedup", "abs_speedup_low", "abs_speedup_high"):
+            row[key] = float(r[key]) if r is not None and key in r else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+#: Column headers of :func:`check_table_rows`.
+CHECK_HEADERS = ["configuration", "CPU per env step (ms, source)", "binding ceiling",
+                 "env steps/s: predicted / measured", "start-up: predicted / measured",
+                 "predicted TTT [95%]", "measured TTT [95% CI]", "error",
+                 "absolute speedup: predicted / measured [95% CI]"]
+
+
+def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
+    """:func:`check_rows` as table cells under :data:`CHECK_HEADERS` (the terminal and the
+    pages print the same cells)."""
+    out = []
+    for _, r in rows.iterrows():
+        name = (f"{r['algorithm']} (reference)" if r["reference"]
+                else f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)")
+        speed = ("-" if r["reference"] else
+                 f"{r['predicted_abs_speedup']:.2f}x / {r['abs_speedup']:.2f}x "
+                 f"[{r['abs_speedup_low']:.2f}, {r['abs_speedup_high']:.2f}]")
+        out.append([
+            name, f"{r['cpu_ms_per_step']:.1f}", r["ceiling"],
+            f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
+            f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
+            f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
+            f"{fmt_s(r['predicted_high_s'])}]",
+            f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]",
+            f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a", speed])
+    return out
+
+
+def check_words(rows: pd.DataFrame, source: float, target: Machine) -> str:
+    """The check in plain words: how far the predicted TTT and sampling rate lie from the
+    measured ones, and how many measured medians fall inside the predicted intervals."""
+    if rows.empty:
+        return "No check: the target run ran none of the source run's configurations."
+    err = rows["ttt_error"].abs().dropna()
+    rate_err = (rows["predicted_rate"] / rows["rate"] - 1.0).abs().dropna()
+    inside = int(rows["inside"].sum())
+    return (f"Predicted from {source:g} core(s) for {target.cores:g} core(s) "
+            f"(per-core speed {target.core_speed:g}x): the TTT misses the measured median by "
+            f"{err.median():.0%} (median over {len(err)} configurations; at most "
+            f"{err.max():.0%}), the sampling rate by {rate_err.median():.0%} (at most "
+            f"{rate_err.max():.0%}); {inside} of {len(rows)} measured medians lie inside the "
+            "prediction's interval.")

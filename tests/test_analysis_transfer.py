@@ -1,0 +1,101 @@
+"""analysis.transfer: another machine predicted from the parts one run measured (a roofline of
+CPU per env step, start-up and env steps to the target), checked against the same study
+measured there."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.load import load_results
+from analysis.study import analyse
+from analysis.transfer import Machine, _rate, _startup_line, check_rows, transfer
+
+REPO = Path(__file__).resolve().parent.parent
+ONE_CORE = REPO / "docs" / "data" / "cabs_transfer" / "20261126-171605"
+TWO_CORES = REPO / "docs" / "data" / "cabs_transfer_2cores" / "20261126-172746"
+
+
+def test_the_lowest_ceiling_binds():
+    two = Machine(cores=2)
+    # 10 ms of CPU per env step: one process uses one core, N env runners N + 1 cores
+    assert _rate(0.010, 0, True, 0.002, 0.0, two) == (pytest.approx(100.0), "cores")
+    assert _rate(0.010, 1, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
+    assert _rate(0.010, 4, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
+    assert _rate(0.010, 4, False, 0.002, 0.0, Machine(16)) == (pytest.approx(500.0), "cores")
+    # an env runner steps its envs in turn: 4 of them waiting 50 ms each cannot beat 80/s
+    assert _rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (pytest.approx(80.0),
+                                                                  "env runners")
+    # faster cores move both ceilings that burn CPU, not the waiting
+    assert _rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(400.0)
+    with pytest.raises(ValueError, match="cores > 0"):
+        Machine(cores=0)
+
+
+def test_the_start_up_line_splits_a_serial_part_from_each_env_runners():
+    # on one core: 10 s serial + 3 s per env runner, all in turn
+    a, b = _startup_line([(1, 13.0), (2, 16.0), (4, 22.0)], k0=1)
+    assert (a, b) == (pytest.approx(10.0), pytest.approx(3.0))
+    # the same costs measured on 2 cores, where two env runners start side by side
+    a2, b2 = _startup_line([(1, 13.0), (2, 13.0), (4, 16.0)], k0=2)
+    assert (a2, b2) == (pytest.approx(10.0), pytest.approx(3.0))
+    assert _startup_line([(4, 22.0), (4, 24.0)], k0=1) == (pytest.approx(23.0), 0.0)
+
+
+def test_predicting_the_measured_machine_returns_its_own_rates():
+    """Transferred to the machine it was measured on, each configuration samples at its
+    measured rate (cores ceiling ``K0 / w`` with ``w = K0 / R0``): the model adds nothing of
+    its own on the way there."""
+    data = analyse(load_results(ONE_CORE))
+    same = transfer(data, Machine(1), cores=1, n_resamples=50)
+    assert same and same[0].reference
+    from analysis.break_even import measured_parts
+
+    ref, parts = measured_parts(data)
+    for p, t in zip([ref, *parts], same, strict=True):
+        assert t.rate == pytest.approx(p.lanes / (p.overhead_s + p.run_cost_s))
+        assert t.ceiling == "cores"
+        assert t.ttt_low_s <= t.ttt_s <= t.ttt_high_s
+    # two cores: twice the rate for every configuration of two processes or more
+    two = transfer(data, Machine(2), cores=1, n_resamples=50)
+    for a, b in zip(same, two, strict=True):
+        assert b.rate == pytest.approx(a.rate * (1 if a.reference else 2))
+        assert b.ttt_s < a.ttt_s or a.reference
+
+
+def test_the_check_reads_only_the_target_runs_measurements():
+    """The two-core run is only compared with: made ten times slower, its measured side moves
+    and no prediction does."""
+    data = analyse(load_results(ONE_CORE))
+    target = analyse(load_results(TWO_CORES))
+    predicted = transfer(data, Machine(2), cores=1, n_resamples=50)
+    rows = check_rows(predicted, target)
+    assert len(rows) == len(predicted) and rows["reference"].iloc[0]
+    slow = dataclasses.replace(target, summary=target.summary.assign(
+        ttt_s=target.summary["ttt_s"] * 10))
+    again = check_rows(predicted, slow)
+    assert again["predicted_ttt_s"].tolist() == pytest.approx(rows["predicted_ttt_s"].tolist())
+    assert again["ttt_s"].tolist() == pytest.approx((rows["ttt_s"] * 10).tolist())
+    assert all(math.isfinite(x) for x in rows["ttt_error"])
+
+
+def test_cli_transfers_checks_and_refuses_bad_machines():
+    ok = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), "--transfer",
+                         "--cores", "2", "--source-cores", "1", "--check", str(TWO_CORES)],
+                        capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "Transfer" in ok.stdout and "Check" in ok.stdout
+    assert "Predicted from 1 core(s) for 2 core(s)" in ok.stdout
+    for argv, words in ((["--cores", "2"], "--cores: only with --transfer"),
+                        (["--transfer"], "--transfer needs --cores > 0"),
+                        (["--transfer", "--cores", "2", "--core-speed", "0"],
+                         "--core-speed 0: must be > 0")):
+        bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), *argv],
+                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
