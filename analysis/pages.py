@@ -31,8 +31,12 @@ Regions (:data:`REGIONS`):
 - ``break_even_check`` (``from data/<sweep>/RUN+RUN2+RUN3``): the same study's runs at other
   env costs, each configuration's TTT predicted from RUN's parts against what was measured,
   and the verdict in plain words;
+- ``cpu_break_even``: the CPU-bound break-even on the run's own machine, from the transfer
+  roofline (:func:`analysis.transfer.break_even_on`): per configuration, never or from which
+  env CPU cost per step, and the absolute speedup it tends to;
 - ``transfer_check`` (``from data/<sweep>/RUN+../<other sweep>/RUN2``): RUN's parts carried to
-  the machine RUN2 ran on (its recorded usable cores, the same per-core speed) by
+  the machine RUN2 ran on (its recorded usable cores, the same per-core speed, RUN2's env
+  CPU cost per step) by
   :func:`analysis.transfer.transfer`, against what RUN2 measured, in plain words after.
 """
 
@@ -206,28 +210,48 @@ def _break_even_check(data: Study, held: list[Study]) -> str:
 
 def _transfer_check(data: Study, measured: list[Study]) -> str:
     """``data`` predicted on the machine of ``measured[0]`` (its usable cores; the same core
-    speed) and compared with it (:func:`analysis.transfer.check_rows`)."""
+    speed; its env CPU cost per step) and compared with it
+    (:func:`analysis.transfer.check_rows`)."""
     from analysis.transfer import (
         CHECK_HEADERS,
         Machine,
         check_rows,
         check_table_rows,
         check_words,
+        env_costs_ms,
         source_cores,
         transfer,
     )
 
     target = measured[0]
     machine = Machine(source_cores(target))
-    rows = check_rows(transfer(data, machine), target)
+    rows = check_rows(transfer(data, machine, cpu_cost_ms=env_costs_ms(target)[0]), target)
     return (md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 3, 4, 5, 7))
             + "\n\n" + check_words(rows, source_cores(data), machine))
+
+
+def _cpu_break_even(data: Study) -> str:
+    """The CPU-bound break-even on the run's own machine (its usable cores) from its parts
+    (:func:`analysis.transfer.break_even_on`): per configuration, then in plain words."""
+    from analysis.transfer import Machine, break_even_on, break_even_on_words, source_cores
+
+    machine = Machine(source_cores(data))
+    rows = break_even_on(data, machine)
+    if rows.empty:
+        return break_even_on_words(rows, machine)
+    cells = [[f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)",
+              "never" if r["break_even_ms"] == np.inf else f"{r['break_even_ms']:.0f}",
+              f"{r['steps_ratio']:.1f}x", f"{r['speedup_bound']:.2f}x"]
+             for _, r in rows.iterrows()]
+    head = ["configuration", "CPU-bound break-even (ms/step)",
+            "env steps against the reference's", "absolute speedup as the cost grows"]
+    return md_table(head, cells, right=(1, 2, 3)) + "\n\n" + break_even_on_words(rows, machine)
 
 
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
 REGIONS: dict[str, Callable[[Study], str]] = {
     "answer": _answer, "headline": _headline, "run": _run, "components": _components,
-    "plan_check": _plan_check, "break_even": _break_even}
+    "plan_check": _plan_check, "break_even": _break_even, "cpu_break_even": _cpu_break_even}
 
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).

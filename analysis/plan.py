@@ -208,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                         "environment.json's usable_cores, else cpu_count)")
     p.add_argument("--check", metavar="RUN",
                    help="with --transfer: the same study measured on the target machine, "
-                        "compared with the prediction (none of its parts enters it)")
+                        "compared with the prediction made at its env CPU cost per step (none "
+                        "of its parts enters it)")
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -245,8 +246,11 @@ def main(argv: list[str] | None = None) -> int:
             base.source if not (args.startup or args.billing) else "given on the command line")
         holdout = parse_holdout(args.holdout) if args.holdout is not None else None
         costs = _parse_costs(args.env_cost_ms)
-        if costs and not args.break_even:
-            raise ValueError("--env-cost-ms: only with --break-even")
+        if costs and not (args.break_even or args.transfer):
+            raise ValueError("--env-cost-ms: only with --break-even or --transfer")
+        if args.transfer and len(costs) > 1:
+            raise ValueError(f"--env-cost-ms {args.env_cost_ms!r}: --transfer predicts at one "
+                             "env cost")
         held_dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
         if held_dirs and not args.break_even:
             raise ValueError("--held-out: only with --break-even")
@@ -275,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=max(Console().width, 120))
     if args.transfer:
         try:
-            return _transfer_main(res, args.target, args, checked, console)
+            return _transfer_main(res, args.target, args, checked, console,
+                                  costs[0] if costs else None)
         except ValueError as exc:
             sys.stderr.write(f"{prog}: error: {exc}\n")
             return EXIT_BAD_INPUT
@@ -377,23 +382,29 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     return 0
 
 
-def _transfer_main(res, target, args, checked, console) -> int:
+def _transfer_main(res, target, args, checked, console, cost_ms: float | None = None) -> int:
     """``--transfer``: each configuration predicted on the machine ``--cores`` x
-    ``--core-speed`` from the run's parts (:func:`analysis.transfer.transfer`), then, with
-    ``checked`` (the same study measured there), the prediction against the measurement.
+    ``--core-speed`` from the run's parts (:func:`analysis.transfer.transfer`), at
+    ``cost_ms`` of env CPU per step (default the run's own), the CPU-bound break-even there
+    (:func:`analysis.transfer.break_even_on`), then, with ``checked`` (the same study
+    measured there), the prediction against the measurement.
 
     Raises:
         ValueError: the run's cores are unknown and ``--source-cores`` was not given.
     """
+    from rich.markup import escape
     from rich.table import Table
 
     from analysis.study import analyse
     from analysis.transfer import (
         CHECK_HEADERS,
         Machine,
+        break_even_on,
+        break_even_on_words,
         check_rows,
         check_table_rows,
         check_words,
+        env_costs_ms,
         source_cores,
         transfer,
     )
@@ -401,10 +412,17 @@ def _transfer_main(res, target, args, checked, console) -> int:
     data = analyse(res, target)
     machine = Machine(args.cores, args.core_speed)
     k0 = args.source_cores if args.source_cores is not None else source_cores(data)
-    predicted = transfer(data, machine, cores=k0)
+    measured = analyse(checked, target) if checked is not None else None
+    if measured is not None:
+        if cost_ms is not None:
+            raise ValueError("--check predicts at the checked run's own env cost: leave out "
+                             "--env-cost-ms")
+        cost_ms = env_costs_ms(measured)[0]
+    predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
     console.print(f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
                   f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
-                  "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py)")
+                  "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
+                  f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms")
     console.print("From the measured machine: CPU per env step, start-up (serial part and per "
                   "env runner), env steps to the target. From the target: its cores and "
                   "per-core speed.", highlight=False, soft_wrap=True)
@@ -423,14 +441,23 @@ def _transfer_main(res, target, args, checked, console) -> int:
                       fmt_s(p.startup_s), f"{p.steps:,.0f}",
                       f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]")
     console.print(table)
-    if checked is not None:
-        rows = check_rows(predicted, analyse(checked, target))
+    be = break_even_on(data, machine, cores=k0)
+    for _, r in be.iterrows():
+        console.print(f"- {r['algorithm']} with {int(r['num_env_runners'])} env runner(s): "
+                      + ("never beats one process" if r["break_even_ms"] == float("inf")
+                         else f"beats one process from ~{r['break_even_ms']:.0f} ms of CPU "
+                              "per env step")
+                      + f" (absolute speedup bound {r['speedup_bound']:.2f}x; "
+                      f"{r['steps_ratio']:.1f}x the reference's env steps)", highlight=False)
+    console.print(break_even_on_words(be, machine), highlight=False, soft_wrap=True)
+    if measured is not None:
+        rows = check_rows(predicted, measured)
         console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
         table = Table(show_lines=False)
         for c in CHECK_HEADERS:
             table.add_column(c, justify="left" if c == "configuration" else "right")
         for cells in check_table_rows(rows):
-            table.add_row(*cells)
+            table.add_row(*(escape(c) for c in cells))  # "[n/a, n/a]" is not markup
         console.print(table)
         console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
     return 0

@@ -25,12 +25,18 @@ measured machine's), a configuration with ``N`` env runners (``N + 1`` busy proc
 single-process reference: 1) samples at the lowest of two ceilings, as in a roofline
 (Williams, Waterman and Patterson, "Roofline", CACM 2009):
 
-- **cores**: ``min(K, N + 1) v / w`` (the pipeline's CPU work spread over the cores it can use);
-- **env runners**: ``N / (c_cpu / v + c_wait)`` (each env runner steps its envs one after
-  another, at least the env's own cost per step: ``step_cpu_ms`` burns a core, ``step_latency_ms``
-  waits);
+- **cores**: ``min(K, N + 1) / ((w - c0) / v + c)`` (the pipeline's CPU work spread over the
+  cores it can use), where ``c0`` is the measured run's own env CPU per step
+  (``step_cpu_ms``) and ``c`` the target's (the run's unless given): ``step_cpu_ms`` is
+  calibrated to mean milliseconds of a core on whichever machine runs it, so only the rest of
+  the work, ``w - c0``, scales with ``v``;
+- **env runners**: ``N / (c + c_wait)`` (each env runner steps its envs one after another, at
+  least the env's own cost per step: ``step_cpu_ms`` burns a core, ``step_latency_ms`` waits);
 
-and reaches the target at ``TTT = s(N) / v + S(N) / R``. Not modelled: a learner ceiling
+and reaches the target at ``TTT = s(N) / v + S(N) / R``. The CPU-bound break-even on the
+target (:func:`break_even_on`) is the ``c`` above which a configuration's TTT falls below the
+reference's; as ``c`` grows the best absolute speedup tends to ``S_ref min(N, K) / S(N)``, so
+there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: a learner ceiling
 (updates/s x batch: the learner's time is inside ``w``, not measured apart), memory and
 network. Checked by :func:`check_rows` against the same study run on the target (on this
 machine: pinned to one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
@@ -50,7 +56,8 @@ from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
 __all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
-           "check_table_rows", "check_words", "source_cores", "env_costs_ms"]
+           "check_table_rows", "check_words", "source_cores", "env_costs_ms", "break_even_on",
+           "break_even_on_words"]
 
 
 @dataclass(frozen=True)
@@ -120,11 +127,13 @@ def _processes(n: int, is_ref: bool) -> int:
 
 
 def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
-          target: Machine) -> tuple[float, str]:
-    """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` core-seconds per env step
-    (module docstring)."""
-    cores = min(target.cores, _processes(n, is_ref)) * target.core_speed / w
-    per_step = cpu_s / target.core_speed + wait_s
+          target: Machine, run_cpu_s: float | None = None) -> tuple[float, str]:
+    """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` source core-seconds per env
+    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own, when each env step
+    burns ``cpu_s`` and waits ``wait_s`` seconds there (module docstring)."""
+    c0 = cpu_s if run_cpu_s is None else run_cpu_s
+    cores = min(target.cores, _processes(n, is_ref)) / ((w - c0) / target.core_speed + cpu_s)
+    per_step = cpu_s + wait_s
     lanes = math.inf if is_ref or per_step <= 0 else n / per_step
     return (cores, "cores") if cores <= lanes else (lanes, "env runners")
 
@@ -140,10 +149,10 @@ def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, fl
 
 
 def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
-             k0: float, cpu_s: float, wait_s: float,
-             target: Machine) -> list[tuple[float, str, float, float]]:
+             k0: float, cpu_s: float, wait_s: float, target: Machine,
+             run_cpu_s: float) -> list[tuple[float, str, float, float]]:
     """Per configuration ``(rate, ceiling, start-up, TTT)`` from its ``(start-up, rate,
-    steps)`` medians on the source."""
+    steps)`` medians on the source, at ``cpu_s`` env CPU per step on the target."""
     lines: dict[str, tuple[float, float]] = {}
     for alg in {p.algorithm for p, ref in parts if not ref}:
         pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
@@ -152,7 +161,7 @@ def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, 
     out = []
     for (p, ref), (startup0, rate0, steps) in zip(parts, medians, strict=True):
         w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
-        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target)
+        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s)
         if ref:
             startup = startup0 / target.core_speed
         else:
@@ -164,7 +173,8 @@ def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, 
 
 
 def transfer(data: Study, target: Machine, *, cores: float | None = None,
-             n_resamples: int = 1000, seed: int = 0) -> list[Transferred]:
+             cpu_cost_ms: float | None = None, n_resamples: int = 1000,
+             seed: int = 0) -> list[Transferred]:
     """Predict each configuration of ``data`` (the reference first, then each algorithm's
     best configuration per env runner count with measured parts) on ``target``.
 
@@ -172,6 +182,8 @@ def transfer(data: Study, target: Machine, *, cores: float | None = None,
         data: the source run (a CPU-bound study, measured with its cores saturated).
         target: the machine to predict.
         cores: the cores the source run used (default :func:`source_cores`).
+        cpu_cost_ms: the env's CPU per step on the target (milliseconds of a core there;
+            default: the run's own ``step_cpu_ms``).
         n_resamples, seed: the seed bootstrap of the intervals.
 
     Returns:
@@ -180,17 +192,40 @@ def transfer(data: Study, target: Machine, *, cores: float | None = None,
     Raises:
         ValueError: when the source's cores are unknown.
     """
-    k0 = float(cores) if cores is not None else source_cores(data)
-    if not (math.isfinite(k0) and k0 > 0):
-        raise ValueError("the source run's cores are unknown: pass cores= (--source-cores)")
-    ref, found = measured_parts(data)
-    parts = ([(ref, True)] if ref is not None else []) + [(p, False) for p in found]
+    return _transfer(_Source.of(data, cores), target, cpu_cost_ms, n_resamples, seed)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What :func:`transfer` reads of the measured run, read once."""
+
+    parts: list[tuple[Parts, bool]]  # (parts, is the reference), the reference first
+    medians: list[tuple[float, float, float]]  # (start-up s, env steps/s, env steps)
+    cores: float
+    cpu_s: float  # the run's env CPU per step (seconds)
+    wait_s: float  # the run's env wait per step (seconds)
+
+    @classmethod
+    def of(cls, data: Study, cores: float | None) -> _Source:
+        k0 = float(cores) if cores is not None else source_cores(data)
+        if not (math.isfinite(k0) and k0 > 0):
+            raise ValueError("the source run's cores are unknown: pass cores= (--source-cores)")
+        ref, found = measured_parts(data)
+        parts = ([(ref, True)] if ref is not None else []) + [(p, False) for p in found]
+        medians = [(p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps)
+                   for p, _ in parts]
+        cpu_ms, wait_ms = env_costs_ms(data)
+        return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0)
+
+
+def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamples: int,
+              seed: int) -> list[Transferred]:
+    parts, medians, k0 = src.parts, src.medians, src.cores
     if not parts:
         return []
-    cpu_ms, wait_ms = env_costs_ms(data)
-    cpu_s, wait_s = cpu_ms / 1000.0, wait_ms / 1000.0
-    medians = [(p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps) for p, _ in parts]
-    point = _predict(parts, medians, k0, cpu_s, wait_s, target)
+    run_cpu_s, wait_s = src.cpu_s, src.wait_s
+    cpu_s = run_cpu_s if cpu_cost_ms is None else cpu_cost_ms / 1000.0
+    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, len(parts)), np.nan)
     trials = [np.array([t[:3] for t in p.trials], dtype=float) for p, _ in parts]
@@ -203,7 +238,8 @@ def transfer(data: Study, target: Machine, *, cores: float | None = None,
                 steps = t[k][r[k], 2]
                 meds.append((float(np.nanmedian(t[k, 0])), float(np.nanmedian(t[k, 1])),
                              float(np.median(steps)) if len(steps) else math.inf))
-            draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target)]
+            draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target,
+                                               run_cpu_s)]
     out = []
     for j, ((p, is_ref), (rate, ceiling, startup, ttt)) in enumerate(zip(parts, point,
                                                                        strict=True)):
@@ -215,6 +251,74 @@ def transfer(data: Study, target: Machine, *, cores: float | None = None,
         out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
                                ceiling, startup, p.steps, ttt, lo, hi))
     return out
+
+
+def break_even_on(data: Study, target: Machine, *, cores: float | None = None) -> pd.DataFrame:
+    """The CPU-bound break-even on ``target``: per configuration of ``data`` (each
+    algorithm's best per env runner count), the env CPU cost per step above which its
+    predicted TTT there (:func:`transfer` at that cost) falls below the reference's.
+
+    Returns:
+        One row per distributed configuration: ``algorithm, num_env_runners,
+        break_even_ms`` (0: already faster at no env cost; ``inf``: never), ``speedup_bound``
+        (the absolute speedup as the env cost grows, ``S_ref min(N, K) / S(N)``) and
+        ``steps_ratio`` (``S(N) / S_ref``). Empty without a reference.
+
+    Raises:
+        ValueError: when the source's cores are unknown.
+    """
+    from scipy.optimize import brentq
+
+    src = _Source.of(data, cores)
+
+    def ttt_gap(c_ms: float, j: int) -> float:
+        """Configuration ``j``'s predicted TTT minus the reference's at ``c_ms``."""
+        got = _transfer(src, target, c_ms, 0, 0)
+        return got[j].ttt_s - got[0].ttt_s
+
+    at0 = _transfer(src, target, 0.0, 0, 0)
+    if not at0 or not at0[0].reference:
+        return pd.DataFrame()
+    ref_steps = at0[0].steps
+    rows = []
+    for j, p in enumerate(at0):
+        if p.reference:
+            continue
+        bound = ref_steps * min(p.num_env_runners, target.cores) / p.steps
+        if ttt_gap(0.0, j) <= 0:
+            be = 0.0
+        elif bound <= 1.0:
+            be = math.inf
+        else:  # the gap falls with the cost (convex, ending in a negative slope): one root
+            hi = 1.0
+            while ttt_gap(hi, j) > 0 and hi < 1e7:
+                hi *= 2.0
+            be = brentq(ttt_gap, 0.0, hi, args=(j,), xtol=1e-3) if hi < 1e7 else math.inf
+        rows.append({"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
+                     "break_even_ms": be, "speedup_bound": bound,
+                     "steps_ratio": p.steps / ref_steps})
+    return pd.DataFrame(rows)
+
+
+def break_even_on_words(rows: pd.DataFrame, target: Machine) -> str:
+    """:func:`break_even_on` in plain words: the earliest CPU-bound break-even on ``target``,
+    or that there is none and the bound that says why."""
+    if rows.empty:
+        return "No CPU-bound break-even: the run has no single-process reference with parts."
+    where = f"On {target.cores:g} core(s) with CPU-bound envs"
+    finite = rows[np.isfinite(rows["break_even_ms"].astype(float))]
+    if len(finite):
+        first = finite.loc[finite["break_even_ms"].astype(float).idxmin()]
+        return (f"{where}, {first['algorithm']} with {int(first['num_env_runners'])} env "
+                f"runners is predicted to beat one process from ~{first['break_even_ms']:.0f} "
+                f"ms of CPU per env step (its absolute speedup tends to "
+                f"{first['speedup_bound']:.2f}x as the cost grows).")
+    best = rows.loc[rows["speedup_bound"].astype(float).idxmax()]
+    return (f"{where}, no configuration measured is predicted to beat one process at any env "
+            f"cost: the best, {best['algorithm']} with {int(best['num_env_runners'])} env "
+            f"runners, needs {best['steps_ratio']:.1f}x the reference's env steps and spreads "
+            f"them over {min(int(best['num_env_runners']), target.cores):g} core(s), so its "
+            f"absolute speedup tends to {best['speedup_bound']:.2f}x at most.")
 
 
 def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
@@ -286,8 +390,8 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
         name = (f"{r['algorithm']} (reference)" if r["reference"]
                 else f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)")
         speed = ("-" if r["reference"] else
-                 f"{r['predicted_abs_speedup']:.2f}x / {r['abs_speedup']:.2f}x "
-                 f"[{r['abs_speedup_low']:.2f}, {r['abs_speedup_high']:.2f}]")
+                 f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x "
+                 f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]")
         out.append([
             name, f"{r['cpu_ms_per_step']:.1f}", r["ceiling"],
             f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
@@ -299,6 +403,10 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     return out
 
 
+def _x(value: float) -> str:
+    return f"{value:.2f}" if math.isfinite(value) else "n/a"
+
+
 def check_words(rows: pd.DataFrame, source: float, target: Machine) -> str:
     """The check in plain words: how far the predicted TTT and sampling rate lie from the
     measured ones, and how many measured medians fall inside the predicted intervals."""
@@ -308,7 +416,7 @@ def check_words(rows: pd.DataFrame, source: float, target: Machine) -> str:
     rate_err = (rows["predicted_rate"] / rows["rate"] - 1.0).abs().dropna()
     inside = int(rows["inside"].sum())
     return (f"Predicted from {source:g} core(s) for {target.cores:g} core(s) "
-            f"(per-core speed {target.core_speed:g}x): the TTT misses the measured median by "
+            f"(per-core speed {target.core_speed:g}x, the measured run's env cost): the TTT misses the measured median by "
             f"{err.median():.0%} (median over {len(err)} configurations; at most "
             f"{err.max():.0%}), the sampling rate by {rate_err.median():.0%} (at most "
             f"{rate_err.max():.0%}); {inside} of {len(rows)} measured medians lie inside the "

@@ -14,7 +14,14 @@ import pytest
 
 from analysis.load import load_results
 from analysis.study import analyse
-from analysis.transfer import Machine, _rate, _startup_line, check_rows, transfer
+from analysis.transfer import (
+    Machine,
+    _rate,
+    _startup_line,
+    break_even_on,
+    check_rows,
+    transfer,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 ONE_CORE = REPO / "docs" / "data" / "cabs_transfer" / "20261126-171605"
@@ -31,8 +38,12 @@ def test_the_lowest_ceiling_binds():
     # an env runner steps its envs in turn: 4 of them waiting 50 ms each cannot beat 80/s
     assert _rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (pytest.approx(80.0),
                                                                   "env runners")
-    # faster cores move both ceilings that burn CPU, not the waiting
-    assert _rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(400.0)
+    # faster cores do the rest of each step (8 of the 10 ms) in half the time; the env's own
+    # step_cpu_ms means milliseconds of a core wherever it runs
+    assert _rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(2 / 0.006)
+    # at another env cost only the env's part of each step changes
+    assert _rate(0.010, 0, True, 0.020, 0.0, two, run_cpu_s=0.002)[0] == pytest.approx(
+        1 / 0.028)
     with pytest.raises(ValueError, match="cores > 0"):
         Machine(cores=0)
 
@@ -68,6 +79,33 @@ def test_predicting_the_measured_machine_returns_its_own_rates():
         assert b.ttt_s < a.ttt_s or a.reference
 
 
+def test_the_cpu_bound_break_even_needs_fewer_env_steps_per_core_than_the_reference():
+    """Where a configuration's env steps spread over min(N, K) cores exceed the reference's,
+    it never breaks even; with enough cores it does, and there its predicted TTT equals the
+    reference's."""
+    data = analyse(load_results(ONE_CORE))
+    two = break_even_on(data, Machine(2)).set_index("num_env_runners")
+    assert (two["break_even_ms"] == math.inf).all()
+    assert (two["speedup_bound"] < 1).all()
+    assert two.loc[4, "speedup_bound"] == pytest.approx(2 / two.loc[4, "steps_ratio"])
+    # on 16 cores 4 env runners spread their env steps over 4 cores, not 2
+    sixteen = break_even_on(data, Machine(16)).set_index("num_env_runners")
+    assert sixteen.loc[4, "speedup_bound"] == pytest.approx(4 / sixteen.loc[4, "steps_ratio"])
+    from analysis.break_even import measured_parts
+
+    ref, _ = measured_parts(data)
+    # IMPALA made to need only the reference's env steps: 4 lanes for the same env steps, so
+    # it must pay at some CPU cost, and at that cost the two predicted TTTs meet
+    cheap = dataclasses.replace(data, tm=data.tm.assign(
+        steps_to_target=data.tm["steps_to_target"].where(data.tm["is_reference"], ref.steps)))
+    rows = break_even_on(cheap, Machine(16)).set_index("num_env_runners")
+    c = rows.loc[4, "break_even_ms"]
+    assert 0 < c < math.inf
+    at = {(t.reference, t.num_env_runners): t.ttt_s
+          for t in transfer(cheap, Machine(16), cpu_cost_ms=c, n_resamples=0)}
+    assert at[(False, 4)] == pytest.approx(at[(True, 0)], rel=1e-3)
+
+
 def test_the_check_reads_only_the_target_runs_measurements():
     """The two-core run is only compared with: made ten times slower, its measured side moves
     and no prediction does."""
@@ -91,10 +129,18 @@ def test_cli_transfers_checks_and_refuses_bad_machines():
     assert ok.returncode == 0, ok.stderr
     assert "Transfer" in ok.stdout and "Check" in ok.stdout
     assert "Predicted from 1 core(s) for 2 core(s)" in ok.stdout
+    at20 = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), "--transfer",
+                           "--cores", "16", "--env-cost-ms", "20"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = " ".join(at20.stdout.split())
+    assert at20.returncode == 0 and "env CPU per step 20 ms" in out, at20.stderr
+    assert "On 16 core(s) with CPU-bound envs" in out and "never beats one process" in out
     for argv, words in ((["--cores", "2"], "--cores: only with --transfer"),
                         (["--transfer"], "--transfer needs --cores > 0"),
                         (["--transfer", "--cores", "2", "--core-speed", "0"],
-                         "--core-speed 0: must be > 0")):
+                         "--core-speed 0: must be > 0"),
+                        (["--transfer", "--cores", "2", "--env-cost-ms", "10,20"],
+                         "--transfer predicts at one env cost")):
         bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), *argv],
                              capture_output=True, text=True, cwd=REPO, timeout=120)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr

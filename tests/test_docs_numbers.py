@@ -241,3 +241,10 @@ def test_the_transfer_pages_sentences_match_its_runs():
             f"{dist['predicted_abs_speedup'].max():.2f}x)") in page
     back = check_rows(transfer(two, Machine(1)), one).set_index("num_env_runners")
     assert f"the other way ({100 * back.loc[2, 'ttt_error']:.0f} % on TTT)" in page
+    # the 16-core node at 20 ms per step: the env runner ceiling against what it sampled
+    node = analyse(load_results(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102"))
+    far = check_rows(transfer(one, Machine(16), cpu_cost_ms=20.0), node).set_index(
+        "num_env_runners").loc[4]
+    assert far["ceiling"] == "env runners"
+    assert (f"(4 env runners / 20 ms = {far['predicted_rate']:.0f} env steps/s)" in page
+            and f"the node sampled {far['rate']:.0f}." in page)
