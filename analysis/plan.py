@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--core-speed {args.core_speed:g}: must be > 0")
         elif args.source_cores is not None and not args.source_cores > 0:
             raise ValueError(f"--source-cores {args.source_cores:g}: must be > 0")
+        if args.check and costs:
+            raise ValueError("--check predicts at the checked run's own env cost: leave out "
+                             "--env-cost-ms")
         checked = load_results(args.check) if args.check else None
         if holdout is not None and args.steps_to_target is not None:
             raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
@@ -392,7 +395,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     Raises:
         ValueError: the run's cores are unknown and ``--source-cores`` was not given.
     """
-    from rich.markup import escape
+    from rich.markup import escape  # "[n/a, n/a]" is not markup
     from rich.table import Table
 
     from analysis.study import analyse
@@ -414,9 +417,6 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     k0 = args.source_cores if args.source_cores is not None else source_cores(data)
     measured = analyse(checked, target) if checked is not None else None
     if measured is not None:
-        if cost_ms is not None:
-            raise ValueError("--check predicts at the checked run's own env cost: leave out "
-                             "--env-cost-ms")
         cost_ms = env_costs_ms(measured)[0]
     predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
     console.print(f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
@@ -439,7 +439,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
                 else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
         table.add_row(name, f"{p.cpu_ms_per_step:.1f}", p.ceiling, f"{p.rate:.0f}",
                       fmt_s(p.startup_s), f"{p.steps:,.0f}",
-                      f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]")
+                      escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"))
     console.print(table)
     be = break_even_on(data, machine, cores=k0)
     for _, r in be.iterrows():
@@ -457,7 +457,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         for c in CHECK_HEADERS:
             table.add_column(c, justify="left" if c == "configuration" else "right")
         for cells in check_table_rows(rows):
-            table.add_row(*(escape(c) for c in cells))  # "[n/a, n/a]" is not markup
+            table.add_row(*(escape(c) for c in cells))
         console.print(table)
         console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
     return 0

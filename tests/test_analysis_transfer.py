@@ -140,7 +140,9 @@ def test_cli_transfers_checks_and_refuses_bad_machines():
                         (["--transfer", "--cores", "2", "--core-speed", "0"],
                          "--core-speed 0: must be > 0"),
                         (["--transfer", "--cores", "2", "--env-cost-ms", "10,20"],
-                         "--transfer predicts at one env cost")):
+                         "--transfer predicts at one env cost"),
+                        (["--transfer", "--cores", "2", "--env-cost-ms", "10", "--check",
+                          str(TWO_CORES)], "leave out --env-cost-ms")):
         bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), *argv],
                              capture_output=True, text=True, cwd=REPO, timeout=120)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
