@@ -150,9 +150,10 @@ def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, fl
 
 def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
              k0: float, cpu_s: float, wait_s: float, target: Machine,
-             run_cpu_s: float) -> list[tuple[float, str, float, float]]:
-    """Per configuration ``(rate, ceiling, start-up, TTT)`` from its ``(start-up, rate,
-    steps)`` medians on the source, at ``cpu_s`` env CPU per step on the target."""
+             run_cpu_s: float) -> list[tuple[float, str, float, float, float]]:
+    """Per configuration ``(rate, ceiling, start-up, TTT, w)`` from its ``(start-up, rate,
+    steps)`` medians on the source, at ``cpu_s`` env CPU per step on the target (``w``: the
+    source's core-seconds per env step)."""
     lines: dict[str, tuple[float, float]] = {}
     for alg in {p.algorithm for p, ref in parts if not ref}:
         pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
@@ -168,7 +169,7 @@ def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, 
             a, b = lines[p.algorithm]
             n = p.num_env_runners
             startup = max(a + b * n / min(n, target.cores), 0.0) / target.core_speed
-        out.append((rate, ceiling, startup, startup + steps / rate))
+        out.append((rate, ceiling, startup, startup + steps / rate, w))
     return out
 
 
@@ -241,13 +242,12 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
             draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target,
                                                run_cpu_s)]
     out = []
-    for j, ((p, is_ref), (rate, ceiling, startup, ttt)) in enumerate(zip(parts, point,
-                                                                       strict=True)):
+    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w)) in enumerate(zip(parts, point,
+                                                                          strict=True)):
         col = draws[:, j]
         lo, hi = ((float(np.quantile(col, 0.025, method="inverted_cdf")),
                    float(np.quantile(col, 0.975, method="inverted_cdf")))
                   if not np.isnan(col).all() else (math.nan, math.nan))
-        w = min(k0, _processes(p.num_env_runners, is_ref)) / medians[j][1]
         out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
                                ceiling, startup, p.steps, ttt, lo, hi))
     return out
