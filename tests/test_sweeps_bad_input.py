@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -31,8 +32,41 @@ def sweep_file(tmp_path: Path, **overrides) -> Path:
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m sweeps.run ARGS`` in a real process (~4 s when it imports RLlib)."""
     return subprocess.run([sys.executable, "-m", "sweeps.run", *args], capture_output=True,
                           text=True, timeout=timeout)
+
+
+@pytest.fixture
+def cli(capfd):
+    """``sweeps.run.main(ARGS)`` in this process, its output read at the file descriptors
+    (what a terminal would show, C-level writes included): the checks behind a one-line error
+    are the command's own, and RLlib, imported once per test process, no longer costs ~4 s per
+    case. Returns a ``CompletedProcess`` like :func:`run`'s; a traceback escapes as the test's
+    failure. Ray must not have started (every error here comes before Ray). The environment
+    variables and log levels the CLI sets are restored after each call."""
+    import logging
+
+    from sweeps.run import main
+
+    loggers = ["ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"]
+
+    def _run(*args: str) -> subprocess.CompletedProcess:
+        environ, levels = dict(os.environ), {n: logging.getLogger(n).level for n in loggers}
+        capfd.readouterr()
+        try:
+            code = main(list(args))
+        finally:
+            out, err = capfd.readouterr()
+            os.environ.clear()
+            os.environ.update(environ)
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+        ray = sys.modules.get("ray")
+        assert ray is None or not ray.is_initialized(), "Ray started"
+        return subprocess.CompletedProcess(["sweeps.run", *args], code, out, err)
+
+    return _run
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -69,19 +103,19 @@ def test_no_sweep(tmp_path):
     assert_one_line_error(run(str(path)), "empty.py", "no SWEEP")
 
 
-def test_unknown_algorithm(tmp_path):
+def test_unknown_algorithm(tmp_path, cli):
     path = sweep_file(tmp_path, algorithms='["PPO", "A9C"]')
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "algorithms[1]", "A9C")
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "algorithms[1]", "A9C")
 
 
-def test_unknown_env(tmp_path):
+def test_unknown_env(tmp_path, cli):
     path = sweep_file(tmp_path, env='"NoSuchEnv-v9"')
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "env", "NoSuchEnv-v9")
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "env", "NoSuchEnv-v9")
 
 
-def test_unknown_parameter(tmp_path):
+def test_unknown_parameter(tmp_path, cli):
     path = sweep_file(tmp_path, search_space='{"num_env_runners": choice([0]), "flux": choice([1, 2])}')
-    assert_one_line_error(run(str(path), "--dry-run"), "search_space.flux", "PPO")
+    assert_one_line_error(cli(str(path), "--dry-run"), "search_space.flux", "PPO")
 
 
 @pytest.mark.parametrize("space, field", [
@@ -89,40 +123,40 @@ def test_unknown_parameter(tmp_path):
     ('{"num_env_runners": randint(4, 1)}', "search_space.num_env_runners"),
     ('{"num_env_runners": choice([])}', "search_space.num_env_runners"),
 ])
-def test_empty_or_inverted_range(tmp_path, space, field):
+def test_empty_or_inverted_range(tmp_path, space, field, cli):
     path = sweep_file(tmp_path, search_space=space)
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", field)
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", field)
 
 
-def test_target_metric_not_produced(tmp_path):
+def test_target_metric_not_produced(tmp_path, cli):
     path = sweep_file(tmp_path, target='Target(metric="custom/laps", value=3.0)')
-    assert_one_line_error(run(str(path), "--dry-run"), "target.metric", "custom/laps")
+    assert_one_line_error(cli(str(path), "--dry-run"), "target.metric", "custom/laps")
 
 
-def test_fraction_of_optimal_without_oracle(tmp_path):
+def test_fraction_of_optimal_without_oracle(tmp_path, cli):
     path = sweep_file(tmp_path, target="Target(fraction_of_optimal=0.9)")
-    assert_one_line_error(run(str(path), "--dry-run"), "target.fraction_of_optimal", "oracle")
+    assert_one_line_error(cli(str(path), "--dry-run"), "target.fraction_of_optimal", "oracle")
 
 
 @pytest.mark.parametrize("budget", ["Budget(time_s=0)", "Budget(env_steps=-5)", "Budget()"])
-def test_budget_not_positive(tmp_path, budget):
+def test_budget_not_positive(tmp_path, budget, cli):
     path = sweep_file(tmp_path, budget=budget)
-    assert_one_line_error(run(str(path), "--dry-run"), "budget")
+    assert_one_line_error(cli(str(path), "--dry-run"), "budget")
 
 
-def test_budget_override_not_positive(tmp_path):
+def test_budget_override_not_positive(tmp_path, cli):
     path = sweep_file(tmp_path)
-    assert_one_line_error(run(str(path), "--dry-run", "--budget-s", "-1"), "--budget-s")
+    assert_one_line_error(cli(str(path), "--dry-run", "--budget-s", "-1"), "--budget-s")
 
 
-def test_env_config_override_is_checked_like_the_files_own(tmp_path):
+def test_env_config_override_is_checked_like_the_files_own(tmp_path, cli):
     """``--env-config KEY=VALUE`` goes through the env's own checks before Ray starts."""
     path = sweep_file(tmp_path)
-    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "no_equals_sign"),
+    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "no_equals_sign"),
                           "--env-config", "KEY=VALUE")
-    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "step_latency_ms=-4"),
+    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "step_latency_ms=-4"),
                           "--env-config", "step_latency_ms", ">= 0")
-    assert_one_line_error(run(str(path), "--dry-run", "--env-config", "no_such_key=1"),
+    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "no_such_key=1"),
                           "--env-config", "no_such_key")
 
 
@@ -143,15 +177,15 @@ def test_env_config_override_reaches_the_resolved_spec(tmp_path):
     assert spec["env_config"] == {"num_cities": 5, "step_latency_ms": 30, "step_cpu_ms": 0.5}
 
 
-def test_results_dir_not_writable(tmp_path):
+def test_results_dir_not_writable(tmp_path, cli):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     path = sweep_file(tmp_path)
-    assert_one_line_error(run(str(path), "--results", str(blocker / "results")), "results",
+    assert_one_line_error(cli(str(path), "--results", str(blocker / "results")), "results",
                           "cannot write")
 
 
-def test_yaml_bad_range(tmp_path):
+def test_yaml_bad_range(tmp_path, cli):
     path = tmp_path / "bad.yaml"
     path.write_text(textwrap.dedent("""\
         name: t
@@ -162,10 +196,10 @@ def test_yaml_bad_range(tmp_path):
         target: {value: 100}
         budget: {time_s: 10}
         """))
-    assert_one_line_error(run(str(path), "--dry-run"), "bad.yaml", "search_space.lr")
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad.yaml", "search_space.lr")
 
 
-def test_yaml_duplicate_key(tmp_path):
+def test_yaml_duplicate_key(tmp_path, cli):
     """PyYAML keeps the last of two equal keys silently: a second ``budget:`` of 99999 s
     would replace the first unseen. A key given twice is one line, exit 2, naming it and
     where; a key repeated in two different mappings is fine."""
@@ -187,19 +221,19 @@ def test_yaml_duplicate_key(tmp_path):
     path.write_text(text + "budget: {time_s: 99999}\n")
     with pytest.raises(SpecError, match=r"dup.yaml: 'budget' is given twice \(again on line 9\)"):
         load_sweep(path)
-    assert_one_line_error(run(str(path), "--dry-run"), "dup.yaml", "'budget' is given twice")
+    assert_one_line_error(cli(str(path), "--dry-run"), "dup.yaml", "'budget' is given twice")
 
 
 @pytest.mark.parametrize("cities, what", [(100_000, "travel-time matrix"),
                                           (300, "exact optimum's dynamics")])
-def test_an_env_config_too_big_for_the_machine(tmp_path, cities, what):
+def test_an_env_config_too_big_for_the_machine(tmp_path, cities, what, cli):
     """Contoso Cabs with 100,000 cities would need ~12 TiB (an internal MemoryError, exit 1,
     before): one line, exit 2, before anything is allocated; 300 cities fit as an env but not
     their exact optimum (the fraction-of-optimal target needs it)."""
     path = sweep_file(tmp_path, env='"ContosoCabs-v0"',
                       target="Target(fraction_of_optimal=0.9)",
                       extra=f', env_config={{"num_cities": {cities}}}')
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "num_cities",
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "num_cities",
                           f"{cities} cities need", what, "of memory")
 
 
@@ -216,15 +250,15 @@ def test_unreachable_address(tmp_path):
     ('{"algorithm": "SB3-DQN", "learning_rate": -1}', ("reference.learning_rate", "positive")),
     ('{"learning_rate": 1e-3}', ("reference", "must name its 'algorithm'")),
 ])
-def test_bad_reference(tmp_path, reference, fragments):
+def test_bad_reference(tmp_path, reference, fragments, cli):
     path = sweep_file(tmp_path, extra=f", reference={reference}")
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", *fragments)
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", *fragments)
 
 
-def test_reference_needs_a_protocol_metric(tmp_path):
+def test_reference_needs_a_protocol_metric(tmp_path, cli):
     path = sweep_file(tmp_path, target='Target(metric="env_runners/episode_return_max", value=1.0)',
                       extra=', reference={"algorithm": "SB3-DQN"}')
-    assert_one_line_error(run(str(path), "--dry-run"), "reference", "'evaluation' or 'training'")
+    assert_one_line_error(cli(str(path), "--dry-run"), "reference", "'evaluation' or 'training'")
 
 
 CABS = '"ContosoCabs-v0"'
@@ -301,24 +335,34 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("case", list(BAD_INPUT), ids=lambda c: c.replace(" ", "-"))
-def test_bad_input_is_one_line_before_ray_starts(tmp_path, case):
+def test_bad_input_is_one_line_before_ray_starts(tmp_path, case, cli):
     overrides, fragments = BAD_INPUT[case]
     text = sweep_file(tmp_path, **overrides).read_text()
     path = tmp_path / "bad_sweep.py"
     path.write_text(text.replace("choice, loguniform, randint",
                                  "choice, loguniform, randint, uniform, Search"))
-    proc = run(str(path), "--dry-run")
+    proc = cli(str(path), "--dry-run")
     assert_one_line_error(proc, "bad_sweep.py", *fragments)
     assert not (tmp_path / "results").exists()  # nothing written
 
 
-def test_old_rllib_names_work_with_a_notice(tmp_path):
+def test_the_command_itself_answers_a_bad_point_in_one_line(tmp_path):
+    """The cases above call the CLI's ``main`` in the test's process; the command itself, in
+    its own process, answers a point that only RLlib's validation rejects in the same one
+    line, exit 2, with nothing written."""
+    path = sweep_file(tmp_path, extra=', fixed={"train_batch_size": 100, "minibatch_size": 200}')
+    proc = run(str(path), "--results", str(tmp_path / "results"))
+    assert_one_line_error(proc, "bad_sweep.py", "minibatch_size")
+    assert not (tmp_path / "results").exists()
+
+
+def test_old_rllib_names_work_with_a_notice(tmp_path, cli):
     """A sweep file with RLlib's old names (num_workers, num_envs_per_worker) validates, plans
     with the current names and prints one notice per old name."""
     path = sweep_file(tmp_path, search_space='{"num_workers": choice([0, 1])}',
                       baseline='{"algorithm": "PPO", "num_workers": 0}',
                       extra=', fixed={"num_envs_per_worker": 2}')
-    proc = run(str(path), "--dry-run")
+    proc = cli(str(path), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-2000:]
     notices = [ln for ln in proc.stderr.splitlines() if ln.startswith("notice:")]
     assert len(notices) == 2, proc.stderr
@@ -327,7 +371,7 @@ def test_old_rllib_names_work_with_a_notice(tmp_path):
     assert "num_workers" not in proc.stdout and "num_env_runners=1" in proc.stdout, proc.stdout
 
 
-def test_old_and_current_name_together(tmp_path):
+def test_old_and_current_name_together(tmp_path, cli):
     path = sweep_file(tmp_path, extra=', fixed={"num_workers": 1, "num_env_runners": 1}')
-    assert_one_line_error(run(str(path), "--dry-run"), "bad_sweep.py", "fixed",
+    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "fixed",
                           "'num_workers'", "'num_env_runners'", "give only")
