@@ -4,8 +4,6 @@ single-process reference, from a run's measured parts."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,15 +48,12 @@ def test_the_model_returns_each_configurations_measured_ttt_at_the_runs_own_cost
     assert impala.loc[4, "break_even_ms"] == math.inf
 
 
-def test_cli_prints_the_break_even_and_refuses_bad_costs():
-    ok = subprocess.run([sys.executable, "-m", "analysis.plan", str(CPU_RUN), "--break-even",
-                         "--env-cost-ms", "40"], capture_output=True, text=True, cwd=REPO,
-                        timeout=120)
+def test_cli_prints_the_break_even_and_refuses_bad_costs(plan):
+    ok = plan(str(CPU_RUN), "--break-even", "--env-cost-ms", "40")
     assert ok.returncode == 0, ok.stderr
     assert "Break-even env cost" in ok.stdout and "TTT at" in ok.stdout
     assert "never" in ok.stdout  # IMPALA with 4 env runners
-    bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(CPU_RUN), "--env-cost-ms",
-                          "40"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    bad = plan(str(CPU_RUN), "--env-cost-ms", "40")
     assert bad.returncode == 2 and "only with --break-even" in bad.stderr
 
 
@@ -120,12 +115,9 @@ def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
         (rows.loc[at_60, "ttt_s"] * 10).tolist())
 
 
-def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost():
-    proc = subprocess.run(
-        [sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--break-even", "--held-out",
-         f"{HELD_30MS},{HELD_60MS}", "--env-cost-ms", "60", "--deadline", "100s",
-         "--vm", "Standard_D4s_v5"],
-        capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost(plan):
+    proc = plan(str(FIT_4MS), "--break-even", "--held-out", f"{HELD_30MS},{HELD_60MS}",
+                "--env-cost-ms", "60", "--deadline", "100s", "--vm", "Standard_D4s_v5")
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
     assert "Held-out env costs" in out and "predicted to beat one process from ~42 ms" in out
@@ -133,9 +125,7 @@ def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost():
     # each configuration's VMs: 2 CPUs fit one 4-vCPU VM, and a run costs its TTT's share of
     # an hour at the catalogue's price
     assert out.count("(1 x Standard_D4s_v5, $") == 3
-    bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(FIT_4MS), "--held-out",
-                          str(HELD_30MS)], capture_output=True, text=True, cwd=REPO,
-                         timeout=120)
+    bad = plan(str(FIT_4MS), "--held-out", str(HELD_30MS))
     assert bad.returncode == 2 and "--held-out: only with --break-even" in bad.stderr
 
 

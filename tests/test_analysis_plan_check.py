@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +23,6 @@ from analysis.plan_check import (
 from analysis.scaling import usl
 from analysis.stats import summarize_configs
 from analysis.synthetic import write_synthetic_results
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _pipeline_run(rng: np.random.Generator, ns=(1, 2, 4, 8, 16), seeds: int = 5,
@@ -154,20 +150,18 @@ def test_auto_holdout() -> None:
     assert auto_holdout(summarize_configs(tm)) == []
 
 
-def test_cli_holdout_on_synthetic_run(tmp_path: Path) -> None:
+def test_cli_holdout_on_synthetic_run(tmp_path: Path, plan) -> None:
     run = write_synthetic_results(tmp_path / "run", seeds=4, env_runners=(1, 2, 4, 8, 16),
                                   rng_seed=1)
     res = load_results(run)
     tm, _, _ = trial_metrics(res)
     assert len(plan_check(tm, summarize_configs(tm), res.progress, [8, 16]).rows) > 0
-    out = subprocess.run([sys.executable, "-m", "analysis.plan", str(run), "--holdout", "8,16"],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = plan(str(run), "--holdout", "8,16")
     assert out.returncode == 0, out.stderr
     assert "Plan check" in out.stdout and "N=16 TTT by pipeline (fit on N=1,2,4)" in out.stdout
     for args, msg in ((["--holdout", "0"], "--holdout '0'"),
                       (["--holdout", "8", "--steps-to-target", "1000"], "choose one")):
-        bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(run), *args],
-                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        bad = plan(str(run), *args)
         assert bad.returncode == 2
         assert msg in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 

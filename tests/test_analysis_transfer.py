@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -122,16 +120,13 @@ def test_the_check_reads_only_the_target_runs_measurements():
     assert all(math.isfinite(x) for x in rows["ttt_error"])
 
 
-def test_cli_transfers_checks_and_refuses_bad_machines():
-    ok = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), "--transfer",
-                         "--cores", "2", "--source-cores", "1", "--check", str(TWO_CORES)],
-                        capture_output=True, text=True, cwd=REPO, timeout=120)
+def test_cli_transfers_checks_and_refuses_bad_machines(plan):
+    ok = plan(str(ONE_CORE), "--transfer", "--cores", "2", "--source-cores", "1", "--check",
+              str(TWO_CORES))
     assert ok.returncode == 0, ok.stderr
     assert "Transfer" in ok.stdout and "Check" in ok.stdout
     assert "Predicted from 1 core(s) for 2 core(s)" in ok.stdout
-    at20 = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), "--transfer",
-                           "--cores", "16", "--env-cost-ms", "20"],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    at20 = plan(str(ONE_CORE), "--transfer", "--cores", "16", "--env-cost-ms", "20")
     out = " ".join(at20.stdout.split())
     assert at20.returncode == 0 and "env CPU per step 20 ms" in out, at20.stderr
     assert "On 16 core(s) with CPU-bound envs" in out and "never beats one process" in out
@@ -143,7 +138,6 @@ def test_cli_transfers_checks_and_refuses_bad_machines():
                          "--transfer predicts at one env cost"),
                         (["--transfer", "--cores", "2", "--env-cost-ms", "10", "--check",
                           str(TWO_CORES)], "leave out --env-cost-ms")):
-        bad = subprocess.run([sys.executable, "-m", "analysis.plan", str(ONE_CORE), *argv],
-                             capture_output=True, text=True, cwd=REPO, timeout=120)
+        bad = plan(str(ONE_CORE), *argv)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

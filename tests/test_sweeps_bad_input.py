@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -38,13 +37,11 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def cli(capfd):
-    """``sweeps.run.main(ARGS)`` in this process, its output read at the file descriptors
-    (what a terminal would show, C-level writes included): the checks behind a one-line error
-    are the command's own, and RLlib, imported once per test process, no longer costs ~4 s per
-    case. Returns a ``CompletedProcess`` like :func:`run`'s; a traceback escapes as the test's
-    failure. Ray must not have started (every error here comes before Ray). The environment
-    variables and log levels the CLI sets are restored after each call."""
+def cli(in_process):
+    """``sweeps.run.main(ARGS)`` in this process (``in_process``): the checks behind a
+    one-line error are the command's own, and RLlib, imported once per test process, no longer
+    costs ~4 s per case. Ray must not have started (every error here comes before Ray); the
+    log levels the CLI sets are restored after each call."""
     import logging
 
     from sweeps.run import main
@@ -52,19 +49,15 @@ def cli(capfd):
     loggers = ["ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"]
 
     def _run(*args: str) -> subprocess.CompletedProcess:
-        environ, levels = dict(os.environ), {n: logging.getLogger(n).level for n in loggers}
-        capfd.readouterr()
+        levels = {n: logging.getLogger(n).level for n in loggers}
         try:
-            code = main(list(args))
+            proc = in_process(main, *args)
         finally:
-            out, err = capfd.readouterr()
-            os.environ.clear()
-            os.environ.update(environ)
             for name, level in levels.items():
                 logging.getLogger(name).setLevel(level)
         ray = sys.modules.get("ray")
         assert ray is None or not ray.is_initialized(), "Ray started"
-        return subprocess.CompletedProcess(["sweeps.run", *args], code, out, err)
+        return proc
 
     return _run
 
