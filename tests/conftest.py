@@ -67,7 +67,7 @@ def in_process(capfd):
         try:
             code = main(list(args))
         except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
+            code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
         finally:
             out, err = capfd.readouterr()
             os.environ.clear()
