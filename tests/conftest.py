@@ -58,20 +58,33 @@ def in_process(capfd):
     ``call(main, *args) -> subprocess.CompletedProcess`` with the exit code (an argparse
     ``SystemExit`` included) and the output read at the file descriptors, C-level writes
     included. A traceback escapes as the test's failure, as it would show in a terminal. The
-    environment variables ``main`` sets are undone after each call."""
+    environment variables ``main`` sets are undone after each call. Python warnings, which
+    pytest would otherwise record apart, are written after the output as a new process would
+    print them (every category Python shows by default), so a stray warning still breaks a
+    one-line error."""
     import subprocess
+    import warnings
+
+    hidden = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
     def call(main, *args: str) -> subprocess.CompletedProcess:
         environ = dict(os.environ)
         capfd.readouterr()
         try:
-            code = main(list(args))
-        except SystemExit as e:
-            code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for category in hidden:
+                    warnings.simplefilter("ignore", category)
+                try:
+                    code = main(list(args))
+                except SystemExit as e:
+                    code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
         finally:
             out, err = capfd.readouterr()
             os.environ.clear()
             os.environ.update(environ)
+        err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+                       for w in caught)
         return subprocess.CompletedProcess([getattr(main, "__module__", "main"), *args], code,
                                            out, err)
 

@@ -349,13 +349,14 @@ def test_the_command_itself_answers_a_bad_point_in_one_line(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
-def test_old_rllib_names_work_with_a_notice(tmp_path, cli):
+def test_old_rllib_names_work_with_a_notice(tmp_path):
     """A sweep file with RLlib's old names (num_workers, num_envs_per_worker) validates, plans
-    with the current names and prints one notice per old name."""
+    with the current names and prints one notice per old name (once per process: so a real
+    command, not ``cli``, whose process other tests may have notified already)."""
     path = sweep_file(tmp_path, search_space='{"num_workers": choice([0, 1])}',
                       baseline='{"algorithm": "PPO", "num_workers": 0}',
                       extra=', fixed={"num_envs_per_worker": 2}')
-    proc = cli(str(path), "--dry-run")
+    proc = run(str(path), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-2000:]
     notices = [ln for ln in proc.stderr.splitlines() if ln.startswith("notice:")]
     assert len(notices) == 2, proc.stderr
