@@ -44,12 +44,11 @@ def cli(in_process):
     log levels the CLI sets are restored after each call."""
     import logging
 
+    from sweeps.engine.logs import QUIET_LOGGERS
     from sweeps.run import main
 
-    loggers = ["ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"]
-
     def _run(*args: str) -> subprocess.CompletedProcess:
-        levels = {n: logging.getLogger(n).level for n in loggers}
+        levels = {n: logging.getLogger(n).level for n in QUIET_LOGGERS}
         try:
             proc = in_process(main, *args)
         finally:

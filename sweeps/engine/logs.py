@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["quiet_environment", "quiet_logs"]
+__all__ = ["QUIET_LOGGERS", "quiet_environment", "quiet_logs"]
 
 
 def quiet_environment() -> None:
@@ -34,6 +34,10 @@ class _DropTuneLines:
         return not str(record.msg).startswith(self.prefixes)
 
 
+#: The loggers :func:`quiet_logs` sets to ERROR (unless verbose).
+QUIET_LOGGERS = ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis")
+
+
 def quiet_logs(verbose: bool = False) -> None:
     """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
     new-API-stack notice); with ``log_to_driver=False`` the trials' own output stays in Ray's
@@ -52,7 +56,7 @@ def quiet_logs(verbose: bool = False) -> None:
         logger.addFilter(_DropTuneLines(verbose))
     if verbose:
         return
-    for name in ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis"):
+    for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     import optuna
 
