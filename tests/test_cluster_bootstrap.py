@@ -1,6 +1,6 @@
 """The Azure ML bootstrap for real: local processes carrying the MPI variables of a job form a
 Ray cluster on 127.0.0.1, run a command on rank 0, and all exit soon after the head (three
-ranks running a real sweep: tests/test_cluster_sweep_e2e.py)."""
+ranks running a real sweep of a user's env: tests/test_cluster_sweep_e2e.py)."""
 
 from __future__ import annotations
 
@@ -32,8 +32,10 @@ def start_rank(
     logs: Path,
     token: str | None,
     extra_env: dict | None = None,
+    num_cpus: int = 1,
 ) -> subprocess.Popen:
-    """One process of the MPI job, as Azure ML would start it on node ``rank``."""
+    """One process of the MPI job, as Azure ML would start it on node ``rank``, offering
+    ``num_cpus`` CPUs to Ray."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "RAY_"))}
     env.update(
         {
@@ -54,7 +56,7 @@ def start_rank(
             "--port",
             str(port),
             "--num-cpus",
-            "1",
+            str(num_cpus),
             "--object-store-mb",
             "200",
             "--log-dir",

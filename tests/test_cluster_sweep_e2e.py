@@ -1,5 +1,6 @@
 """The sweep runner on multi-node clusters, for real: the Azure ML bootstrap running
-``python -m sweeps.run`` over three local ranks, and a worker node lost mid-sweep."""
+``python -m sweeps.run`` of a user's env over three local ranks, and a worker node lost
+mid-sweep."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from test_cluster_bootstrap import start_rank, wait_all
 from test_cluster_support import files_containing, live_sessions
@@ -51,48 +53,29 @@ def only_run_dir(results: Path, name: str) -> Path:
     return runs[0]
 
 
-def trial_intervals(run_dir: Path) -> list[tuple[float, float]]:
-    """(start, end) epoch seconds of each trial, from Tune's per-trial result.json."""
-    intervals = []
-    for result in (run_dir / "tune").glob("*/result.json"):
-        rows = [json.loads(line) for line in result.read_text().splitlines() if line.strip()]
-        if rows:
-            start = rows[0]["timestamp"] - rows[0]["time_total_s"]
-            intervals.append((start, rows[-1]["timestamp"]))
-    return intervals
+def test_bootstrap_runs_a_user_env_sweep_with_trials_spanning_three_nodes(tmp_path):
+    """Three MPI ranks of 2 CPUs, as Azure ML starts them, form a token-authenticated Ray
+    cluster on 127.0.0.1 (the workers first: they wait for a head that is not there yet);
+    rank 0 runs a sweep of a user's env from a folder outside the project, which reaches every
+    node; DQN and PPO sampling in their driver reach the target, and DQN and PPO with 4 env
+    runners (5 CPUs: more than any node) are placed over several nodes and reach it too; every
+    rank exits soon after the head, and the token is in no file."""
+    from test_envs_forms import user_folder, yaml_sweep
 
+    from analysis.report import write_report
 
-def max_overlap(intervals: list[tuple[float, float]]) -> int:
-    """Most intervals that hold at one instant."""
-    events = sorted(
-        [(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals],
-        key=lambda ev: (ev[0], ev[1]),
-    )
-    best = running = 0
-    for _, step in events:
-        running += step
-        best = max(best, running)
-    return best
-
-
-def test_bootstrap_runs_the_sweep_across_three_nodes(tmp_path):
-    """Three MPI ranks, as Azure ML starts them, form a token-authenticated Ray cluster on
-    127.0.0.1 (the workers first: they wait for a head that is not there yet), rank 0 runs
-    the sweep over all three nodes, and every rank exits soon after the head."""
-    import pandas as pd
-
-    sweep = write_sweep(tmp_path, "tiny_mpi", num_samples=3, budget_s=12)
+    folder = user_folder(tmp_path)
+    sweep = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 4), budget_s=60)
     out, logs = tmp_path / "outputs", tmp_path / "logs"
     logs.mkdir()
     token, port = new_token(), free_port()
     cmd = [sys.executable, "-m", "sweeps.run", str(sweep), "--results", str(out), "--no-report"]
-    procs = {
-        rank: start_rank(rank, 3, port, ["--results-dir", str(out)], cmd, logs, token)
-        for rank in (2, 1)
-    }
+    args = ["--results-dir", str(out)]
+    procs = {rank: start_rank(rank, 3, port, args, cmd, logs, token, num_cpus=2)
+             for rank in (2, 1)}
     time.sleep(2)
-    procs[0] = start_rank(0, 3, port, ["--results-dir", str(out)], cmd, logs, token)
-    ended = wait_all(procs, timeout_s=420)
+    procs[0] = start_rank(0, 3, port, args, cmd, logs, token, num_cpus=2)
+    ended = wait_all(procs, timeout_s=500)
     text = {r: (logs / f"rank{r}.log").read_text() for r in procs}
     assert [procs[r].returncode for r in (0, 1, 2)] == [0, 0, 0], text[0][-4000:]
     # every rank exits within 60 s of the head finishing
@@ -102,17 +85,23 @@ def test_bootstrap_runs_the_sweep_across_three_nodes(tmp_path):
     assert boot["nodes_expected"] == 3 and len(boot["nodes"]) == 3
     assert boot["token_auth"] is True and boot["ray_address"] == f"127.0.0.1:{port}"
 
-    run_dir = only_run_dir(out, "tiny_mpi")
-    trials = pd.read_parquet(run_dir / "trials.parquet")
-    assert len(trials) == 4 and trials.trial_id.is_unique  # (3 sampled + baseline) x 1 seed
-    assert set(trials.status) <= {"reached", "censored"}, trials[["status", "error"]]
-    assert (trials.node_count == 3).all()
-    assert (trials.num_cpus == 1).all()
+    run_dir = only_run_dir(out, "corridor")
     env = json.loads((run_dir / "environment.json").read_text())
     assert len(env["nodes"]) == 3 and env["ray_address"] == f"127.0.0.1:{port}"
-    # Each node offers one CPU and each trial takes one: trials that ran at the same time
-    # ran on different nodes.
-    assert max_overlap(trial_intervals(run_dir)) >= 2
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    table = trials[["algorithm", "num_env_runners", "status", "nodes_used", "error"]].to_string()
+    assert sorted(zip(trials.algorithm, trials.num_env_runners, strict=True)) == [
+        ("DQN", 0), ("DQN", 4), ("PPO", 0), ("PPO", 4)], table  # the baseline is PPO, 0
+    assert (trials.status == "reached").all(), table
+    assert (trials.node_count == 3).all(), table
+    spanning = trials[trials.num_env_runners == 4]
+    assert (spanning.num_cpus == 5).all() and not spanning.oversubscribed.any(), table
+    assert (spanning.nodes_used.str.split(",").str.len() > 1).all(), table
+    # the report says where they ran
+    page = write_report(run_dir).read_text()
+    assert 'id="nodes-used"' in page and "more than one node: 2 of " in page
+    for nodes in spanning.nodes_used:
+        assert nodes in page
     assert files_containing(tmp_path, token) == []
 
 
@@ -136,8 +125,6 @@ def running_trials(run_dir: Path) -> dict[str, int]:
 
 
 def read_or_empty(path: Path):
-    import pandas as pd
-
     return (
         pd.read_parquet(path)
         if path.exists()
@@ -148,8 +135,6 @@ def read_or_empty(path: Path):
 def test_losing_a_worker_node_mid_sweep_keeps_every_recorded_trial(tmp_path):
     """SIGKILL the node that runs a trial, mid-trial: the sweep completes, that trial is
     retried or recorded as an error, and every row written before the loss is kept."""
-    import pandas as pd
-
     sweep = write_sweep(tmp_path, "tiny_fault", num_samples=4, budget_s=20)
     results = tmp_path / "results"
     cmd = [sys.executable, "-m", "sweeps.run", str(sweep), "--results", str(results), "--no-report"]

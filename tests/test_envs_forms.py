@@ -1,5 +1,6 @@
 """A user's own env, named in its three forms, checked before Ray and shipped to every process
-of every trial; trials placed over several nodes by Ray's rule."""
+of every trial; trials placed over several nodes by Ray's rule (a sweep of a user's env on
+three nodes: tests/test_cluster_sweep_e2e.py)."""
 
 from __future__ import annotations
 
@@ -264,36 +265,6 @@ def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s
         ("DQN", 0), ("DQN", 1), ("PPO", 0), ("PPO", 1)], table  # the baseline is PPO, 0
     assert (trials.status == "reached").all(), table
     assert (trials.nodes_used.str.len() == 12).all(), trials.nodes_used  # one node
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_a_user_env_and_a_trial_spanning_nodes_on_a_three_node_cluster(tmp_path):
-    """On 3 nodes of 2 CPUs: the user's module reaches every node, DQN and PPO sampling in
-    their driver reach the target, and DQN and PPO trials with 4 env runners (5 CPUs: more
-    than any node) are placed over several nodes and reach it too."""
-    from cluster.local_multinode import LoopbackCluster
-
-    folder = user_folder(tmp_path)
-    path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 4), budget_s=60)
-    with LoopbackCluster(nodes=3, cpus_per_node=2, log_dir=tmp_path / "logs") as cluster:
-        proc = run_sweep(path, tmp_path / "results", env=cluster.client_env(), timeout=500)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    trials = reached_rows(tmp_path / "results", "corridor")
-    table = trials[["algorithm", "num_env_runners", "status", "nodes_used", "error"]].to_string()
-    assert (trials.status == "reached").all(), table
-    assert (trials.node_count == 3).all(), table
-    spanning = trials[trials.num_env_runners == 4]
-    assert sorted(spanning.algorithm) == ["DQN", "PPO"], table
-    assert (spanning.num_cpus == 5).all() and not spanning.oversubscribed.any(), table
-    assert (spanning.nodes_used.str.split(",").str.len() > 1).all(), table
-    # the report says where they ran
-    from analysis.report import write_report
-
-    page = write_report(next((tmp_path / "results" / "corridor").iterdir())).read_text()
-    assert 'id="nodes-used"' in page and "more than one node: 2 of " in page
-    for nodes in spanning.nodes_used:
-        assert nodes in page
 
 
 EXPLODING = CORRIDOR + '''
