@@ -257,3 +257,28 @@ def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
     rec3, stopper3 = pickle.loads(first)
     assert not isinstance(rec3, ResultsRecorder)
     assert not stopper3("t", {"wall_time_s": 1e9}) and not stopper3.stop_all()
+
+
+def test_resume_reopens_the_search_state_tune_restores_whatever_the_files_mtimes(tmp_path):
+    """A run stopped by a full disk leaves Tune's search marked finished; ``--resume`` clears
+    the flag in the state file Tune restores (the greatest name: its session's start time),
+    even when the files' modification times say otherwise, as they do in Tune's storage path
+    (the whole folder copied at each sync, in any order). The older files stay as they were."""
+    import ray.cloudpickle as cloudpickle
+    from ray.tune.utils.util import _load_newest_checkpoint
+
+    from sweeps.engine.tuning import reopen_search
+
+    sessions = ["2026-11-27_01-50-05", "2026-11-27_01-50-37", "2026-11-27_01-50-55"]
+    for i, session in enumerate(sessions):
+        path = tmp_path / f"search_gen_state-{session}.json"
+        path.write_bytes(cloudpickle.dumps({"counter": i, "finished": True}))
+        os.utime(path, (1e9 - i, 1e9 - i))  # the newest session has the oldest mtime
+    assert reopen_search(tmp_path)
+    restored = _load_newest_checkpoint(str(tmp_path), "search_gen_state-*.json")
+    assert restored == {"counter": 2, "finished": False}
+    older = [cloudpickle.loads((tmp_path / f"search_gen_state-{s}.json").read_bytes())
+             for s in sessions[:2]]
+    assert [s["finished"] for s in older] == [True, True]
+    assert not reopen_search(tmp_path)  # nothing left to reopen
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

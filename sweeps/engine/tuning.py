@@ -258,11 +258,14 @@ def reopen_search(tune_dir: Path) -> bool:
     experiment's ``search_gen_state-*.json``; restored as is, the run would end with the trials
     never suggested still missing. The searcher itself knows when it is done
     (:class:`sweeps.engine.search.SeededSearch` returns ``FINISHED``), so the flag is cleared in the
-    newest state file (atomically). Returns whether it was set.
+    newest state file (atomically): the one Tune restores, the greatest name (its names end in
+    the session's start time; ``ray.tune.utils.util._load_newest_checkpoint``). Not the newest
+    modification time: Tune copies its whole folder to the storage path at each sync, so every
+    state file there has about the same one, in any order. Returns whether it was set.
     """
     import ray.cloudpickle as cloudpickle
 
-    states = sorted(tune_dir.glob("search_gen_state-*.json"), key=lambda p: p.stat().st_mtime)
+    states = sorted(tune_dir.glob("search_gen_state-*.json"))
     if not states:
         return False
     state = cloudpickle.loads(states[-1].read_bytes())
