@@ -254,16 +254,42 @@ def _wait_for_rows(trials_file: Path, at_least: int, proc, timeout: float = 240)
     raise AssertionError(f"fewer than {at_least} trials recorded in time (exit {proc.poll()})")
 
 
-def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_path):
+DISK_FULL = """\
+import errno
+import os
+
+_real_replace = os.replace
+_writes = {"trials": 0}
+
+
+def _replace(src, dst, *args, **kwargs):
+    # The results disk is full: the OS refuses the trials table's write at the OS boundary.
+    if str(dst).endswith("trials.parquet"):
+        _writes["trials"] += 1
+        if _writes["trials"] > int(os.environ["DISK_FULL_AFTER_WRITES"]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+    return _real_replace(src, dst, *args, **kwargs)
+
+
+if "DISK_FULL_AFTER_WRITES" in os.environ:
+    os.replace = _replace
+"""
+
+
+def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tmp_path):
     """One results directory through every way a real ``sweeps.run`` ends early:
 
     1. while a first run works, a second process is refused in one line naming its pid;
     2. SIGTERM (``kill``, ``timeout``, a batch scheduler) ends the first with its one
        "Interrupted" line and exit 130 (no native stack dump);
     3. ``--resume`` runs on until SIGKILL takes it and the Ray it started (no clean-up);
-    4. ``--resume`` finishes the sweep, its confirmation stage included: every trial recorded
-       once, nothing recorded before a kill lost or changed, no trial that a signal cut short
-       recorded as censored, the Optuna study's history whole, and the confirmation on its
+    4. ``--resume`` on a full results disk (the OS refuses its first write of the trials
+       table with ENOSPC; injected at ``os.replace``, the OS boundary) ends in one line and
+       exit 3, every row recorded before it intact;
+    5. ``--resume``, once there is room, finishes the sweep, its confirmation stage included:
+       every trial recorded once, nothing recorded before a kill lost or changed, no trial
+       that a signal cut short recorded as censored, the trial whose row the full disk
+       refused recorded once, the Optuna study's history whole, and the confirmation on its
        own seed.
     """
     results = tmp_path / "results"
@@ -307,9 +333,27 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     assert len(before) < expected, "the sweep finished before it could be killed"
     assert set(after_sigterm.trial_id) <= set(before.trial_id)
 
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DISK_FULL)
+    disk_full = {**os.environ, "DISK_FULL_AFTER_WRITES": "0",
+                 "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    full = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True, text=True,
+                          timeout=300, env=disk_full)
+    assert full.returncode == 3, (full.returncode, full.stdout[-2000:], full.stderr[-3000:])
+    assert "Traceback" not in full.stderr, full.stderr[-3000:]
+    lines = [line for line in full.stderr.strip().splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "No space left on device" in lines[0], full.stderr[-3000:]
+    assert f"{len(before)} trial(s) recorded before it are kept" in lines[0], lines
+    assert "--resume" in lines[0]
+    assert pd.read_parquet(trials_file).equals(before)
+
     resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
                              text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    # the ETA counts the trials it replays by their recorded durations (minutes, not hours)
+    assert "ETA ~" in resumed.stdout
+    assert "h" not in resumed.stdout.split("ETA ~")[-1].split(" ")[0], resumed.stdout
     after = pd.read_parquet(trials_file)
     assert len(after) == expected, after[["trial_id", "config_id", "seed", "status"]]
     assert after.trial_id.is_unique and not after.duplicated(["config_id", "seed"]).any()
@@ -321,6 +365,9 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     assert set(progress.trial_id) == set(after.trial_id)
     # the trials the signals cut short were not recorded as censored: every one ran its budget
     assert (after.elapsed_s >= after.budget_s).all(), after[["trial_id", "elapsed_s"]]
+    assert (after.status == "censored").all()
+    assert not list(trials_file.parent.glob("*.tmp"))
+    assert not list(trials_file.parent.glob(".*.tmp"))
     # the Optuna study kept its history: one completed Optuna trial per sampled config
     import optuna
 
@@ -337,66 +384,6 @@ def test_sigterm_sigkill_and_a_concurrent_second_run_lose_nothing_on_resume(tmp_
     from sweeps.engine.rundir.schema import confirm_configs
 
     assert confirm_configs(search, 1) == list(confirm[~confirm.is_baseline].config_id)
-
-
-DISK_FULL = """\
-import errno
-import os
-
-_real_replace = os.replace
-_count = {"trials": 0}
-
-
-def _replace(src, dst, *args, **kwargs):
-    # The results disk fills up after the first trial's row is written.
-    if str(dst).endswith("trials.parquet"):
-        _count["trials"] += 1
-        if _count["trials"] > 1:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
-    return _real_replace(src, dst, *args, **kwargs)
-
-
-if os.environ.get("DISK_FULL_AFTER_ONE_TRIAL"):
-    os.replace = _replace
-"""
-
-
-def test_a_full_disk_ends_in_one_line_and_keeps_what_was_recorded(tmp_path):
-    """The results disk fills up mid-sweep (the OS refuses the second trial's write with
-    ENOSPC; injected at ``os.replace``, the OS boundary, in the driver only): the real sweep
-    ends with one line and exit 3, the first trial's row is intact, and ``--resume`` once there
-    is room records the rest."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(DISK_FULL)
-    results = tmp_path / "results"
-    path = write_sweep(tmp_path, "diskfull", num_samples=2, seeds=1, budget_s=3,
-                       target=UNREACHABLE)  # one configuration per algorithm
-    env = {**os.environ, "DISK_FULL_AFTER_ONE_TRIAL": "1",
-           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True,
-                          timeout=300, env=env)
-    assert proc.returncode == 3, (proc.returncode, proc.stdout[-2000:], proc.stderr[-3000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    lines = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "No space left on device" in lines[0], proc.stderr[-3000:]
-    assert "1 trial(s) recorded before it are kept" in lines[0] and "--resume" in lines[0]
-    run = only_run_dir(results, "diskfull")
-    assert len(pd.read_parquet(run / "trials.parquet")) == 1
-    resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
-                             text=True, timeout=300)
-    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
-    # the trial never started before the disk filled runs now (Tune had marked its search
-    # finished), and the ETA counts replayed trials by their recorded durations
-    assert "h" not in resumed.stdout.split("ETA ~")[-1].split(" ")[0], resumed.stdout
-    after = pd.read_parquet(run / "trials.parquet")
-    assert len(after) == 3 and after.trial_id.is_unique  # the baseline and the 2 samples
-    # the trial whose row could not be written finished in Tune's state; its row and learning
-    # curve were rebuilt from what Tune kept, not lost
-    progress = pd.read_parquet(run / "progress.parquet")
-    assert set(progress.trial_id) == set(after.trial_id)
-    assert (after.status == "censored").all() and (after.elapsed_s >= 3).all()
-    assert not list(run.glob("*.tmp")) and not list(run.glob(".*.tmp"))
 
 
 FLAKY_ENV = '''\
