@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from test_cluster_bootstrap import start_rank, wait_all
 from test_cluster_support import files_containing, live_sessions
+from test_envs_forms import user_folder, yaml_sweep
 
 from cluster.auth import new_token
 from cluster.local_multinode import LoopbackCluster
@@ -60,8 +61,6 @@ def test_bootstrap_runs_a_user_env_sweep_with_trials_spanning_three_nodes(tmp_pa
     node; DQN and PPO sampling in their driver reach the target, and DQN and PPO with 4 env
     runners (5 CPUs: more than any node) are placed over several nodes and reach it too; every
     rank exits soon after the head, and the token is in no file."""
-    from test_envs_forms import user_folder, yaml_sweep
-
     from analysis.report import write_report
 
     folder = user_folder(tmp_path)

@@ -66,6 +66,18 @@ def sweep_cmd(path: Path, results: Path, *extra: str) -> list[str]:
             "--no-report", *extra]
 
 
+def site_env(tmp_path: Path, files: dict[str, str], **variables: str) -> dict[str, str]:
+    """This process's environment with ``variables`` set and a folder of ``files`` (a
+    ``sitecustomize.py`` among them) first on ``PYTHONPATH``: every Python process of a sweep
+    started with it (the driver, Ray's workers) imports them at start-up."""
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, text in files.items():
+        (site / name).write_text(text)
+    return {**os.environ, **variables,
+            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
 def only_run_dir(results: Path, name: str) -> Path:
     runs = [p for p in (results / name).iterdir() if p.is_dir()]
     assert len(runs) == 1, runs
@@ -333,11 +345,7 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     assert len(before) < expected, "the sweep finished before it could be killed"
     assert set(after_sigterm.trial_id) <= set(before.trial_id)
 
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(DISK_FULL)
-    disk_full = {**os.environ, "DISK_FULL_AFTER_WRITES": "0",
-                 "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    disk_full = site_env(tmp_path, {"sitecustomize.py": DISK_FULL}, DISK_FULL_AFTER_WRITES="0")
     full = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True, text=True,
                           timeout=300, env=disk_full)
     assert full.returncode == 3, (full.returncode, full.stdout[-2000:], full.stderr[-3000:])
@@ -420,11 +428,9 @@ if "FlakyCartPole-v0" not in gymnasium.registry:
 def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(tmp_path):
     """A real trial fails once (its env raises at the first reset) and Tune retries it
     (max_failures=1): its row says attempts=2 and its times count from the first attempt."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "flaky_env.py").write_text(FLAKY_ENV)
     # every Python process of this sweep (driver, Ray workers) registers the env
-    (site / "sitecustomize.py").write_text("import flaky_env  # noqa: F401\n")
+    env = site_env(tmp_path, {"flaky_env.py": FLAKY_ENV,
+                              "sitecustomize.py": "import flaky_env  # noqa: F401\n"})
     marker = tmp_path / "failed-once"
     path = tmp_path / "flaky.py"
     path.write_text(textwrap.dedent(f"""\
@@ -436,8 +442,6 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
                       baseline={{"algorithm": "PPO", "num_env_runners": 0}})
         """))
     results = tmp_path / "results"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH",
-                                                                                  "")])}
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
