@@ -348,6 +348,7 @@ def _run_node(args: argparse.Namespace) -> int:
     import ray._private.node
     import ray._private.parameter
     import ray._private.services as services
+    import ray._private.utils
     from ray._private.authentication.authentication_token_setup import (
         ensure_token_if_auth_enabled,
     )
@@ -383,6 +384,10 @@ def _run_node(args: argparse.Namespace) -> int:
     else:
         params.gcs_address = args.address
     node = ray._private.node.Node(params, head=args.head, shutdown_at_exit=True, spawn_reaper=True)
+    # As `ray start` does: Ray's job server resolves its jobs' address ("auto") from this file
+    # in the node's temp dir; without it, on a machine running another Ray, it picks any
+    # running GCS and the job joins the wrong cluster.
+    ray._private.utils.write_ray_address(node.gcs_address, args.temp_dir)
     role = "head" if args.head else "worker"
     print(f"Ray {role} node up: ip {node_ip}, {args.num_cpus:g} CPUs", flush=True)
     if args.ready_file:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -20,7 +22,9 @@ from test_envs_forms import user_folder, yaml_sweep
 from cluster.auth import auth_env, new_token
 from cluster.nodes import RayNode, free_port
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+# beside other Ray tests (`-n 2`); the tests sharing the job server run on one worker
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
+              pytest.mark.xdist_group("job_server")]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,17 +49,24 @@ def job_server(tmp_path_factory):
     yields ``(address, env)``: the job server's URL and an environment holding the token."""
     logs = tmp_path_factory.mktemp("head")
     token = new_token()
-    dashboard = free_port()
-    head = RayNode(head=True, num_cpus=2, port=free_port(), node_ip="127.0.0.1", token=token,
-                   dashboard_port=dashboard, log_path=logs / "head.log").start()
+    dashboard, port = free_port(), free_port()
+    # its own temp dir (short: Ray's socket paths must fit 107 bytes), as on a cluster's head;
+    # other Ray instances may run on this machine beside it
+    temp_dir = tempfile.mkdtemp(prefix="ray-jobs-")
+    head = RayNode(head=True, num_cpus=2, port=port, node_ip="127.0.0.1", token=token,
+                   dashboard_port=dashboard, log_path=logs / "head.log",
+                   temp_dir=temp_dir).start()
     env = {**os.environ, **auth_env(token)}
     address = f"http://127.0.0.1:{dashboard}"
     try:
         head.wait_up(120)
+        # what the job server resolves its jobs' "auto" address from, whatever else runs here
+        assert Path(temp_dir, "ray_current_cluster").read_text() == f"127.0.0.1:{port}"
         _job_server_up(address, env)
         yield address, env
     finally:
         head.stop()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_a_users_sweep_outside_the_project_is_submitted_recorded_and_downloaded(
