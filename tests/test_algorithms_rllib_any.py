@@ -58,6 +58,7 @@ def test_sweep_files_name_generic_algorithms_and_references_with_one_line_errors
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_sac_and_the_sb3_sac_reference_run_end_to_end_on_pendulum(tmp_path):
     """Short budgets: the path (continuous actions through the evaluation protocol, the
     reference, the report) is what is checked, not reaching the target."""

@@ -20,7 +20,7 @@ from cluster.nodes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.parallel]
 
 
 def start_rank(

@@ -260,6 +260,7 @@ def test_alive_nodes_needs_a_session():
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_embedded_session_is_sized_and_shut_down(monkeypatch):
     import ray
 
@@ -293,6 +294,7 @@ with ray_session(None, num_cpus=1, log_to_driver=False):
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_the_embedded_ray_refuses_a_process_without_its_token():
     """Ray 2.60's gRPC servers listen on every interface (its binaries add a 0.0.0.0 listener;
     there is no loopback-only option), so what keeps other processes and hosts out of the
@@ -323,7 +325,7 @@ def test_the_embedded_ray_refuses_a_process_without_its_token():
             out, err = proc.communicate(timeout=120)
             assert out.startswith("REFUSED"), (name, out, err[-2000:])
             assert "RAY_AUTH" in out or "token" in out.lower(), (name, out)
-            assert time.time() - start < 60, name
+            assert time.time() - start < 60, name  # 10.5 s in 4 runs alone
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)

@@ -18,7 +18,7 @@ from cluster.local_multinode import LoopbackCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.parallel]
 
 
 def test_cli_runs_a_command_on_three_nodes_and_tears_them_down(tmp_path):
@@ -133,7 +133,8 @@ def test_a_driver_without_the_token_is_refused(tmp_path):
     assert good.stdout.strip() == "connected", good.stderr[-2000:]
     assert bad.stdout.startswith(f"cannot connect to the Ray cluster at {cluster.address}")
     assert "RAY_AUTH_MODE=token" in bad.stdout
-    assert refused_after < 30
+    # refused after 10.5 s (Ray's fixed wait, 2 runs alone), not ray.init's minutes of retries
+    assert refused_after < 60
     assert live_sessions(sessions) == []
 
 

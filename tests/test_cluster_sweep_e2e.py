@@ -24,7 +24,7 @@ from cluster.nodes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel]
 
 
 def write_sweep(folder: Path, name: str, *, num_samples: int, budget_s: float) -> Path:
@@ -64,7 +64,8 @@ def test_bootstrap_runs_a_user_env_sweep_with_trials_spanning_three_nodes(tmp_pa
     from analysis.report import write_report
 
     folder = user_folder(tmp_path)
-    sweep = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 4), budget_s=60)
+    # the slowest trial reached the target in 16 s beside another Ray test: 5x margin
+    sweep = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0, 4), budget_s=90)
     out, logs = tmp_path / "outputs", tmp_path / "logs"
     logs.mkdir()
     token, port = new_token(), free_port()

@@ -230,6 +230,7 @@ def test_an_env_config_too_big_for_the_machine(tmp_path, cities, what, cli):
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_unreachable_address(tmp_path):
     path = sweep_file(tmp_path)
     proc = run(str(path), "--address", "127.0.0.1:1", timeout=90)

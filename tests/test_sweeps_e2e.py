@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel]
 
 TRIAL_COLUMNS = [
     "trial_id", "config_id", "is_baseline", "algorithm", "num_env_runners",
@@ -93,10 +93,8 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True,
                        confirm="Confirm(top_k=1, seeds=1)",
                        evaluation="Evaluation(every_env_steps=500)")
-    t0 = time.time()
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert time.time() - t0 < 180
     run_dir = only_run_dir(results, "tiny")
     trials = pd.read_parquet(run_dir / "trials.parquet")
     progress = pd.read_parquet(run_dir / "progress.parquet")
@@ -251,10 +249,13 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     assert "--resume" in err and "Traceback" not in err, err[-2000:]
     kept = pd.read_parquet(runs[0])
     assert len(kept) >= 1 and kept.trial_id.is_unique
-    # the driver shut its embedded Ray down: nothing of its process group is left
-    time.sleep(2)
-    alive = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout
-    assert not alive.strip(), f"processes left in the sweep's group: {alive}"
+    # the driver shut its embedded Ray down: nothing of its process group is left (Ray's
+    # processes may take a moment to exit after the driver)
+    deadline = time.time() + 30
+    while (alive := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
+                                   text=True).stdout.strip()) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not alive, f"processes left in the sweep's group: {alive}"
 
 
 def _wait_for_rows(trials_file: Path, at_least: int, proc, timeout: float = 240) -> None:
