@@ -100,6 +100,7 @@ def test_slice_keeps_rows_of_the_batch_only() -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("algorithm, extra", [
     ("DQN", {"num_steps_sampled_before_learning_starts": 200}),

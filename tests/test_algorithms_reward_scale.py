@@ -45,6 +45,7 @@ def test_scale_one_is_a_no_op():
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 @pytest.mark.slow
 def test_driver_sampling_reports_returns_in_env_units():
     """PPO sampling in the driver on CartPole (reward 1 per step): the reported mean episode

@@ -78,6 +78,7 @@ def test_result_metrics_keeps_finite_numbers_only():
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_tune_trials_become_child_runs_with_their_metrics(tmp_path, monkeypatch):
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient

@@ -6,7 +6,7 @@ import pytest
 
 import envs
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.ray, pytest.mark.parallel, pytest.mark.timeout(180)]
 
 EXPECTED = {
     "ContosoCabs-v0": ({"num_cities": 3}, (34,), 9),

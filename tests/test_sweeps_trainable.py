@@ -14,6 +14,7 @@ import pytest
 
 
 @pytest.mark.ray
+@pytest.mark.parallel
 def test_trial_actor_has_no_runtime_env_of_tunes_own():
     """A trainable actor built by Tune's class cache runs with the job's (empty) runtime env, so
     it and the env runners it creates can take Ray's prestarted worker processes."""
