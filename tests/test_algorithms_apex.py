@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.ray
+# The checks of counts and shapes, with no wall-clock or throughput bound, are marked parallel:
+# they run beside another test, on one xdist worker with one Ray for them all; the pace,
+# slow-runner and replay-ratio checks run one at a time.
 
 SLOW_ENV = "SlowFirstRunnerCabs-v0"
 SLOW_STEP_S = 0.05  # env runner 1: 64 env steps per sample() call → ≥ 3.2 s per call
@@ -73,6 +76,8 @@ def _train_for(algo, algorithm: str, seconds: float) -> tuple[list, list, list]:
     return updates, steps, walls
 
 
+@pytest.mark.parallel
+@pytest.mark.xdist_group("apex")
 @pytest.mark.timeout(120)
 def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
     from sweeps.engine.algorithms import build_config
@@ -205,6 +210,8 @@ def test_min_replay_ratio_keeps_the_replay_ratio_up(ray_local, num_replay_shards
         algo.stop()
 
 
+@pytest.mark.parallel
+@pytest.mark.xdist_group("apex")
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("algorithm", ["APEX", "DQN"])
 def test_replay_refuses_observations_it_cannot_store(ray_local, algorithm):
@@ -216,6 +223,8 @@ def test_replay_refuses_observations_it_cannot_store(ray_local, algorithm):
         config.build_algo()
 
 
+@pytest.mark.parallel
+@pytest.mark.xdist_group("apex")
 @pytest.mark.timeout(90)
 def test_apex_without_env_runners_trains_from_the_drivers_own_samples(ray_local):
     """num_env_runners=0: the driver samples, replay fills, the learner takes
@@ -255,6 +264,8 @@ def test_dqn_waits_for_every_env_runner_each_step(ray_local):
         algo.stop()
 
 
+@pytest.mark.parallel
+@pytest.mark.xdist_group("apex")
 @pytest.mark.timeout(90)
 def test_dqn_replays_exactly_its_training_intensity(ray_local):
     """num_env_runners=0: after every step, learner updates = ⌊ρ × (sampled − learning
