@@ -293,12 +293,14 @@ def regions_of(page: str | Path) -> list[tuple[str, str, str]]:
     return [(m["name"], m["run"], m["body"]) for m in _REGION.finditer(text)]
 
 
-def stale_regions(page: str | Path) -> list[str]:
+def stale_regions(page: str | Path, studies: dict[Path, Study] | None = None) -> list[str]:
     """The regions of ``page`` whose text differs from a fresh render of the run each cites,
-    as ``"name from run"``; empty when every number on it matches its data."""
+    as ``"name from run"``; empty when every number on it matches its data. ``studies``: runs
+    already analysed, by resolved path, as :func:`render` takes it (pass one dict to check
+    several pages that cite the same runs: each is analysed once)."""
     page = Path(page)
     cache: dict[tuple[str, str], str] = {}
-    studies: dict[Path, Study] = {}
+    studies = {} if studies is None else studies
     stale = []
     for name, run, body in regions_of(page):
         key = (name, run)
@@ -309,13 +311,13 @@ def stale_regions(page: str | Path) -> list[str]:
     return stale
 
 
-def fill_page(page: str | Path) -> int:
+def fill_page(page: str | Path, studies: dict[Path, Study] | None = None) -> int:
     """Rewrite every generated region of ``page`` from the run it cites; returns how many
-    changed. The rest of the page is left as it is."""
+    changed. The rest of the page is left as it is. ``studies``: as :func:`stale_regions`."""
     page = Path(page)
     text = page.read_text()
     changed = 0
-    studies: dict[Path, Study] = {}
+    studies = {} if studies is None else studies
 
     def sub(m: re.Match) -> str:
         nonlocal changed
@@ -338,14 +340,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="change nothing; exit 1 when a region differs from its run")
     args = p.parse_args(argv)
     bad = 0
+    studies: dict[Path, Study] = {}  # pages that cite one run analyse it once
     for page in args.pages:
         if args.check:
-            stale = stale_regions(page)
+            stale = stale_regions(page, studies)
             bad += len(stale)
             for s in stale:
                 print(f"{page}: stale region {s}")
         else:
-            print(f"{page}: {fill_page(page)} region(s) rewritten")
+            print(f"{page}: {fill_page(page, studies)} region(s) rewritten")
     return 1 if bad else 0
 
 

@@ -62,6 +62,34 @@ def local_ray():
         ray.shutdown()
 
 
+class AnalysedRuns:
+    """``analyse(load_results(path))`` of runs that no test changes (those under docs/data),
+    each analysed once per test process: ``runs(path)`` returns a deep copy, so a test that
+    changes what it got cannot change another's; ``runs.studies`` is the cache itself, by
+    resolved path, for :func:`analysis.pages.stale_regions`, which only reads it."""
+
+    def __init__(self) -> None:
+        self.studies: dict = {}
+
+    def __call__(self, path):
+        import copy
+        from pathlib import Path
+
+        from analysis.load import load_results
+        from analysis.study import analyse
+
+        key = Path(path).resolve()
+        if key not in self.studies:
+            self.studies[key] = analyse(load_results(key))
+        return copy.deepcopy(self.studies[key])
+
+
+@pytest.fixture(scope="session")
+def analysed_runs() -> AnalysedRuns:
+    """The test process's :class:`AnalysedRuns` (an analysis of a docs run takes 1-8 s)."""
+    return AnalysedRuns()
+
+
 @pytest.fixture
 def in_process(capfd):
     """Call a command line's ``main(argv)`` in the test's process instead of a new Python

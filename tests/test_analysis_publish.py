@@ -262,7 +262,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 @pytest.mark.parametrize("tables", sorted(p.name for p in DOCS.glob("*_tables.md")))
-def test_docs_tables_are_what_publish_generates_today(tables: str) -> None:
+def test_docs_tables_are_what_publish_generates_today(tables: str, analysed_runs) -> None:
     """Every docs/*_tables.md equals analysis.publish's Markdown of its recorded run (named in
     its first line) with the figures it links: generated, never hand-edited or stale. On a
     mismatch, rerun the publish command its page prints."""
@@ -277,5 +277,5 @@ def test_docs_tables_are_what_publish_generates_today(tables: str) -> None:
     linked = re.findall(rf"\]\(figures/{re.escape(stem)}_(\w+)\.png\)", text)
     figures = {n: f"figures/{stem}_{n}.png" for n in linked}
     assert all((DOCS / p).is_file() for p in figures.values()), figures
-    data = analyse(load_results(DOCS / "data" / run[1] / run[2]), None)
+    data = analysed_runs(DOCS / "data" / run[1] / run[2])
     assert markdown_tables(data, figures) == text

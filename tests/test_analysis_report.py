@@ -35,10 +35,17 @@ def rich_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                    no_episode_errors=1, n_lr=2, rng_seed=2)
 
 
-def test_full_report_is_self_contained(rich_results: Path) -> None:
-    out = write_report(rich_results)
-    assert out == rich_results / "report.html"
-    page = out.read_text()
+@pytest.fixture(scope="module")
+def rich_report(rich_results: Path) -> Path:
+    """The report of :func:`rich_results` at its default place, written once: the tests below
+    read it, the browser among them (its analysis is the slow part, ~7 s)."""
+    return write_report(rich_results)
+
+
+@pytest.mark.xdist_group("rich_report")  # one worker writes it once
+def test_full_report_is_self_contained(rich_results: Path, rich_report: Path) -> None:
+    assert rich_report == rich_results / "report.html"
+    page = rich_report.read_text()
     _sections_ok(page)
     # 2 curves, TTT, speedup, efficiency, throughput, cost, plan check, optuna history and
     # importances
@@ -143,10 +150,11 @@ def test_error_hook_catches_errors(tmp_path: Path) -> None:
     assert "bad data" in errors and "undefinedFunction" in errors
 
 
+@pytest.mark.xdist_group("rich_report")  # one worker writes it once
 @pytest.mark.browser
-def test_report_renders_in_headless_chromium(rich_results: Path) -> None:
+def test_report_renders_in_headless_chromium(rich_report: Path) -> None:
     exe = _chromium()
-    report = write_report(rich_results, rich_results / "browser.html")
+    report = rich_report
     proc = _run_chromium(exe, report.as_uri(), "--dump-dom")
     dom = proc.stdout
     assert "<body" in dom, proc.stderr[-2000:]
@@ -232,11 +240,12 @@ def test_a_fit_exactly_determined_by_its_points_draws_no_line():
     assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
 
 
-def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_results: Path) -> None:
+@pytest.mark.xdist_group("rich_report")  # one worker writes it once
+def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_report: Path) -> None:
     """The plan section opens with one sentence (measured and planned TTT, the start-up
     assumption named), then the commands and the assumptions table; every other line sits in a
     collapsed <details>. The summary card splits its planned time the same way."""
-    page = write_report(rich_results, rich_results / "plan.html").read_text()
+    page = rich_report.read_text()
     cost = re.search(r'<section id="cost">(.*?)</section>', page, re.S).group(1)
     first = re.match(r'<h2>[^<]*</h2><p id="plan-answer"><b>([^<]*)</b></p>', cost)
     assert first, cost[:500]

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.load import load_results
-from analysis.study import analyse
 from analysis.transfer import (
     Machine,
     _rate,
@@ -56,11 +54,11 @@ def test_the_start_up_line_splits_a_serial_part_from_each_env_runners():
     assert _startup_line([(4, 22.0), (4, 24.0)], k0=1) == (pytest.approx(23.0), 0.0)
 
 
-def test_predicting_the_measured_machine_returns_its_own_rates():
+def test_predicting_the_measured_machine_returns_its_own_rates(analysed_runs):
     """Transferred to the machine it was measured on, each configuration samples at its
     measured rate (cores ceiling ``K0 / w`` with ``w = K0 / R0``): the model adds nothing of
     its own on the way there."""
-    data = analyse(load_results(ONE_CORE))
+    data = analysed_runs(ONE_CORE)
     same = transfer(data, Machine(1), cores=1, n_resamples=50)
     assert same and same[0].reference
     from analysis.break_even import measured_parts
@@ -77,11 +75,11 @@ def test_predicting_the_measured_machine_returns_its_own_rates():
         assert b.ttt_s < a.ttt_s or a.reference
 
 
-def test_the_cpu_bound_break_even_needs_fewer_env_steps_per_core_than_the_reference():
+def test_the_cpu_bound_break_even_needs_fewer_env_steps_per_core_than_the_reference(analysed_runs):
     """Where a configuration's env steps spread over min(N, K) cores exceed the reference's,
     it never breaks even; with enough cores it does, and there its predicted TTT equals the
     reference's."""
-    data = analyse(load_results(ONE_CORE))
+    data = analysed_runs(ONE_CORE)
     two = break_even_on(data, Machine(2)).set_index("num_env_runners")
     assert (two["break_even_ms"] == math.inf).all()
     assert (two["speedup_bound"] < 1).all()
@@ -104,11 +102,11 @@ def test_the_cpu_bound_break_even_needs_fewer_env_steps_per_core_than_the_refere
     assert at[(False, 4)] == pytest.approx(at[(True, 0)], rel=1e-3)
 
 
-def test_the_check_reads_only_the_target_runs_measurements():
+def test_the_check_reads_only_the_target_runs_measurements(analysed_runs):
     """The two-core run is only compared with: made ten times slower, its measured side moves
     and no prediction does."""
-    data = analyse(load_results(ONE_CORE))
-    target = analyse(load_results(TWO_CORES))
+    data = analysed_runs(ONE_CORE)
+    target = analysed_runs(TWO_CORES)
     predicted = transfer(data, Machine(2), cores=1, n_resamples=50)
     rows = check_rows(predicted, target)
     assert len(rows) == len(predicted) and rows["reference"].iloc[0]

@@ -21,8 +21,8 @@ def test_the_study_pages_quote_their_runs_through_generated_regions():
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_every_generated_number_matches_the_run_it_cites(page):
-    assert stale_regions(page) == [], (
+def test_every_generated_number_matches_the_run_it_cites(page, analysed_runs):
+    assert stale_regions(page, analysed_runs.studies) == [], (
         f"regenerate with: python -m analysis.pages {page.relative_to(ROOT)}")
 
 
@@ -88,7 +88,7 @@ def test_the_device_pages_apex_pace_and_seed_numbers_match_their_data():
     assert f"replay ratio rose to ~{ratio:.0f}" in page, ratio
 
 
-def test_the_latency_pages_apex_sentences_match_the_confirmation_run():
+def test_the_latency_pages_apex_sentences_match_the_confirmation_run(analysed_runs):
     """docs/latency_scaling.md's sentences on APEX's confirmation run (seeds 3-7) quote the
     run: seeds reached per N, and the start-up and median TTT at 16 env runners."""
     import re
@@ -105,7 +105,7 @@ def test_the_latency_pages_apex_sentences_match_the_confirmation_run():
     assert reached[8] == seeds[8] == reached[16] == seeds[16] == 5
     assert f"({reached[8]}/{seeds[8]} each)" in page
     assert f"whose median was not reached ({reached[4]}/{seeds[4]})" in page
-    row = next(line for line in render("components", ROOT / run).splitlines()
+    row = next(line for line in render("components", ROOT / run, analysed_runs.studies).splitlines()
                if line.startswith("| APEX, 16 env runner(s)"))
     startup = float(row.split("|")[2])
     ttt = re.search(r"\| ([\d.]+) s \[", row).group(1)
@@ -147,18 +147,16 @@ def test_the_break_even_runs_are_the_sweep_file_at_their_env_costs():
         assert resolved == recorded, run
 
 
-def test_the_break_even_pages_sentences_match_its_runs():
+def test_the_break_even_pages_sentences_match_its_runs(analysed_runs):
     """docs/break_even.md's sentences quote the fit run's parts and the held-out cells: the
     break-even of 8 and 16 env runners, the prediction errors, the 60 ms speedup, the env
     steps against the reference's, the start-up of 16 env runners and the speedup's bound."""
     from analysis.break_even import held_out_rows, measured_parts
-    from analysis.load import load_results
-    from analysis.study import analyse
 
     page = " ".join((ROOT / "docs/break_even.md").read_text().split())
     runs = ROOT / "docs/data/cabs_break_even"
-    fit = analyse(load_results(runs / "20261126-131202"))
-    held = [analyse(load_results(runs / r)) for r in ("20261126-131653", "20261126-132828")]
+    fit = analysed_runs(runs / "20261126-131202")
+    held = [analysed_runs(runs / r) for r in ("20261126-131653", "20261126-132828")]
     rows = held_out_rows(fit, held)
     dist = rows[~rows["reference"]].set_index(["env_cost_ms", "num_env_runners"])
     be = dist.groupby(level="num_env_runners")["break_even_ms"].first()
@@ -181,7 +179,7 @@ def test_the_break_even_pages_sentences_match_its_runs():
     crossover = p16.startup_s * p16.lanes / p16.steps * 1000  # start-up = env cost term
     assert f"start-up up to ~{crossover:.0f} ms per step" in page
     # the cell beyond, on fresh seeds: the first speedup whose interval lies above 1
-    far = analyse(load_results(ROOT / "docs/data/cabs_break_even_120ms/20261126-140710"))
+    far = analysed_runs(ROOT / "docs/data/cabs_break_even_120ms/20261126-140710")
     c120 = held_out_rows(fit, [far]).set_index("num_env_runners")
     assert set(far.tm["seed"]) == {3, 4, 5, 6, 7}
     r16, r0 = c120.loc[16], c120.loc[0]
@@ -193,7 +191,7 @@ def test_the_break_even_pages_sentences_match_its_runs():
     assert f"+{100 * r0['ttt_error']:.0f} % for it" in page
 
 
-def test_the_transfer_pages_sentences_match_its_runs():
+def test_the_transfer_pages_sentences_match_its_runs(analysed_runs):
     """docs/transfer.md's sentences quote the one-core -> two-core check: start-up and sampling
     rate predicted against measured, the CPU per env step of 2 env runners on each machine,
     the reference's env steps per seed set, the TTT error and the absolute speedups; the runs
@@ -202,7 +200,6 @@ def test_the_transfer_pages_sentences_match_its_runs():
 
     from analysis.break_even import measured_parts
     from analysis.load import load_results
-    from analysis.study import analyse
     from analysis.transfer import Machine, _startup_line, check_rows, transfer
 
     page = " ".join((ROOT / "docs/transfer.md").read_text().split())
@@ -211,7 +208,7 @@ def test_the_transfer_pages_sentences_match_its_runs():
     for run, cores, seeds in ((one_dir, 1, {0, 1, 2}), (two_dir, 2, {3, 4, 5})):
         assert json.loads((run / "environment.json").read_text())["usable_cores"] == cores
         assert set(load_results(run).trials["seed"]) == seeds
-    one, two = analyse(load_results(one_dir)), analyse(load_results(two_dir))
+    one, two = analysed_runs(one_dir), analysed_runs(two_dir)
     rows = check_rows(transfer(one, Machine(2)), two).set_index("num_env_runners")
     starts = ", ".join(f"{r['predicted_startup_s']:.1f} s against {r['startup_s']:.1f} s"
                        for _, r in rows.drop(index=0).iterrows())
@@ -242,7 +239,7 @@ def test_the_transfer_pages_sentences_match_its_runs():
     back = check_rows(transfer(two, Machine(1)), one).set_index("num_env_runners")
     assert f"the other way ({100 * back.loc[2, 'ttt_error']:.0f} % on TTT)" in page
     # the 16-core node at 20 ms per step: the env runner ceiling against what it sampled
-    node = analyse(load_results(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102"))
+    node = analysed_runs(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102")
     far = check_rows(transfer(one, Machine(16), cpu_cost_ms=20.0), node).set_index(
         "num_env_runners").loc[4]
     assert far["ceiling"] == "env runners"
