@@ -57,7 +57,8 @@ from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
-__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "fill_page", "regions_of", "render", "stale_regions", "main"]
+__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "cached_study", "fill_page", "regions_of", "render",
+           "stale_regions", "main"]
 
 _REGION = re.compile(
     r"<!-- generated: (?P<name>[a-z_]+) from (?P<run>\S+) -->\n(?P<body>.*?)"
@@ -259,6 +260,19 @@ MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
     "break_even_check": _break_even_check, "transfer_check": _transfer_check}
 
 
+def cached_study(path: str | Path, studies: dict[Path, Study]) -> Study:
+    """The analysis of the run in ``path`` (``analyse(load_results(path))``), from ``studies``
+    (by resolved path) when it is there, else computed and added to it.
+
+    Raises:
+        ResultsError: the run cannot be read.
+    """
+    key = Path(path).resolve()
+    if key not in studies:
+        studies[key] = analyse(load_results(path))
+    return studies[key]
+
+
 def render(name: str, run_dir: str | Path,
            studies: dict[Path, Study] | None = None) -> str:
     """Region ``name`` of the run in ``run_dir``, as a page holds it (ending in a newline).
@@ -272,10 +286,7 @@ def render(name: str, run_dir: str | Path,
     studies = {} if studies is None else studies
 
     def study(path: str | Path) -> Study:
-        key = Path(path).resolve()
-        if key not in studies:
-            studies[key] = analyse(load_results(path))
-        return studies[key]
+        return cached_study(path, studies)
 
     if name in MULTI_RUN_REGIONS:
         first, *others = str(run_dir).split("+")

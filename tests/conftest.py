@@ -73,15 +73,10 @@ class AnalysedRuns:
 
     def __call__(self, path):
         import copy
-        from pathlib import Path
 
-        from analysis.load import load_results
-        from analysis.study import analyse
+        from analysis.pages import cached_study
 
-        key = Path(path).resolve()
-        if key not in self.studies:
-            self.studies[key] = analyse(load_results(key))
-        return copy.deepcopy(self.studies[key])
+        return copy.deepcopy(cached_study(path, self.studies))
 
 
 @pytest.fixture(scope="session")
