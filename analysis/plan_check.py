@@ -57,6 +57,7 @@ __all__ = [
     "FIT_CAPTION",
     "FIT_COLUMNS",
     "FIT_HEADERS",
+    "MAX_HOLDOUT",
     "MIN_FIT_N",
     "PlanCheck",
     "TABLE_HEADERS",
@@ -75,6 +76,9 @@ __all__ = [
 MIN_FIT_N = 3
 """Distinct env runner counts (>= 1) the models are fitted on, at least (the USL has three
 parameters)."""
+
+MAX_HOLDOUT = 2
+"""Env runner counts the report and the pages hold out, at most: the largest ones."""
 
 CHECK_COLUMNS = ["algorithm", "num_env_runners", "model", "quantity", "predicted", "low", "high",
                  "measured", "measured_low", "measured_high", "error", "inside", "fit_n"]
@@ -133,15 +137,22 @@ def parse_holdout(text: str) -> list[int]:
 
 
 def auto_holdout(summary: pd.DataFrame) -> list[int]:
-    """The N the report holds out: every N above the :data:`MIN_FIT_N` smallest (N >= 1) of the
-    algorithm with the most distinct N; empty when no algorithm has more than that."""
+    """The N the report holds out: the :data:`MAX_HOLDOUT` largest N (N >= 1) of the algorithm
+    with the most distinct N, keeping its :data:`MIN_FIT_N` smallest in the fit; empty when no
+    algorithm has more than :data:`MIN_FIT_N`.
+
+    With N = 1, 2, 4, 8, 16 that is 8 and 16 (fitted on three N); with N = 1-6 and 8, 6 and 8
+    (fitted on five N, so every model has residuals and cross-validation has points to choose
+    on).
+    """
     best = best_configs(summary, ("algorithm", "num_env_runners"))
     best = best[best["num_env_runners"] >= 1]
     out: list[int] = []
     for _, g in best.groupby("algorithm"):
         ns = sorted(int(n) for n in g["num_env_runners"].unique())
-        if len(ns) > MIN_FIT_N and len(ns) - MIN_FIT_N > len(out):
-            out = ns[MIN_FIT_N:]
+        held = ns[max(MIN_FIT_N, len(ns) - MAX_HOLDOUT):]
+        if len(held) > len(out):
+            out = held
     return out
 
 

@@ -146,6 +146,11 @@ def test_auto_holdout() -> None:
     assert auto_holdout(summarize_configs(tm)) == [8, 16]
     tm, _, _ = _pipeline_run(np.random.default_rng(6), ns=(1, 2, 4), seeds=2)
     assert auto_holdout(summarize_configs(tm)) == []
+    # five fitted N and the two largest held out, not everything above the third
+    tm, _, _ = _pipeline_run(np.random.default_rng(6), ns=(1, 2, 3, 4, 5, 6, 8), seeds=2)
+    assert auto_holdout(summarize_configs(tm)) == [6, 8]
+    tm, _, _ = _pipeline_run(np.random.default_rng(6), ns=(1, 2, 4, 8), seeds=2)
+    assert auto_holdout(summarize_configs(tm)) == [8]
 
 
 def test_cli_holdout_on_synthetic_run(tmp_path: Path, plan) -> None:
