@@ -9,6 +9,7 @@ import pytest
 from ray.tune.search import Searcher
 
 from sweeps.engine.search import (
+    DefineByRun,
     SeededSearch,
     censored_objective,
     grid_points,
@@ -54,6 +55,27 @@ def test_grid_points_cover_every_combination():
     assert {"algorithm": "IMPALA", "num_env_runners": 2, "IMPALA.rollout_fragment_length": 20} in points
     with pytest.raises(ValueError, match="choice"):
         grid_points(make_sweep())  # lr is loguniform
+
+
+def test_an_algorithms_own_grid_parameter_replaces_the_shared_one():
+    """A per-algorithm choice of a shared parameter is that algorithm's whole range for it:
+    each configuration once, not once per shared value."""
+    sweep = make_sweep(search_space={"num_env_runners": choice([1, 2, 4])},
+                       per_algorithm={"DQN": {"num_env_runners": choice([1])},
+                                      "IMPALA": {"num_env_runners": choice([2, 4]),
+                                                 "rollout_fragment_length": choice([20])}})
+    resolved = [trial_params(p) for p in grid_points(sweep)]
+    assert resolved == [
+        {"algorithm": "DQN", "num_env_runners": 1},
+        {"algorithm": "IMPALA", "num_env_runners": 2, "rollout_fragment_length": 20},
+        {"algorithm": "IMPALA", "num_env_runners": 4, "rollout_fragment_length": 20}]
+    # the define-by-run space asks Optuna for the algorithm's own parameter only (a fixed
+    # trial raises on a parameter it was not given)
+    trial = optuna.trial.FixedTrial({"algorithm": "IMPALA", "IMPALA.num_env_runners": 4,
+                                     "IMPALA.rollout_fragment_length": 20})
+    DefineByRun(sweep)(trial)
+    assert set(trial.params) == {"algorithm", "IMPALA.num_env_runners",
+                                 "IMPALA.rollout_fragment_length"}
 
 
 def test_seeded_search_baseline_first_then_every_seed(tmp_path):

@@ -89,7 +89,8 @@ class DefineByRun:
     def __call__(self, trial) -> dict[str, Any]:
         algo = trial.suggest_categorical("algorithm", self.algorithms)
         for name, p in self.shared.items():
-            _suggest(trial, name, p)
+            if name not in self.own[algo]:  # the algorithm's own parameter replaces it
+                _suggest(trial, name, p)
         for name, p in self.own[algo].items():
             _suggest(trial, _optuna_name(algo, name, shared=False), p)
         return {"__fixed__": json.dumps(self.fixed[algo])}
@@ -108,7 +109,8 @@ def _suggest(trial, name: str, p: Param) -> Any:
 
 
 def grid_points(sweep: Sweep) -> list[dict[str, Any]]:
-    """Every point of the grid (Optuna parameter names), algorithm by algorithm.
+    """Every point of the grid (Optuna parameter names), algorithm by algorithm; an
+    algorithm's own parameter replaces the shared one of its name (:meth:`Sweep.params_for`).
 
     Raises:
         ValueError: a searched parameter is not a ``choice()`` (a grid needs finite values).
@@ -116,12 +118,14 @@ def grid_points(sweep: Sweep) -> list[dict[str, Any]]:
     points: list[dict[str, Any]] = []
     for algo in sweep.algorithms:
         names, values = ["algorithm"], [[algo]]
-        for shared, params in ((True, sweep.search_space), (False, sweep.per_algorithm.get(algo, {}))):
-            for name, p in params.items():
-                if not isinstance(p, Choice):
-                    raise ValueError(f"grid search needs choice() parameters, {name} is {p.kind}")
-                names.append(_optuna_name(algo, name, shared))
-                values.append(p.values)
+        own = sweep.per_algorithm.get(algo, {})
+        # an algorithm's own parameter replaces the shared one of that name: multiplying the
+        # two would repeat each of its values once per shared value
+        for name, p in sweep.params_for(algo).items():
+            if not isinstance(p, Choice):
+                raise ValueError(f"grid search needs choice() parameters, {name} is {p.kind}")
+            names.append(_optuna_name(algo, name, shared=name not in own))
+            values.append(p.values)
         points += [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
     return points
 
