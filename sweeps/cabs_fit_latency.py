@@ -16,8 +16,9 @@ Settings are the latency study's (docs/latency_scaling.md: 8 envs and 1/16 CPU p
 wait is 2 ms rather than its 4 ms so that (2 x 7 configurations + DQN + reference) x 5 seeds =
 80 trials fit the study's 40-minute budget on the 2-core machine (a probe,
 ``sweeps/experiments/cabs_fit_probe.py``, took 42 s to the target for IMPALA with 1 env runner
-at 4 ms). Capping is off: a scaling curve needs every N to run to its target or budget. The
-baseline is IMPALA with 1 env runner (not sampled twice).
+at 4 ms): measured 26 minutes on the 2-core machine (docs/latency_scaling.md). Capping is off:
+a scaling curve needs every N to run to its target or budget. The baseline is IMPALA with 1 env
+runner (not sampled twice).
 """
 
 from sweeps.engine.spec import Budget, Search, Sweep, Target, choice

@@ -245,3 +245,83 @@ def test_the_transfer_pages_sentences_match_its_runs(analysed_runs):
     assert far["ceiling"] == "env runners"
     assert (f"(4 env runners / 20 ms = {far['predicted_rate']:.0f} env steps/s)" in page
             and f"the node sampled {far['rate']:.0f}." in page)
+
+
+def _fit_study_facts(study) -> dict:
+    """What the plan-fit study pages say about a run: per TTT model, the largest held-out
+    error and the held-out cells whose measured median its interval holds; the largest
+    residual and leave-one-N-out error on the fit range; the throughput models' errors."""
+    check = study.check
+    rows, fit = check.rows, check.fit
+    ttt = rows[rows["quantity"] == "TTT"]
+    rate = rows[rows["quantity"] == "env steps/s"]
+    facts = {"held": sorted(int(n) for n in rows["num_env_runners"].unique()),
+             "fit_n": sorted(set(rows["fit_n"])), "chosen": check.chosen,
+             "ttt_max": round(100 * ttt["error"].abs().max()),
+             "residual_max": round(100 * fit["residual"].abs().max()),
+             "cv_max": round(100 * fit["cv_error"].abs().max())}
+    for model, g in ttt.groupby("model"):
+        facts[model] = (sorted(round(100 * e) for e in g["error"]),
+                        int(g["inside"].sum()), len(g))
+    for (model, n), g in rate.groupby(["model", "num_env_runners"]):
+        facts[model, int(n)] = sorted(round(100 * e) for e in g["error"])
+    return facts
+
+
+def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
+    """docs/latency_scaling.md's five-fitted-N section: its run is the sweep file as shipped,
+    N = 6 and 8 are held out of every fit, and its sentences quote the check's errors, the
+    intervals that held, the model cross-validation chose, the start-up the pipeline
+    underestimated and the env steps against the reference's."""
+    import json
+
+    import numpy as np
+
+    from analysis.plan_check import _fit_pipeline, trial_components
+    from sweeps.cabs_fit_latency import SWEEP
+
+    run = ROOT / "docs/data/cabs_fit_latency/20261127-100407"
+    recorded = json.loads((run / "spec.json").read_text())
+    resolved = json.loads(SWEEP.model_dump_json())
+    for key in ("target", "schema_version", "source_file", "seeds"):
+        recorded.pop(key, None)
+        resolved.pop(key, None)
+    assert resolved == recorded
+    study = analysed_runs(run)
+    assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
+    f = _fit_study_facts(study)
+    assert f["held"] == [6, 8] and f["fit_n"] == ["1,2,3,4,5"]
+    assert f["chosen"] == {"APPO": "pipeline", "IMPALA": "pipeline"}
+    page = " ".join((ROOT / "docs/latency_scaling.md").read_text().split())
+    assert f"predict the held-out N's time-to-target within {f['ttt_max']} %" in page
+    assert f"at most {f['residual_max']} % from the measured medians" in page
+    assert f"leave-one-N-out errors up to {f['cv_max']} %" in page
+    pipe, usl = f["pipeline"], f["USL on 1/TTT"]
+    assert (f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and its interval held the "
+            f"measured median at {pipe[1]} of {pipe[2]}") in page
+    assert (f"the USL on 1/TTT missed by {usl[0][-1]} to {usl[0][0]} % and held it at "
+            f"{usl[1]} of {usl[2]}") in page
+    amdahl = f["Amdahl on throughput", 6] + f["Amdahl on throughput", 8]
+    assert f"Amdahl within {max(abs(e) for e in amdahl)} %" in page
+    usl6, usl8 = f["USL on throughput", 6], f["USL on throughput", 8]
+    assert max(usl8) < 0
+    assert (f"the USL within {max(abs(e) for e in usl6)} % at N = 6 but "
+            f"{-usl8[-1]}-{-usl8[0]} % low at N = 8") in page
+    # the pipeline's start-up line, fitted on N <= 5, against 8 env runners' start-up
+    comp = trial_components(study.tm, study.res.progress).merge(
+        study.tm[["trial_id", "algorithm", "num_env_runners"]], on="trial_id")
+    for alg in ("IMPALA", "APPO"):
+        g = comp[comp["algorithm"] == alg]
+        pipe_fit = _fit_pipeline(g[g["num_env_runners"] <= 5])
+        measured = g[g["num_env_runners"] == 8]["startup_s"].median()
+        line = pipe_fit.startup[0] + 8 * pipe_fit.startup[1]
+        assert 1.5 <= measured - line <= 2.5, (alg, measured, line)
+        assert f"{measured:.1f} s ({alg})" in page
+    # sample efficiency against the reference
+    parts = study.summary.set_index(["algorithm", "num_env_runners"])["steps_to_target"]
+    ref = parts[("SB3-DQN", 0)]
+    for alg in ("IMPALA", "APPO"):
+        ratio = parts[alg] / ref
+        assert f"{alg} needs {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page or \
+            f"{alg} {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page, alg
+
