@@ -16,8 +16,9 @@ Settings are the waiting-env study's (``sweeps/cabs_fit_latency.py``: 8 envs per
 512-step train batches, lr 0.001), with 1/8 CPU per env runner so that 8 env runners and the
 learner ask for the machine's 2 CPUs. 1 ms of CPU per step (against the env runner's own
 ~1.5 ms per env step) keeps (2 x 7 configurations + DQN + reference) x 5 seeds = 80 trials
-within the study's 40-minute budget on the 2-core machine. Capping is off. The baseline is
-IMPALA with 1 env runner (not sampled twice).
+within the study's 40-minute budget on the 2-core machine: measured 27 minutes
+(docs/cpu_scaling.md). Capping is off. The baseline is IMPALA with 1 env runner (not sampled
+twice).
 """
 
 from sweeps.cabs_fit_latency import SWEEP as _WAITING

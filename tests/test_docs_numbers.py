@@ -325,3 +325,67 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
         assert f"{alg} needs {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page or \
             f"{alg} {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page, alg
 
+
+def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
+    """docs/cpu_scaling.md: its run is ``sweeps/cabs_fit_cpu.py`` as shipped, N = 6 and 8 are
+    held out of every fit, and its sentences quote the plateau in throughput, the model
+    cross-validation chose and how it did on the held-out N, the throughput models' errors
+    and the CPU-bound break-even's bound."""
+    import json
+
+    from analysis.transfer import Machine, break_even_on, source_cores
+    from sweeps.cabs_fit_cpu import SWEEP
+
+    run = ROOT / "docs/data/cabs_fit_cpu/20261127-102958"
+    recorded = json.loads((run / "spec.json").read_text())
+    resolved = json.loads(SWEEP.model_dump_json())
+    for key in ("target", "schema_version", "source_file", "seeds"):
+        recorded.pop(key, None)
+        resolved.pop(key, None)
+    assert resolved == recorded
+    study = analysed_runs(run)
+    assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
+    f = _fit_study_facts(study)
+    assert f["held"] == [6, 8] and f["fit_n"] == ["1,2,3,4,5"]
+    assert f["chosen"] == {"APPO": "USL on 1/TTT", "IMPALA": "USL on 1/TTT"}
+    page = " ".join((ROOT / "docs/cpu_scaling.md").read_text().split())
+    # the plateau: the measured rate at N = 1 and its range from N = 4 to 8
+    check = study.check
+    fit_rate = check.fit[check.fit["model"] == "USL on throughput"]
+    held_rate = check.rows[check.rows["model"] == "USL on throughput"]
+    words = {"IMPALA": "IMPALA samples {} env steps/s with 1 env runner and {}-{} from 4 to 8",
+             "APPO": "APPO {}, then {}-{}"}
+    for alg, text in words.items():
+        rate = {int(r.num_env_runners): r.measured for r in fit_rate[
+            fit_rate["algorithm"] == alg].itertuples()}
+        rate |= {int(r.num_env_runners): r.measured for r in held_rate[
+            held_rate["algorithm"] == alg].itertuples()}
+        plateau = [rate[n] for n in (4, 5, 6, 8)]
+        assert text.format(f"{rate[1]:,.0f}", f"{min(plateau):,.0f}",
+                           f"{max(plateau):,.0f}") in page, alg
+    cv = check.fit.groupby(["algorithm", "model"])["cv_error"].apply(
+        lambda e: round(100 * e.abs().median()))
+    assert (f"median left-out error {min(cv[:, 'USL on 1/TTT'])}-{max(cv[:, 'USL on 1/TTT'])} % "
+            f"against the pipeline's {min(cv[:, 'pipeline'])}-{max(cv[:, 'pipeline'])} %") in page
+    ttt = check.rows[check.rows["quantity"] == "TTT"]
+    usl = ttt[ttt["model"] == "USL on 1/TTT"].set_index("algorithm")
+    appo = round(100 * usl.loc["APPO", "error"].abs().max())
+    impala = sorted(round(100 * e) for e in usl.loc["IMPALA", "error"])
+    assert f"it predicted APPO within {appo} % but IMPALA {impala[0]}-{impala[-1]} % high" in page
+    assert f"held the measured median at {f['USL on 1/TTT'][1]} of 4 held-out cells" in page
+    pipe = f["pipeline"]
+    assert (f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and held it at "
+            f"{pipe[1]} of {pipe[2]}") in page
+    assert f"lies within {f['ttt_max']} % of the measured median" in page
+    usl_rate = f["USL on throughput", 6] + f["USL on throughput", 8]
+    amdahl = f["Amdahl on throughput", 6] + f["Amdahl on throughput", 8]
+    assert (f"the USL within {max(abs(e) for e in usl_rate)} % and Amdahl within "
+            f"{max(abs(e) for e in amdahl)} %") in page
+    # the CPU-bound break-even on this machine: never, and the bound that says why
+    rows = break_even_on(study, Machine(cores=source_cores(study)))
+    assert not rows["break_even_ms"].astype(float).lt(float("inf")).any()
+    assert (f"needs {rows['steps_ratio'].min():.1f}-{rows['steps_ratio'].max():.1f}x the "
+            f"reference's env steps") in page
+    assert f"tends to at most {rows['speedup_bound'].max():.2f}x" in page
+    ref = study.summary[study.summary["is_reference"]].iloc[0]
+    assert f"reference reached the target in {ref['ttt_s']:.1f} s" in page
