@@ -13,6 +13,7 @@ from sweeps.engine.search import (
     SeededSearch,
     censored_objective,
     grid_points,
+    grid_shortfall,
     make_optuna_search,
     trial_params,
 )
@@ -76,6 +77,18 @@ def test_an_algorithms_own_grid_parameter_replaces_the_shared_one():
     DefineByRun(sweep)(trial)
     assert set(trial.params) == {"algorithm", "IMPALA.num_env_runners",
                                  "IMPALA.rollout_fragment_length"}
+
+
+def test_a_grid_cut_short_by_num_samples_says_what_will_not_run():
+    sweep = make_sweep(search_space={"num_env_runners": choice([1, 2])},
+                       search=Search(sampler="grid", num_samples=3, seeds=1))
+    # DQN: 2 points less the default baseline (1 env runner), IMPALA: 2 x 2; the first 3
+    # leave 2 of IMPALA's
+    assert grid_shortfall(sweep) == ("note: the grid has 5 configurations and "
+                                     "search.num_samples=3 runs the first 3; not run: IMPALA (2)")
+    assert grid_shortfall(sweep.model_copy(update={"search": Search(
+        sampler="grid", num_samples=5, seeds=1)})) is None
+    assert grid_shortfall(make_sweep()) is None  # not a grid
 
 
 def test_seeded_search_baseline_first_then_every_seed(tmp_path):

@@ -49,6 +49,10 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
           + (f", then ({min(confirm.top_k, num_configs)} fastest{extra}) x {confirm.seeds} "
              f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
           + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    from sweeps.engine.search import grid_shortfall
+
+    if (short := grid_shortfall(sweep)) is not None:
+        print(short)
     for i in range(min(n_show, search.total_trials)):
         config = search.suggest(f"dry{i}")
         if not isinstance(config, dict):  # the confirmation waits for the search's trials

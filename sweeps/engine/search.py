@@ -31,6 +31,7 @@ import itertools
 import json
 import math
 import pickle
+from collections import Counter
 from typing import Any
 
 from ray.tune.search import Searcher
@@ -211,6 +212,22 @@ def num_configs(sweep: Sweep) -> int:
     if sweep.search.sampler == "grid":
         return min(sweep.search.num_samples, len(_grid_configs(sweep)))
     return sweep.search.num_samples
+
+
+def grid_shortfall(sweep: Sweep) -> str | None:
+    """For a ``grid`` sweep whose ``num_samples`` is below its number of configurations, a
+    one-line notice naming what will not run (the grid is taken algorithm by algorithm, so
+    the last algorithms lose their points first); None otherwise."""
+    if sweep.search.sampler != "grid":
+        return None
+    points = _grid_configs(sweep)
+    n = sweep.search.num_samples
+    if n >= len(points):
+        return None
+    left = Counter(p["algorithm"] for p in points[n:])
+    names = ", ".join(f"{a} ({k})" for a, k in left.items())
+    return (f"note: the grid has {len(points)} configurations and search.num_samples={n} runs "
+            f"the first {n}; not run: {names}")
 
 
 def expected_trials(sweep: Sweep) -> int:

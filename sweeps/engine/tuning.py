@@ -98,7 +98,13 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
         now_iso,
     )
     from sweeps.engine.rundir import read_json, write_json
-    from sweeps.engine.search import FixedSearch, confirm_shortfall, expected_trials, sweep_search
+    from sweeps.engine.search import (
+        FixedSearch,
+        confirm_shortfall,
+        expected_trials,
+        grid_shortfall,
+        sweep_search,
+    )
     from sweeps.engine.trainable import resources_for, reuse_prestarted_workers, run_trial
 
     algorithms.register_with_tune()
@@ -143,6 +149,8 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
     tune_dir = run_dir / rundir.TUNE_DIR
     where = mirror.uri_of(run_dir) if mirror is not None else run_dir
     print(f"Sweep {sweep.name}: results in {where}")
+    if (short := grid_shortfall(sweep)) is not None:
+        print(short)
     if mirror is not None:
         print(f"(staged locally in {run_dir}; each file is uploaded as soon as it is written)")
     if reconfirm is not None:
