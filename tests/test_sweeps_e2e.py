@@ -31,7 +31,7 @@ PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
     "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-    "replay_ratio", "stage",
+    "replay_ratio", "driver_cpu_s", "stage",
 ]
 
 
@@ -133,6 +133,13 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert (trials.eval_time_s > 0).all() and (trials.eval_time_s < trials.elapsed_s).all()
     assert progress.evaluation_return.notna().all()
     assert (progress.target_metric_value == progress.evaluation_return).all()
+    # the trial's own process's CPU seconds, cumulative: never falling, never more than the
+    # machine's 2 cores over the wall-clock, and some spent by every trial
+    cpu = progress.driver_cpu_s
+    assert cpu.notna().all() and (cpu >= 0).all()
+    assert (progress.groupby("trial_id").driver_cpu_s.diff().dropna() >= 0).all()
+    assert (cpu <= 2 * progress.wall_time_s + 0.5).all()
+    assert (progress.groupby("trial_id").driver_cpu_s.last() > 0).all()
     assert set(trials.status) <= {"reached", "censored"}, trials[["status", "error"]]
     # a trial capped at its first evaluation (the initial policy's) has sampled nothing
     ran = trials[trials.censor_reason != "capped"]

@@ -354,7 +354,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
             "env_steps_per_s": float(result["env_steps_per_s_iter"]),
             "target_metric_value": float(result["target_metric_value"]),
             **{k: float(result.get(k, math.nan)) for k in (
-                "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "replay_ratio")},
+                "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "replay_ratio",
+                "driver_cpu_s")},
         })
 
     def on_trial_complete(self, iteration, trials, trial, **info):

@@ -216,12 +216,14 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
                 "episodes": len(monitor.get_episode_rewards()),
                 "learner_updates": float(getattr(model, "_n_updates", math.nan)),
                 "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
+                "driver_cpu_s": time.process_time() - cpu_start,
                 "training_return": (sum(e["r"] for e in episodes) / len(episodes)
                                     if episodes else math.nan),
                 "done": steps >= total,
             })) or steps >= total
 
     start = time.perf_counter()  # the timed region starts before the model is built
+    cpu_start = time.process_time()
     model = _build_model(algo, params, train_env, seed)
     callback = Protocol()
     if cadence.active:  # the initial policy, as for RLlib trials (sweeps.engine.trainable)

@@ -533,6 +533,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                                     episodes=setup.evaluation_episodes,
                                     seed=setup.evaluation_seed)
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
+    cpu_start = time.process_time()
     algo = algo_config.build_algo()
     built = time.perf_counter() - start
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(), wall=built)
@@ -574,6 +575,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
             grad_trace_cov=m["grad_trace_cov"],
             replay_ratio=float(m.get("replay_ratio", math.nan)),
+            driver_cpu_s=time.process_time() - cpu_start,
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
@@ -690,8 +692,8 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             value=r["evaluation_return"] if evaluation else r["training_return"],
             episodes=r["episodes"], episode_return_mean=r["training_return"],
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
-            learner_updates=r["learner_updates"], peak_rss_mib=process_peak_rss_mib(),
-            nodes_used=trial_nodes(None))
+            learner_updates=r["learner_updates"], driver_cpu_s=r["driver_cpu_s"],
+            peak_rss_mib=process_peak_rss_mib(), nodes_used=trial_nodes(None))
 
     run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
                   evaluation=setup.evaluation, report=report,
