@@ -61,6 +61,7 @@ class Parts:
         run_cost_s: the run's env cost per step (seconds) the overhead was measured at.
         trials: per seed, ``(startup_s, rate, steps, reached)`` (seconds, env steps/s, env
             steps), for :func:`predict_interval`'s bootstrap; empty when built by hand.
+        config_id: the configuration's id in the run ("" when built by hand).
     """
 
     algorithm: str
@@ -72,6 +73,7 @@ class Parts:
     ttt_s: float
     run_cost_s: float = 0.0
     trials: tuple[tuple[float, float, float, bool], ...] = ()
+    config_id: str = ""
 
 
 def predict_ttt(p: Parts, cost_s: float) -> float:
@@ -171,7 +173,7 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
         trials = tuple((float(a), float(b), float(c), bool(d)) for a, b, c, d in zip(
             g["startup_s"], g["rate"], g["steps_to_target"], g["reached"], strict=True))
         return Parts(str(row["algorithm"]), int(row["num_env_runners"]), lanes, startup, steps,
-                     lanes / rate - cost_s, ttt, cost_s, trials)
+                     lanes / rate - cost_s, ttt, cost_s, trials, str(row["config_id"]))
 
     s = data.summary
     ref_rows = s[s["is_reference"]]

@@ -20,9 +20,15 @@ from them:
 - **Env steps to the target** ``S(N)``: sample efficiency, taken as the machine's least
   concern (unchanged).
 
+- **Driver CPU per env step** ``d``: core-seconds the trial's own process (the algorithm's
+  driver with its local learner) spends per env step, read from ``driver_cpu_s`` in
+  ``progress.parquet`` over the steady window, evaluation time taken out
+  (:func:`driver_cpu_per_step`); NaN for runs recorded before it, which leaves out the two
+  terms below that need it.
+
 On a target with ``K`` cores of relative speed ``v`` (its core's work per second over the
 measured machine's), a configuration with ``N`` env runners (``N + 1`` busy processes; the
-single-process reference: 1) samples at the lowest of two ceilings, as in a roofline
+single-process reference: 1) samples at the lowest of three ceilings, as in a roofline
 (Williams, Waterman and Patterson, "Roofline", CACM 2009):
 
 - **cores**: ``min(K, N + 1) / ((w - c0) / v + c)`` (the pipeline's CPU work spread over the
@@ -30,16 +36,20 @@ single-process reference: 1) samples at the lowest of two ceilings, as in a roof
   (``step_cpu_ms``) and ``c`` the target's (the run's unless given): ``step_cpu_ms`` is
   calibrated to mean milliseconds of a core on whichever machine runs it, so only the rest of
   the work, ``w - c0``, scales with ``v``;
-- **env runners**: ``N / (c + c_wait)`` (each env runner steps its envs one after another, at
-  least the env's own cost per step: ``step_cpu_ms`` burns a core, ``step_latency_ms`` waits);
+- **env runners**: ``N / ((w - d - c0) / v + c + c_wait)``: each env runner steps its envs
+  one after another, each step costing the env (``step_cpu_ms`` burns a core,
+  ``step_latency_ms`` waits) and the runner's own work per step besides the env (inference,
+  connectors, Ray: ``w - d - c0``, taken as 0 without ``d``);
+- **learner**: ``v / d``: the driver and its learner are one process on one core, and every
+  env step passes through it (IMPALA's and APPO's learner trains on each sampled batch once);
+  none without ``d``, and none for the reference, whose ``d`` is all of ``w``;
 
 and reaches the target at ``TTT = s(N) / v + S(N) / R``. The CPU-bound break-even on the
 target (:func:`break_even_on`) is the ``c`` above which a configuration's TTT falls below the
 reference's; as ``c`` grows the best absolute speedup tends to ``S_ref min(N, K) / S(N)``, so
-there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: a learner ceiling
-(updates/s x batch: the learner's time is inside ``w``, not measured apart), memory and
-network. Checked by :func:`check_rows` against the same study run on the target (on this
-machine: pinned to one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
+there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: memory and network. Checked
+by :func:`check_rows` against the same study run on the target (on this machine: pinned to
+one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
 """
 
 from __future__ import annotations
@@ -56,8 +66,8 @@ from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
 __all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
-           "check_table_rows", "check_words", "source_cores", "env_costs_ms", "break_even_on",
-           "break_even_on_words"]
+           "check_table_rows", "check_words", "source_cores", "env_costs_ms",
+           "driver_cpu_per_step", "break_even_on", "break_even_on_words"]
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,8 @@ class Transferred:
     Attributes:
         algorithm, num_env_runners, reference: the configuration (the reference: 0 env runners).
         cpu_ms_per_step: ``w`` in core-milliseconds per env step, measured on the source.
-        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"`` or
-            ``"env runners"``).
+        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"``,
+            ``"env runners"`` or ``"learner"``).
         startup_s: predicted start-up (seconds); steps: env steps to the target (the source's).
         ttt_s, ttt_low_s, ttt_high_s: predicted TTT and its 95 % seed-bootstrap interval
             (seconds; the source run's seeds resampled, every part re-estimated).
@@ -98,6 +108,7 @@ class Transferred:
     ttt_s: float
     ttt_low_s: float = math.nan
     ttt_high_s: float = math.nan
+    driver_ms_per_step: float = math.nan
 
 
 def source_cores(data: Study) -> float:
@@ -126,16 +137,50 @@ def _processes(n: int, is_ref: bool) -> int:
     return 1 if is_ref else n + 1
 
 
+def driver_cpu_per_step(data: Study, config_id: str) -> float:
+    """``d``: core-seconds the trials of ``config_id`` spent in their own process per env
+    step, the median over seeds of ``(driver CPU - evaluation time) / env steps`` between each
+    trial's first and last measurement (``progress.parquet``'s ``driver_cpu_s``,
+    ``eval_time_s`` and ``env_steps``); NaN when the run did not record ``driver_cpu_s`` or no
+    trial has two measurements with env steps between them."""
+    prog = data.res.progress
+    if "driver_cpu_s" not in prog or not config_id:
+        return math.nan
+    tm = data.tm[(data.tm["config_id"] == config_id) & (data.tm["status"] != "error")]
+    per_trial = []
+    for tid in tm["trial_id"]:
+        g = prog[(prog["trial_id"] == tid) & np.isfinite(prog["driver_cpu_s"])]
+        g = g.sort_values("iteration")
+        if len(g) < 2:
+            continue
+        first, last = g.iloc[0], g.iloc[-1]
+        steps = float(last["env_steps"] - first["env_steps"])
+        cpu = float(last["driver_cpu_s"] - first["driver_cpu_s"]) - float(
+            last["eval_time_s"] - first["eval_time_s"])
+        if steps > 0:
+            per_trial.append(max(cpu, 0.0) / steps)
+    return float(np.median(per_trial)) if per_trial else math.nan
+
+
 def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
-          target: Machine, run_cpu_s: float | None = None) -> tuple[float, str]:
+          target: Machine, run_cpu_s: float | None = None,
+          driver_s: float = math.nan) -> tuple[float, str]:
     """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` source core-seconds per env
-    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own, when each env step
-    burns ``cpu_s`` and waits ``wait_s`` seconds there (module docstring)."""
+    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own and ``driver_s`` the
+    driver's (NaN: unknown), when each env step burns ``cpu_s`` and waits ``wait_s`` seconds
+    there (module docstring)."""
+    v = target.core_speed
     c0 = cpu_s if run_cpu_s is None else run_cpu_s
-    cores = min(target.cores, _processes(n, is_ref)) / ((w - c0) / target.core_speed + cpu_s)
-    per_step = cpu_s + wait_s
-    lanes = math.inf if is_ref or per_step <= 0 else n / per_step
-    return (cores, "cores") if cores <= lanes else (lanes, "env runners")
+    known = math.isfinite(driver_s) and not is_ref
+    ceilings = {"cores": min(target.cores, _processes(n, is_ref)) / ((w - c0) / v + cpu_s)}
+    runner_work = max(w - driver_s - c0, 0.0) / v if known else 0.0
+    per_step = runner_work + cpu_s + wait_s
+    if not is_ref and per_step > 0:
+        ceilings["env runners"] = n / per_step
+    if known and driver_s > 0:
+        ceilings["learner"] = v / driver_s
+    ceiling = min(ceilings, key=ceilings.get)
+    return ceilings[ceiling], ceiling
 
 
 def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, float]:
@@ -150,19 +195,20 @@ def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, fl
 
 def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
              k0: float, cpu_s: float, wait_s: float, target: Machine,
-             run_cpu_s: float) -> list[tuple[float, str, float, float, float]]:
+             run_cpu_s: float, driver: list[float]) -> list[tuple[float, str, float, float, float]]:
     """Per configuration ``(rate, ceiling, start-up, TTT, w)`` from its ``(start-up, rate,
-    steps)`` medians on the source, at ``cpu_s`` env CPU per step on the target (``w``: the
-    source's core-seconds per env step)."""
+    steps)`` medians and its driver CPU per env step (``driver``, seconds; NaN: unknown) on
+    the source, at ``cpu_s`` env CPU per step on the target (``w``: the source's core-seconds
+    per env step)."""
     lines: dict[str, tuple[float, float]] = {}
     for alg in {p.algorithm for p, ref in parts if not ref}:
         pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
                if not ref and p.algorithm == alg and math.isfinite(m[0])]
         lines[alg] = _startup_line(pts, k0) if pts else (math.nan, 0.0)
     out = []
-    for (p, ref), (startup0, rate0, steps) in zip(parts, medians, strict=True):
+    for (p, ref), (startup0, rate0, steps), d in zip(parts, medians, driver, strict=True):
         w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
-        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s)
+        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s, d)
         if ref:
             startup = startup0 / target.core_speed
         else:
@@ -205,6 +251,7 @@ class _Source:
     cores: float
     cpu_s: float  # the run's env CPU per step (seconds)
     wait_s: float  # the run's env wait per step (seconds)
+    driver: list[float]  # per part, the driver's CPU per env step (seconds; NaN: unknown)
 
     @classmethod
     def of(cls, data: Study, cores: float | None) -> _Source:
@@ -216,7 +263,8 @@ class _Source:
         medians = [(p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps)
                    for p, _ in parts]
         cpu_ms, wait_ms = env_costs_ms(data)
-        return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0)
+        driver = [driver_cpu_per_step(data, p.config_id) for p, _ in parts]
+        return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0, driver)
 
 
 def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamples: int,
@@ -226,7 +274,7 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
         return []
     run_cpu_s, wait_s = src.cpu_s, src.wait_s
     cpu_s = run_cpu_s if cpu_cost_ms is None else cpu_cost_ms / 1000.0
-    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s)
+    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s, src.driver)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, len(parts)), np.nan)
     trials = [np.array([t[:3] for t in p.trials], dtype=float) for p, _ in parts]
@@ -240,16 +288,16 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
                 meds.append((float(np.nanmedian(t[k, 0])), float(np.nanmedian(t[k, 1])),
                              float(np.median(steps)) if len(steps) else math.inf))
             draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target,
-                                               run_cpu_s)]
+                                               run_cpu_s, src.driver)]
     out = []
-    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w)) in enumerate(zip(parts, point,
-                                                                          strict=True)):
+    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w), d) in enumerate(zip(
+            parts, point, src.driver, strict=True)):
         col = draws[:, j]
         lo, hi = ((float(np.quantile(col, 0.025, method="inverted_cdf")),
                    float(np.quantile(col, 0.975, method="inverted_cdf")))
                   if not np.isnan(col).all() else (math.nan, math.nan))
         out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
-                               ceiling, startup, p.steps, ttt, lo, hi))
+                               ceiling, startup, p.steps, ttt, lo, hi, d * 1000.0))
     return out
 
 

@@ -44,6 +44,64 @@ def test_the_lowest_ceiling_binds():
         Machine(cores=0)
 
 
+def test_the_driver_cpu_adds_a_learner_ceiling_and_each_runners_own_work():
+    """With the driver's CPU per env step ``d`` measured: the learner (one process, one core)
+    samples at most ``v / d``, and each env runner spends ``w - d - c0`` of its own per step
+    besides the env; without ``d`` neither term exists."""
+    many = Machine(cores=64)
+    # 10 ms per env step of which 2 ms the driver's: 16 env runners on 64 cores would sample
+    # 17 / 10 ms = 1,700/s, but the driver passes at most 1 / 2 ms = 500/s
+    assert _rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.002) == (
+        pytest.approx(500.0), "learner")
+    assert _rate(0.010, 16, False, 0.0, 0.0, many) == (pytest.approx(1700.0), "cores")
+    # waiting 50 ms per step: each runner also spends its 8 ms of work (10 - 2) per step
+    assert _rate(0.010, 4, False, 0.0, 0.050, many, driver_s=0.002) == (
+        pytest.approx(4 / 0.058), "env runners")
+    assert _rate(0.010, 4, False, 0.0, 0.050, many)[0] == pytest.approx(4 / 0.050)
+    # cores twice as fast halve the driver's and the runners' work, not the env's wait
+    assert _rate(0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.002)[0] == \
+        pytest.approx(1000.0)
+    assert _rate(0.010, 4, False, 0.0, 0.050, Machine(64, 2.0), driver_s=0.002)[0] == \
+        pytest.approx(4 / 0.054)
+    # the reference is one process: its driver is the whole pipeline, the cores ceiling
+    assert _rate(0.010, 0, True, 0.0, 0.0, many, driver_s=0.010) == (pytest.approx(100.0),
+                                                                     "cores")
+
+
+def test_the_driver_cpu_per_env_step_leaves_out_evaluation(tmp_path, analysed_runs):
+    """``driver_cpu_per_step`` reads ``progress.parquet``'s ``driver_cpu_s`` between each
+    trial's first and last measurement, evaluation time taken out, the median over seeds;
+    NaN for a run recorded before the column."""
+    import shutil
+
+    import pandas as pd
+
+    from analysis.load import load_results
+    from analysis.study import analyse
+    from analysis.transfer import driver_cpu_per_step
+
+    old = analysed_runs(ONE_CORE)
+    config = old.tm[old.tm["num_env_runners"] == 2]["config_id"].iloc[0]
+    assert math.isnan(driver_cpu_per_step(old, config))
+    run = tmp_path / "run"
+    shutil.copytree(ONE_CORE, run)
+    prog = pd.read_parquet(run / "progress.parquet")
+    tids = set(old.tm[old.tm["config_id"] == config]["trial_id"])
+    # 3 ms of driver CPU per env step plus 1 s of evaluation per measurement
+    steps0 = prog.groupby("trial_id")["env_steps"].transform("first")
+    prog["driver_cpu_s"] = 0.003 * (prog["env_steps"] - steps0) + prog["eval_time_s"]
+    prog.loc[~prog["trial_id"].isin(tids), "driver_cpu_s"] = float("nan")
+    prog.to_parquet(run / "progress.parquet")
+    data = analyse(load_results(run))
+    assert driver_cpu_per_step(data, config) == pytest.approx(0.003)
+    # on 64 cores its two env runners' configuration is now bound by their own work or the
+    # learner, never faster than the driver allows
+    got = {p.num_env_runners: p for p in transfer(data, Machine(64), n_resamples=0)}
+    assert got[2].driver_ms_per_step == pytest.approx(3.0)
+    assert got[2].rate <= 1 / 0.003 + 1e-9
+    assert math.isnan(got[1].driver_ms_per_step)
+
+
 def test_the_start_up_line_splits_a_serial_part_from_each_env_runners():
     # on one core: 10 s serial + 3 s per env runner, all in turn
     a, b = _startup_line([(1, 13.0), (2, 16.0), (4, 22.0)], k0=1)
