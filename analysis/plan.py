@@ -424,8 +424,8 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
                   f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
                   "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
                   f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms")
-    console.print("From the measured machine: CPU per env step and the driver's share of it "
-                  "(its learner), start-up (serial part and per env runner), env steps to the "
+    console.print("From the measured machine: CPU per env step and the driver's share of it, "
+                  "start-up (serial part and per env runner), env steps to the "
                   "target. From the target: its cores and per-core speed.", highlight=False,
                   soft_wrap=True)
     if not predicted:

@@ -23,12 +23,12 @@ from them:
 - **Driver CPU per env step** ``d``: core-seconds the trial's own process (the algorithm's
   driver with its local learner) spends per env step, read from ``driver_cpu_s`` in
   ``progress.parquet`` over the steady window, evaluation time taken out
-  (:func:`driver_cpu_per_step`); NaN for runs recorded before it, which leaves out the two
-  terms below that need it.
+  (:func:`driver_cpu_per_step`); NaN for runs recorded before it, which leaves out the term
+  below that needs it.
 
 On a target with ``K`` cores of relative speed ``v`` (its core's work per second over the
 measured machine's), a configuration with ``N`` env runners (``N + 1`` busy processes; the
-single-process reference: 1) samples at the lowest of three ceilings, as in a roofline
+single-process reference: 1) samples at the lower of two ceilings, as in a roofline
 (Williams, Waterman and Patterson, "Roofline", CACM 2009):
 
 - **cores**: ``min(K, N + 1) / ((w - c0) / v + c)`` (the pipeline's CPU work spread over the
@@ -40,14 +40,14 @@ single-process reference: 1) samples at the lowest of three ceilings, as in a ro
   one after another, each step costing the env (``step_cpu_ms`` burns a core,
   ``step_latency_ms`` waits) and the runner's own work per step besides the env (inference,
   connectors, Ray: ``w - d - c0``, taken as 0 without ``d``);
-- **learner**: ``v / d``: the driver and its learner are one process on one core, and every
-  env step passes through it (IMPALA's and APPO's learner trains on each sampled batch once);
-  none without ``d``, and none for the reference, whose ``d`` is all of ``w``;
 
 and reaches the target at ``TTT = s(N) / v + S(N) / R``. The CPU-bound break-even on the
 target (:func:`break_even_on`) is the ``c`` above which a configuration's TTT falls below the
 reference's; as ``c`` grows the best absolute speedup tends to ``S_ref min(N, K) / S(N)``, so
-there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: memory and network. Checked
+there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: a learner ceiling, memory
+and network. ``d`` is no learner cost: an asynchronous learner (IMPALA's, APPO's) takes what
+CPU it is given (on one core the driver's share falls as ``1 / (N + 1)``, and ``d`` with it),
+so a learner ceiling needs the learner's time per update measured apart. Checked
 by :func:`check_rows` against the same study run on the target (on this machine: pinned to
 one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
 """
@@ -90,8 +90,10 @@ class Transferred:
     Attributes:
         algorithm, num_env_runners, reference: the configuration (the reference: 0 env runners).
         cpu_ms_per_step: ``w`` in core-milliseconds per env step, measured on the source.
-        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"``,
-            ``"env runners"`` or ``"learner"``).
+        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"`` or
+            ``"env runners"``).
+        driver_ms_per_step: ``d`` in core-milliseconds per env step on the source (NaN: not
+            recorded).
         startup_s: predicted start-up (seconds); steps: env steps to the target (the source's).
         ttt_s, ttt_low_s, ttt_high_s: predicted TTT and its 95 % seed-bootstrap interval
             (seconds; the source run's seeds resampled, every part re-estimated).
@@ -177,8 +179,6 @@ def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
     per_step = runner_work + cpu_s + wait_s
     if not is_ref and per_step > 0:
         ceilings["env runners"] = n / per_step
-    if known and driver_s > 0:
-        ceilings["learner"] = v / driver_s
     ceiling = min(ceilings, key=ceilings.get)
     return ceilings[ceiling], ceiling
 
@@ -378,7 +378,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
     Returns:
         One row per predicted configuration the target run also ran (algorithm and env runner
         count; its best configuration there): ``algorithm, num_env_runners, reference,
-        ceiling, cpu_ms_per_step, predicted_rate, rate`` (env steps/s, measured median),
+        ceiling, cpu_ms_per_step, driver_ms_per_step, predicted_rate, rate`` (env steps/s,
+        measured median),
         ``predicted_startup_s, startup_s, predicted_ttt_s, predicted_low_s,
         predicted_high_s, ttt_s, ttt_low_s, ttt_high_s`` (seconds), ``ttt_error``
         (predicted / measured - 1), ``inside`` (the measured median lies in the prediction's
@@ -407,7 +408,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
         ttt = float(m["ttt_s"])
         row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
                "reference": p.reference, "ceiling": p.ceiling,
-               "cpu_ms_per_step": p.cpu_ms_per_step, "predicted_rate": p.rate,
+               "cpu_ms_per_step": p.cpu_ms_per_step,
+               "driver_ms_per_step": p.driver_ms_per_step, "predicted_rate": p.rate,
                "rate": finite_median(g["rate"]), "predicted_startup_s": p.startup_s,
                "startup_s": finite_median(g["startup_s"]), "predicted_ttt_s": p.ttt_s,
                "predicted_low_s": p.ttt_low_s, "predicted_high_s": p.ttt_high_s,
@@ -424,7 +426,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
 
 
 #: Column headers of :func:`check_table_rows`.
-CHECK_HEADERS = ["configuration", "CPU per env step (ms, source)", "binding ceiling",
+CHECK_HEADERS = ["configuration", "CPU per env step (ms, source)",
+                 "of it the driver's (ms, source)", "binding ceiling",
                  "env steps/s: predicted / measured", "start-up: predicted / measured",
                  "predicted TTT [95%]", "measured TTT [95% CI]", "error",
                  "absolute speedup: predicted / measured [95% CI]"]
@@ -441,7 +444,9 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
                  f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x "
                  f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]")
         out.append([
-            name, f"{r['cpu_ms_per_step']:.1f}", r["ceiling"],
+            name, f"{r['cpu_ms_per_step']:.1f}",
+            "all" if r["reference"] else (f"{r['driver_ms_per_step']:.2f}" if math.isfinite(
+                r["driver_ms_per_step"]) else "not recorded"), r["ceiling"],
             f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
             f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
             f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
