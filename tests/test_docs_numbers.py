@@ -389,3 +389,65 @@ def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
     assert f"tends to at most {rows['speedup_bound'].max():.2f}x" in page
     ref = study.summary[study.summary["is_reference"]].iloc[0]
     assert f"reference reached the target in {ref['ttt_s']:.1f} s" in page
+
+
+def test_the_transfer_pages_driver_cpu_sentences_match_its_runs(analysed_runs):
+    """docs/transfer.md's section on the driver's CPU: the new one-core run is the sweep file
+    pinned to one core on seeds 0-2; the driver's share of the core and its CPU per env step
+    per N, each env runner's own work, the 16-core and two-core predictions it changes, and
+    the TTT errors of both one-core runs."""
+    import json
+
+    import numpy as np
+
+    from analysis.transfer import Machine, check_rows, transfer
+
+    page = " ".join((ROOT / "docs/transfer.md").read_text().split())
+    new_dir = ROOT / "docs/data/cabs_transfer/20261127-111412"
+    assert json.loads((new_dir / "environment.json").read_text())["usable_cores"] == 1
+    new = analysed_runs(new_dir)
+    assert set(new.tm["seed"]) == {0, 1, 2}
+    old = analysed_runs(ROOT / "docs/data/cabs_transfer/20261126-171605")
+    two = analysed_runs(ROOT / "docs/data/cabs_transfer_2cores/20261126-172746")
+    node = analysed_runs(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102")
+    prog, tm = new.res.progress, new.tm
+    shares = []
+    for n in (1, 2, 4):
+        per_trial = []
+        for tid in tm[(tm["algorithm"] == "IMPALA") & (tm["num_env_runners"] == n)]["trial_id"]:
+            g = prog[prog["trial_id"] == tid].sort_values("iteration")
+            a, b = g.iloc[0], g.iloc[-1]
+            per_trial.append((b["driver_cpu_s"] - a["driver_cpu_s"])
+                             / (b["wall_time_s"] - a["wall_time_s"]))
+        shares.append(round(100 * float(np.median(per_trial))))
+    assert f"used {shares[0]} %, {shares[1]} % and {shares[2]} % of the core" in page
+    got = {p.num_env_runners: p for p in transfer(new, Machine(2)) if not p.reference}
+    d = [got[n].driver_ms_per_step for n in (1, 2, 4)]
+    assert f"fell from {d[0]:.2f} to {d[1]:.2f} and {d[2]:.2f} ms" in page
+    work = [got[n].cpu_ms_per_step - got[n].driver_ms_per_step - 2.0 for n in (1, 2, 4)]
+    assert f"{work[0]:.1f}, {work[1]:.1f} and {work[2]:.1f} ms with 1, 2 and 4 env runners" in page
+    far_new = check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node).set_index(
+        "num_env_runners").loc[4]
+    far_old = check_rows(transfer(old, Machine(16), cpu_cost_ms=20.0), node).set_index(
+        "num_env_runners").loc[4]
+    assert far_new["ceiling"] == far_old["ceiling"] == "env runners"
+    assert (f"from {far_old['predicted_rate']:.0f} env steps/s (the env's 20 ms alone) to "
+            f"{far_new['predicted_rate']:.0f}, against {far_new['rate']:.0f} measured, and the "
+            f"TTT error from {100 * far_old['ttt_error']:.0f} % to "
+            f"{100 * far_new['ttt_error']:.0f} %") in page
+    rows = check_rows(transfer(new, Machine(2)), two).set_index("num_env_runners")
+    old_rows = check_rows(transfer(old, Machine(2)), two).set_index("num_env_runners")
+    r1 = rows.loc[1]
+    assert r1["ceiling"] == "env runners"
+    assert (f"predicted {r1['predicted_rate']:.0f} env steps/s, measured {r1['rate']:.0f}, "
+            f"which leaves at most {1000 / r1['rate'] - 2.0:.1f} ms per env step") in page
+    assert f"against {work[0]:.1f} ms read on one" in page
+    assert (f"({rows.loc[2, 'cpu_ms_per_step']:.1f} and {rows.loc[4, 'cpu_ms_per_step']:.1f} ms "
+            f"against {old_rows.loc[2, 'cpu_ms_per_step']:.1f} and "
+            f"{old_rows.loc[4, 'cpu_ms_per_step']:.1f})") in page
+    miss = [100 * (r.loc[2, "predicted_rate"] / r.loc[2, "rate"] - 1) for r in (rows, old_rows)]
+    assert f"({miss[0]:.0f} % on the rate against {miss[1]:.0f} %)" in page
+    err, old_err = rows["ttt_error"].abs(), old_rows["ttt_error"].abs()
+    assert (f"the TTT lies {100 * err.median():.0f} % (median) from the measured one, at most "
+            f"{100 * err.max():.0f} %, against {100 * old_err.median():.0f} % and "
+            f"{100 * old_err.max():.0f} % from the earlier run") in page
