@@ -15,6 +15,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [p for p in sorted((ROOT / "docs").glob("*.md")) if regions_of(p)]
 
 
+def _assert_run_is(sweep, run: Path) -> None:
+    """The run's recorded spec.json is ``sweep`` resolved (what the seeds, the resolved
+    target and the file's path add left out): the command a page prints beside the run
+    reproduces it."""
+    import json
+
+    recorded = json.loads((run / "spec.json").read_text())
+    resolved = json.loads(sweep.model_dump_json())
+    for key in ("target", "schema_version", "source_file", "seeds"):
+        recorded.pop(key, None)
+        resolved.pop(key, None)
+    assert resolved == recorded, run
+
+
 def test_the_study_pages_quote_their_runs_through_generated_regions():
     names = {p.name for p in PAGES}
     assert {"cabs_scaling.md", "latency_scaling.md"} <= names, names
@@ -115,36 +129,21 @@ def test_the_latency_pages_apex_sentences_match_the_confirmation_run(analysed_ru
 def test_the_device_pages_n15_sweep_file_resolves_to_the_run_it_cites():
     """docs/device_16cpu.md gives ``sweeps/cabs_latency_apex_16cpu_n15.py`` as the command of
     a run made from the grid file with overrides: the file resolves to that run's spec.json."""
-    import json
-
     from sweeps.cabs_latency_apex_16cpu_n15 import SWEEP
 
-    recorded = json.loads((ROOT / "docs/data/cabs_latency_apex_16cpu_n15/20261126-101750/"
-                           "spec.json").read_text())
-    resolved = json.loads(SWEEP.model_dump_json())
-    for key in ("target", "schema_version", "source_file", "seeds"):
-        recorded.pop(key, None)
-        resolved.pop(key, None)
-    assert resolved == recorded
+    _assert_run_is(SWEEP, ROOT / "docs/data/cabs_latency_apex_16cpu_n15/20261126-101750")
 
 
 def test_the_break_even_runs_are_the_sweep_file_at_their_env_costs():
     """docs/break_even.md's three runs are ``sweeps/cabs_break_even.py`` with ``--env-config
     step_latency_ms=C``: each run's spec.json is the file's sweep with that one key changed."""
-    import json
-
     from sweeps.cabs_break_even import SWEEP
 
     for run, cost in (("20261126-131202", 4), ("20261126-131653", 30),
                       ("20261126-132828", 60)):
-        recorded = json.loads((ROOT / "docs/data/cabs_break_even" / run / "spec.json")
-                              .read_text())
-        resolved = json.loads(SWEEP.model_copy(update={"env_config": {
-            **SWEEP.env_config, "step_latency_ms": cost}}).model_dump_json())
-        for key in ("target", "schema_version", "source_file", "seeds"):
-            recorded.pop(key, None)
-            resolved.pop(key, None)
-        assert resolved == recorded, run
+        at_cost = SWEEP.model_copy(update={"env_config": {**SWEEP.env_config,
+                                                          "step_latency_ms": cost}})
+        _assert_run_is(at_cost, ROOT / "docs/data/cabs_break_even" / run)
 
 
 def test_the_break_even_pages_sentences_match_its_runs(analysed_runs):
@@ -273,7 +272,6 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     N = 6 and 8 are held out of every fit, and its sentences quote the check's errors, the
     intervals that held, the model cross-validation chose, the start-up the pipeline
     underestimated and the env steps against the reference's."""
-    import json
 
     import numpy as np
 
@@ -281,12 +279,7 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     from sweeps.cabs_fit_latency import SWEEP
 
     run = ROOT / "docs/data/cabs_fit_latency/20261127-100407"
-    recorded = json.loads((run / "spec.json").read_text())
-    resolved = json.loads(SWEEP.model_dump_json())
-    for key in ("target", "schema_version", "source_file", "seeds"):
-        recorded.pop(key, None)
-        resolved.pop(key, None)
-    assert resolved == recorded
+    _assert_run_is(SWEEP, run)
     study = analysed_runs(run)
     assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
     f = _fit_study_facts(study)
@@ -331,18 +324,12 @@ def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
     held out of every fit, and its sentences quote the plateau in throughput, the model
     cross-validation chose and how it did on the held-out N, the throughput models' errors
     and the CPU-bound break-even's bound."""
-    import json
 
     from analysis.transfer import Machine, break_even_on, source_cores
     from sweeps.cabs_fit_cpu import SWEEP
 
     run = ROOT / "docs/data/cabs_fit_cpu/20261127-102958"
-    recorded = json.loads((run / "spec.json").read_text())
-    resolved = json.loads(SWEEP.model_dump_json())
-    for key in ("target", "schema_version", "source_file", "seeds"):
-        recorded.pop(key, None)
-        resolved.pop(key, None)
-    assert resolved == recorded
+    _assert_run_is(SWEEP, run)
     study = analysed_runs(run)
     assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
     f = _fit_study_facts(study)
