@@ -4,8 +4,8 @@ runners (the fit range) and 6 and 8 (held out), 5 seeds each (10-14, a seed stre
 study used), with the suite's DQN and the single-process Stable-Baselines3 DQN reference at the
 same cost.
 
-Question: on 2 cores the CPUs run out at about two env runners; fitted on N <= 5, does each of
-the plan's models (USL and Amdahl on throughput, the pipeline start-up + env steps /
+Question: on 2 cores the CPUs run out within a few env runners (the measured plateau starts at
+about 4); fitted on N <= 5, does each of the plan's models (USL and Amdahl on throughput, the pipeline start-up + env steps /
 throughput, USL on 1/TTT) predict the contention at N = 6 and 8, within the interval it
 gives? Leave-one-N-out cross-validation on the fit range picks the model the plan uses::
 
