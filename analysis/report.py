@@ -637,9 +637,11 @@ def _check(data: Study, figs: _Figures) -> str:
                         "models on, the rest to compare their predictions with.")
     out = ['<p class="note">The scaling models are fitted without the largest env runner '
            'counts, predict them, and are compared with what was measured there. '
-           '<b>USL on 1/TTT</b> is the capacity plan\'s model; <b>pipeline</b> predicts TTT = '
+           '<b>USL on 1/TTT</b> fits the curve of 1/TTT over N; <b>pipeline</b> predicts TTT = '
            'start-up(N) + env steps to target(N) / sampling rate(N) from the parts each trial '
            'measures (start-up linear in N, rate by the USL, env steps by a power law in N). '
+           'The capacity plan uses, per algorithm, the one that leave-one-N-out '
+           'cross-validation on the fitted N prefers (the notes below name it). '
            'Intervals: 95 % bootstrap over seeds. Reproduce with <code>python -m analysis.plan '
            'RESULTS_DIR --holdout ' + ",".join(str(n) for n in sorted(
                check.rows["num_env_runners"].unique())) + '</code>.</p>']
