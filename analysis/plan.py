@@ -13,7 +13,6 @@ command line and re-exports their public names.
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
@@ -408,6 +407,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         check_rows,
         check_table_rows,
         check_words,
+        driver_cell,
         env_costs_ms,
         source_cores,
         transfer,
@@ -440,9 +440,8 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     for p in predicted:
         name = (f"{p.algorithm} (reference)" if p.reference
                 else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
-        driver = ("all" if p.reference else f"{p.driver_ms_per_step:.2f}"
-                  if math.isfinite(p.driver_ms_per_step) else "not recorded")
-        table.add_row(name, f"{p.cpu_ms_per_step:.1f}", driver, p.ceiling, f"{p.rate:.0f}",
+        table.add_row(name, f"{p.cpu_ms_per_step:.1f}",
+                      driver_cell(p.reference, p.driver_ms_per_step), p.ceiling, f"{p.rate:.0f}",
                       fmt_s(p.startup_s), f"{p.steps:,.0f}",
                       escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"))
     console.print(table)

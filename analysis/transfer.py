@@ -18,8 +18,7 @@ from them:
   ``min(N, K)`` cores; ``a`` and ``b`` are fitted per algorithm on the run's N (least
   squares on the median start-ups; with one N, ``b = 0``). The reference: ``s0 / speed``.
 - **Env steps to the target** ``S(N)``: sample efficiency, taken as the machine's least
-  concern (unchanged).
-
+  concern (unchanged);
 - **Driver CPU per env step** ``d``: core-seconds the trial's own process (the algorithm's
   driver with its local learner) spends per env step, read from ``driver_cpu_s`` in
   ``progress.parquet`` over the steady window, evaluation time taken out
@@ -67,7 +66,7 @@ from analysis.study import Study
 
 __all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
            "check_table_rows", "check_words", "source_cores", "env_costs_ms",
-           "driver_cpu_per_step", "break_even_on", "break_even_on_words"]
+           "driver_cpu_per_step", "driver_cell", "break_even_on", "break_even_on_words"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +161,14 @@ def driver_cpu_per_step(data: Study, config_id: str) -> float:
         if steps > 0:
             per_trial.append(max(cpu, 0.0) / steps)
     return float(np.median(per_trial)) if per_trial else math.nan
+
+
+def driver_cell(reference: bool, driver_ms: float) -> str:
+    """A table cell for the driver's share of the CPU per env step: ``all`` for the
+    single-process reference, else ``driver_ms`` (milliseconds) or ``not recorded``."""
+    if reference:
+        return "all"
+    return f"{driver_ms:.2f}" if math.isfinite(driver_ms) else "not recorded"
 
 
 def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
@@ -445,8 +452,7 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
                  f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]")
         out.append([
             name, f"{r['cpu_ms_per_step']:.1f}",
-            "all" if r["reference"] else (f"{r['driver_ms_per_step']:.2f}" if math.isfinite(
-                r["driver_ms_per_step"]) else "not recorded"), r["ceiling"],
+            driver_cell(r["reference"], r["driver_ms_per_step"]), r["ceiling"],
             f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
             f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
             f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
