@@ -31,7 +31,7 @@ PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
     "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-    "replay_ratio", "driver_cpu_s", "stage",
+    "replay_ratio", "driver_cpu_s", "learner_cpu_s", "stage",
 ]
 
 
@@ -198,6 +198,15 @@ def test_tiny_sweep_writes_every_column(tmp_path):
         ["trial_id", "env_steps", "learner_updates", "replay_ratio"]]
     others = progress[~progress.trial_id.isin(dqn.trial_id)]
     assert others.replay_ratio.isna().all()
+    # the learner's CPU seconds in its updates (its thread's clock), cumulative: recorded
+    # once the learner updated, never falling, never more than the trial's own process's
+    # CPU (the learner runs in it), and none for the reference
+    updated = rl[rl.learner_updates > 0]
+    assert len(updated) and (updated.learner_cpu_s > 0).all(), updated[
+        ["trial_id", "learner_updates", "learner_cpu_s"]]
+    assert (rl.groupby("trial_id").learner_cpu_s.diff().dropna() >= 0).all()
+    assert (updated.learner_cpu_s <= updated.driver_cpu_s + 1e-6).all()
+    assert progress[progress.trial_id.isin(ref.trial_id)]["learner_cpu_s"].isna().all()
     # progress a person can read: a line per trial with the progress line, no Tune table
     assert "7/7 trials done" in proc.stdout and "Trial name" not in proc.stdout
     assert proc.stdout.count("(confirm)") == 3  # the confirmation trials are marked

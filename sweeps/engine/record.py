@@ -355,7 +355,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
             "target_metric_value": float(result["target_metric_value"]),
             **{k: float(result.get(k, math.nan)) for k in (
                 "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "replay_ratio",
-                "driver_cpu_s")},
+                "driver_cpu_s", "learner_cpu_s")},
         })
 
     def on_trial_complete(self, iteration, trials, trial, **info):

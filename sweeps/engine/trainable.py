@@ -576,6 +576,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             grad_trace_cov=m["grad_trace_cov"],
             replay_ratio=float(m.get("replay_ratio", math.nan)),
             driver_cpu_s=time.process_time() - cpu_start,
+            learner_cpu_s=float(m.get("learner_cpu_s", math.nan)),
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
@@ -619,13 +620,14 @@ class _Counters:
     episodes' running mean return kept while no episode ended: a result read between training
     steps may lack the learner's counters of an iteration just begun."""
 
-    KEYS = ("env_steps", "episodes", "learner_updates")
+    KEYS = ("env_steps", "episodes", "learner_updates", "learner_cpu_s")
 
     def __init__(self):
         self.last: dict[str, Any] = {"env_steps": 0, "episodes": 0, "learner_updates": math.nan,
                                      "episode_return_mean": math.nan,
                                      "grad_noise_scale": math.nan, "grad_norm_sq": math.nan,
-                                     "grad_trace_cov": math.nan, "replay_ratio": math.nan}
+                                     "grad_trace_cov": math.nan, "replay_ratio": math.nan,
+                                     "learner_cpu_s": math.nan}
 
     def update(self, m: dict[str, Any]) -> dict[str, Any]:
         out = dict(m)

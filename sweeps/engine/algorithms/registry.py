@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo
+from sweeps.engine.algorithms.learner_clock import UPDATE_CPU_KEY
 from sweeps.engine.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
 from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
 
@@ -204,7 +205,9 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         ``grad_noise_scale`` (examples), ``grad_norm_sq`` and ``grad_trace_cov`` (the learner's
         smoothed |G|^2 and tr(Sigma), :mod:`sweeps.engine.algorithms.noise_scale`; NaN when not
         measured), ``replay_ratio`` (replayed / sampled transitions so far, DQN and APEX's
-        ``replay`` results; NaN for algorithms without replay).
+        ``replay`` results; NaN for algorithms without replay), ``learner_cpu_s`` (float,
+        lifetime CPU seconds of the learner's gradient updates, on the updating thread's
+        clock: :mod:`sweeps.engine.algorithms.learner_clock`; NaN before the first update).
 
     Raises:
         ValueError: for an unknown algorithm.
@@ -221,6 +224,7 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         "learner_updates": _learner_updates(result),
         **_noise_scale(result),
         "replay_ratio": _float((result.get("replay") or {}).get("replay_ratio", math.nan)),
+        "learner_cpu_s": _float(_get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)),
     }
 
 

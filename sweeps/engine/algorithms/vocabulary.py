@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from sweeps.engine.algorithms.learner_clock import clocked_learner_class
 from sweeps.engine.algorithms.noise_scale import DEFAULT_EVERY as NOISE_EVERY
 
 __all__ = [
@@ -285,6 +286,9 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
             learner_kwargs["learner_class"] = noise_learner_class(
                 base, whole_fragments=spec.sequence_loss)
             learner_kwargs["learner_config_dict"] = {"grad_noise_scale_every": every}
+    base = learner_kwargs.get("learner_class", config.learner_class)
+    if isinstance(base, type):  # the learner's CPU per update, for plans on other machines
+        learner_kwargs["learner_class"] = clocked_learner_class(base)
     for key, value in p.items():
         own = spec.param_section(key)
         if own.section != "derived":  # derived keys were consumed by spec.translate

@@ -124,7 +124,8 @@ PROGRESS_COLUMNS: dict[str, str] = {
     "episodes": "int", "episode_return_mean": "float", "evaluation_return": "float",
     "eval_time_s": "float", "learner_updates": "float", "env_steps_per_s": "float",
     "target_metric_value": "float", "grad_noise_scale": "float", "grad_norm_sq": "float",
-    "grad_trace_cov": "float", "replay_ratio": "float", "driver_cpu_s": "float", "stage": "str",
+    "grad_trace_cov": "float", "replay_ratio": "float", "driver_cpu_s": "float",
+    "learner_cpu_s": "float", "stage": "str",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
