@@ -227,7 +227,7 @@ def _transfer_check(data: Study, measured: list[Study]) -> str:
     target = measured[0]
     machine = Machine(source_cores(target))
     rows = check_rows(transfer(data, machine, cpu_cost_ms=env_costs_ms(target)[0]), target)
-    return (md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 2, 4, 5, 6, 8))
+    return (md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 2, 3, 5, 6, 7, 9))
             + "\n\n" + check_words(rows, source_cores(data), machine))
 
 

@@ -409,6 +409,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         check_words,
         driver_cell,
         env_costs_ms,
+        learner_cell,
         source_cores,
         transfer,
     )
@@ -424,7 +425,8 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
                   f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
                   "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
                   f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms")
-    console.print("From the measured machine: CPU per env step and the driver's share of it, "
+    console.print("From the measured machine: CPU per env step and the driver's and the "
+                  "learner's updates' shares of it, "
                   "start-up (serial part and per env runner), env steps to the "
                   "target. From the target: its cores and per-core speed.", highlight=False,
                   soft_wrap=True)
@@ -434,14 +436,15 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         return 0
     table = Table(show_lines=False)
     for c in ("configuration", "CPU per env step (ms)", "of it the driver's (ms)",
-              "binding ceiling", "env steps/s", "start-up", "env steps to target",
+              "of it the learner's updates (ms)", "binding ceiling", "env steps/s", "start-up", "env steps to target",
               "predicted TTT [95%]"):
         table.add_column(c, justify="left" if c == "configuration" else "right")
     for p in predicted:
         name = (f"{p.algorithm} (reference)" if p.reference
                 else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
         table.add_row(name, f"{p.cpu_ms_per_step:.1f}",
-                      driver_cell(p.reference, p.driver_ms_per_step), p.ceiling, f"{p.rate:.0f}",
+                      driver_cell(p.reference, p.driver_ms_per_step),
+                      learner_cell(p.reference, p.learner_ms_per_step), p.ceiling, f"{p.rate:.0f}",
                       fmt_s(p.startup_s), f"{p.steps:,.0f}",
                       escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"))
     console.print(table)

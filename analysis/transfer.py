@@ -24,6 +24,11 @@ from them:
   ``progress.parquet`` over the steady window, evaluation time taken out
   (:func:`driver_cpu_per_step`); NaN for runs recorded before it, which leaves out the term
   below that needs it.
+- **Learner CPU per env step** ``l``: core-seconds of the learner's gradient updates per env
+  step sampled, on the clock of the thread that ran them (``learner_cpu_s``,
+  :mod:`sweeps.engine.algorithms.learner_clock`), so the time that thread waited for a core
+  is not in it (:func:`learner_cpu_per_step`); a part of ``d``. NaN for runs recorded before
+  it, which leaves out the learner ceiling.
 
 On a target with ``K`` cores of relative speed ``v`` (its core's work per second over the
 measured machine's), a configuration with ``N`` env runners (``N + 1`` busy processes; the
@@ -39,15 +44,21 @@ single-process reference: 1) samples at the lower of two ceilings, as in a roofl
   one after another, each step costing the env (``step_cpu_ms`` burns a core,
   ``step_latency_ms`` waits) and the runner's own work per step besides the env (inference,
   connectors, Ray: ``w - d - c0``, taken as 0 without ``d``);
+- **learner**: ``v / l``: one learner updates on one core (RLlib's local learner, torch with
+  one thread per driver CPU), so it trains at most ``1 / l`` of the measured machine's env
+  steps per second, whatever the env runners could sample; this assumes the env steps
+  sampled per update stay as measured (IMPALA and APPO train every sampled step once until
+  the learner falls behind and their queue drops batches; DQN's replay ratio is a setting);
 
 and reaches the target at ``TTT = s(N) / v + S(N) / R``. The CPU-bound break-even on the
 target (:func:`break_even_on`) is the ``c`` above which a configuration's TTT falls below the
 reference's; as ``c`` grows the best absolute speedup tends to ``S_ref min(N, K) / S(N)``, so
-there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: a learner ceiling, memory
-and network. ``d`` is no learner cost: an asynchronous learner (IMPALA's, APPO's) takes what
-CPU it is given (on one core the driver's share falls as ``1 / (N + 1)``, and ``d`` with it),
-so a learner ceiling needs the learner's time per update measured apart. Checked
-by :func:`check_rows` against the same study run on the target (on this machine: pinned to
+there is none where ``S(N) / min(N, K) >= S_ref``. Not modelled: memory and network, and the
+stall of a synchronous algorithm (DQN with one env runner samples and learns in turn, so its
+rate is not the lower ceiling but the two costs added). Why ``l`` and not ``d`` bounds the
+learner: an asynchronous learner (IMPALA's, APPO's) takes what CPU it is given (on one core
+the driver's share falls as ``1 / (N + 1)``, and ``d`` with it), so ``d`` says how crowded
+the machine was, ``l`` what an update costs. Checked by :func:`check_rows` against the same study run on the target (on this machine: pinned to
 one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
 """
 
@@ -66,7 +77,7 @@ from analysis.study import Study
 
 __all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
            "check_table_rows", "check_words", "source_cores", "env_costs_ms",
-           "driver_cpu_per_step", "driver_cell", "break_even_on", "break_even_on_words"]
+           "driver_cpu_per_step", "learner_cpu_per_step", "driver_cell", "learner_cell", "break_even_on", "break_even_on_words"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,7 @@ class Transferred:
         rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"`` or
             ``"env runners"``).
         driver_ms_per_step: ``d`` in core-milliseconds per env step on the source (NaN: not
-            recorded).
+            recorded); learner_ms_per_step: ``l``, likewise.
         startup_s: predicted start-up (seconds); steps: env steps to the target (the source's).
         ttt_s, ttt_low_s, ttt_high_s: predicted TTT and its 95 % seed-bootstrap interval
             (seconds; the source run's seeds resampled, every part re-estimated).
@@ -110,6 +121,7 @@ class Transferred:
     ttt_low_s: float = math.nan
     ttt_high_s: float = math.nan
     driver_ms_per_step: float = math.nan
+    learner_ms_per_step: float = math.nan
 
 
 def source_cores(data: Study) -> float:
@@ -138,29 +150,47 @@ def _processes(n: int, is_ref: bool) -> int:
     return 1 if is_ref else n + 1
 
 
+def _cpu_per_step(data: Study, config_id: str, column: str, less_evaluation: bool) -> float:
+    """The median over the trials of ``config_id`` of ``(CPU - evaluation time, when
+    ``less_evaluation``) / env steps`` between each trial's first and last measurement with
+    ``column`` recorded (seconds per env step); NaN without the column or without a trial
+    that has two such measurements with env steps between them."""
+    prog = data.res.progress
+    if column not in prog or not config_id:
+        return math.nan
+    tm = data.tm[(data.tm["config_id"] == config_id) & (data.tm["status"] != "error")]
+    per_trial = []
+    for tid in tm["trial_id"]:
+        g = prog[(prog["trial_id"] == tid) & np.isfinite(prog[column])]
+        g = g.sort_values("iteration")
+        if len(g) < 2:
+            continue
+        first, last = g.iloc[0], g.iloc[-1]
+        steps = float(last["env_steps"] - first["env_steps"])
+        cpu = float(last[column] - first[column])
+        if less_evaluation:
+            cpu -= float(last["eval_time_s"] - first["eval_time_s"])
+        if steps > 0:
+            per_trial.append(max(cpu, 0.0) / steps)
+    return float(np.median(per_trial)) if per_trial else math.nan
+
+
 def driver_cpu_per_step(data: Study, config_id: str) -> float:
     """``d``: core-seconds the trials of ``config_id`` spent in their own process per env
     step, the median over seeds of ``(driver CPU - evaluation time) / env steps`` between each
     trial's first and last measurement (``progress.parquet``'s ``driver_cpu_s``,
     ``eval_time_s`` and ``env_steps``); NaN when the run did not record ``driver_cpu_s`` or no
     trial has two measurements with env steps between them."""
-    prog = data.res.progress
-    if "driver_cpu_s" not in prog or not config_id:
-        return math.nan
-    tm = data.tm[(data.tm["config_id"] == config_id) & (data.tm["status"] != "error")]
-    per_trial = []
-    for tid in tm["trial_id"]:
-        g = prog[(prog["trial_id"] == tid) & np.isfinite(prog["driver_cpu_s"])]
-        g = g.sort_values("iteration")
-        if len(g) < 2:
-            continue
-        first, last = g.iloc[0], g.iloc[-1]
-        steps = float(last["env_steps"] - first["env_steps"])
-        cpu = float(last["driver_cpu_s"] - first["driver_cpu_s"]) - float(
-            last["eval_time_s"] - first["eval_time_s"])
-        if steps > 0:
-            per_trial.append(max(cpu, 0.0) / steps)
-    return float(np.median(per_trial)) if per_trial else math.nan
+    return _cpu_per_step(data, config_id, "driver_cpu_s", less_evaluation=True)
+
+
+def learner_cpu_per_step(data: Study, config_id: str) -> float:
+    """``l``: core-seconds of the learner's gradient updates per env step sampled, the
+    median over the trials of ``config_id`` of ``learner CPU / env steps`` between each
+    trial's first and last measurement with ``learner_cpu_s`` recorded (the updating thread's
+    clock, :mod:`sweeps.engine.algorithms.learner_clock`); NaN for the reference and for runs
+    recorded before the column."""
+    return _cpu_per_step(data, config_id, "learner_cpu_s", less_evaluation=False)
 
 
 def driver_cell(reference: bool, driver_ms: float) -> str:
@@ -171,13 +201,22 @@ def driver_cell(reference: bool, driver_ms: float) -> str:
     return f"{driver_ms:.2f}" if math.isfinite(driver_ms) else "not recorded"
 
 
+def learner_cell(reference: bool, learner_ms: float) -> str:
+    """A table cell for the learner's updates' share of the CPU per env step: ``-`` for the
+    single-process reference (its updates are not timed apart), else ``learner_ms``
+    (milliseconds) or ``not recorded``."""
+    if reference:
+        return "-"
+    return f"{learner_ms:.2f}" if math.isfinite(learner_ms) else "not recorded"
+
+
 def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
           target: Machine, run_cpu_s: float | None = None,
-          driver_s: float = math.nan) -> tuple[float, str]:
+          driver_s: float = math.nan, learner_s: float = math.nan) -> tuple[float, str]:
     """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` source core-seconds per env
-    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own and ``driver_s`` the
-    driver's (NaN: unknown), when each env step burns ``cpu_s`` and waits ``wait_s`` seconds
-    there (module docstring)."""
+    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own, ``driver_s`` the
+    driver's and ``learner_s`` the learner's updates' (NaN: unknown), when each env step burns
+    ``cpu_s`` and waits ``wait_s`` seconds there (module docstring)."""
     v = target.core_speed
     c0 = cpu_s if run_cpu_s is None else run_cpu_s
     known = math.isfinite(driver_s) and not is_ref
@@ -186,6 +225,8 @@ def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
     per_step = runner_work + cpu_s + wait_s
     if not is_ref and per_step > 0:
         ceilings["env runners"] = n / per_step
+    if not is_ref and math.isfinite(learner_s) and learner_s > 0:
+        ceilings["learner"] = v / learner_s
     ceiling = min(ceilings, key=ceilings.get)
     return ceilings[ceiling], ceiling
 
@@ -202,20 +243,23 @@ def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, fl
 
 def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
              k0: float, cpu_s: float, wait_s: float, target: Machine,
-             run_cpu_s: float, driver: list[float]) -> list[tuple[float, str, float, float, float]]:
+             run_cpu_s: float, driver: list[float],
+             learner: list[float]) -> list[tuple[float, str, float, float, float]]:
     """Per configuration ``(rate, ceiling, start-up, TTT, w)`` from its ``(start-up, rate,
-    steps)`` medians and its driver CPU per env step (``driver``, seconds; NaN: unknown) on
-    the source, at ``cpu_s`` env CPU per step on the target (``w``: the source's core-seconds
-    per env step)."""
+    steps)`` medians and its driver's and learner's CPU per env step (``driver``,
+    ``learner``, seconds; NaN: unknown) on the source, at ``cpu_s`` env CPU per step on the
+    target (``w``: the source's core-seconds per env step)."""
     lines: dict[str, tuple[float, float]] = {}
     for alg in {p.algorithm for p, ref in parts if not ref}:
         pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
                if not ref and p.algorithm == alg and math.isfinite(m[0])]
         lines[alg] = _startup_line(pts, k0) if pts else (math.nan, 0.0)
     out = []
-    for (p, ref), (startup0, rate0, steps), d in zip(parts, medians, driver, strict=True):
+    for (p, ref), (startup0, rate0, steps), d, lrn in zip(parts, medians, driver, learner,
+                                                           strict=True):
         w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
-        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s, d)
+        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s, d,
+                              lrn)
         if ref:
             startup = startup0 / target.core_speed
         else:
@@ -259,6 +303,7 @@ class _Source:
     cpu_s: float  # the run's env CPU per step (seconds)
     wait_s: float  # the run's env wait per step (seconds)
     driver: list[float]  # per part, the driver's CPU per env step (seconds; NaN: unknown)
+    learner: list[float]  # per part, the learner's updates' CPU per env step (likewise)
 
     @classmethod
     def of(cls, data: Study, cores: float | None) -> _Source:
@@ -271,7 +316,8 @@ class _Source:
                    for p, _ in parts]
         cpu_ms, wait_ms = env_costs_ms(data)
         driver = [driver_cpu_per_step(data, p.config_id) for p, _ in parts]
-        return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0, driver)
+        learner = [learner_cpu_per_step(data, p.config_id) for p, _ in parts]
+        return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0, driver, learner)
 
 
 def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamples: int,
@@ -281,7 +327,8 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
         return []
     run_cpu_s, wait_s = src.cpu_s, src.wait_s
     cpu_s = run_cpu_s if cpu_cost_ms is None else cpu_cost_ms / 1000.0
-    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s, src.driver)
+    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s, src.driver,
+                     src.learner)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, len(parts)), np.nan)
     trials = [np.array([t[:3] for t in p.trials], dtype=float) for p, _ in parts]
@@ -295,16 +342,17 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
                 meds.append((float(np.nanmedian(t[k, 0])), float(np.nanmedian(t[k, 1])),
                              float(np.median(steps)) if len(steps) else math.inf))
             draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target,
-                                               run_cpu_s, src.driver)]
+                                               run_cpu_s, src.driver, src.learner)]
     out = []
-    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w), d) in enumerate(zip(
-            parts, point, src.driver, strict=True)):
+    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w), d, lrn) in enumerate(zip(
+            parts, point, src.driver, src.learner, strict=True)):
         col = draws[:, j]
         lo, hi = ((float(np.quantile(col, 0.025, method="inverted_cdf")),
                    float(np.quantile(col, 0.975, method="inverted_cdf")))
                   if not np.isnan(col).all() else (math.nan, math.nan))
         out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
-                               ceiling, startup, p.steps, ttt, lo, hi, d * 1000.0))
+                               ceiling, startup, p.steps, ttt, lo, hi, d * 1000.0,
+                               lrn * 1000.0))
     return out
 
 
@@ -385,8 +433,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
     Returns:
         One row per predicted configuration the target run also ran (algorithm and env runner
         count; its best configuration there): ``algorithm, num_env_runners, reference,
-        ceiling, cpu_ms_per_step, driver_ms_per_step, predicted_rate, rate`` (env steps/s,
-        measured median),
+        ceiling, cpu_ms_per_step, driver_ms_per_step, learner_ms_per_step, predicted_rate,
+        rate`` (env steps/s, measured median),
         ``predicted_startup_s, startup_s, predicted_ttt_s, predicted_low_s,
         predicted_high_s, ttt_s, ttt_low_s, ttt_high_s`` (seconds), ``ttt_error``
         (predicted / measured - 1), ``inside`` (the measured median lies in the prediction's
@@ -416,7 +464,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
         row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
                "reference": p.reference, "ceiling": p.ceiling,
                "cpu_ms_per_step": p.cpu_ms_per_step,
-               "driver_ms_per_step": p.driver_ms_per_step, "predicted_rate": p.rate,
+               "driver_ms_per_step": p.driver_ms_per_step,
+               "learner_ms_per_step": p.learner_ms_per_step, "predicted_rate": p.rate,
                "rate": finite_median(g["rate"]), "predicted_startup_s": p.startup_s,
                "startup_s": finite_median(g["startup_s"]), "predicted_ttt_s": p.ttt_s,
                "predicted_low_s": p.ttt_low_s, "predicted_high_s": p.ttt_high_s,
@@ -434,7 +483,8 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
 
 #: Column headers of :func:`check_table_rows`.
 CHECK_HEADERS = ["configuration", "CPU per env step (ms, source)",
-                 "of it the driver's (ms, source)", "binding ceiling",
+                 "of it the driver's (ms, source)", "of it the learner's updates (ms, source)",
+                 "binding ceiling",
                  "env steps/s: predicted / measured", "start-up: predicted / measured",
                  "predicted TTT [95%]", "measured TTT [95% CI]", "error",
                  "absolute speedup: predicted / measured [95% CI]"]
@@ -452,7 +502,8 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
                  f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]")
         out.append([
             name, f"{r['cpu_ms_per_step']:.1f}",
-            driver_cell(r["reference"], r["driver_ms_per_step"]), r["ceiling"],
+            driver_cell(r["reference"], r["driver_ms_per_step"]),
+            learner_cell(r["reference"], r["learner_ms_per_step"]), r["ceiling"],
             f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
             f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
             f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "

@@ -69,6 +69,25 @@ def test_each_env_runners_own_work_is_the_cpu_per_step_less_the_drivers_and_the_
                                                                      "cores")
 
 
+def test_the_learner_updates_on_one_core_whatever_the_env_runners_sample():
+    """The learner ceiling ``v / l``: a learner whose updates take ``l`` core-seconds per env
+    step trains at most ``1 / l`` env steps/s on one core, twice that on cores twice as
+    fast; it binds only below the other ceilings, and the reference has none."""
+    many = Machine(cores=64)
+    # 10 ms per env step, 2.5 ms of it the learner's updates: 16 runners could sample
+    # 1700/s on 64 cores, the learner trains 400/s
+    assert _rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.003, learner_s=0.0025) == (
+        pytest.approx(400.0), "learner")
+    assert _rate(0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.003,
+                 learner_s=0.0025) == (pytest.approx(800.0), "learner")
+    # on 2 cores the cores bind first (200/s), and without l there is no learner ceiling
+    assert _rate(0.010, 16, False, 0.0, 0.0, Machine(2), learner_s=0.0025) == (
+        pytest.approx(200.0), "cores")
+    assert _rate(0.010, 16, False, 0.0, 0.0, many)[1] == "cores"
+    assert _rate(0.010, 0, True, 0.0, 0.0, many, learner_s=0.005) == (pytest.approx(100.0),
+                                                                       "cores")
+
+
 def test_the_driver_cpu_per_env_step_leaves_out_evaluation(tmp_path, analysed_runs):
     """``driver_cpu_per_step`` reads ``progress.parquet``'s ``driver_cpu_s`` between each
     trial's first and last measurement, evaluation time taken out, the median over seeds;
@@ -79,7 +98,7 @@ def test_the_driver_cpu_per_env_step_leaves_out_evaluation(tmp_path, analysed_ru
 
     from analysis.load import load_results
     from analysis.study import analyse
-    from analysis.transfer import driver_cpu_per_step
+    from analysis.transfer import driver_cpu_per_step, learner_cpu_per_step
 
     old = analysed_runs(ONE_CORE)
     config = old.tm[old.tm["num_env_runners"] == 2]["config_id"].iloc[0]
@@ -92,17 +111,25 @@ def test_the_driver_cpu_per_env_step_leaves_out_evaluation(tmp_path, analysed_ru
     steps0 = prog.groupby("trial_id")["env_steps"].transform("first")
     prog["driver_cpu_s"] = 0.003 * (prog["env_steps"] - steps0) + prog["eval_time_s"]
     prog.loc[~prog["trial_id"].isin(tids), "driver_cpu_s"] = float("nan")
+    # 1 ms of it the learner's updates, NaN until the first update (the first measurement):
+    # evaluation is not the learner's
+    prog["learner_cpu_s"] = 0.001 * (prog["env_steps"] - steps0)
+    first = prog.groupby("trial_id")["iteration"].transform("min") == prog["iteration"]
+    prog.loc[first | ~prog["trial_id"].isin(tids), "learner_cpu_s"] = float("nan")
     prog.to_parquet(run / "progress.parquet")
     data = analyse(load_results(run))
     assert driver_cpu_per_step(data, config) == pytest.approx(0.003)
+    assert learner_cpu_per_step(data, config) == pytest.approx(0.001)
+    assert math.isnan(learner_cpu_per_step(old, config))
     # on 64 cores its two env runners sample at most 2 / (w - d) per s (each runs its own
     # work and its env's 2 ms in turn), and at most its 3 busy processes' 3 / w
     got = {p.num_env_runners: p for p in transfer(data, Machine(64), n_resamples=0)}
     two = got[2]
     w = two.cpu_ms_per_step / 1000.0
     assert two.driver_ms_per_step == pytest.approx(3.0)
-    assert two.rate == pytest.approx(min(2 / (w - 0.003), 3 / w))
-    assert math.isnan(got[1].driver_ms_per_step)
+    assert two.learner_ms_per_step == pytest.approx(1.0)
+    assert two.rate == pytest.approx(min(2 / (w - 0.003), 3 / w, 1 / 0.001))
+    assert math.isnan(got[1].driver_ms_per_step) and math.isnan(got[1].learner_ms_per_step)
 
 
 def test_the_start_up_line_splits_a_serial_part_from_each_env_runners():
