@@ -47,8 +47,9 @@ single-process reference: 1) samples at the lower of two ceilings, as in a roofl
 - **learner**: ``v / l``: one learner updates on one core (RLlib's local learner, torch with
   one thread per driver CPU), so it trains at most ``1 / l`` of the measured machine's env
   steps per second, whatever the env runners could sample; this assumes the env steps
-  sampled per update stay as measured (IMPALA and APPO train every sampled step once until
-  the learner falls behind and their queue drops batches; DQN's replay ratio is a setting);
+  sampled per update stay as measured (IMPALA and APPO train every sampled env step once: a
+  learner that falls behind blocks the driver on its queue, and sampling waits, as RLlib's
+  ``_LearnerThread.enqueue`` puts with ``block=True``; DQN's replay ratio is a setting);
 
 and reaches the target at ``TTT = s(N) / v + S(N) / R``. The CPU-bound break-even on the
 target (:func:`break_even_on`) is the ``c`` above which a configuration's TTT falls below the
