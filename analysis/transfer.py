@@ -78,7 +78,8 @@ from analysis.study import Study
 
 __all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
            "check_table_rows", "check_words", "source_cores", "env_costs_ms",
-           "driver_cpu_per_step", "learner_cpu_per_step", "driver_cell", "learner_cell", "break_even_on", "break_even_on_words"]
+           "driver_cpu_per_step", "learner_cpu_per_step", "roofline_rate", "driver_cell",
+           "learner_cell", "break_even_on", "break_even_on_words"]
 
 
 @dataclass(frozen=True)
@@ -211,13 +212,25 @@ def learner_cell(reference: bool, learner_ms: float) -> str:
     return f"{learner_ms:.2f}" if math.isfinite(learner_ms) else "not recorded"
 
 
-def _rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
+def roofline_rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
           target: Machine, run_cpu_s: float | None = None,
           driver_s: float = math.nan, learner_s: float = math.nan) -> tuple[float, str]:
-    """``(env steps/s, binding ceiling)`` on ``target`` for ``w`` source core-seconds per env
-    step, of which ``run_cpu_s`` (default ``cpu_s``) was the env's own, ``driver_s`` the
-    driver's and ``learner_s`` the learner's updates' (NaN: unknown), when each env step burns
-    ``cpu_s`` and waits ``wait_s`` seconds there (module docstring)."""
+    """The roofline's sampling rate of one configuration on ``target`` (module docstring).
+
+    Args:
+        w: core-seconds per env step on the source machine, everything included.
+        n: env runners (0 for the reference); is_ref: the single-process reference.
+        cpu_s, wait_s: seconds each env step burns of a core and waits on the target.
+        target: the machine predicted.
+        run_cpu_s: seconds of a core the env burned per step in the source run (default
+            ``cpu_s``).
+        driver_s, learner_s: core-seconds per env step of the driver and of the learner's
+            updates on the source (NaN: unknown, which leaves out the ceiling needing it).
+
+    Returns:
+        ``(env steps/s, binding ceiling)``, the ceiling ``"cores"``, ``"env runners"`` or
+        ``"learner"``.
+    """
     v = target.core_speed
     c0 = cpu_s if run_cpu_s is None else run_cpu_s
     known = math.isfinite(driver_s) and not is_ref
@@ -259,8 +272,8 @@ def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, 
     for (p, ref), (startup0, rate0, steps), d, lrn in zip(parts, medians, driver, learner,
                                                            strict=True):
         w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
-        rate, ceiling = _rate(w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s, d,
-                              lrn)
+        rate, ceiling = roofline_rate(w, p.num_env_runners, ref, cpu_s, wait_s, target,
+                                      run_cpu_s, d, lrn)
         if ref:
             startup = startup0 / target.core_speed
         else:

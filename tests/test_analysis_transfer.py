@@ -12,10 +12,10 @@ import pytest
 
 from analysis.transfer import (
     Machine,
-    _rate,
     _startup_line,
     break_even_on,
     check_rows,
+    roofline_rate,
     transfer,
 )
 
@@ -27,18 +27,18 @@ TWO_CORES = REPO / "docs" / "data" / "cabs_transfer_2cores" / "20261126-172746"
 def test_the_lowest_ceiling_binds():
     two = Machine(cores=2)
     # 10 ms of CPU per env step: one process uses one core, N env runners N + 1 cores
-    assert _rate(0.010, 0, True, 0.002, 0.0, two) == (pytest.approx(100.0), "cores")
-    assert _rate(0.010, 1, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
-    assert _rate(0.010, 4, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
-    assert _rate(0.010, 4, False, 0.002, 0.0, Machine(16)) == (pytest.approx(500.0), "cores")
+    assert roofline_rate(0.010, 0, True, 0.002, 0.0, two) == (pytest.approx(100.0), "cores")
+    assert roofline_rate(0.010, 1, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
+    assert roofline_rate(0.010, 4, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
+    assert roofline_rate(0.010, 4, False, 0.002, 0.0, Machine(16)) == (pytest.approx(500.0), "cores")
     # an env runner steps its envs in turn: 4 of them waiting 50 ms each cannot beat 80/s
-    assert _rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (pytest.approx(80.0),
+    assert roofline_rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (pytest.approx(80.0),
                                                                   "env runners")
     # faster cores do the rest of each step (8 of the 10 ms) in half the time; the env's own
     # step_cpu_ms means milliseconds of a core wherever it runs
-    assert _rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(2 / 0.006)
+    assert roofline_rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(2 / 0.006)
     # at another env cost only the env's part of each step changes
-    assert _rate(0.010, 0, True, 0.020, 0.0, two, run_cpu_s=0.002)[0] == pytest.approx(
+    assert roofline_rate(0.010, 0, True, 0.020, 0.0, two, run_cpu_s=0.002)[0] == pytest.approx(
         1 / 0.028)
     with pytest.raises(ValueError, match="cores > 0"):
         Machine(cores=0)
@@ -51,21 +51,21 @@ def test_each_env_runners_own_work_is_the_cpu_per_step_less_the_drivers_and_the_
     many = Machine(cores=64)
     # 10 ms per env step, 2 ms of it the driver's: waiting 50 ms per step, each of 4 runners
     # also spends its 8 ms of work per step
-    assert _rate(0.010, 4, False, 0.0, 0.050, many, driver_s=0.002) == (
+    assert roofline_rate(0.010, 4, False, 0.0, 0.050, many, driver_s=0.002) == (
         pytest.approx(4 / 0.058), "env runners")
-    assert _rate(0.010, 4, False, 0.0, 0.050, many)[0] == pytest.approx(4 / 0.050)
+    assert roofline_rate(0.010, 4, False, 0.0, 0.050, many)[0] == pytest.approx(4 / 0.050)
     # a CPU-bound env: 2 ms of the 10 are the env's own, 7 ms the runner's: 4 runners take
     # 9 ms per step each, under the 5 busy processes' 5 / 10 ms
-    assert _rate(0.010, 4, False, 0.002, 0.0, many, driver_s=0.001) == (
+    assert roofline_rate(0.010, 4, False, 0.002, 0.0, many, driver_s=0.001) == (
         pytest.approx(4 / 0.009), "env runners")
     # cores twice as fast halve the runner's work, not the env's wait
-    assert _rate(0.010, 4, False, 0.0, 0.050, Machine(64, 2.0), driver_s=0.002)[0] == \
+    assert roofline_rate(0.010, 4, False, 0.0, 0.050, Machine(64, 2.0), driver_s=0.002)[0] == \
         pytest.approx(4 / 0.054)
     # the driver's CPU is no ceiling of its own (an asynchronous learner takes what it gets)
-    assert _rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.002) == (
+    assert roofline_rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.002) == (
         pytest.approx(1700.0), "cores")
     # the reference is one process: the cores ceiling, whatever its driver's share
-    assert _rate(0.010, 0, True, 0.0, 0.0, many, driver_s=0.010) == (pytest.approx(100.0),
+    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, driver_s=0.010) == (pytest.approx(100.0),
                                                                      "cores")
 
 
@@ -76,15 +76,15 @@ def test_the_learner_updates_on_one_core_whatever_the_env_runners_sample():
     many = Machine(cores=64)
     # 10 ms per env step, 2.5 ms of it the learner's updates: 16 runners could sample
     # 1700/s on 64 cores, the learner trains 400/s
-    assert _rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.003, learner_s=0.0025) == (
+    assert roofline_rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.003, learner_s=0.0025) == (
         pytest.approx(400.0), "learner")
-    assert _rate(0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.003,
+    assert roofline_rate(0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.003,
                  learner_s=0.0025) == (pytest.approx(800.0), "learner")
     # on 2 cores the cores bind first (200/s), and without l there is no learner ceiling
-    assert _rate(0.010, 16, False, 0.0, 0.0, Machine(2), learner_s=0.0025) == (
+    assert roofline_rate(0.010, 16, False, 0.0, 0.0, Machine(2), learner_s=0.0025) == (
         pytest.approx(200.0), "cores")
-    assert _rate(0.010, 16, False, 0.0, 0.0, many)[1] == "cores"
-    assert _rate(0.010, 0, True, 0.0, 0.0, many, learner_s=0.005) == (pytest.approx(100.0),
+    assert roofline_rate(0.010, 16, False, 0.0, 0.0, many)[1] == "cores"
+    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, learner_s=0.005) == (pytest.approx(100.0),
                                                                        "cores")
 
 
