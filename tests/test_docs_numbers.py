@@ -438,3 +438,74 @@ def test_the_transfer_pages_driver_cpu_sentences_match_its_runs(analysed_runs):
     assert (f"the TTT lies {100 * err.median():.0f} % (median) from the measured one, at most "
             f"{100 * err.max():.0f} %, against {100 * old_err.median():.0f} % and "
             f"{100 * old_err.max():.0f} % from the earlier run") in page
+
+
+def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
+    """docs/transfer.md's section on the learner ceiling: the third one-core run is the sweep
+    file pinned to one core on seeds 0-2, and the learner-bound check is its two sweep files
+    on their seeds; the learner's CPU per env step, its share of the driver's and its ceiling
+    per N, the learner-bound prediction with and without the ceiling (recomputed by the
+    benchmark's own code and equal to its saved JSON), and the two checks' errors."""
+    import importlib.util
+    import json
+
+    from analysis.transfer import Machine, check_rows, transfer
+    from sweeps.cabs_transfer import SWEEP as TRANSFER
+    from sweeps.experiments.cabs_learner_bound import SWEEP as ONE
+    from sweeps.experiments.cabs_learner_bound_2cores import SWEEP as TWO
+
+    page = " ".join((ROOT / "docs/transfer.md").read_text().split())
+    run = ROOT / "docs/data/cabs_transfer/20261127-124640"
+    _assert_run_is(TRANSFER, run)
+    assert json.loads((run / "environment.json").read_text())["usable_cores"] == 1
+    new = analysed_runs(run)
+    assert set(new.tm["seed"]) == {0, 1, 2}
+    got = {p.num_env_runners: p for p in transfer(new, Machine(2)) if not p.reference}
+    lrn = [got[n].learner_ms_per_step for n in (1, 2, 4)]
+    assert f"took {lrn[0]:.2f}, {lrn[1]:.2f} and {lrn[2]:.2f} ms of a core per env step" in page
+    share = [round(100 * got[n].learner_ms_per_step / got[n].driver_ms_per_step)
+             for n in (1, 2, 4)]
+    assert f"{share[0]} %, {share[1]} % and {share[2]} % of the driver's CPU" in page
+    ceil = [f"{round(1000 / x, -1):,.0f}" for x in lrn]
+    assert f"the learner ceiling, {ceil[0]}, {ceil[1]} and {ceil[2]} env steps/s" in page
+    two = analysed_runs(ROOT / "docs/data/cabs_transfer_2cores/20261126-172746")
+    rows = check_rows(transfer(new, Machine(2)), two)
+    assert rows["ceiling"].ne("learner").all()
+    w = [got[n].cpu_ms_per_step for n in (1, 2, 4)]
+    assert f"CPU per env step ({w[0]:.1f}, {w[1]:.1f} and {w[2]:.1f} ms" in page
+    err = rows["ttt_error"].abs()
+    assert f"miss by {100 * err.median():.0f} % (median over the four configurations), at most " \
+           f"{100 * err.max():.0f} %" in page
+    node = analysed_runs(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102")
+    far = check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node).set_index(
+        "num_env_runners").loc[4]
+    assert (f"{far['predicted_rate']:.0f} env steps/s predicted, {far['rate']:.0f} measured, "
+            f"TTT {100 * far['ttt_error']:.0f} %") in page
+    # the learner-bound check, by the benchmark's own code
+    one_dir = ROOT / "docs/data/cabs_learner_bound/20261127-131953"
+    two_dir = ROOT / "docs/data/cabs_learner_bound_2cores/20261127-132348"
+    _assert_run_is(ONE, one_dir)
+    _assert_run_is(TWO, two_dir)
+    spec = importlib.util.spec_from_file_location(
+        "bench_learner_ceiling", ROOT / "benchmarks/bench_learner_ceiling.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    one, both = bench.parts(one_dir), bench.parts(two_dir)
+    assert one["seeds"] == [20, 21] and both["seeds"] == [22, 23]
+    assert one["cores"] == 1 and both["cores"] == 2
+    saved = json.loads((ROOT / "benchmarks/results/bench_learner_ceiling.json").read_text())
+    s = saved["summary"]
+    assert saved["one_core"]["rate"] == pytest.approx(one["rate"])
+    assert saved["two_cores"]["rate"] == pytest.approx(both["rate"])
+    assert s["ceiling"] == "learner" and s["ceiling_without_learner"] == "cores"
+    assert (f"the updates took {1000 * one['l']:.1f} ms of the {1000 * one['w']:.1f} ms of CPU "
+            f"per env step") in page
+    assert (f"the learner ceiling ({s['predicted_rate']:.1f} env steps/s) binds below the "
+            f"cores' ({s['predicted_without_learner']:.1f})") in page
+    lo, hi = sorted(both["rates"])
+    assert f"Both cores sampled {both['rate']:.1f} env steps/s ({lo:.1f} and {hi:.1f})" in page
+    assert (f"with the learner ceiling is {100 * s['error']:.0f} % high, without it "
+            f"{100 * s['error_without_learner']:.0f} % high") in page
+    assert (f"({1000 * both['l']:.1f} ms on two cores, {s['l_ratio']:.2f} times the one-core "
+            "figure)") in page
+    assert f"busy only {100 * s['learner_busy_two_cores']:.0f} % of a core" in page

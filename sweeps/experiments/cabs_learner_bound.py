@@ -11,7 +11,7 @@ trial runs its 90 s budget and is censored.
 
 ``benchmarks/bench_learner_ceiling.py`` runs it pinned to one core (seeds 20-21) and
 ``cabs_learner_bound_2cores.py`` on both cores (seeds 22-23), predicts the second from the
-first's parts and prints the error; about 9 minutes for the two (docs/transfer.md)::
+first's parts and prints the error; about 7 minutes for the two (docs/transfer.md)::
 
     flock /tmp/ray_workload.lock python benchmarks/bench_learner_ceiling.py
 """
