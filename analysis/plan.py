@@ -436,15 +436,16 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         return 0
     table = Table(show_lines=False)
     for c in ("configuration", "CPU per env step (ms)", "of it the driver's (ms)",
-              "of it the learner's updates (ms)", "binding ceiling", "env steps/s", "start-up", "env steps to target",
-              "predicted TTT [95%]"):
+              "of it the learner's updates (ms)", "binding ceiling", "env steps/s", "start-up",
+              "env steps to target", "predicted TTT [95%]"):
         table.add_column(c, justify="left" if c == "configuration" else "right")
     for p in predicted:
         name = (f"{p.algorithm} (reference)" if p.reference
                 else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
         table.add_row(name, f"{p.cpu_ms_per_step:.1f}",
                       driver_cell(p.reference, p.driver_ms_per_step),
-                      learner_cell(p.reference, p.learner_ms_per_step), p.ceiling, f"{p.rate:.0f}",
+                      learner_cell(p.reference, p.learner_ms_per_step), p.ceiling,
+                      f"{p.rate:.0f}",
                       fmt_s(p.startup_s), f"{p.steps:,.0f}",
                       escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"))
     console.print(table)

@@ -32,7 +32,7 @@ from them:
 
 On a target with ``K`` cores of relative speed ``v`` (its core's work per second over the
 measured machine's), a configuration with ``N`` env runners (``N + 1`` busy processes; the
-single-process reference: 1) samples at the lower of two ceilings, as in a roofline
+single-process reference: 1) samples at the lowest of three ceilings, as in a roofline
 (Williams, Waterman and Patterson, "Roofline", CACM 2009):
 
 - **cores**: ``min(K, N + 1) / ((w - c0) / v + c)`` (the pipeline's CPU work spread over the
@@ -59,8 +59,10 @@ stall of a synchronous algorithm (DQN with one env runner samples and learns in 
 rate is not the lower ceiling but the two costs added). Why ``l`` and not ``d`` bounds the
 learner: an asynchronous learner (IMPALA's, APPO's) takes what CPU it is given (on one core
 the driver's share falls as ``1 / (N + 1)``, and ``d`` with it), so ``d`` says how crowded
-the machine was, ``l`` what an update costs. Checked by :func:`check_rows` against the same study run on the target (on this machine: pinned to
-one core with ``taskset -c 0``, predicted for both cores; docs/transfer.md).
+the machine was, ``l`` what an update costs. Checked by :func:`check_rows` against the same
+study run on the target (on this machine: pinned to one core with ``taskset -c 0``, predicted
+for both cores; docs/transfer.md), and where the learner binds by
+``benchmarks/bench_learner_ceiling.py``.
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ class Transferred:
     Attributes:
         algorithm, num_env_runners, reference: the configuration (the reference: 0 env runners).
         cpu_ms_per_step: ``w`` in core-milliseconds per env step, measured on the source.
-        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"`` or
-            ``"env runners"``).
+        rate: predicted env steps/s on the target; ``ceiling``: which one binds (``"cores"``,
+            ``"env runners"`` or ``"learner"``).
         driver_ms_per_step: ``d`` in core-milliseconds per env step on the source (NaN: not
             recorded); learner_ms_per_step: ``l``, likewise.
         startup_s: predicted start-up (seconds); steps: env steps to the target (the source's).
@@ -213,8 +215,8 @@ def learner_cell(reference: bool, learner_ms: float) -> str:
 
 
 def roofline_rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
-          target: Machine, run_cpu_s: float | None = None,
-          driver_s: float = math.nan, learner_s: float = math.nan) -> tuple[float, str]:
+                  target: Machine, run_cpu_s: float | None = None,
+                  driver_s: float = math.nan, learner_s: float = math.nan) -> tuple[float, str]:
     """The roofline's sampling rate of one configuration on ``target`` (module docstring).
 
     Args:

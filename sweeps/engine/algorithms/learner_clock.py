@@ -8,7 +8,10 @@ machine-independent learning cost, which a plan for another machine needs
 ``time.thread_time()`` around each gradient update (forward pass, loss, backward pass,
 optimizer step: RLlib's ``Learner._update``), summed over the learner's lifetime.
 
-What it does not count: the learner connector's work on a batch before the update (in the
+What it counts besides the update proper: the gradient noise scale's extra loss and backward
+passes on the updates that measure it (:mod:`sweeps.engine.algorithms.noise_scale`, every
+``grad_noise_scale_every`` updates), a cost the suite's learner pays in every run. What it
+does not count: the learner connector's work on a batch before the update (in the
 driver's thread for IMPALA and APPO, counted in the trial's ``driver_cpu_s``), and torch's
 intra-op worker threads; the suite runs torch with one thread per driver CPU
 (``num_cpus_for_main_process``, 1 by default), so with the defaults an update's tensor work
