@@ -110,15 +110,18 @@ def test_slice_keeps_rows_of_the_batch_only() -> None:
 def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> None:
     """A real RLlib learner of each family (TD loss, V-trace, clipped surrogate) measures the
     noise scale through the mixin: finite, positive after a few iterations on CartPole, and
-    the update itself still trains (learner updates grow)."""
+    the update itself still trains (learner updates grow). The learner clock is mixed in
+    over it, and times the same updates on their thread's CPU clock."""
     from sweeps.engine.algorithms import build_config, extract_metrics
 
     config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0,
                            "grad_noise_scale_every": 1, **extra}, "CartPole-v1")
+    from sweeps.engine.algorithms.learner_clock import UpdateClockMixin
     from sweeps.engine.algorithms.noise_scale import NoiseScaleMixin
 
     assert issubclass(config.learner_class, NoiseScaleMixin), config.learner_class.__mro__
-    assert config.learner_class.__name__.startswith("NoiseScale")
+    assert issubclass(config.learner_class, UpdateClockMixin), config.learner_class.__mro__
+    assert config.learner_class.__name__.startswith("ClockedNoiseScale")
     # V-trace reads time-major fragments: its half batches keep whole fragments (the spec says)
     assert config.learner_class._noise_unit_is_fragment == (algorithm == "IMPALA")
     algo = config.build_algo()
@@ -140,6 +143,7 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
     assert math.isfinite(last["grad_noise_scale"]) and last["grad_noise_scale"] > 0, seen
     assert last["grad_trace_cov"] > 0
     assert last["learner_updates"] > 0
+    assert last["learner_cpu_s"] > 0  # the updates' CPU seconds, recorded through RLlib
 
 
 def test_noise_scale_is_off_with_zero() -> None:

@@ -228,10 +228,12 @@ def test_extract_metrics_reads_the_right_keys():
     }
     m = extract_metrics("DQN", result)
     noise = {k: m.pop(k) for k in ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-                                   "replay_ratio")}
+                                   "replay_ratio", "learner_cpu_s")}
     assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
                  "learner_updates": 100.0}
     assert all(math.isnan(v) for v in noise.values())  # not measured, no replay: NaN
+    result["learners"]["__all_modules__"]["update_cpu_s"] = 3.5  # the learner clock's sum
+    assert extract_metrics("DQN", result)["learner_cpu_s"] == 3.5
     result["learners"]["default_policy"].update(
         {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0})
     m = extract_metrics("DQN", result)
