@@ -267,6 +267,17 @@ def _fit_study_facts(study) -> dict:
     return facts
 
 
+def _fit_study(analysed_runs, sweep, run: Path):
+    """``(study, facts)`` of a plan-fit study's run: the run is ``sweep`` as shipped, on seeds
+    10-14, fitted on N = 1-5 with 6 and 8 held out (:func:`_fit_study_facts`)."""
+    _assert_run_is(sweep, run)
+    study = analysed_runs(run)
+    assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
+    f = _fit_study_facts(study)
+    assert f["held"] == [6, 8] and f["fit_n"] == ["1,2,3,4,5"]
+    return study, f
+
+
 def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     """docs/latency_scaling.md's five-fitted-N section: its run is the sweep file as shipped,
     N = 6 and 8 are held out of every fit, and its sentences quote the check's errors, the
@@ -278,12 +289,7 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     from analysis.plan_check import _fit_pipeline, trial_components
     from sweeps.cabs_fit_latency import SWEEP
 
-    run = ROOT / "docs/data/cabs_fit_latency/20261127-100407"
-    _assert_run_is(SWEEP, run)
-    study = analysed_runs(run)
-    assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
-    f = _fit_study_facts(study)
-    assert f["held"] == [6, 8] and f["fit_n"] == ["1,2,3,4,5"]
+    study, f = _fit_study(analysed_runs, SWEEP, ROOT / "docs/data/cabs_fit_latency/20261127-100407")
     assert f["chosen"] == {"APPO": "pipeline", "IMPALA": "pipeline"}
     page = " ".join((ROOT / "docs/latency_scaling.md").read_text().split())
     assert f"predict the held-out N's time-to-target within {f['ttt_max']} %" in page
@@ -328,12 +334,7 @@ def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
     from analysis.transfer import Machine, break_even_on, source_cores
     from sweeps.cabs_fit_cpu import SWEEP
 
-    run = ROOT / "docs/data/cabs_fit_cpu/20261127-102958"
-    _assert_run_is(SWEEP, run)
-    study = analysed_runs(run)
-    assert set(study.tm["seed"]) == {10, 11, 12, 13, 14}
-    f = _fit_study_facts(study)
-    assert f["held"] == [6, 8] and f["fit_n"] == ["1,2,3,4,5"]
+    study, f = _fit_study(analysed_runs, SWEEP, ROOT / "docs/data/cabs_fit_cpu/20261127-102958")
     assert f["chosen"] == {"APPO": "USL on 1/TTT", "IMPALA": "USL on 1/TTT"}
     page = " ".join((ROOT / "docs/cpu_scaling.md").read_text().split())
     # the plateau: the measured rate at N = 1 and its range from N = 4 to 8

@@ -30,6 +30,9 @@ __all__ = ["UPDATE_CPU_KEY", "UpdateClockMixin", "clocked_learner_class"]
 
 #: The metric's key under ``learners/__all_modules__`` (CPU seconds, lifetime sum).
 UPDATE_CPU_KEY = "update_cpu_s"
+#: RLlib's ``ray.rllib.core.ALL_MODULES``, spelled out so that neither importing this module
+#: nor each update imports RLlib.
+ALL_MODULES = "__all_modules__"
 
 
 class UpdateClockMixin:
@@ -38,8 +41,6 @@ class UpdateClockMixin:
     lifetime sum under ``(ALL_MODULES, UPDATE_CPU_KEY)``."""
 
     def _update(self, batch):
-        from ray.rllib.core import ALL_MODULES
-
         start = time.thread_time()
         try:
             return super()._update(batch)
