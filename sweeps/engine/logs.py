@@ -34,6 +34,27 @@ class _DropTuneLines:
         return not str(record.msg).startswith(self.prefixes)
 
 
+class _OneLineSyncError:
+    """A logging filter turning Tune's "Saving experiment state to storage ... failed" error
+    into one line without its traceback. Tune copies its staging folder to the run's folder in
+    the background while it writes new state files there; a file renamed between the copy's
+    listing and its read fails the copy (FileNotFoundError), most often as Ctrl-C forces a last
+    save. Tune's own copy of its experiment state is then one save behind; the sweep's records
+    (trials.parquet, progress.parquet), which ``--resume`` reads, are written apart and are
+    not affected."""
+
+    PREFIX = "Saving experiment state to storage"
+
+    def filter(self, record) -> bool:
+        if str(record.msg).startswith(self.PREFIX) and record.exc_info:
+            exc = record.exc_info[1]
+            record.msg = (f"{record.getMessage()}{type(exc).__name__}: {exc} (Tune's copy of "
+                          "its experiment state may be one save behind; the sweep's own "
+                          "records are not affected)")
+            record.args, record.exc_info, record.exc_text = None, None, None
+        return True
+
+
 #: The loggers :func:`quiet_logs` sets to ERROR (unless verbose).
 QUIET_LOGGERS = ("ray.rllib", "ray.tune.utils.util", "ray.tune.analysis.experiment_analysis")
 
@@ -42,8 +63,9 @@ def quiet_logs(verbose: bool = False) -> None:
     """Hide Ray/RLlib/Optuna warnings a user cannot act on (deprecations inside RLlib, the
     new-API-stack notice); with ``log_to_driver=False`` the trials' own output stays in Ray's
     session logs. Trial errors surface as the recorder's one line per trial and their
-    tracebacks in the run's errors.log. ``verbose`` (``--verbose``) keeps the warnings and
-    Tune's tracebacks; Tune's "Resume experiment with: Tuner.restore" always goes (the suite
+    tracebacks in the run's errors.log; Tune's failed background save of its experiment state
+    is one line (:class:`_OneLineSyncError`). ``verbose`` (``--verbose``) keeps the warnings
+    and Tune's tracebacks; Tune's "Resume experiment with: Tuner.restore" always goes (the suite
     says how to resume)."""
     import logging
 
@@ -56,6 +78,9 @@ def quiet_logs(verbose: bool = False) -> None:
         logger.addFilter(_DropTuneLines(verbose))
     if verbose:
         return
+    state = logging.getLogger("ray.tune.execution.experiment_state")
+    if not any(isinstance(f, _OneLineSyncError) for f in state.filters):
+        state.addFilter(_OneLineSyncError())
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
     import optuna
