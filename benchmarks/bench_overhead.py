@@ -105,7 +105,7 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     fixed = {k: v for k, v in params.items() if k != "algorithm"}
     path = workdir / f"overhead_{rep}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+        from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="overhead", env="{ENV}", algorithms=["{params['algorithm']}"],
                       fixed={fixed!r}, target=Target(metric="env_runners/episode_len_mean", value=1e9),
                       budget=Budget(env_steps={env_steps}),

@@ -12,7 +12,7 @@ comes from those. Evaluations after each 0.1 s of training, from the initial pol
 trials of at most 45 s; about 7 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
+from sweeps import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_best",

@@ -26,7 +26,7 @@ measured 4.9, 11.6 and 17.9 minutes on the 2-core machine, 34 minutes for the th
 the study's 40-minute budget (docs/break_even.md).
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_break_even",

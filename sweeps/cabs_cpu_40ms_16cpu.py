@@ -9,7 +9,7 @@ for 16 CPUs. (Baseline + reference) x 2 seeds, at most 120 s each: about 5 minut
 16-core node. Measured: docs/device_16cpu.md.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_cpu_40ms_16cpu",

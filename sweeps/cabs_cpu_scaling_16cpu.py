@@ -18,7 +18,7 @@ machine, ``--dry-run`` shows
 that the N >= 2 points do not fit. Measured: docs/device_16cpu.md.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_cpu_scaling_16cpu",

@@ -21,7 +21,7 @@ a scaling curve needs every N to run to its target or budget. The baseline is IM
 runner (not sampled twice).
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_fit_latency",

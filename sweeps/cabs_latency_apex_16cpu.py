@@ -14,7 +14,7 @@ sweeps/cabs_latency_apex_16cpu.py`` (needs 16 CPUs and a GPU); (2 N + baseline) 
 trials. Measured: docs/device_16cpu.md.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 _APEX = {"num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 1, "train_batch_size": 64,
          "lr": 0.00124, "min_replay_ratio": 8.0, "num_learners": 0, "num_gpus_per_learner": 1}

@@ -8,8 +8,8 @@ sweeps/cabs_latency_apex_16cpu_n15.py`` (needs 16 CPUs and a GPU); 2 trials. Mea
 docs/device_16cpu.md.
 """
 
+from sweeps import Budget, choice
 from sweeps.cabs_latency_apex_16cpu import SWEEP as _GRID
-from sweeps.engine.spec import Budget, choice
 
 SWEEP = _GRID.model_copy(update={
     "name": "cabs_latency_apex_16cpu_n15",

@@ -18,7 +18,7 @@ measures the simple noise scale B_simple every update (``grad_noise_scale_every=
 check.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_batch_size",

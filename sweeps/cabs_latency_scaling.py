@@ -21,7 +21,7 @@ trials of at most 100 s: under 30 minutes on the 2-core machine (docs/latency_sc
 the measured time).
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_scaling",

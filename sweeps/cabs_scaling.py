@@ -23,7 +23,7 @@ every table. To scale on a cluster, change only ``search.num_samples``, the ``nu
 choices and the budget (e.g. ``choice([1, 2, 4, 8, 16])``, ``num_samples=24``).
 """
 
-from sweeps.engine.spec import (
+from sweeps import (
     Budget,
     Confirm,
     Evaluation,

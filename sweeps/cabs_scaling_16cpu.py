@@ -12,7 +12,7 @@ Measured on a 16-core GPU machine: docs/device_16cpu.md (data under docs/data/).
 On a 2-core laptop, ``--dry-run`` shows that the N >= 2 points do not fit.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_scaling_16cpu",

@@ -20,7 +20,7 @@ both cores of the 2-core machine, 17 minutes for the two, within the study's 40-
 (docs/transfer.md).
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_transfer",

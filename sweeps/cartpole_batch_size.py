@@ -12,7 +12,7 @@ scale B_simple every update (``grad_noise_scale_every=1``).
 ``python -m analysis.batch_size RESULTS_DIR`` for the predicted-versus-measured check.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cartpole_batch_size",

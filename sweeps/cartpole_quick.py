@@ -5,7 +5,7 @@ Use it to check an installation or a cluster end to end before a real study:
 ``python -m sweeps.run sweeps/cartpole_quick.py``.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cartpole_quick",

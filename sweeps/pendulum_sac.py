@@ -11,7 +11,7 @@ docs/your_workload.md, "Choosing a target". A few minutes on a laptop:
 ``python -m sweeps.run sweeps/pendulum_sac.py``.
 """
 
-from sweeps.engine.spec import Budget, Evaluation, Search, Sweep, Target, choice
+from sweeps import Budget, Evaluation, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="pendulum_sac",

@@ -18,7 +18,7 @@ CNN forward passes each) after every iteration, which on Pong costs more than th
 measures.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 #: The how-to's IMPALA settings (RLlib names; see sweeps/engine/algorithms/impala.py for meanings).
 PONG_IMPALA = {

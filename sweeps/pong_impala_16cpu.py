@@ -9,8 +9,8 @@ curve, and is expected to be censored below the how-to's target of 18. Measured 
 H100 machine: docs/device_16cpu.md (data under docs/data/pong_impala_16cpu/).
 """
 
+from sweeps import Budget, Search, Sweep, Target, choice
 from sweeps import pong_impala as _pong
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="pong_impala_16cpu",

@@ -8,8 +8,8 @@ the cores with the env runner. A newcomer sees env steps/s, a learning curve and
 ``python -m sweeps.run sweeps/pong_quick.py``. Measured throughput: docs/benchmarks.md.
 """
 
+from sweeps import Budget, Search, Sweep, Target, choice
 from sweeps import pong_impala as _pong
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="pong_quick",

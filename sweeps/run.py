@@ -41,7 +41,6 @@ from sweeps.engine.rundir import (  # noqa: E402
     run_dir_for,
 )
 from sweeps.engine.rundir.mirror import results_root as mirror_results_root  # noqa: E402
-from sweeps.engine.spec import Budget, Search, Sweep  # noqa: E402
 from sweeps.engine.sweep_file import (  # noqa: E402
     SpecError,
     check_points,
@@ -49,6 +48,7 @@ from sweeps.engine.sweep_file import (  # noqa: E402
     resolved_spec,
     sweep_target,
 )
+from sweeps.engine.sweep_spec import Budget, Search, Sweep  # noqa: E402
 from sweeps.engine.tuning import platform_callbacks, reconfirmation_of  # noqa: E402
 
 
@@ -61,7 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "(importing module registers EnvId) or 'module:Factory' (called with env_config); "
                "a module beside the sweep file is checked before Ray starts and shipped to "
                "every node. See docs/your_workload.md.")
-    p.add_argument("file", help="sweep file (.py declaring SWEEP, or .yaml)")
+    p.add_argument("file", nargs="?", help="sweep file (.py declaring SWEEP, or .yaml)")
+    p.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of a YAML sweep file (sweeps/sweep.schema.json "
+                        "is a copy) and exit")
+    p.add_argument("--explain", default=None, metavar="FIELD",
+                   help="print the meaning, type, default and units of a sweep field "
+                        "(dotted: 'budget.time_s', 'search.confirm'; '' for all) and exit")
     p.add_argument("--address", default=None,
                    help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")
     p.add_argument("--confirm-only", default=None, metavar="RUN",
@@ -91,6 +97,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--verbose", action="store_true",
                    help="show Ray/RLlib warnings and logs of the trials (hidden by default)")
     args = p.parse_args(argv)
+    if args.file is None and not args.schema and args.explain is None:
+        p.error("the following arguments are required: file")
     if args.cluster is not None and not args.dry_run:
         p.error("--cluster: only with --dry-run (a run uses the cluster it connects to)")
     return args
@@ -172,6 +180,15 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     command_start = time.time() if command_start is None else command_start
     quiet_environment()  # before Ray is imported
     args = parse_args(argv)
+    if args.schema or args.explain is not None:
+        from sweeps.engine.sweep_schema import explain, schema_text
+
+        try:
+            sys.stdout.write(schema_text() if args.schema else explain(args.explain) + "\n")
+        except SpecError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return 0
     source = args.file
     run_dir = lock = None
     try:

@@ -40,7 +40,7 @@ def test_sweep_files_name_generic_algorithms_and_references_with_one_line_errors
 
     def sweep(body: str) -> Path:
         path = tmp_path / "s.py"
-        path.write_text("from sweeps.engine.spec import Budget, Sweep, Target\n"
+        path.write_text("from sweeps import Budget, Sweep, Target\n"
                         f"SWEEP = Sweep(name='s', target=Target(value=-400.0), "
                         f"budget=Budget(time_s=5), baseline=None, {body})\n")
         return path

@@ -32,7 +32,7 @@ def write_sweep(folder: Path, name: str, *, num_samples: int, budget_s: float) -
     path = folder / f"{name}.py"
     path.write_text(
         textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+        from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="CartPole-v1", algorithms=["PPO"],
             search_space={{"num_env_runners": choice([0]), "lr": choice([1e-4, 3e-4, 1e-3, 3e-3])}},

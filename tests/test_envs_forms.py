@@ -138,7 +138,7 @@ def test_a_python_sweep_file_importing_the_module_ships_it(tmp_path, clean_impor
     path = folder / "mine.py"
     path.write_text(textwrap.dedent("""\
         import corridor_env  # noqa: F401 - registers Corridor-v0
-        from sweeps.engine.spec import Budget, Sweep, Target
+        from sweeps import Budget, Sweep, Target
         SWEEP = Sweep(name="mine", env="Corridor-v0", algorithms=["PPO"],
                       target=Target(value=0.9), budget=Budget(time_s=10), baseline=None)
         """))

@@ -33,7 +33,7 @@ def test_a_reversed_import_breaks_them(tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with open(tmp_path / "envs" / "__init__.py", "a") as f:
-        f.write("\nfrom sweeps.engine import spec as _reversed  # noqa: E402\n")
+        f.write("\nfrom sweeps.engine import sweep_spec as _reversed  # noqa: E402\n")
     with open(tmp_path / "sweeps" / "engine" / "rundir.py", "a") as f:
         f.write("\nfrom sweeps.engine import record as _up  # noqa: E402\n")
     with open(tmp_path / "cluster" / "auth.py", "a") as f:
@@ -41,6 +41,7 @@ def test_a_reversed_import_breaks_them(tmp_path):
     proc = _lint(tmp_path)
     assert proc.returncode != 0, proc.stdout[-3000:]
     assert "0 kept, 3 broken" in proc.stdout, proc.stdout[-3000:]
-    assert "envs.__init__ -> sweeps.engine.spec" in proc.stdout or "envs -> sweeps.engine.spec" in proc.stdout
+    assert ("envs.__init__ -> sweeps.engine.sweep_spec" in proc.stdout
+            or "envs -> sweeps.engine.sweep_spec" in proc.stdout), proc.stdout[-3000:]
     assert "sweeps.engine.rundir -> sweeps.engine.record" in proc.stdout, proc.stdout[-3000:]
     assert "cluster.auth -> sweeps.run" in proc.stdout, proc.stdout[-3000:]

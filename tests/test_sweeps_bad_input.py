@@ -19,7 +19,7 @@ GOOD = dict(
 def sweep_file(tmp_path: Path, **overrides) -> Path:
     f = {**GOOD, **overrides}
     text = textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform, randint
+        from sweeps import Budget, Search, Sweep, Target, choice, loguniform, randint
         SWEEP = Sweep(name={f['name']}, env={f['env']}, algorithms={f['algorithms']},
                       search_space={f['search_space']}, target={f['target']},
                       budget={f['budget']}, baseline={f['baseline']}

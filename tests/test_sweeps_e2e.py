@@ -45,7 +45,7 @@ def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budg
                 confirm: str = "None", evaluation: str = "Evaluation()") -> Path:
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
+        from sweeps import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
             search_space={{"num_env_runners": choice([0, 1])}},
@@ -444,14 +444,16 @@ if "FlakyCartPole-v0" not in gymnasium.registry:
 
 def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(tmp_path):
     """A real trial fails once (its env raises at the first reset) and Tune retries it
-    (max_failures=1): its row says attempts=2 and its times count from the first attempt."""
+    (max_failures=1): its row says attempts=2 and its times count from the first attempt. Its
+    sweep file imports from the old path ``sweeps.spec``: it runs, with one notice line."""
     # every Python process of this sweep (driver, Ray workers) registers the env
     env = site_env(tmp_path, {"flaky_env.py": FLAKY_ENV,
                               "sitecustomize.py": "import flaky_env  # noqa: F401\n"})
     marker = tmp_path / "failed-once"
     path = tmp_path / "flaky.py"
+    # written from an older README: the old import path still runs, with one notice
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+        from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
                       target={UNREACHABLE}, budget=Budget(time_s=4),
@@ -462,6 +464,9 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300,
                           env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    notices = [line for line in proc.stderr.splitlines() if "deprecated" in line]
+    assert notices == [f"notice: {path}:1: 'sweeps.spec' is deprecated; it still works, but "
+                       "import from 'sweeps' (from sweeps import Sweep, Budget, ...)"], proc.stderr
     assert marker.exists()  # the first attempt did fail
     trials = pd.read_parquet(only_run_dir(results, "flaky") / "trials.parquet")
     assert len(trials) == 1
@@ -482,7 +487,7 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
 
     path = tmp_path / "capped.py"
     path.write_text(textwrap.dedent("""\
-        from sweeps.engine.spec import Budget, Capping, Search, Sweep, Target, choice
+        from sweeps import Budget, Capping, Search, Sweep, Target, choice
         SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
                       search_space={"num_env_runners": choice([0]), "lr": choice([1e-9])},
                       target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
@@ -519,7 +524,7 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
     processes."""
     path = tmp_path / "latency.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+        from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5,
                                                                       "step_cpu_ms": 2}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},

@@ -31,8 +31,8 @@ def test_a_resumed_sweep_counts_earlier_trials_as_done() -> None:
 def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     """A configuration with 2 of its 3 seeds capped runs no third seed: 9 trials expected,
     not 10, and the line says why."""
+    from sweeps import Capping
     from sweeps.engine.capping import AdaptiveCapping
-    from sweeps.engine.spec import Capping
 
     p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0,
                       capping=AdaptiveCapping(Capping(), 3))

@@ -26,7 +26,7 @@ RUN_ID = [d.strftime("%Y%m%d-%H%M%S") for d in _DAYS]
 def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
     path = tmp_path / "rel.py"
     path.write_text(textwrap.dedent(f"""\
-        from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+        from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="rel", env="CartPole-v1", algorithms=["PPO"],
                       search_space={{"num_env_runners": choice([0])}},
                       target=Target(value=100.0), budget=Budget(time_s={budget}),
@@ -194,9 +194,9 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
     the smallest median TTT among configurations whose seeds all reached the target (the
     reference is not a candidate); the baseline, the reference and `protect` matches are never
     capped; a trial that reached is never capped."""
+    from sweeps import Capping
     from sweeps.engine.capping import AdaptiveCapping
     from sweeps.engine.record import Capper
-    from sweeps.engine.spec import Capping
 
     capping = AdaptiveCapping(Capping(margin=2.0,
                                       protect=[{"algorithm": "APEX", "num_env_runners": 8}]), 3)
@@ -238,9 +238,9 @@ def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
     from ray.tune.stopper import CombinedStopper
 
     import sweeps.engine.record as record
+    from sweeps import Capping
     from sweeps.engine.capping import AdaptiveCapping
     from sweeps.engine.record import Capper, ResultsRecorder, StopOnWriteError
-    from sweeps.engine.spec import Capping
 
     def build():
         capping = AdaptiveCapping(Capping(margin=2.0), 1)

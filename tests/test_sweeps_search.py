@@ -8,6 +8,7 @@ import optuna
 import pytest
 from ray.tune.search import Searcher
 
+from sweeps import Budget, Search, Sweep, Target, choice, loguniform
 from sweeps.engine.search import (
     DefineByRun,
     SeededSearch,
@@ -17,7 +18,6 @@ from sweeps.engine.search import (
     make_optuna_search,
     trial_params,
 )
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
 
 
 def make_sweep(**kw) -> Sweep:
@@ -214,8 +214,8 @@ def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
     order with probability 1/27 per seed)."""
     import optuna
 
+    from sweeps import Budget, Search, Sweep, Target, choice, loguniform
     from sweeps.engine.search import sweep_search
-    from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for sampler_seed in range(4):
@@ -242,7 +242,7 @@ def test_too_few_samples_for_the_declared_algorithms_is_one_line(tmp_path):
     from sweeps.engine.sweep_file import SpecError, load_sweep
 
     path = tmp_path / "few.py"
-    path.write_text("from sweeps.engine.spec import Budget, Search, Sweep, Target\n"
+    path.write_text("from sweeps import Budget, Search, Sweep, Target\n"
                     "SWEEP = Sweep(name='few', env='CartPole-v1', algorithms=['PPO', 'IMPALA', "
                     "'APPO'], target=Target(value=100.0), budget=Budget(time_s=5), "
                     "search=Search(num_samples=2))\n")
@@ -255,9 +255,9 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
     """search.confirm: once every search trial ended (not before), the reference, the baseline
     and the top_k configurations by censored median TTT run on the confirmation seeds, never
     the search's; Optuna hears nothing of them; the total counts both stages."""
+    from sweeps import Confirm
     from sweeps.engine.record import ResultsRecorder
     from sweeps.engine.search import expected_trials, sweep_search
-    from sweeps.engine.spec import Confirm
 
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=3, seeds=2,
                                      confirm=Confirm(top_k=2, seeds=3)),
@@ -309,7 +309,7 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
 def test_confirmation_seeds_never_overlap_the_search_seeds():
     from pydantic import ValidationError
 
-    from sweeps.engine.spec import Confirm
+    from sweeps import Confirm
 
     assert Search(seeds=3, first_seed=999, confirm=Confirm(seeds=2)).confirm_seeds == [1002, 1003]
     assert Search(seeds=2, confirm=Confirm(seeds=2, first_seed=2)).confirm_seeds == [2, 3]

@@ -16,8 +16,9 @@ import pytest
 from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_points
 
 SWEEPS = Path(__file__).parents[1] / "sweeps"
-SHIPPED = sorted(p for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
-                 if re.search(r"^SWEEP = Sweep\(", p.read_text(), re.MULTILINE))
+SHIPPED = sorted([*(p for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
+                    if re.search(r"^SWEEP = Sweep\(", p.read_text(), re.MULTILINE)),
+                  *SWEEPS.glob("*.yaml")])
 
 
 def test_the_shipped_sweeps_are_found():
@@ -25,7 +26,7 @@ def test_the_shipped_sweeps_are_found():
     assert {"cabs_scaling", "cabs_best", "cartpole_quick", "pong_impala", "pong_quick"} <= names
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_every_point_builds_a_valid_rllib_config(path):
     sweep = load_sweep(path)
     points = sweep_points(sweep)
@@ -38,7 +39,7 @@ def _asks_for_gpus(path: Path) -> bool:
                for _, p in sweep_points(load_sweep(path)))
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_dry_run(path, capsys, monkeypatch):
     """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line,
     and passes when checked against a target cluster with GPUs (``--cluster``). In this
@@ -73,7 +74,7 @@ def test_an_invalid_point_is_one_line_naming_it(tmp_path):
     rollout fragment of 50, which RLlib rejects. Caught before Ray starts, with the point."""
     path = tmp_path / "bad_pong.py"
     path.write_text(
-        "from sweeps.engine.spec import Budget, Sweep, Target, choice\n"
+        "from sweeps import Budget, Sweep, Target, choice\n"
         "SWEEP = Sweep(name='bad_pong', env='PongNoFrameskip-v4', algorithms=['IMPALA'],\n"
         "    search_space={'num_env_runners': choice([1])},\n"
         "    fixed={'rollout_fragment_length': 50, 'minibatch_size': 128},\n"

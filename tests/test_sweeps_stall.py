@@ -88,7 +88,7 @@ from ray import cloudpickle
 from ray.tune.registry import register_env
 
 from envs.contoso_cabs import ContosoCabs
-from sweeps.engine.spec import Budget, Search, Stall, Sweep, Target
+from sweeps import Budget, Search, Stall, Sweep, Target
 
 STEPS = [0]  # env steps taken in this process, over all its envs
 

@@ -1,6 +1,6 @@
 """Adaptive capping as one object: which running trial to stop, and which seeds not to run.
 
-A sweep declares capping with :class:`sweeps.engine.spec.Capping` (``margin``, ``protect``; ``None``
+A sweep declares capping with :class:`sweeps.engine.sweep_spec.Capping` (``margin``, ``protect``; ``None``
 turns it off). :class:`AdaptiveCapping` is that declaration at work in one run, and the one
 place its rules live (docs/design.md, *adaptive capping*; Hutter, Hoos, Leyton-Brown and
 Stuetzle, "ParamILS", JAIR 36, 2009, section 5):
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.engine.rundir.schema import failed_seeds, skipped_seeds
-from sweeps.engine.spec import Capping
+from sweeps.engine.sweep_spec import Capping
 
 __all__ = ["AdaptiveCapping"]
 

@@ -116,7 +116,7 @@ class GreedyEvaluator:
 
 
 class Cadence:
-    """When the protocol's next evaluation falls due (:class:`sweeps.engine.spec.Evaluation`).
+    """When the protocol's next evaluation falls due (:class:`sweeps.engine.sweep_spec.Evaluation`).
 
     An evaluation is due once ``every_s`` seconds of training have passed since the previous
     one ended, or ``every_env_steps`` env steps were sampled since it, whichever comes first:

@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from sweeps.engine.spec import Choice, IntRange, Sweep
+from sweeps.engine.sweep_spec import Choice, IntRange, Sweep
 
 if TYPE_CHECKING:
     from sweeps.engine.trainable import TrialSetup

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from sweeps.engine.spec import Sweep
+from sweeps.engine.sweep_spec import Sweep
 
 if TYPE_CHECKING:
     from sweeps.engine.trainable import TrialSetup

@@ -11,7 +11,7 @@ Tune asks a searcher for one config per trial. A scaling study needs more struct
    adaptive capping has capped more than half of a configuration's seeds, its median can no
    longer beat the incumbent and its other seeds are not run
    (:func:`sweeps.engine.rundir.schema.skipped_seeds`); Optuna is told the mean over the seeds that ran;
-3. with ``search.confirm`` (:class:`sweeps.engine.spec.Confirm`), once every search trial has
+3. with ``search.confirm`` (:class:`sweeps.engine.sweep_spec.Confirm`), once every search trial has
    ended, the search's ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs`),
    the reference and the baseline run again on the confirmation seeds, disjoint from the
    search's, as the ``confirm`` stage (the ``stage`` of every trial's config and row); Optuna
@@ -45,7 +45,7 @@ from sweeps.engine.rundir.schema import (  # noqa: F401 - skipped_seeds re-expor
     failed_seeds,
     skipped_seeds,
 )
-from sweeps.engine.spec import Choice, Confirm, IntRange, LogUniform, Param, Sweep, Uniform
+from sweeps.engine.sweep_spec import Choice, Confirm, IntRange, LogUniform, Param, Sweep, Uniform
 
 # Keys the runner adds to every trial config (not algorithm parameters).
 META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
@@ -314,8 +314,8 @@ class SeededSearch(_PickledState):
         recorder: the run's :class:`sweeps.engine.record.ResultsRecorder` (its recorded rows decide
             which seeds are skipped: adaptive capping's and failed configurations', and which
             configurations are confirmed), or None: every seed runs, none is confirmed.
-        confirm: the confirmation stage (:class:`sweeps.engine.spec.Confirm`), or None.
-        confirm_seeds: its seeds (:attr:`sweeps.engine.spec.Search.confirm_seeds`).
+        confirm: the confirmation stage (:class:`sweeps.engine.sweep_spec.Confirm`), or None.
+        confirm_seeds: its seeds (:attr:`sweeps.engine.sweep_spec.Search.confirm_seeds`).
         capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping` (which seeds capping
             settled), or None: capping's skips are read with ``seeds`` alone.
         metric, mode: the objective the trials report (``objective``, ``min``).
@@ -526,7 +526,7 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
 
     The search's ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs` on
     the run's rows; ``top_k`` and the number of seeds from ``search.confirm``, else
-    :class:`sweeps.engine.spec.Confirm`'s defaults), the baseline and the reference, each once per new
+    :class:`sweeps.engine.sweep_spec.Confirm`'s defaults), the baseline and the reference, each once per new
     seed. The new seeds follow every seed the run has used, and start at 1000 at least: never a
     search seed, never an earlier confirmation's.
 
@@ -541,7 +541,7 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
     Raises:
         ValueError: the run's search has no configuration that finished without an error.
     """
-    from sweeps.engine.spec import CONFIRM_FIRST_SEED
+    from sweeps.engine.sweep_spec import CONFIRM_FIRST_SEED
 
     confirm = sweep.search.confirm or Confirm()
     chosen = [cid for cid in confirm_configs(trials, confirm.top_k) if cid in params_of]

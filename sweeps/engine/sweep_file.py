@@ -1,4 +1,4 @@
-"""Load a sweep file (Python or YAML) into a validated :class:`sweeps.engine.spec.Sweep`.
+"""Load a sweep file (Python or YAML) into a validated :class:`sweeps.engine.sweep_spec.Sweep`.
 
 Every problem becomes a :class:`SpecError` whose message is one line naming the file, the
 field and the reason; ``sweeps.run`` prints it and exits with code 2.
@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import sys
+import warnings
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 import pydantic
 
 from sweeps.engine.cli import SpecError
-from sweeps.engine.spec import (
+from sweeps.engine.deprecated import SweepAPIDeprecationWarning
+from sweeps.engine.sweep_schema import YAML_PARAMS
+from sweeps.engine.sweep_spec import (
     EPISODE_RETURN,
     EVALUATION,
     TRAINING,
@@ -123,7 +126,10 @@ def _load_python(path: Path) -> Sweep:
     module = importlib.util.module_from_spec(spec)
     try:
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SweepAPIDeprecationWarning)
+            spec.loader.exec_module(module)
+        _say_deprecations(path, caught)
     except pydantic.ValidationError as e:
         raise SpecError(f"{path}: {_pydantic_line(e)}") from None
     except SpecError:
@@ -136,22 +142,43 @@ def _load_python(path: Path) -> Sweep:
     if sweep is None:
         raise SpecError(f"{path}: declares no SWEEP (expected SWEEP = Sweep(...))")
     if not isinstance(sweep, Sweep):
-        raise SpecError(f"{path}: SWEEP is a {type(sweep).__name__}, expected sweeps.engine.spec.Sweep")
+        raise SpecError(f"{path}: SWEEP is a {type(sweep).__name__}, expected a sweeps.Sweep")
     return sweep
 
 
-_YAML_PARAM = {"choice": Choice, "randint": IntRange, "uniform": Uniform, "loguniform": LogUniform}
+def _say_deprecations(path: Path, caught: list[warnings.WarningMessage]) -> None:
+    """One ``notice:`` line on stderr per old import path the sweep file used (not one per
+    name); other warnings go on to Python's own filters."""
+    seen = set()
+    for w in caught:
+        if not issubclass(w.category, SweepAPIDeprecationWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        old = w.message.old_path
+        if old not in seen:
+            seen.add(old)
+            print(f"notice: {path}:{w.lineno}: '{old}' is deprecated; it still works, but "
+                  f"import from 'sweeps' (from sweeps import Sweep, Budget, ...)",
+                  file=sys.stderr)
+
+
+_YAML_MODELS = {m.__name__: m for m in (Choice, IntRange, Uniform, LogUniform)}
 
 
 def _yaml_param(value: Any) -> Any:
-    """``{choice: [..]}``, ``{randint: [lo, hi]}``, ``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}``."""
+    """A YAML parameter's short form (:data:`sweeps.engine.sweep_schema.YAML_PARAMS`:
+    ``{choice: [..]}``, ``{randint: [lo, hi]}``, ``{uniform: [lo, hi]}``,
+    ``{loguniform: [lo, hi]}``) as its model's long form; anything else as it is."""
     if isinstance(value, dict) and len(value) == 1:
-        (kind, args), = value.items()
-        if kind == "choice":
-            return {"kind": "choice", "values": args}
-        if kind in _YAML_PARAM and isinstance(args, list) and len(args) == 2:
-            k = {"randint": "int"}.get(kind, kind)
-            return {"kind": k, "low": args[0], "high": args[1]}
+        (key, args), = value.items()
+        model = _YAML_MODELS.get(YAML_PARAMS.get(key, ""))
+        if model is None:
+            return value
+        kind = model.model_fields["kind"].default
+        if model is Choice:
+            return {"kind": kind, "values": args}
+        if isinstance(args, list) and len(args) == 2:
+            return {"kind": kind, "low": args[0], "high": args[1]}
     return value
 
 

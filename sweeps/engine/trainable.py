@@ -10,7 +10,7 @@ reuses a trial's actor process for the next trial with the same resource request
 each shape pays the process start and imports, none of it timed. It then
 calls ``Algorithm.train()`` and runs the evaluation protocol (:mod:`sweeps.engine.evaluation`, inside
 the timed region) after every iteration, or on the protocol's own cadence between training
-steps (:class:`sweeps.engine.spec.Evaluation`), until the target metric is ≥ the target
+steps (:class:`sweeps.engine.sweep_spec.Evaluation`), until the target metric is ≥ the target
 (time-to-target = wall-clock at the end of that evaluation) or the per-trial budget (seconds,
 env steps) is spent (censored). A reference trial (``is_reference``) runs
 :func:`sweeps.engine.reference.run_reference` instead, timed the same way. Every evaluation (every
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sweeps.engine.search import META_KEYS, censored_objective
-from sweeps.engine.spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
+from sweeps.engine.sweep_spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class TrialSetup:
         evaluation_episodes: episodes per evaluation (:mod:`sweeps.engine.evaluation`).
         evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
         evaluation_every_s, evaluation_every_env_steps: the protocol's cadence
-            (:class:`sweeps.engine.spec.Evaluation`), None where unset: both None evaluates at the end
+            (:class:`sweeps.engine.sweep_spec.Evaluation`), None where unset: both None evaluates at the end
             of every training iteration.
         max_node_cpus: CPUs of the largest node.
         max_node_gpus: GPUs of the largest node, or None when unknown.
@@ -57,7 +57,7 @@ class TrialSetup:
             ``STRICT_PACK``; :mod:`sweeps.engine.placement`).
         quiet: RLlib logs errors only in the trials.
         stall_iterations: iterations without progress that make a trial stalled
-            (:class:`sweeps.engine.spec.Stall`), or None: never stalled.
+            (:class:`sweeps.engine.sweep_spec.Stall`), or None: never stalled.
         stall_min_time_s: ... spanning at least this many seconds.
     """
 
@@ -405,7 +405,7 @@ def stall_min_time_s(min_time_s: float, fragment_steps: int, num_envs: int,
 
 
 class StallDetector:
-    """Tells a stalled trial from a slow one (:class:`sweeps.engine.spec.Stall`).
+    """Tells a stalled trial from a slow one (:class:`sweeps.engine.sweep_spec.Stall`).
 
     Fed the lifetime counters after every training iteration; a counter is stalled when it
     has not moved for ``iterations`` consecutive iterations and ``min_time_s`` seconds since

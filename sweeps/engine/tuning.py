@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.engine import rundir
 from sweeps.engine.cli import SpecError
-from sweeps.engine.spec import Sweep
+from sweeps.engine.sweep_spec import Sweep
 
 if TYPE_CHECKING:
     from sweeps.engine.trainable import TrialSetup

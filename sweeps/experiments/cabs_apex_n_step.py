@@ -8,7 +8,7 @@ alongside.
 25 trials of at most 45 s; about 2-3 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_apex_n_step",

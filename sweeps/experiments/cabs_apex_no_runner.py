@@ -6,7 +6,7 @@ laptop. For comparing two revisions of the algorithm code back to back on the co
 alternating.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_apex_no_runner",

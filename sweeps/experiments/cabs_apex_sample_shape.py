@@ -11,7 +11,7 @@ seeds 20-24 by ``cabs_best`` (docs/benchmarks.md, "APEX's sample call"). 45 tria
 20 s; about 6 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_apex_sample_shape",

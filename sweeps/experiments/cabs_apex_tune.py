@@ -11,7 +11,7 @@ the choice on seeds 20-24, which no default was tuned on (docs/benchmarks.md, "L
 settings: 1-step returns"). 120 trials of at most 15 s; about 8 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice, loguniform
+from sweeps import Budget, Search, Sweep, Target, choice, loguniform
 
 SWEEP = Sweep(
     name="cabs_apex_tune",

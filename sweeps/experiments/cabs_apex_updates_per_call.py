@@ -9,7 +9,7 @@ default (8) was chosen from seeds 0-4 and checked on seeds 10-14 by
 or reference; about 4 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_apex_updates_per_call",

@@ -13,7 +13,7 @@ baseline (not run twice); the budget of 300 s covers the reference's slowest pre
 1.09x [1.04, 1.40], docs/break_even.md).
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_break_even_120ms",

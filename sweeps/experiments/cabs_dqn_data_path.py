@@ -8,7 +8,7 @@ data path between env runners and learner differs. 25 trials of at most 30 s; ab
 minutes on a 2-core laptop. docs/benchmarks.md, "Learner updates", has the numbers.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_dqn_data_path",

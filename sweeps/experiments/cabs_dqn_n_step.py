@@ -8,7 +8,7 @@ relative speedup): 1 env runner (the baseline's configuration), n-step 1 and 3, 
 10 trials of at most 45 s; about 2 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_dqn_n_step",

@@ -10,7 +10,7 @@ a higher value trades sampled env steps per second for updates per env step. The
 at most 30 s, no baseline or reference; about 6-9 minutes on a 2-core laptop.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_dqn_training_intensity",

@@ -12,7 +12,7 @@ must be sized for: each algorithm's time-to-target at the ends of its fit range,
 About 4 minutes each on the 2-core machine. Capping is off.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_fit_probe",

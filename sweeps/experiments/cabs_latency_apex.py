@@ -12,7 +12,7 @@ no confirmation stage: a grid over N, not a choice. ``python -m sweeps.run
 sweeps/experiments/cabs_latency_apex.py``; (4 N + baseline) x 3 seeds = 15 trials.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_apex",

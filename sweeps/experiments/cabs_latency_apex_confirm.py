@@ -8,7 +8,7 @@ worse than at 4? ``python -m sweeps.run sweeps/experiments/cabs_latency_apex_con
 3 N x 5 seeds = 15 trials, at most 100 s each.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_apex_confirm",

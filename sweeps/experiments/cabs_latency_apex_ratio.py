@@ -9,7 +9,7 @@ sweeps/experiments/cabs_latency_apex_ratio.py``; 2 configurations x 3 seeds = 6 
 100 s each.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_apex_ratio",

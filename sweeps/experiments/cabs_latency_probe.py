@@ -8,7 +8,7 @@ to start on 2 cores) and the trial's peak memory (``peak_rss_mib``). About 3.5 m
 ``python -m sweeps.run sweeps/experiments/cabs_latency_probe.py``. Capping is off: every N runs its budget.
 """
 
-from sweeps.engine.spec import Budget, Search, Sweep, Target, choice
+from sweeps import Budget, Search, Sweep, Target, choice
 
 SWEEP = Sweep(
     name="cabs_latency_probe",

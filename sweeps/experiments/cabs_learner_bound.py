@@ -16,8 +16,8 @@ first's parts and prints the error; about 7 minutes for the two (docs/transfer.m
     flock /tmp/ray_workload.lock python benchmarks/bench_learner_ceiling.py
 """
 
+from sweeps import Budget, choice
 from sweeps.cabs_transfer import SWEEP as _TRANSFER
-from sweeps.engine.spec import Budget, choice
 
 SWEEP = _TRANSFER.model_copy(update={
     "name": "cabs_learner_bound",

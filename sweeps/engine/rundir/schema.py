@@ -301,7 +301,7 @@ def search_stage(trials: Any) -> list[dict[str, Any]]:
 
 def confirm_configs(trials: Any, top_k: int) -> list[str]:
     """The ``config_id`` of the search's ``top_k`` fastest sampled configurations, fastest
-    first: those a confirmation stage runs again (:class:`sweeps.engine.spec.Confirm`).
+    first: those a confirmation stage runs again (:class:`sweeps.engine.sweep_spec.Confirm`).
 
     Fastest by the search's censored median TTT: the median over a configuration's search
     trials of their ``objective`` (the TTT of a trial that reached the target, else
