@@ -31,6 +31,7 @@ from sweeps.engine.rundir.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
+    concurrent_envs,
     SchemaError,
     read_parquet,
 )
@@ -124,6 +125,16 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
                "censor_reason"] = "budget"
     trials["oversubscribed"] = trials["oversubscribed"].fillna(False).astype(bool)
     trials["num_gpus"] = pd.to_numeric(trials["num_gpus"]).fillna(0.0)
+    trials["vectorize_mode"] = trials["vectorize_mode"].fillna("sync").astype(str)
+    unknown = pd.to_numeric(trials["concurrent_envs"], errors="coerce").isna()
+    if unknown.any():  # recorded before the layout was: derived from it
+        trials["concurrent_envs"] = pd.to_numeric(trials["concurrent_envs"], errors="coerce")
+        trials.loc[unknown, "concurrent_envs"] = [
+            concurrent_envs(max(int(t.num_env_runners), 0),
+                            int(t.num_envs_per_env_runner) if pd.notna(t.num_envs_per_env_runner) else 1,
+                            t.vectorize_mode, bool(t.is_reference))
+            for t in trials[unknown].itertuples()]
+    trials["concurrent_envs"] = trials["concurrent_envs"].astype(int)
     bad = sorted(set(trials["status"]) - {"reached", "censored", "error"})
     if bad:
         raise ResultsError(

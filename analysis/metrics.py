@@ -179,6 +179,8 @@ def _describe(row: pd.Series, param_cols: list[str]) -> str:
             if isinstance(val, float) and val.is_integer() and abs(val) < 1e15:
                 val = int(val)
             parts.append(f"{name}={val:.3g}" if isinstance(val, float) else f"{name}={val}")
+    if str(row.get("vectorize_mode") or "sync") != "sync":  # RLlib's default goes unsaid
+        parts.append(f"vectorize_mode={row['vectorize_mode']}")
     return ", ".join(parts)
 
 
@@ -310,6 +312,10 @@ def trial_metrics(res: Results, target: str | float | None = None
             "step_latency_ms": _float(t.get("step_latency_ms"), 0.0),
             "step_cpu_ms": _float(t.get("step_cpu_ms"), 0.0),
             "stage": str(t.get("stage") or "search"),
+            # the sampling layout: "sync" (RLlib's default) or "async", and the env steps
+            # that can wait at once
+            "vectorize_mode": str(t.get("vectorize_mode") or "sync"),
+            "concurrent_envs": _float(t.get("concurrent_envs"), math.nan),
         }
         for c in [*CONFIG_COLUMNS[1:], *param_cols]:
             if c in t.index:

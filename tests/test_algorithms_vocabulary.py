@@ -73,6 +73,8 @@ def test_unknown_or_missing_algorithm(bad):
         ({"hidden_sizes": 64}, "'hidden_sizes'"),
         ({"train_batch_size": "big"}, "'train_batch_size'"),
         ({"reward_scale": -1}, "'reward_scale'"),
+        ({"gym_env_vectorize_mode": "fast"}, "'gym_env_vectorize_mode'"),
+        ({"gym_env_vectorize_mode": "vector_entry_point"}, "'sync', 'async'"),
     ],
 )
 def test_bad_values_raise_one_line_errors(params, fragment):
@@ -300,3 +302,21 @@ def test_asynchronous_algorithms_sync_weights_without_rllibs_state_server(name):
 
     rllib = importlib.import_module(f"ray.rllib.algorithms.{name.lower()}")
     assert getattr(rllib, f"{name}Config")().use_env_runner_state_server is True  # RLlib's
+
+
+@pytest.mark.parametrize("name", ["DQN", "APEX", "IMPALA", "PPO", "APPO", "RLLIB-DQN"])
+def test_the_sampling_layout_is_a_parameter_of_every_rllib_based_algorithm(name):
+    """``gym_env_vectorize_mode`` by RLlib's name, for RLlib's algorithms and the suite's own;
+    the built config's layout (:func:`sweeps.engine.trainable.sampling_layout`) counts the env
+    steps that can wait at once and the processes an async layout starts."""
+    from sweeps.engine.trainable import sampling_layout
+
+    assert "gym_env_vectorize_mode" in known_params(name)
+    c = build_config({"algorithm": name, "num_env_runners": 2, "num_envs_per_env_runner": 4,
+                      "gym_env_vectorize_mode": "async"}, CABS)
+    assert c.gym_env_vectorize_mode == "async"
+    assert sampling_layout(c) == {"vectorize_mode": "async", "concurrent_envs": 8,
+                                  "env_processes": 8}
+    c = build_config({"algorithm": name, "num_env_runners": 0, "num_envs_per_env_runner": 4}, CABS)
+    assert sampling_layout(c) == {"vectorize_mode": "sync", "concurrent_envs": 1,
+                                  "env_processes": 0}

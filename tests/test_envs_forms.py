@@ -196,6 +196,28 @@ def test_placement_follows_rays_rule():
         placement_problem(five, two_cpu_nodes, "STRICT_SPREAD")
 
 
+def test_the_dry_run_counts_an_async_layouts_env_processes(tmp_path, capsys, monkeypatch):
+    """Each sampling layout is a line of the placement check; an async one names the sub-env
+    processes it starts beside Ray's request and their memory, and says their CPU is not
+    reserved when the env declares a CPU cost per step."""
+    from sweeps.engine.placement import ENV_PROCESS_MIB
+    from sweeps.run import main
+
+    path = yaml_sweep(tmp_path, "CartPole-v1", runners=(2,), algorithms=("PPO",))
+    text = path.read_text().replace("env_config: {}", "env_config: {step_cpu_ms: 1}").replace(
+        "search_space:\n", "search_space:\n  gym_env_vectorize_mode: {choice: [sync, async]}\n"
+        "  num_envs_per_env_runner: {choice: [2, 8]}\n")
+    path.write_text(text)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert main([str(path), "--dry-run"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "  PPO     num_env_runners=2: 3 CPUs, 0 GPUs  " in out
+    for k in (2, 8):
+        assert (f"  PPO     num_env_runners=2 x {k} envs async: 3 CPUs, 0 GPUs, +{2 * k} env "
+                f"processes (~{2 * k * ENV_PROCESS_MIB:,.0f} MiB; their env steps' CPU "
+                "(step_cpu_ms) is not in Ray's request)") in out, out
+
+
 def test_the_dry_run_checks_a_target_cluster_shape(tmp_path, capsys, monkeypatch):
     """A trial of 5 CPUs fits three 2-CPU nodes (PACK over nodes), not one of them, and not
     with STRICT_PACK."""

@@ -25,7 +25,7 @@ TRIAL_COLUMNS = [
     "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
     "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
-    "step_latency_ms", "step_cpu_ms", "peak_rss_mib",
+    "step_latency_ms", "step_cpu_ms", "peak_rss_mib", "vectorize_mode", "concurrent_envs",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
@@ -118,6 +118,11 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert schema.confirm_configs(search, 1) == list(
         confirm[~confirm.is_baseline & ~confirm.is_reference].config_id)
     assert confirm.is_baseline.sum() == confirm.is_reference.sum() == 1
+    # RLlib's default sampling layout: each env runner (the driver when none) steps its envs
+    # in turn, one env step waiting at a time; the reference steps one env
+    assert (trials.vectorize_mode == "sync").all()
+    assert list(trials.concurrent_envs) == [
+        1 if t.is_reference else max(1, t.num_env_runners) for t in trials.itertuples()]
     assert set(progress.stage) == {"search", "confirm"}
     stages = progress.groupby("trial_id").stage.agg(set)
     assert all(stages[t] == {s} for t, s in zip(trials.trial_id, trials.stage, strict=True))
@@ -519,8 +524,9 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
 
 def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
     """A real sweep with a modelled step cost: 4 env runners of 1/4 CPU each on CartPole whose
-    steps wait 5 ms and burn 2 ms of CPU fit a 2-CPU node honestly (not oversubscribed); the
-    costs cap sampling at 4 x 1000/7 env steps/s; the trial's peak memory covers its 5
+    steps wait 5 ms and burn 2 ms of CPU fit a 2-CPU node honestly (not oversubscribed); each
+    steps its 2 envs at once (an async sampling layout: 8 concurrent envs, recorded); the
+    costs cap sampling at 8 x 1000/7 env steps/s; the trial's peak memory covers its 5
     processes."""
     path = tmp_path / "latency.py"
     path.write_text(textwrap.dedent(f"""\
@@ -528,8 +534,8 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5,
                                                                       "step_cpu_ms": 2}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([4])}},
-                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 1,
-                             "train_batch_size": 400}},
+                      fixed={{"num_cpus_per_env_runner": 0.25, "num_envs_per_env_runner": 2,
+                             "gym_env_vectorize_mode": "async", "train_batch_size": 400}},
                       target={UNREACHABLE}, budget=Budget(time_s=5),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline={{"algorithm": "PPO", "num_env_runners": 4}})
@@ -540,5 +546,6 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
     (row,) = pd.read_parquet(only_run_dir(results, "latency") / "trials.parquet").itertuples()
     assert row.num_cpus == 2.0 and not row.oversubscribed  # 1 + 4 x 0.25
     assert row.step_latency_ms == 5.0 and row.step_cpu_ms == 2.0
-    assert 0 < row.env_steps_per_s < 4 * 1000 / 7  # each env step waited 5 ms and burned 2
+    assert row.vectorize_mode == "async" and row.concurrent_envs == 8
+    assert 0 < row.env_steps_per_s < 8 * 1000 / 7  # each env step waited 5 ms and burned 2
     assert row.peak_rss_mib > 4 * 100  # the trial process and 4 env runner processes

@@ -65,3 +65,13 @@ def test_json_files_carry_the_schema_version(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(SchemaError, match="expected a JSON object, got list"):
         rundir.read_json(path)
+
+
+def test_concurrent_envs_counts_the_env_steps_that_can_wait_at_once():
+    from sweeps.engine.rundir.schema import concurrent_envs
+
+    assert concurrent_envs(16, 8, "sync") == 16  # each env runner steps its envs in turn
+    assert concurrent_envs(2, 16, "async") == 32  # each sub-env in its own process
+    assert concurrent_envs(0, 4, "async") == 4  # the driver's own env runner
+    assert concurrent_envs(0, 4, "sync") == 1
+    assert concurrent_envs(0, 1, "sync", is_reference=True) == 1

@@ -114,47 +114,98 @@ def placement_problem(bundles: Sequence[Mapping[str, float]],
     return None
 
 
-def env_runner_counts(sweep: Sweep, algorithm: str) -> list[int]:
-    """Every num_env_runners value a trial of ``algorithm`` can get (for the feasibility check)."""
-    p = sweep.params_for(algorithm).get("num_env_runners")
-    fixed = sweep.fixed_for(algorithm).get("num_env_runners")
+#: Memory of one async sub-env's process (MiB): its proportional set size (PSS: its own pages
+#: plus its share of those it still shares with the env runner it was forked from), rounded up
+#: from the larger of CartPole's and Contoso Cabs' as ``benchmarks/bench_async_env_memory.py``
+#: measures them (``benchmarks/results/bench_async_env_memory.json``); a heavier simulator
+#: costs more, and pages a long run writes stop being shared.
+ENV_PROCESS_MIB = 45.0
+
+
+def _param_values(sweep: Sweep, algorithm: str, key: str) -> list:
+    """Every value of ``key`` a trial of ``algorithm`` can get: a choice's values, a range's
+    bounds, the fixed value, else none (the algorithm's default)."""
+    p = sweep.params_for(algorithm).get(key)
+    fixed = sweep.fixed_for(algorithm).get(key)
     if isinstance(p, Choice):
-        return [int(v) for v in p.values]
+        return list(p.values)
     if isinstance(p, IntRange):
         return [p.low, p.high]
-    return [int(fixed)] if fixed is not None else []
+    return [fixed] if fixed is not None else []
+
+
+def env_runner_counts(sweep: Sweep, algorithm: str) -> list[int]:
+    """Every num_env_runners value a trial of ``algorithm`` can get (for the feasibility check)."""
+    return [int(v) for v in _param_values(sweep, algorithm, "num_env_runners")]
 
 
 def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
     """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
-    ``num_env_runners`` value the sweep can produce (the baseline first): RLlib's own
-    placement-group request (:func:`sweeps.engine.trainable.trial_algorithm_config`), unscaled."""
+    ``num_env_runners`` × sampling layout the sweep can produce (the baseline first): RLlib's
+    own placement-group request (:func:`sweeps.engine.trainable.trial_algorithm_config`),
+    unscaled. A layout is a vectorize mode and, for ``"async"`` (whose sub-envs are processes
+    Ray does not count), each ``num_envs_per_env_runner`` value."""
     from sweeps.engine.trainable import request_bundles, trial_algorithm_config
 
-    combos = [(a, n) for a in sweep.algorithms for n in (env_runner_counts(sweep, a) or [None])]
+    combos = []
+    for a in sweep.algorithms:
+        for n in env_runner_counts(sweep, a) or [None]:
+            for mode in _param_values(sweep, a, "gym_env_vectorize_mode") or [None]:
+                for k in (_param_values(sweep, a, "num_envs_per_env_runner") or [None]
+                          if mode == "async" else [None]):
+                    combos.append((a, n, mode, k))
     if sweep.baseline:
-        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners")))
+        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners"),
+                          sweep.baseline.get("gym_env_vectorize_mode"),
+                          sweep.baseline.get("num_envs_per_env_runner")))
     out = []
-    for algo, n in dict.fromkeys(combos):
+    for algo, n, mode, k in dict.fromkeys(combos):
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
-        if n is not None:
-            cfg["num_env_runners"] = n
+        for key, value in (("num_env_runners", n), ("gym_env_vectorize_mode", mode),
+                           ("num_envs_per_env_runner", k)):
+            if value is not None:
+                cfg[key] = value
         if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
             cfg.update(sweep.baseline)
         algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
         out.append(TrialRequest(algo, n, float(info["requested_cpus"]), float(info["num_gpus"]),
-                                request_bundles(algo_config)))
+                                request_bundles(algo_config), info["vectorize_mode"],
+                                algo_config.num_envs_per_env_runner, info["concurrent_envs"],
+                                info["env_processes"]))
     return out
 
 
 class TrialRequest(NamedTuple):
-    """One kind of trial's request: ``cpus``/``gpus`` summed over its ``bundles``."""
+    """One kind of trial's request: ``cpus``/``gpus`` summed over its ``bundles``; its sampling
+    layout (``vectorize_mode``, ``num_envs_per_env_runner``, ``concurrent_envs``) and the
+    processes an async layout starts outside Ray's request (``env_processes``)."""
 
     algorithm: str
     num_env_runners: int | None
     cpus: float
     gpus: float
     bundles: list[dict[str, float]]
+    vectorize_mode: str = "sync"
+    num_envs_per_env_runner: int = 1
+    concurrent_envs: int = 1
+    env_processes: int = 0
+
+    def layout(self) -> str:
+        """``""`` for RLlib's default (sync) layout, else ``" x 16 envs async"``."""
+        if self.vectorize_mode == "sync":
+            return ""
+        return f" x {self.num_envs_per_env_runner} envs {self.vectorize_mode}"
+
+    def outside_ray(self, step_cpu_ms: float = 0.0) -> str:
+        """What the trial starts beside Ray's request: its async sub-env processes and their
+        memory (:data:`ENV_PROCESS_MIB` each), ``""`` when none. With ``step_cpu_ms`` > 0 (a
+        CPU-bound env) it says their CPU is not reserved."""
+        if not self.env_processes:
+            return ""
+        cpu = ("; their env steps' CPU (step_cpu_ms) is not in Ray's request"
+               if step_cpu_ms > 0 else "")
+        return (f", +{self.env_processes} env processes "
+                f"(~{self.env_processes * ENV_PROCESS_MIB:,.0f} MiB{cpu})")
 
 
 def cluster_shape(text: str) -> list[dict[str, float]]:
@@ -218,9 +269,10 @@ def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[s
                 f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
                 "lower it, use a larger cluster or set allow_oversubscription=True")
     lines = []
+    step_cpu_ms = float(sweep.env_config.get("step_cpu_ms") or 0.0)
     for r, problem in zip(requests, problems, strict=True):
-        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}: {r.cpus:g} CPUs, "
-                     f"{r.gpus:g} GPUs  "
+        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}{r.layout()}: "
+                     f"{r.cpus:g} CPUs, {r.gpus:g} GPUs{r.outside_ray(step_cpu_ms)}  "
                      + ("fits" if not problem else
                         f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
                         if sweep.allow_oversubscription else f"DOES NOT FIT ({problem})"))

@@ -32,6 +32,7 @@ from sweeps.engine.rundir.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
+    concurrent_envs,
     first_crossing,
     ttt_resolution,
 )
@@ -619,9 +620,17 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",
         "peak_rss_mib": float(last.get("peak_rss_mib", nan)),
         "stage": str(config.get("stage", "search")),
+        # the layout as the trial built it (RLlib's default mode where the config is silent)
+        "vectorize_mode": str(last.get("vectorize_mode")
+                              or config.get("gym_env_vectorize_mode", "sync")),
     }
+    row["concurrent_envs"] = int(last.get("concurrent_envs") or concurrent_envs(
+        max(row["num_env_runners"], 0), row["num_envs_per_env_runner"], row["vectorize_mode"],
+        row["is_reference"]))
     for key, value in config.items():
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:
+            continue
+        if key == "gym_env_vectorize_mode":  # recorded as vectorize_mode
             continue
         row[f"param_{key}"] = json.dumps(value) if isinstance(value, (list, dict)) else value
     for col in ("train_batch_size", "rollout_fragment_length", "lr"):

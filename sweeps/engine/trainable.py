@@ -150,11 +150,13 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
 
     Returns:
         (algorithm_config, info): info = ``{"num_cpus", "num_gpus", "oversubscribed",
-        "requested_cpus"}`` (CPUs of the whole trial: driver + env runners + learners).
+        "requested_cpus"}`` (CPUs of the whole trial: driver + env runners + learners) and
+        its sampling layout as built (:func:`sampling_layout`).
     """
     if config.get("is_reference"):  # single process: the trial's own CPU, no actors
         return None, {"requested_cpus": 1.0, "num_cpus": 1.0, "num_gpus": 0.0,
-                      "oversubscribed": False}
+                      "oversubscribed": False, "vectorize_mode": "sync",
+                      "concurrent_envs": 1, "env_processes": 0}
     from sweeps.engine.algorithms import build_config
 
     params = algorithm_params(config)
@@ -163,7 +165,8 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
         algo_config.debugging(log_level="ERROR")  # RLlib's level in the trial and its env runners
     algo_config.resources(placement_strategy=setup.placement_strategy)
     cpus, gpus = request_totals(algo_config)
-    info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False}
+    info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False,
+            **sampling_layout(algo_config)}
     limit = (setup.max_node_cpus if setup.placement_strategy == "STRICT_PACK"
              else setup.cluster_cpus or setup.max_node_cpus)
     if limit and cpus > limit and setup.allow_oversubscription:
@@ -174,6 +177,25 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
             algo_config.env_runners(num_cpus_per_env_runner=per_runner)
             info.update(num_cpus=limit, oversubscribed=True)
     return algo_config, info
+
+
+def sampling_layout(algo_config) -> dict[str, Any]:
+    """How a trial samples (docs/design.md, *sampling layout*), read from its built RLlib config.
+
+    Returns:
+        ``{"vectorize_mode": "sync" | "async", "concurrent_envs": int, "env_processes": int}``:
+        the env steps that can wait at once
+        (:func:`sweeps.engine.rundir.schema.concurrent_envs`) and the processes an async
+        layout starts besides the trial's own (one per sub-env of every env runner, the
+        driver's own when there are none; 0 when sync).
+    """
+    from sweeps.engine.rundir.schema import concurrent_envs
+
+    mode = str(getattr(algo_config.gym_env_vectorize_mode, "value",
+                       algo_config.gym_env_vectorize_mode))
+    runners, envs = algo_config.num_env_runners, algo_config.num_envs_per_env_runner
+    return {"vectorize_mode": mode, "concurrent_envs": concurrent_envs(runners, envs, mode),
+            "env_processes": max(1, runners) * envs if mode == "async" else 0}
 
 
 def request_bundles(algo_config) -> list[dict[str, float]]:
@@ -459,7 +481,9 @@ class _IterationReporter:
         self.target = float(setup.target_value)
         self.budget = setup.budget
         self.fixed = {"node_ip": node_ip, "num_cpus": info["num_cpus"],
-                      "num_gpus": info["num_gpus"], "oversubscribed": info["oversubscribed"]}
+                      "num_gpus": info["num_gpus"], "oversubscribed": info["oversubscribed"],
+                      "vectorize_mode": info["vectorize_mode"],
+                      "concurrent_envs": info["concurrent_envs"]}
         self.best = -math.inf
         self.last_steps, self.last_wall = 0, wall  # wall: when sampling could start
 

@@ -28,6 +28,7 @@ __all__ = [
     "OwnParam",
     "UnknownParameterError",
     "DEPRECATED_NAMES",
+    "VECTORIZE_MODES",
     "apply_params",
     "canonical_params",
 ]
@@ -55,6 +56,10 @@ class UnknownParameterError(ValueError):
 SHARED_PARAMS: dict[str, str] = {
     "num_env_runners": "env runners sampling in parallel (RLlib num_env_runners); 0 = sample in the driver",
     "num_envs_per_env_runner": "vectorised envs per env runner (RLlib num_envs_per_env_runner)",
+    "gym_env_vectorize_mode": "how an env runner steps its envs (RLlib gym_env_vectorize_mode): "
+    "'sync' in turn in its own process (RLlib's default), 'async' each in a process of its own, "
+    "all at once (for an env that waits: a remote simulator); its concurrent envs: "
+    "num_envs_per_env_runner per env runner when async, 1 when sync",
     "rollout_fragment_length": "env steps per env (so × num_envs_per_env_runner per env runner) per sample call",
     "train_batch_size": "transitions per learner update, summed over learners (DQN/APEX: the replay minibatch; IMPALA/PPO: the on-policy batch)",
     "lr": "learning rate of the Adam optimiser",
@@ -64,6 +69,11 @@ SHARED_PARAMS: dict[str, str] = {
     "num_gpus_per_learner": "GPUs per learner (with num_learners=0: GPUs of the driver's learner)",
     "seed": "RNG seed of the trial (RLlib debugging(seed=...))",
 }
+
+
+#: The vectorize modes a sweep can choose (gymnasium's ``VectorizeMode`` values RLlib accepts,
+#: less ``vector_entry_point``, which needs an env that ships its own vector version).
+VECTORIZE_MODES = ("sync", "async")
 
 
 #: RLlib's old names (its old API stack) → the current ones. Accepted in sweep files and trial
@@ -221,6 +231,12 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     if "num_envs_per_env_runner" in p:
         runner_kwargs["num_envs_per_env_runner"] = _int(
             "num_envs_per_env_runner", p.pop("num_envs_per_env_runner"), name, 1)
+    if "gym_env_vectorize_mode" in p:
+        mode = p.pop("gym_env_vectorize_mode")
+        if mode not in VECTORIZE_MODES:
+            raise ValueError(f"parameter 'gym_env_vectorize_mode' for algorithm {name} must be "
+                             f"one of {', '.join(map(repr, VECTORIZE_MODES))}, got {mode!r}")
+        runner_kwargs["gym_env_vectorize_mode"] = mode
     if "rollout_fragment_length" in p:
         v = p.pop("rollout_fragment_length")
         runner_kwargs["rollout_fragment_length"] = (

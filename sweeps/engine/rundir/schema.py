@@ -40,6 +40,7 @@ __all__ = [
     "VERSION_KEY",
     "VOCAB_COLUMNS",
     "censored_objective",
+    "concurrent_envs",
     "config_id",
     "conform",
     "first_crossing",
@@ -77,6 +78,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "node_count": "int", "step_latency_ms": "float", "step_cpu_ms": "float", "attempts": "int",
     "error_kind": "str",
     "nodes_used": "str", "ttt_resolution_s": "float", "stage": "str",
+    "vectorize_mode": "str", "concurrent_envs": "int",
 }
 
 #: Columns without which no analysis is possible.
@@ -116,6 +118,9 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     "step_cpu_ms": 0.0,
     "peak_rss_mib": np.nan,
     "stage": "search",  # runs recorded before stages: every trial was a search trial
+    # runs recorded before the sampling layout was a searched dimension: RLlib's default
+    "vectorize_mode": "sync",
+    "concurrent_envs": np.nan,  # readers derive it from the layout (concurrent_envs())
 }
 
 #: progress.parquet: column → dtype kind, one row per trial per training iteration.
@@ -130,6 +135,24 @@ PROGRESS_COLUMNS: dict[str, str] = {
 
 #: progress.parquet columns without which no learning curve can be read.
 REQUIRED_PROGRESS_COLUMNS = ("trial_id", "wall_time_s")
+
+
+def concurrent_envs(num_env_runners: int, num_envs_per_env_runner: int,
+                    vectorize_mode: str = "sync", is_reference: bool = False) -> int:
+    """The env steps of one sampling layout that can wait at once (docs/design.md, *concurrent
+    envs*): every env runner (the driver's own when there are none) steps its
+    ``num_envs_per_env_runner`` envs in turn when ``"sync"`` (one env step waits at a time) and
+    all at once, each in its own process, when ``"async"``; the single-process reference
+    steps one env.
+
+    Example:
+        >>> concurrent_envs(16, 8, "sync"), concurrent_envs(2, 16, "async"), concurrent_envs(0, 4, "async")
+        (16, 32, 4)
+    """
+    if is_reference:
+        return 1
+    runners = max(1, int(num_env_runners))
+    return runners * int(num_envs_per_env_runner) if vectorize_mode == "async" else runners
 
 
 class SchemaError(ValueError):
