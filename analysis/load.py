@@ -31,8 +31,8 @@ from sweeps.engine.rundir.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
-    concurrent_envs,
     SchemaError,
+    concurrent_envs,
     read_parquet,
 )
 

@@ -191,11 +191,20 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
         return 0
     source = args.file
     run_dir = lock = None
+    new_run_dir = False
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
     try:
         sweep = apply_overrides(load_sweep(args.file), args, source)
         target = sweep_target(sweep, source)
         quiet_logs(args.verbose)  # RLlib is imported from here on (a missing file etc. is instant)
         check_points(sweep, source)  # RLlib's own validation of every point, before Ray
+        if address is None or (args.dry_run and args.cluster is not None):
+            # the cluster is known before Ray starts (the embedded one is this machine): a
+            # trial it cannot place is refused now, by a dry run as by the run itself, and
+            # before anything is written
+            nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": local_gpus()}]
+            setup = trial_setup(sweep, target, nodes)
+            placement_lines = feasibility(sweep, setup, source, nodes, strict=True)
         root, mirror = mirror_results_root(args.results or sweep.results_dir, source)
         rundir.check_results_root(root, source)
         spec = resolved_spec(sweep, target, args.file)
@@ -209,6 +218,7 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             lock = lock_run_dir(run_dir, source)
         elif not args.dry_run:  # claimed and locked before Ray starts
             run_dir = run_dir_for(root, sweep.name, args.resume, source)
+            new_run_dir = not args.resume
             lock = lock_run_dir(run_dir, source)
             if args.resume:
                 check_resume_spec(run_dir, spec, source, args.allow_changed_spec)
@@ -216,24 +226,17 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     except SpecError as e:
         if lock is not None:
             lock.release()
+        if new_run_dir:
+            rundir.discard_unused_run_dir(run_dir)
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
     from cluster.local import ClusterError, ray_session
 
-    address = args.address or os.environ.get("RAY_ADDRESS") or None
     if args.dry_run and (address is None or args.cluster is not None):
-
-        nodes = args.cluster or [{"CPU": float(os.cpu_count() or 1), "GPU": local_gpus()}]
-        setup = trial_setup(sweep, target, nodes)
-        try:
-            print_dry_run(sweep, target, setup,
-                    feasibility(sweep, setup, source, nodes, strict=args.cluster is not None),
-                    nodes)
-        except SpecError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+        print_dry_run(sweep, target, setup, placement_lines, nodes)
         return 0
+    refused = True  # until the run starts: a refusal leaves no empty run directory behind
     try:
         from sweeps.engine.sweep_file import modules_to_ship
 
@@ -247,12 +250,13 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
             nodes = cluster_nodes(cluster_info.nodes)
             setup = trial_setup(sweep, target, nodes, quiet=not args.verbose)
-            lines = feasibility(sweep, setup, source, nodes, strict=not args.dry_run)
+            lines = feasibility(sweep, setup, source, nodes, strict=True)
             if args.dry_run:
                 print_dry_run(sweep, target, setup, lines, nodes)
                 return 0
             from sweeps.engine.tuning import run_sweep
 
+            refused = False
             return run_sweep(
                 sweep, spec, setup, run_dir, file=args.file, cluster_info=cluster_info,
                 command_start=command_start, argv=sys.argv[1:] if argv is None else argv,
@@ -268,6 +272,8 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
     finally:
         if lock is not None:
             lock.release()
+        if refused and new_run_dir:
+            rundir.discard_unused_run_dir(run_dir)
 
 
 

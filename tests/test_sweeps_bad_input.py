@@ -369,3 +369,48 @@ def test_old_and_current_name_together(tmp_path, cli):
     path = sweep_file(tmp_path, extra=', fixed={"num_workers": 1, "num_env_runners": 1}')
     assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "fixed",
                           "'num_workers'", "'num_env_runners'", "give only")
+
+
+@pytest.mark.parametrize("suffix", [".py", ".yaml"])
+def test_a_binary_sweep_file_is_bad_input(tmp_path, suffix, cli):
+    """Bytes that are not text (a file copied in binary, or the wrong file): one line, exit 2,
+    nothing written; never an internal error."""
+    path = tmp_path / f"garbage{suffix}"
+    path.write_bytes(bytes(range(128, 256)) * 3)
+    results = tmp_path / "results"
+    assert_one_line_error(cli(str(path), "--results", str(results)), f"garbage{suffix}")
+    assert not results.exists()
+
+
+def test_a_trial_the_machine_cannot_place_is_refused_by_the_dry_run_as_by_the_run(tmp_path, cli):
+    """A dry run used as a check fails where the run would: both exit 2 with the same one line
+    before Ray starts, and neither leaves a run directory (nor its lock files) behind."""
+    import os
+
+    too_many = (os.cpu_count() or 1) + 1  # env runners: with the driver, 2 more CPUs than here
+    path = sweep_file(tmp_path, search_space=f'{{"num_env_runners": choice([0, {too_many}])}}')
+    results = tmp_path / "results"
+    dry = cli(str(path), "--dry-run", "--results", str(results))
+    assert_one_line_error(dry, "bad_sweep.py", f"num_env_runners={too_many}",
+                          "cannot be placed on this cluster")
+    real = cli(str(path), "--results", str(results))
+    assert real.stderr == dry.stderr
+    assert_one_line_error(real)
+    assert not results.exists()
+
+
+def test_a_default_baseline_the_env_cannot_take_says_so_and_how_to_declare_one(tmp_path, cli):
+    """A sweep of SAC on Pendulum that names no baseline: the default one (DQN) is the problem,
+    and the message says so, not 'algorithms: DQN ...' (the user never named DQN)."""
+    text = sweep_file(tmp_path, env='"Pendulum-v1"', algorithms='["SAC"]',
+                      target="Target(value=-400.0)", baseline="None").read_text()
+    path = tmp_path / "sac.py"
+    path.write_text(text.replace(", baseline=None", ""))
+    assert_one_line_error(cli(str(path), "--dry-run"), "sac.py: baseline: the default baseline "
+                          "(DQN with 1 env runner", "needs a discrete action space",
+                          "baseline={'algorithm': 'SAC', 'num_env_runners': 1}", "baseline=None")
+    named = sweep_file(tmp_path, env='"Pendulum-v1"', algorithms='["SAC"]',
+                       target="Target(value=-400.0)",
+                       baseline='{"algorithm": "DQN", "num_env_runners": 1}')
+    assert_one_line_error(cli(str(named), "--dry-run"),
+                          "baseline.algorithm: DQN needs a discrete action space")

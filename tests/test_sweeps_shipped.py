@@ -5,6 +5,7 @@ sweep whose trials do not fit this machine is checked for config validity all th
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -41,9 +42,12 @@ def _asks_for_gpus(path: Path) -> bool:
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_dry_run(path, capsys, monkeypatch):
-    """Passes where it fits; a GPU sweep on a machine without GPUs (CI) is refused in one line,
-    and passes when checked against a target cluster with GPUs (``--cluster``). In this
+    """Passes where it fits; a GPU sweep on a machine without GPUs (CI), or one sized for more
+    CPUs than this machine has, is refused in one line (as its run would be), and passes when
+    checked against a target cluster of its size (``--cluster``). In this
     process (the CLI's own process is tested below): a dry run starts no Ray."""
+    from sweeps.engine.placement import trial_requests, trial_setup
+    from sweeps.engine.sweep_file import sweep_target
     from sweeps.run import main
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
@@ -57,6 +61,18 @@ def test_dry_run(path, capsys, monkeypatch):
         out, err = capsys.readouterr()
         assert "Cluster: 1 node(s), 16 CPUs and 1 GPUs in total" in out, err[-2000:]
         return
+    sweep = load_sweep(path)
+    here = [{"CPU": float(os.cpu_count() or 1), "GPU": 0.0}]
+    largest = max(r.cpus for r in trial_requests(sweep, trial_setup(
+        sweep, sweep_target(sweep, str(path)), here)))
+    if largest > here[0]["CPU"] and not sweep.allow_oversubscription:
+        # a study sized for a larger machine: refused here as its run would be, in one line,
+        # and it passes on a node of its size
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err[-2000:]
+        assert "cannot be placed on this cluster" in lines[0], lines
+        code = main([str(path), "--dry-run", "--cluster", f"1x{largest:g}"])
+        out, err = capsys.readouterr()
     assert code == 0, err[-2000:]
     assert "First trials" in out
 

@@ -214,6 +214,9 @@ def _load_yaml(path: Path) -> Sweep:
 
     try:
         data = yaml.load(path.read_text(), Loader=_yaml_loader())  # noqa: S506 - a SafeLoader
+    except UnicodeDecodeError as e:
+        raise SpecError(f"{path}: not a text file (YAML is UTF-8 text; byte {e.start} is "
+                        f"not UTF-8)") from None
     except _DuplicateKey as e:
         raise SpecError(f"{path}: {e}: a key may appear once per mapping") from None
     except yaml.YAMLError as e:
@@ -410,12 +413,32 @@ def _check_action_space(sweep: Sweep, fail, env=None) -> None:
     if not q_learners:
         return
     if not isinstance(space, gymnasium.spaces.Discrete):
-        raise fail("algorithms", f"{q_learners[0]} needs a discrete action space, but "
-                                 f"{sweep.env}'s is {space}")
+        field, who, how = _whose(sweep, q_learners[0])
+        raise fail(field, f"{who} needs a discrete action space, but {sweep.env}'s is "
+                          f"{space}{how}")
     flat = [a for a in q_learners if a in BOX_OBSERVATIONS_ONLY]
     if flat and not isinstance(obs_space, gymnasium.spaces.Box):
-        raise fail("algorithms", f"{flat[0]} needs a Box observation space (its replay stores "
-                                 f"arrays), but {sweep.env}'s is {obs_space}; RLLIB-DQN takes it")
+        field, who, how = _whose(sweep, flat[0])
+        raise fail(field, f"{who} needs a Box observation space (its replay stores arrays), "
+                          f"but {sweep.env}'s is {obs_space}{how or '; RLLIB-DQN takes it'}")
+
+
+def _whose(sweep: Sweep, algorithm: str) -> tuple[str, str, str]:
+    """(field, who, how to mend it) for an algorithm the env cannot take: one the sweep
+    declares, the reference, or the baseline; the default baseline (DQN with 1 env runner,
+    which the sweep never named) says so and how to declare another."""
+    if algorithm in sweep.algorithms:
+        return "algorithms", algorithm, ""
+    if sweep.reference and sweep.reference.get("algorithm") == algorithm:
+        return "reference", algorithm, ""
+    if "baseline" in sweep.model_fields_set:
+        return "baseline.algorithm", algorithm, ""
+    first = sweep.algorithms[0]
+    return ("baseline", f"the default baseline ({algorithm} with 1 env runner, used when a sweep "
+                        "names none)",
+            f"; declare one, e.g. baseline={{'algorithm': '{first}', 'num_env_runners': 1}} "
+            f"(YAML: 'baseline: {{algorithm: {first}, num_env_runners: 1}}'), or "
+            "baseline=None for no relative speedups")
 
 
 def check_gym_env_config(env_id: str, env_config: dict[str, Any],

@@ -130,6 +130,30 @@ def run_dir_for(root: Path, name: str, resume: bool, source: str) -> Path:
     raise SpecError(f"{source}: results: no free run id under {base}")
 
 
+def discard_unused_run_dir(run_dir: Path) -> bool:
+    """Remove a new run directory that holds nothing but its lock files (a run refused after
+    it claimed the directory, e.g. by the placement check on a cluster it connected to), and
+    its sweep's folder if that is then empty. Release the lock first.
+
+    Returns:
+        True when it was removed; False (and nothing touched) when it holds anything else.
+    """
+    try:
+        names = {p.name for p in run_dir.iterdir()}
+    except OSError:
+        return False
+    if not names <= {LOCK, f"{LOCK}.pid"}:
+        return False
+    for name in names:
+        (run_dir / name).unlink(missing_ok=True)
+    run_dir.rmdir()
+    try:
+        run_dir.parent.rmdir()  # only when empty
+    except OSError:
+        pass
+    return True
+
+
 def lock_run_dir(run_dir: Path, source: str):
     """Take the run directory's lock (``<run_dir>/.lock``, the ``filelock`` library) for this
     process: one ``sweeps.run`` per results directory, on ``--resume`` too.
