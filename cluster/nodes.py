@@ -72,11 +72,24 @@ def is_loopback(host: str | None) -> bool:
     return bool(host) and (host == "localhost" or host.startswith("127."))
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port that is free on ``host`` now (the OS picks it; it may be taken later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def free_port(host: str = "127.0.0.1", exclude: tuple[int | None, ...] = ()) -> int:
+    """Return a TCP port that is free on ``host`` now (the OS picks it; it may be taken later)
+    and is none of ``exclude``: ports chosen earlier but not bound yet, which the OS may hand
+    out again."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in exclude:
+            return port
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct TCP ports free on ``host`` now (see :func:`free_port`)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        ports.append(free_port(host, exclude=tuple(ports)))
+    return ports
 
 
 def port_open(host: str, port: int, timeout_s: float = 2.0) -> bool:
@@ -373,7 +386,9 @@ def _run_node(args: argparse.Namespace) -> int:
         dashboard_host=args.node_ip or "127.0.0.1",
         **({"dashboard_port": args.dashboard_port} if args.head and args.dashboard_port else {}),
         # Several nodes on one machine: let the OS pick every port (fixed defaults would clash).
-        dashboard_agent_listen_port=free_port("" if not loopback else "127.0.0.1"),
+        # not the dashboard's port, chosen (but not yet bound) by whoever started this node
+        dashboard_agent_listen_port=free_port("" if not loopback else "127.0.0.1",
+                                              exclude=(args.dashboard_port,)),
         min_worker_port=0 if loopback else None,
         max_worker_port=0 if loopback else None,
         huge_pages=False,

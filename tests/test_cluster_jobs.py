@@ -20,7 +20,7 @@ import pytest
 from test_envs_forms import user_folder, yaml_sweep
 
 from cluster.auth import auth_env, new_token
-from cluster.nodes import RayNode, free_port
+from cluster.nodes import RayNode, free_ports
 
 # beside other Ray tests (`-n 2`); the tests sharing the job server run on one worker
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
@@ -49,7 +49,7 @@ def job_server(tmp_path_factory):
     yields ``(address, env)``: the job server's URL and an environment holding the token."""
     logs = tmp_path_factory.mktemp("head")
     token = new_token()
-    dashboard, port = free_port(), free_port()
+    dashboard, port = free_ports(2)
     # its own temp dir (short: Ray's socket paths must fit 107 bytes), as on a cluster's head;
     # other Ray instances may run on this machine beside it
     temp_dir = tempfile.mkdtemp(prefix="ray-jobs-")
