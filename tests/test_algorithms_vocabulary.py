@@ -90,7 +90,8 @@ def test_shared_vocabulary_maps_onto_rllib_names():
          "hidden_sizes": [32, 16], "num_learners": 2, "num_gpus_per_learner": 0, "seed": 7,
          "vtrace_clip_rho_threshold": 0.9},
         CABS, {"time_matrix_seed": 3})
-    assert c.env == CABS and c.env_config == {"time_matrix_seed": 3}
+    # each sub-env recovers from its own faults (sweeps.engine.env_faults)
+    assert c.env == f"{CABS}+recovering" and c.env_config == {"time_matrix_seed": 3}
     assert c.num_env_runners == 3 and c.num_envs_per_env_runner == 4
     assert c.rollout_fragment_length == 20
     assert c.num_learners == 2 and c.train_batch_size_per_learner == 500  # 1000 over 2 learners
@@ -232,7 +233,7 @@ def test_extract_metrics_reads_the_right_keys():
     noise = {k: m.pop(k) for k in ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
                                    "replay_ratio", "learner_cpu_s")}
     assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
-                 "learner_updates": 100.0}
+                 "learner_updates": 100.0, "env_restarts": 0}
     assert all(math.isnan(v) for v in noise.values())  # not measured, no replay: NaN
     result["learners"]["__all_modules__"]["update_cpu_s"] = 3.5  # the learner clock's sum
     assert extract_metrics("DQN", result)["learner_cpu_s"] == 3.5
@@ -245,6 +246,10 @@ def test_extract_metrics_reads_the_right_keys():
     assert m["episode_return_mean"] == 100.0  # the exploring episodes', for APEX too
     assert m["learner_updates"] == 77
     assert m["replay_ratio"] == 2.5
+    # env faults: the sub-envs' recoveries and RLlib's own re-makes, summed
+    faulty = {**result, "env_runners": {**result["env_runners"], "num_env_faults": 3,
+                                        "num_env_step_failures": 2}}
+    assert extract_metrics("PPO", faulty)["env_restarts"] == 5
     empty = extract_metrics("IMPALA", {"env_runners": {}})
     assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])
     assert math.isnan(empty["learner_updates"])

@@ -205,15 +205,16 @@ def test_the_dry_run_counts_an_async_layouts_env_processes(tmp_path, capsys, mon
 
     path = yaml_sweep(tmp_path, "CartPole-v1", runners=(2,), algorithms=("PPO",))
     text = path.read_text().replace("env_config: {}", "env_config: {step_cpu_ms: 1}").replace(
-        "search_space:\n", "search_space:\n  gym_env_vectorize_mode: {choice: [sync, async]}\n"
+        "{train_batch_size: 500}", "{train_batch_size: 500, num_cpus_per_env_runner: 0.5}"
+    ).replace("search_space:\n", "search_space:\n  gym_env_vectorize_mode: {choice: [sync, async]}\n"
         "  num_envs_per_env_runner: {choice: [2, 8]}\n")
     path.write_text(text)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert main([str(path), "--dry-run"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    assert "  PPO     num_env_runners=2: 3 CPUs, 0 GPUs  " in out
+    assert "  PPO     num_env_runners=2: 2 CPUs, 0 GPUs  " in out
     for k in (2, 8):
-        assert (f"  PPO     num_env_runners=2 x {k} envs async: 3 CPUs, 0 GPUs, +{2 * k} env "
+        assert (f"  PPO     num_env_runners=2 x {k} envs async: 2 CPUs, 0 GPUs, +{2 * k} env "
                 f"processes (~{2 * k * ENV_PROCESS_MIB:,.0f} MiB; their env steps' CPU "
                 "(step_cpu_ms) is not in Ray's request)") in out, out
 
@@ -313,13 +314,17 @@ class Exploding(Corridor):
 @pytest.mark.ray
 @pytest.mark.parallel
 def test_a_failing_env_fails_fast_and_loudly(tmp_path):
-    """An env that raises in every trial: its configuration's other seeds are not run, the
-    console gets one line per failed trial and no traceback, the traceback goes to the run's
-    errors.log, and the run exits 4 with a summary."""
+    """An env that raises in every trial, with fault recovery off (``recover_env_faults``): its
+    configuration's other seeds are not run, the console gets one line per failed trial and no
+    traceback, the traceback goes to the run's errors.log, and the run exits 4 with a
+    summary."""
     folder = user_folder(tmp_path, text=EXPLODING)
     path = yaml_sweep(folder, "corridor_env:Exploding", runners=(0,), algorithms=("PPO",),
                       name="exploding", budget_s=20)
-    path.write_text(path.read_text().replace("seeds: 1", "seeds: 3").replace("{length: 4}", "{}"))
+    # the env's error fails its trial, as when a user turns recovery off
+    path.write_text(path.read_text().replace("seeds: 1", "seeds: 3").replace("{length: 4}", "{}")
+                    .replace("{train_batch_size: 500}",
+                             "{train_batch_size: 500, recover_env_faults: false}"))
     proc = run_sweep(path, tmp_path / "results")
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
     trials = reached_rows(tmp_path / "results", "exploding")

@@ -26,12 +26,14 @@ TRIAL_COLUMNS = [
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
     "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
     "step_latency_ms", "step_cpu_ms", "peak_rss_mib", "vectorize_mode", "concurrent_envs",
+    "env_restarts", "env_runner_restarts",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
     "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
     "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-    "replay_ratio", "driver_cpu_s", "learner_cpu_s", "stage",
+    "replay_ratio", "driver_cpu_s", "learner_cpu_s", "stage", "env_restarts",
+    "env_runner_restarts",
 ]
 
 
@@ -461,6 +463,7 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
+                      fixed={{"recover_env_faults": False}},  # the env's error fails the trial
                       target={UNREACHABLE}, budget=Budget(time_s=4),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
                       baseline={{"algorithm": "PPO", "num_env_runners": 0}})

@@ -59,17 +59,23 @@ class GreedyEvaluator:
     Attributes:
         total_time_s: seconds spent in :meth:`evaluate` so far (the trial's ``eval_time_s``).
         evaluations: how many evaluations ran.
+        restarts: env faults recovered so far (:mod:`sweeps.engine.env_faults`): an episode
+            whose env raised is re-run from its own seed on a re-made env, so every returned
+            mean is over whole episodes.
     """
 
     def __init__(self, env_id: str, env_config: Mapping[str, Any] | None, *, episodes: int,
                  seed: int, max_steps: int = 1_000_000):
         if episodes < 1:
             raise ValueError(f"evaluation episodes must be >= 1, got {episodes}")
-        self.envs = [evaluation_env(env_id, env_config) for _ in range(episodes)]
+        self._make = lambda: evaluation_env(env_id, env_config)
+        self.envs = [self._make() for _ in range(episodes)]
         self.seed = int(seed)
         self.max_steps = int(max_steps)
         self.total_time_s = 0.0
         self.evaluations = 0
+        self.restarts = 0
+        self.recover = True  # False: an env's error ends the evaluation (recover_env_faults)
 
     @property
     def observation_space(self):
@@ -90,7 +96,7 @@ class GreedyEvaluator:
         """
         t0 = time.perf_counter()
         n = len(self.envs)
-        obs = [env.reset(seed=self.seed + i)[0] for i, env in enumerate(self.envs)]
+        obs = [self._reset(i) for i in range(n)]
         returns = np.zeros(n)
         running = list(range(n))
         steps = 0
@@ -99,7 +105,14 @@ class GreedyEvaluator:
             still = []
             for i, a in zip(running, actions.reshape(len(running), *actions.shape[1:]),
                             strict=True):
-                o, r, terminated, truncated, _ = self.envs[i].step(a.item() if a.ndim == 0 else a)
+                try:
+                    o, r, terminated, truncated, _ = self.envs[i].step(
+                        a.item() if a.ndim == 0 else a)
+                except Exception as e:  # noqa: BLE001 - an env fault: episode i again
+                    self._restart(i, e)
+                    obs[i], returns[i] = self._reset(i), 0.0
+                    still.append(i)
+                    continue
                 returns[i] += float(r)
                 obs[i] = o
                 if not (terminated or truncated):
@@ -109,6 +122,29 @@ class GreedyEvaluator:
         self.total_time_s += time.perf_counter() - t0
         self.evaluations += 1
         return float(returns.mean())
+
+    def _reset(self, i: int):
+        """Episode ``i``'s first observation (``reset(seed=seed + i)``), re-making a faulted env."""
+        while True:
+            try:
+                return self.envs[i].reset(seed=self.seed + i)[0]
+            except Exception as e:  # noqa: BLE001 - an env fault
+                self._restart(i, e)
+
+    def _restart(self, i: int, error: Exception) -> None:
+        from sweeps.engine.env_faults import EnvFaultLimit
+
+        if not self.recover:
+            raise error
+        self.restarts += 1
+        if self.restarts > 10 * len(self.envs) * max(1, self.evaluations + 1):
+            raise EnvFaultLimit(f"evaluation env faults: {self.restarts} restarts in "
+                                f"{self.evaluations + 1} evaluations") from error
+        try:
+            self.envs[i].close()
+        except Exception:  # noqa: BLE001 - a broken env may fail to close too
+            pass
+        self.envs[i] = self._make()
 
     def close(self) -> None:
         for env in self.envs:
@@ -177,7 +213,7 @@ def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episod
            int(episodes), int(seed))
     if _process_evaluator is not None and _process_evaluator[0] == key:
         evaluator = _process_evaluator[1]
-        evaluator.total_time_s, evaluator.evaluations = 0.0, 0
+        evaluator.total_time_s, evaluator.evaluations, evaluator.restarts = 0.0, 0, 0
         return evaluator
     evaluator = GreedyEvaluator(env_id, env_config, episodes=episodes, seed=seed)
     if _process_evaluator is not None:

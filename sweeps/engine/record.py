@@ -357,6 +357,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
             **{k: float(result.get(k, math.nan)) for k in (
                 "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "replay_ratio",
                 "driver_cpu_s", "learner_cpu_s")},
+            **{k: int(result.get(k) or 0) for k in ("env_restarts", "env_runner_restarts")},
         })
 
     def on_trial_complete(self, iteration, trials, trial, **info):
@@ -479,8 +480,9 @@ class ResultsRecorder(LiveOnRestore, Callback):
         rows = self._pending.pop(tid, [])
         last = trial.last_result or {}
         error_kind = "exception" if error is not None else ""
-        if error is None and last.get("stalled"):  # sweeps.engine.trainable.StallDetector ended it
-            error, error_kind = str(last["stalled"]), "stalled"
+        if error is None and last.get("stalled"):  # the trial ended itself as an error:
+            # StallDetector ("stalled") or its env faults ("env_faults")
+            error, error_kind = str(last["stalled"]), str(last.get("error_kind") or "stalled")
         row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
                         capped=tid in self.capped)
         row["error_kind"] = error_kind
@@ -504,7 +506,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
             outcome = f"[green]TTT {row['time_to_target_s']:.1f} s[/green]"
         elif row["status"] == "censored":
             outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s)[/yellow]"
-        elif row.get("error_kind") == "stalled":
+        elif row.get("error_kind") in ("stalled", "env_faults"):
             outcome = f"[red]{row['error'][:80]}[/red]"
         else:
             outcome = f"[red]error: {row['error'][:80]}[/red]"
@@ -516,7 +518,10 @@ class ResultsRecorder(LiveOnRestore, Callback):
             f"batch={batch} seed={row['seed']}"
             + (" (confirm)" if row.get("stage") == "confirm" else "") + f"  {outcome}  "
             f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
-            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else ""),
+            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
+            + (f"  env faults: {row['env_restarts']} env restarts, "
+               f"{row['env_runner_restarts']} env runner restarts"
+               if row.get("env_restarts") or row.get("env_runner_restarts") else ""),
             soft_wrap=True,
         )
         line = self.progress_line()
@@ -623,6 +628,9 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         # the layout as the trial built it (RLlib's default mode where the config is silent)
         "vectorize_mode": str(last.get("vectorize_mode")
                               or config.get("gym_env_vectorize_mode", "sync")),
+        # env faults recovered (sweeps.engine.env_faults): the last iteration's lifetime counts
+        "env_restarts": int(progress[-1].get("env_restarts", 0)) if progress else 0,
+        "env_runner_restarts": int(progress[-1].get("env_runner_restarts", 0)) if progress else 0,
     }
     row["concurrent_envs"] = int(last.get("concurrent_envs") or concurrent_envs(
         max(row["num_env_runners"], 0), row["num_envs_per_env_runner"], row["vectorize_mode"],

@@ -36,6 +36,10 @@ _OWN = {
                        "training stops there at the latest",
     "min_time_s_per_iteration": "minimum wall-clock seconds of training between evaluations",
     "hidden_sizes": "hidden layer widths of the MLP (SB3 policy_kwargs net_arch)",
+    "max_env_restarts": "env faults the trial recovers from before it ends as an error "
+                        "(sweeps.engine.env_faults; default 1000)",
+    "recover_env_faults": "re-make the env when its step or reset raises, its episode ending "
+                          "there (default True; sweeps.engine.env_faults)",
 }
 
 #: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
@@ -153,8 +157,12 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
             started), ``env_steps``, ``episodes``, ``learner_updates`` (gradient steps),
             ``evaluation_return`` (the protocol's greedy mean return), ``eval_time_s``
             (cumulative seconds of evaluation), ``training_return`` (mean of the last 100
-            exploring episodes, NaN before one ends) and ``done`` (True when
+            exploring episodes, NaN before one ends), ``env_restarts`` (env faults recovered
+            so far, training and evaluation envs) and ``done`` (True when
             ``total_timesteps`` are used up); training stops when it returns True.
+
+    Raises:
+        sweeps.engine.env_faults.EnvFaultLimit: more env faults than ``max_env_restarts``.
     """
     import gymnasium
     import torch
@@ -162,6 +170,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from stable_baselines3.common.monitor import Monitor
 
     import envs
+    from sweeps.engine.env_faults import DEFAULT_MAX_ENV_RESTARTS, RecoveringEnv
     from sweeps.engine.evaluation import Cadence, trial_evaluator
 
     algo = config["algorithm"]
@@ -177,7 +186,13 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         total = min(total, int(budget_env_steps))
     evaluator = trial_evaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
                                 seed=int(evaluation["seed"]))
-    monitor = train_env = Monitor(envs.make_env(env_id, env_config))  # unscaled returns; step latency
+    # an env whose step raises is re-made and its episode ends there, as RLlib's env runners
+    # do (sweeps.engine.env_faults), so both sides of a comparison see the same simulator
+    limit = int(params.pop("max_env_restarts", DEFAULT_MAX_ENV_RESTARTS))
+    evaluator.recover = bool(params.pop("recover_env_faults", True))
+    env = (RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit) if evaluator.recover
+           else envs.make_env(env_id, env_config))
+    monitor = train_env = Monitor(env)  # unscaled returns; step latency
     if scale != 1.0:
         train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
 
@@ -217,6 +232,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
                 "learner_updates": float(getattr(model, "_n_updates", math.nan)),
                 "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
                 "driver_cpu_s": time.process_time() - cpu_start,
+                "env_restarts": getattr(env, "restarts", 0) + evaluator.restarts,
                 "training_return": (sum(e["r"] for e in episodes) / len(episodes)
                                     if episodes else math.nan),
                 "done": steps >= total,

@@ -540,6 +540,11 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     import ray
 
     from sweeps.engine.algorithms import extract_metrics
+    from sweeps.engine.env_faults import (
+        DEFAULT_MAX_ENV_RESTARTS,
+        EnvFaultLimit,
+        fault_limit_reason,
+    )
     from sweeps.engine.evaluation import Cadence, rllib_greedy_policy, trial_evaluator
 
     algo_name = config["algorithm"]
@@ -576,12 +581,24 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     cadence = Cadence(setup.evaluation_every_s, setup.evaluation_every_env_steps)
     counters = _Counters()
 
+    max_env_restarts = int(config.get("max_env_restarts") or DEFAULT_MAX_ENV_RESTARTS)
+    if evaluator is not None:
+        evaluator.recover = bool(config.get("recover_env_faults", True))
+
     def measure(m: dict[str, Any], stalled: str | None = None) -> bool:
         """Evaluate (when the target metric is the protocol's) and report; True: trial ends."""
         m = counters.update(m)
         evaluation_return = math.nan
+        error_kind = "stalled" if stalled else ""
         if evaluator is not None:  # ALGO-INDEPENDENT: the evaluation protocol
-            evaluation_return = evaluator.evaluate(greedy_policy())
+            try:
+                evaluation_return = evaluator.evaluate(greedy_policy())
+            except EnvFaultLimit as e:
+                stalled, error_kind = str(e), "env_faults"
+        restarts = int(m["env_restarts"]) + (evaluator.restarts if evaluator else 0)
+        if restarts > max_env_restarts and not stalled:
+            stalled = fault_limit_reason(restarts, max_env_restarts)
+            error_kind = "env_faults"
         wall = time.perf_counter() - start
         cadence.ended(wall, m["env_steps"])
         if target_metric == EVALUATION:
@@ -601,6 +618,8 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             replay_ratio=float(m.get("replay_ratio", math.nan)),
             driver_cpu_s=time.process_time() - cpu_start,
             learner_cpu_s=float(m.get("learner_cpu_s", math.nan)),
+            env_restarts=restarts, env_runner_restarts=env_runner_restarts(algo),
+            error_kind=error_kind,
             peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
             nodes_used=lambda: trial_nodes(algo))
 
@@ -634,6 +653,16 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         algo.stop()
 
 
+def env_runner_restarts(algo) -> int:
+    """Env runners RLlib restarted after their process died, over the trial so far (0 when
+    it has none, or cannot say)."""
+    group = getattr(algo, "env_runner_group", None)
+    try:
+        return int(group.num_remote_worker_restarts()) if group is not None else 0
+    except Exception:  # noqa: BLE001 - a count for the record, never a reason to fail
+        return 0
+
+
 class _TrialEnded(Exception):
     """Raised out of ``Algorithm.train()`` by an evaluation between two training steps that
     ended the trial (target reached, budget spent)."""
@@ -644,14 +673,14 @@ class _Counters:
     episodes' running mean return kept while no episode ended: a result read between training
     steps may lack the learner's counters of an iteration just begun."""
 
-    KEYS = ("env_steps", "episodes", "learner_updates", "learner_cpu_s")
+    KEYS = ("env_steps", "episodes", "learner_updates", "learner_cpu_s", "env_restarts")
 
     def __init__(self):
         self.last: dict[str, Any] = {"env_steps": 0, "episodes": 0, "learner_updates": math.nan,
                                      "episode_return_mean": math.nan,
                                      "grad_noise_scale": math.nan, "grad_norm_sq": math.nan,
                                      "grad_trace_cov": math.nan, "replay_ratio": math.nan,
-                                     "learner_cpu_s": math.nan}
+                                     "learner_cpu_s": math.nan, "env_restarts": 0}
 
     def update(self, m: dict[str, Any]) -> dict[str, Any]:
         out = dict(m)
@@ -712,15 +741,27 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())
     params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
 
-    def report(r: dict[str, Any]) -> bool:
+    last: dict[str, Any] = {}
+
+    def report(r: dict[str, Any], fault: str = "") -> bool:
+        last.update(r)
         return reporter.report(
             wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
             value=r["evaluation_return"] if evaluation else r["training_return"],
             episodes=r["episodes"], episode_return_mean=r["training_return"],
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
             learner_updates=r["learner_updates"], driver_cpu_s=r["driver_cpu_s"],
+            env_restarts=int(r.get("env_restarts", 0)), env_runner_restarts=0,
+            stalled=fault, error_kind="env_faults" if fault else "",
             peak_rss_mib=process_peak_rss_mib(), nodes_used=trial_nodes(None))
 
-    run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
-                  evaluation=setup.evaluation, report=report,
-                  budget_env_steps=setup.budget_env_steps)
+    from sweeps.engine.env_faults import EnvFaultLimit
+
+    try:
+        run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
+                      evaluation=setup.evaluation, report=report,
+                      budget_env_steps=setup.budget_env_steps)
+    except EnvFaultLimit as e:  # its env kept failing: an error of the env's, said in one line
+        if not last:
+            raise
+        report({**last, "env_restarts": last.get("env_restarts", 0) + 1}, fault=str(e))

@@ -121,7 +121,13 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     config = spec.make_config()
     import envs
 
-    if envs.split_step_cost(env_config)[0]:  # RLlib's gymnasium.make would not take the keys
+    recover = params.get("recover_env_faults", spec.defaults.get("recover_env_faults", True))
+    if recover:  # each sub-env re-made alone when it raises (sweeps.engine.env_faults)
+        from sweeps.engine.env_faults import on_episode_end, register_recovering_env
+
+        env = register_recovering_env(env)
+        config.callbacks(on_episode_end=on_episode_end)
+    elif envs.split_step_cost(env_config)[0]:  # RLlib's gymnasium.make would not take the keys
         env = envs.register_step_cost_env(env)
     elif ":" in env:  # a user's module: RLlib's fallback cannot call a factory
         env = envs.register_form_env(env)
@@ -152,6 +158,12 @@ def _float(x: Any) -> float:
         return float(x)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _count(x: Any) -> int:
+    """A lifetime count; 0 where RLlib reports none (or not a number)."""
+    v = _float(x)
+    return int(v) if math.isfinite(v) else 0
 
 
 def _learner_updates(result: Mapping[str, Any]) -> float:
@@ -207,7 +219,11 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         measured), ``replay_ratio`` (replayed / sampled transitions so far, DQN and APEX's
         ``replay`` results; NaN for algorithms without replay), ``learner_cpu_s`` (float,
         lifetime CPU seconds of the learner's gradient updates, on the updating thread's
-        clock: :mod:`sweeps.engine.algorithms.learner_clock`; NaN before the first update).
+        clock: :mod:`sweeps.engine.algorithms.learner_clock`; NaN before the first update),
+        ``env_restarts`` (int, lifetime env faults the training env runners recovered from:
+        their sub-envs' (``env_runners/num_env_faults``, :mod:`sweeps.engine.env_faults`) and
+        RLlib's own re-makes (``env_runners/num_env_step_failures``), when a sweep turns its
+        ``restart_failed_sub_environments`` on).
 
     Raises:
         ValueError: for an unknown algorithm.
@@ -225,6 +241,9 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         **_noise_scale(result),
         "replay_ratio": _float((result.get("replay") or {}).get("replay_ratio", math.nan)),
         "learner_cpu_s": _float(_get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)),
+        # RLlib's lifetime count of env steps that raised (each re-made the env runner's envs)
+        "env_restarts": _count(runners.get("num_env_faults", 0))
+        + _count(runners.get("num_env_step_failures", 0)),
     }
 
 

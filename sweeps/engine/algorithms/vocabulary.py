@@ -125,7 +125,8 @@ class OwnParam(NamedTuple):
     RLlib name) and its one-line meaning."""
 
     section: str  # builder method: "training", "env_runners", "reporting", "evaluation",
-    # "learners", "rl_module" (a model_config key), or "derived" (read by the spec's translate)
+    # "learners", "fault_tolerance", "rl_module" (a model_config key), or "derived" (read by
+    # the spec's translate or the trial)
     meaning: str
 
 
@@ -144,6 +145,21 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
     "grad_noise_scale_every": OwnParam(
         "derived", "learner updates between two measurements of the gradient noise scale "
         "(sweeps.engine.algorithms.noise_scale; default 20, 0 = off)"),
+    # env faults (sweeps.engine.env_faults), by RLlib's names (AlgorithmConfig.fault_tolerance)
+    "recover_env_faults": OwnParam(
+        "derived", "re-make a sub-env alone when its step or reset raises, its episode ending "
+        "there as truncated, and count it (default True; sweeps.engine.env_faults)"),
+    "restart_failed_sub_environments": OwnParam(
+        "fault_tolerance", "RLlib's own recovery: re-make all of an env runner's envs and start "
+        "its sample call over when one raises (RLlib's default False; with recover_env_faults "
+        "on, never reached)"),
+    "restart_failed_env_runners": OwnParam(
+        "fault_tolerance", "restart an env runner whose process died (RLlib's default True)"),
+    "max_num_env_runner_restarts": OwnParam(
+        "fault_tolerance", "env runner restarts RLlib allows per env runner (RLlib's default 1000)"),
+    "max_env_restarts": OwnParam(
+        "derived", "env faults a trial recovers from before it ends as an error with "
+        "error_kind 'env_faults' (default 1000; sweeps.engine.env_faults)"),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
@@ -281,6 +297,7 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     sections: dict[str, dict[str, Any]] = {
         "env_runners": runner_kwargs, "learners": learner_kwargs, "training": training_kwargs,
         "rl_module": model_config, "reporting": {}, "evaluation": {},
+        "fault_tolerance": {},
     }
     if spec.translate is not None:
         for dotted, value in spec.translate(p).items():
@@ -314,6 +331,8 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     config.learners(**sections["learners"])
     config.training(**sections["training"])
     config.reporting(**sections["reporting"])
+    if sections["fault_tolerance"]:
+        config.fault_tolerance(**sections["fault_tolerance"])
     if sections["evaluation"]:
         config.evaluation(**sections["evaluation"])
     if sections["rl_module"]:

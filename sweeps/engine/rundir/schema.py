@@ -79,6 +79,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "error_kind": "str",
     "nodes_used": "str", "ttt_resolution_s": "float", "stage": "str",
     "vectorize_mode": "str", "concurrent_envs": "int",
+    "env_restarts": "int", "env_runner_restarts": "int",
 }
 
 #: Columns without which no analysis is possible.
@@ -121,6 +122,9 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     # runs recorded before the sampling layout was a searched dimension: RLlib's default
     "vectorize_mode": "sync",
     "concurrent_envs": np.nan,  # readers derive it from the layout (concurrent_envs())
+    # runs recorded before env faults were counted: an env that raised ended its trial
+    "env_restarts": 0,
+    "env_runner_restarts": 0,
 }
 
 #: progress.parquet: column → dtype kind, one row per trial per training iteration.
@@ -131,6 +135,7 @@ PROGRESS_COLUMNS: dict[str, str] = {
     "target_metric_value": "float", "grad_noise_scale": "float", "grad_norm_sq": "float",
     "grad_trace_cov": "float", "replay_ratio": "float", "driver_cpu_s": "float",
     "learner_cpu_s": "float", "stage": "str",
+    "env_restarts": "int", "env_runner_restarts": "int",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
