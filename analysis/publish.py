@@ -381,8 +381,8 @@ def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]
     """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
     between the configurations of ``summary``."""
     cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
-    cols += [c for c in ("num_envs_per_env_runner", "rollout_fragment_length", "lr")
-             if c in summary.columns]
+    cols += [c for c in ("num_envs_per_env_runner", "vectorize_mode", "rollout_fragment_length",
+                         "lr") if c in summary.columns]
     cols += sorted(c for c in summary.columns if c.startswith("param_"))
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 

@@ -251,7 +251,8 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         }
         for c in g.columns:
             if c.startswith("param_") or c in ("num_envs_per_env_runner", "train_batch_size",
-                                               "rollout_fragment_length", "lr"):
+                                               "rollout_fragment_length", "lr",
+                                               "vectorize_mode", "concurrent_envs"):
                 row[c] = g[c].iloc[0]
         if n == 0:
             notes.append(Note("all_failed", "every trial failed with an error"))

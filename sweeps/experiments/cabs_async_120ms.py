@@ -11,22 +11,15 @@ full RLlib and torch process), and the SB3-DQN reference, on seeds 30-32, which 
 of the suite used. The same IMPALA settings as the study (512-step train batches, lr 0.001).
 """
 
-from sweeps import Budget, Search, Sweep, Target, choice
+from sweeps import choice
+from sweeps.experiments.cabs_break_even_120ms import SWEEP as _SYNC
 
-SWEEP = Sweep(
-    name="cabs_async_120ms",
-    env="ContosoCabs-v0",
-    env_config={"num_cities": 5, "time_matrix_seed": 0, "step_latency_ms": 120},
-    algorithms=["IMPALA"],
-    search_space={"num_env_runners": choice([2])},
-    per_algorithm={"IMPALA": {"train_batch_size": choice([512]), "lr": choice([0.001])}},
-    fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 32,
-           "gym_env_vectorize_mode": "async"},
-    target=Target(metric="evaluation", fraction_of_optimal=0.95),
-    budget=Budget(time_s=300),
-    search=Search(sampler="grid", num_samples=1, seeds=3, first_seed=30, max_concurrent=1,
-                  capping=None),
-    baseline={"algorithm": "IMPALA", "num_env_runners": 16, "num_envs_per_env_runner": 8,
-              "gym_env_vectorize_mode": "sync", "train_batch_size": 512, "lr": 0.001},
-    reference={"algorithm": "SB3-DQN"},
-)
+SWEEP = _SYNC.model_copy(update={
+    "name": "cabs_async_120ms",
+    "search_space": {"num_env_runners": choice([2])},
+    "fixed": {"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 32,
+              "gym_env_vectorize_mode": "async"},
+    "search": _SYNC.search.model_copy(update={"seeds": 3, "first_seed": 30}),
+    "baseline": {"algorithm": "IMPALA", "num_env_runners": 16, "num_envs_per_env_runner": 8,
+                 "gym_env_vectorize_mode": "sync", "train_batch_size": 512, "lr": 0.001},
+})
