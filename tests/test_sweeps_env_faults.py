@@ -107,6 +107,18 @@ def test_past_its_limit_a_failing_env_raises():
         env.step(0)
 
 
+def test_an_env_that_never_resets_ends_instead_of_being_re_made_for_ever():
+    class NoReset(_Counting):
+        def reset(self, *, seed=None, options=None):
+            raise ConnectionError("refused")
+
+    env = RecoveringEnv(NoReset)
+    with pytest.raises(EnvFaultLimit, match="reset failed 10 times in a row"):
+        env.reset()
+    with pytest.raises(ConnectionError):  # recovery off: the env's own error
+        RecoveringEnv(NoReset, recover=False).reset()
+
+
 def test_the_evaluation_protocol_re_runs_a_faulted_episode_from_its_seed(monkeypatch):
     """An evaluation episode whose env raises is played again from its own seed on a re-made
     env: the mean return is the one without faults (never a partial episode's)."""

@@ -29,7 +29,8 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["DEFAULT_MAX_ENV_RESTARTS", "FAULTS_METRIC", "EnvFaultLimit", "RecoveringEnv",
+__all__ = ["DEFAULT_MAX_ENV_RESTARTS", "FAULTS_METRIC", "MAX_FAILED_RESETS", "EnvFaultLimit",
+           "RecoveringEnv",
            "fault_limit_reason", "on_episode_end", "register_recovering_env"]
 
 #: The env runners' lifetime count of env faults their sub-envs recovered from (a key of
@@ -40,6 +41,10 @@ FAULTS_METRIC = "num_env_faults"
 #: enough for a simulator that drops a connection every few hundred env steps through a
 #: whole study's trial, few enough that an env failing on every step ends in seconds.
 DEFAULT_MAX_ENV_RESTARTS = 1000
+
+
+#: Failed resets in a row after which a :class:`RecoveringEnv` gives up.
+MAX_FAILED_RESETS = 10
 
 
 class EnvFaultLimit(RuntimeError):
@@ -65,18 +70,29 @@ class RecoveringEnv(gymnasium.Wrapper):
     Args:
         make: builds a fresh env (called once now, again after each fault).
         max_restarts: faults tolerated before :class:`EnvFaultLimit` is raised (None: no limit).
+        recover: False: an error of the env's is raised as it is (``recover_env_faults``).
 
     Attributes:
         restarts: faults recovered so far.
+        recover: as the argument; may be changed between episodes.
+
+    Raises:
+        EnvFaultLimit: past ``max_restarts``, or when ``reset`` failed
+            :data:`MAX_FAILED_RESETS` times in a row (an env that cannot start an episode
+            would otherwise be re-made for ever).
     """
 
-    def __init__(self, make: Callable[[], gymnasium.Env], max_restarts: int | None = None):
+    def __init__(self, make: Callable[[], gymnasium.Env], max_restarts: int | None = None,
+                 recover: bool = True):
         super().__init__(make())
         self._make = make
         self.max_restarts = max_restarts
+        self.recover = recover
         self.restarts = 0
 
     def _restart(self, error: Exception) -> None:
+        if not self.recover:
+            raise error
         self.restarts += 1
         if self.max_restarts is not None and self.restarts > self.max_restarts:
             raise EnvFaultLimit(fault_limit_reason(self.restarts, self.max_restarts)) from error
@@ -88,13 +104,15 @@ class RecoveringEnv(gymnasium.Wrapper):
 
     def reset(self, **kwargs: Any):
         fault = ""
-        while True:
+        for _ in range(MAX_FAILED_RESETS):
             try:
                 obs, info = self.env.reset(**kwargs)
                 return obs, ({**info, "env_fault_on_reset": fault} if fault else info)
             except Exception as e:  # noqa: BLE001 - any error of the env's is a fault
                 self._restart(e)
                 fault = f"{type(e).__name__}: {e}"
+        raise EnvFaultLimit(f"env faults: reset failed {MAX_FAILED_RESETS} times in a row "
+                            f"(last: {fault})")
 
     def step(self, action):
         try:

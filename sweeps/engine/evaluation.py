@@ -68,14 +68,34 @@ class GreedyEvaluator:
                  seed: int, max_steps: int = 1_000_000):
         if episodes < 1:
             raise ValueError(f"evaluation episodes must be >= 1, got {episodes}")
-        self._make = lambda: evaluation_env(env_id, env_config)
-        self.envs = [self._make() for _ in range(episodes)]
+        from sweeps.engine.env_faults import RecoveringEnv
+
+        self.envs = [RecoveringEnv(lambda: evaluation_env(env_id, env_config))
+                     for _ in range(episodes)]
         self.seed = int(seed)
         self.max_steps = int(max_steps)
         self.total_time_s = 0.0
         self.evaluations = 0
-        self.restarts = 0
-        self.recover = True  # False: an env's error ends the evaluation (recover_env_faults)
+
+    @property
+    def restarts(self) -> int:
+        """Env faults recovered since the evaluator was built or handed to a trial."""
+        return sum(env.restarts for env in self.envs)
+
+    @restarts.setter
+    def restarts(self, value: int) -> None:  # 0: a new trial's count
+        for env in self.envs:
+            env.restarts = value
+
+    @property
+    def recover(self) -> bool:
+        """False: an env's error ends the evaluation (the trial's ``recover_env_faults``)."""
+        return self.envs[0].recover
+
+    @recover.setter
+    def recover(self, value: bool) -> None:
+        for env in self.envs:
+            env.recover = bool(value)
 
     @property
     def observation_space(self):
@@ -96,7 +116,7 @@ class GreedyEvaluator:
         """
         t0 = time.perf_counter()
         n = len(self.envs)
-        obs = [self._reset(i) for i in range(n)]
+        obs = [env.reset(seed=self.seed + i)[0] for i, env in enumerate(self.envs)]
         returns = np.zeros(n)
         running = list(range(n))
         steps = 0
@@ -105,12 +125,11 @@ class GreedyEvaluator:
             still = []
             for i, a in zip(running, actions.reshape(len(running), *actions.shape[1:]),
                             strict=True):
-                try:
-                    o, r, terminated, truncated, _ = self.envs[i].step(
-                        a.item() if a.ndim == 0 else a)
-                except Exception as e:  # noqa: BLE001 - an env fault: episode i again
-                    self._restart(i, e)
-                    obs[i], returns[i] = self._reset(i), 0.0
+                o, r, terminated, truncated, info = self.envs[i].step(
+                    a.item() if a.ndim == 0 else a)
+                if "env_fault" in info:  # the env was re-made: episode i again, from its seed
+                    self._check_faults()
+                    obs[i], returns[i] = self.envs[i].reset(seed=self.seed + i)[0], 0.0
                     still.append(i)
                     continue
                 returns[i] += float(r)
@@ -123,28 +142,13 @@ class GreedyEvaluator:
         self.evaluations += 1
         return float(returns.mean())
 
-    def _reset(self, i: int):
-        """Episode ``i``'s first observation (``reset(seed=seed + i)``), re-making a faulted env."""
-        while True:
-            try:
-                return self.envs[i].reset(seed=self.seed + i)[0]
-            except Exception as e:  # noqa: BLE001 - an env fault
-                self._restart(i, e)
-
-    def _restart(self, i: int, error: Exception) -> None:
+    def _check_faults(self) -> None:
+        """An evaluation whose episodes keep faulting ends the trial (``env_faults``)."""
         from sweeps.engine.env_faults import EnvFaultLimit
 
-        if not self.recover:
-            raise error
-        self.restarts += 1
         if self.restarts > 10 * len(self.envs) * max(1, self.evaluations + 1):
             raise EnvFaultLimit(f"evaluation env faults: {self.restarts} restarts in "
-                                f"{self.evaluations + 1} evaluations") from error
-        try:
-            self.envs[i].close()
-        except Exception:  # noqa: BLE001 - a broken env may fail to close too
-            pass
-        self.envs[i] = self._make()
+                                f"{self.evaluations + 1} evaluations")
 
     def close(self) -> None:
         for env in self.envs:

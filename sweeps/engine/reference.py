@@ -190,8 +190,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     # do (sweeps.engine.env_faults), so both sides of a comparison see the same simulator
     limit = int(params.pop("max_env_restarts", DEFAULT_MAX_ENV_RESTARTS))
     evaluator.recover = bool(params.pop("recover_env_faults", True))
-    env = (RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit) if evaluator.recover
-           else envs.make_env(env_id, env_config))
+    env = RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit, evaluator.recover)
     monitor = train_env = Monitor(env)  # unscaled returns; step latency
     if scale != 1.0:
         train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
@@ -232,7 +231,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
                 "learner_updates": float(getattr(model, "_n_updates", math.nan)),
                 "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
                 "driver_cpu_s": time.process_time() - cpu_start,
-                "env_restarts": getattr(env, "restarts", 0) + evaluator.restarts,
+                "env_restarts": env.restarts + evaluator.restarts,
                 "training_return": (sum(e["r"] for e in episodes) / len(episodes)
                                     if episodes else math.nan),
                 "done": steps >= total,
