@@ -38,6 +38,13 @@ Regions (:data:`REGIONS`):
   the machine RUN2 ran on (its recorded usable cores, the same per-core speed, RUN2's env
   CPU cost per step) by
   :func:`analysis.transfer.transfer`, against what RUN2 measured, in plain words after.
+
+Regions that cite a benchmark's saved JSON instead of a run (:data:`BENCHMARK_REGIONS`,
+``from data/<folder>/<file>.json``):
+
+- ``sampling_layout``: ``benchmarks/bench_sampling_layout.py``'s layouts: start-up to the
+  first env step, env steps/s against the env's own bound, CPU busy, peak memory, and in plain
+  words the fastest layout and the leanest one within 10 % of it.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
-__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "cached_study", "fill_page", "regions_of", "render",
+__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "BENCHMARK_REGIONS", "cached_study", "fill_page", "regions_of", "render",
            "stale_regions", "main"]
 
 _REGION = re.compile(
@@ -260,6 +267,66 @@ MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
     "break_even_check": _break_even_check, "transfer_check": _transfer_check}
 
 
+def _sampling_layout(bench: dict) -> str:
+    rows, done = [], []
+    for layout, r in bench["results"].items():
+        algo, shape, mode = layout.split(":")
+        runners, envs = (int(x) for x in shape.split("x"))
+        if "error" in r:
+            rows.append([algo, str(runners), str(envs), mode, "-", "-", "-", "failed", "-",
+                         "-", "-"])
+            continue
+        done.append((layout, r))
+        processes = runners + r.get("env_processes", 0)
+        ideal = r.get("env_steps_per_s_ideal")
+        rows.append([algo, str(runners), str(envs), mode, str(r["concurrent_envs"]),
+                     str(processes), f"{r['first_step_s']:.1f}", f"{r['env_steps_per_s']:,.0f}",
+                     f"{r['env_steps_per_s'] / ideal:.0%}" if ideal else "-",
+                     f"{r['cpu_busy']:.0%}", f"{r['peak_memory_mib'] / 1024:.1f}"])
+    table = md_table(["algorithm", "env runners", "envs per env runner", "vectorize mode",
+                      "concurrent envs", "sampling processes", "first env step (s)",
+                      "env steps/s", "of the env's bound", "CPU busy", "peak memory (GiB)"],
+                     rows, right=(1, 2, *range(4, 11)))
+    if not done:
+        return table
+    best_layout, best = max(done, key=lambda d: d[1]["env_steps_per_s"])
+    lean_layout, lean = min(((lay, r) for lay, r in done
+                             if r["env_steps_per_s"] >= 0.9 * best["env_steps_per_s"]),
+                            key=lambda d: d[1]["peak_memory_mib"])
+    words = (f"\nIn plain words: the fastest layout is {best_layout} at "
+             f"{best['env_steps_per_s']:,.0f} env steps/s, its first env step "
+             f"{best['first_step_s']:.1f} s after the start, {best['peak_memory_mib'] / 1024:.1f} "
+             "GiB at peak")
+    if lean_layout != best_layout:
+        words += (f"; {lean_layout} comes within 10 % of it "
+                  f"({lean['env_steps_per_s']:,.0f} env steps/s) on "
+                  f"{lean['peak_memory_mib'] / 1024:.1f} GiB")
+    most_layout, most = max(done, key=lambda d: (int(d[0].split(":")[1].split("x")[0]),
+                                                  -d[1]["env_steps_per_s"]))
+    if most_layout not in (best_layout, lean_layout):
+        words += (f". The most env runners, {most_layout}, take "
+                  f"{most['first_step_s']:.1f} s to their first env step and "
+                  f"{most['peak_memory_mib'] / 1024:.1f} GiB for "
+                  f"{most['env_steps_per_s']:,.0f} env steps/s")
+    by_runners: dict[tuple[str, int], list[tuple[int, dict]]] = {}
+    for layout, r in done:
+        algo, shape, mode = layout.split(":")
+        runners, envs = (int(x) for x in shape.split("x"))
+        if mode == "sync" and r.get("env_steps_per_s_ideal"):
+            by_runners.setdefault((algo, runners), []).append((envs, r))
+    for (algo, runners), cells in sorted(by_runners.items()):
+        if len(cells) > 1:
+            cells.sort(key=lambda c: c[0])
+            words += (f". With {runners} sync env runners, "
+                      + ", ".join(f"{e} env(s) each reach {r['env_steps_per_s'] / r['env_steps_per_s_ideal']:.0%}"
+                                  for e, r in cells) + " of the env's bound")
+    return table + "\n" + words + ".\n"
+
+
+#: Regions that cite a benchmark's saved JSON (``from data/<folder>/<file>.json``).
+BENCHMARK_REGIONS: dict[str, Callable[[dict], str]] = {"sampling_layout": _sampling_layout}
+
+
 def cached_study(path: str | Path, studies: dict[Path, Study]) -> Study:
     """The analysis of the run in ``path`` (``analyse(load_results(path))``), from ``studies``
     (by resolved path) when it is there, else computed and added to it.
@@ -288,12 +355,17 @@ def render(name: str, run_dir: str | Path,
     def study(path: str | Path) -> Study:
         return cached_study(path, studies)
 
+    if name in BENCHMARK_REGIONS:
+        import json
+
+        return BENCHMARK_REGIONS[name](json.loads(Path(run_dir).read_text())).rstrip("\n") + "\n"
+
     if name in MULTI_RUN_REGIONS:
         first, *others = str(run_dir).split("+")
         siblings = [study(Path(first).parent / o) for o in others]
         return MULTI_RUN_REGIONS[name](study(first), siblings).rstrip("\n") + "\n"
     if name not in REGIONS:
-        known = ", ".join([*REGIONS, *MULTI_RUN_REGIONS])
+        known = ", ".join([*REGIONS, *MULTI_RUN_REGIONS, *BENCHMARK_REGIONS])
         raise KeyError(f"no generated region {name!r} (known: {known})")
     return REGIONS[name](study(run_dir)).rstrip("\n") + "\n"
 

@@ -510,3 +510,33 @@ def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
     assert (f"({1000 * both['l']:.1f} ms on two cores, {s['l_ratio']:.2f} times the one-core "
             "figure)") in page
     assert f"busy only {100 * s['learner_busy_two_cores']:.0f} % of a core" in page
+
+
+def test_a_benchmark_region_renders_from_its_json_failed_layouts_included(tmp_path):
+    import json
+
+    result = {"build_s": 5.0, "first_step_s": 6.0, "env_steps_per_s": 900.0, "cpu_busy": 0.9,
+              "peak_memory_mib": 2048.0, "concurrent_envs": 8, "env_processes": 8,
+              "env_steps_per_s_ideal": 1000.0}
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "b.json").write_text(json.dumps({"results": {
+        "IMPALA:1x8:async": result, "IMPALA:64x1:sync": {"error": "timed out after 150 s"}}}))
+    page = tmp_path / "p.md"
+    page.write_text("<!-- generated: sampling_layout from data/b.json -->\n<!-- end generated -->\n")
+    assert fill_page(page) == 1 and stale_regions(page) == []
+    text = page.read_text()
+    assert "| IMPALA | 1 | 8 | async | 8 | 9 | 6.0 | 900 | 90% | 90% | 2.0 |" in text
+    assert "| IMPALA | 64 | 1 | sync | - | - | - | failed |" in text
+    assert "the fastest layout is IMPALA:1x8:async at 900 env steps/s" in text
+
+
+def test_the_sampling_benchmark_refuses_a_malformed_layout_in_one_line():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_sampling_layout.py"),
+                           "--layouts", "IMPALA:4by2:sync"], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [
+        "bench_sampling_layout: layout 'IMPALA:4by2:sync' is not ALGORITHM:RUNNERSxENVS:MODE "
+        "(e.g. IMPALA:4x16:async)"]
