@@ -17,7 +17,13 @@ on a fresh local Ray (2 CPUs), libraries imported first as in a trial
 - ``first iteration``: the first ``train()`` call (sampling, replay warm-up, updates; at least
   the config's ``min_time_s_per_iteration``);
 - ``first env step``: seconds from the end of ``build_algo()`` to the end of the first
-  ``train()`` whose result counts an env step (iterations of 0.25 s; 30 s at most).
+  ``train()`` whose result counts an env step (iterations of 0.25 s; 30 s at most);
+- ``warm build_algo``: the build of a warm trial (:mod:`sweeps.engine.warm`): the same
+  config's Algorithm built again on the env runner processes the previous build parked.
+
+``--env-runners N`` builds every algorithm with N env runners (default 1); Ray's logical CPUs
+are raised to the request (N + 1), so N above the cores measures an oversubscribed start-up,
+as a user asking for it gets.
 
 ``--rllib-state-server`` builds IMPALA and APPO with RLlib's default pull-based weight sync
 (``use_env_runner_state_server=True``, :func:`sweeps.engine.algorithms.impala.without_state_server`
@@ -45,10 +51,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 ENV = "ContosoCabs-v0"
 PARTS = ("bare actor", "env runners", "learner", "replay buffer", "weight sync", "other",
-         "build_algo", "first iteration", "first env step")
+         "build_algo", "first iteration", "first env step", "warm build_algo")
 
 
-def child(algorithm: str, state_server: bool = False) -> dict:
+def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> dict:
     """One measurement, in this (fresh) process."""
     import ray
 
@@ -74,7 +80,8 @@ def child(algorithm: str, state_server: bool = False) -> dict:
 
         setattr(cls, name, wrapper)
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=max(2, env_runners + 1), include_dashboard=False,
+             log_to_driver=False)
     try:
         @ray.remote(num_cpus=0)
         class Empty:
@@ -86,7 +93,8 @@ def child(algorithm: str, state_server: bool = False) -> dict:
         ray.get(actor.ping.remote())
         spent["bare actor"] = time.perf_counter() - t0
         ray.kill(actor)
-        config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0}, ENV)
+        config = build_config({"algorithm": algorithm, "num_env_runners": env_runners,
+                               "seed": 0}, ENV)
         config.debugging(log_level="ERROR")
         if state_server and hasattr(config, "use_env_runner_state_server"):
             config.env_runners(use_env_runner_state_server=True)
@@ -114,8 +122,16 @@ def child(algorithm: str, state_server: bool = False) -> dict:
             if extract_metrics(algorithm, algo.train())["env_steps"] > 0:
                 break
         first_step = time.perf_counter() - t0
+        from sweeps.engine import warm
+
+        warm.park_or_stop(algo, config, startup_s=spent["build_algo"])
+        t0 = time.perf_counter()
+        algo, start, _ = warm.build(config)
+        warm_build = time.perf_counter() - t0
+        if start != "warm":
+            raise RuntimeError(f"the third build was {start}, not warm")
         algo.stop()
-        spent.update(parts, **{"first env step": first_step})
+        spent.update(parts, **{"first env step": first_step, "warm build_algo": warm_build})
     finally:
         ray.shutdown()
     return spent
@@ -127,12 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--rllib-state-server", action="store_true",
                    help="IMPALA/APPO with RLlib's default EnvRunnerStateServer")
+    p.add_argument("--env-runners", type=int, default=1, help="env runners per Algorithm")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--out", help="JSON to write (default benchmarks/results/bench_startup.json, "
                                  "bench_startup_state_server.json with --rllib-state-server)")
     args = p.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.rllib_state_server)))
+        print(json.dumps(child(args.child, args.rllib_state_server, args.env_runners)))
         return 0
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     runs: dict[str, list[dict]] = {a: [] for a in algorithms}
@@ -140,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         for a in algorithms if rep % 2 == 0 else reversed(algorithms):
             proc = subprocess.run(
                 [sys.executable, str(Path(__file__).resolve()), "--child", a,
+                 "--env-runners", str(args.env_runners),
                  *(["--rllib-state-server"] if args.rllib_state_server else [])],
                 cwd=ROOT, capture_output=True, text=True)
             if proc.returncode != 0:
@@ -153,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{part:<18}" + "".join(
             f"{summary[a][part]['median_s']:>8.2f} [{summary[a][part]['min_s']:.2f}-"
             f"{summary[a][part]['max_s']:.2f}]" for a in algorithms))
+    suffix = "" if args.env_runners == 1 else f"_{args.env_runners}_env_runners"
     out = Path(args.out or HERE / "results" / (
-        "bench_startup_state_server.json" if args.rllib_state_server else "bench_startup.json"))
+        f"bench_startup_state_server{suffix}.json" if args.rllib_state_server
+        else f"bench_startup{suffix}.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
                    f"--reps {args.reps}"
+                   + (f" --env-runners {args.env_runners}" if args.env_runners != 1 else "")
                    + (" --rllib-state-server" if args.rllib_state_server else ""),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "runs": runs, "summary": summary}, indent=2))

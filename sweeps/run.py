@@ -91,6 +91,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "as a string), e.g. 'step_latency_ms=30': the same study at another "
                         "env cost; spec.json records the result")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    p.add_argument("--cold", action="store_true",
+                   help="every trial starts its own env runner processes (sets "
+                        "search.warm_trials=False; default: a trial reuses the previous "
+                        "trial's of the same shape)")
     p.add_argument("--allow-changed-spec", action="store_true",
                    help="with --resume: continue even though the sweep file changed (the new "
                         "settings apply to the trials still to run; spec.json keeps what ran)")
@@ -136,6 +140,8 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
         search["num_samples"] = args.num_samples
     if args.seeds is not None:
         search["seeds"] = args.seeds
+    if getattr(args, "cold", False):
+        search["warm_trials"] = False
     if args.budget_s is not None:
         budget["time_s"] = args.budget_s
     try:

@@ -26,7 +26,7 @@ TRIAL_COLUMNS = [
     "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
     "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
     "step_latency_ms", "step_cpu_ms", "peak_rss_mib", "vectorize_mode", "concurrent_envs",
-    "env_restarts", "env_runner_restarts",
+    "env_restarts", "env_runner_restarts", "start", "startup_s", "cold_startup_s",
 ]
 PROGRESS_COLUMNS = [
     "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
@@ -125,6 +125,13 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert (trials.vectorize_mode == "sync").all()
     assert list(trials.concurrent_envs) == [
         1 if t.is_reference else max(1, t.num_env_runners) for t in trials.itertuples()]
+    # start-up recorded per trial; a warm trial's wall times are charged a cold start-up
+    rllib = trials[~trials.is_reference]
+    assert set(trials.start) <= {"cold", "warm"} and (trials[trials.is_reference].start == "cold").all()
+    assert (rllib.startup_s > 0).all() and trials[trials.is_reference].startup_s.isna().all()
+    cold, warm_rows = rllib[rllib.start == "cold"], rllib[rllib.start == "warm"]
+    assert (cold.cold_startup_s == cold.startup_s).all()
+    assert (warm_rows.cold_startup_s > warm_rows.startup_s).all()
     assert set(progress.stage) == {"search", "confirm"}
     stages = progress.groupby("trial_id").stage.agg(set)
     assert all(stages[t] == {s} for t, s in zip(trials.trial_id, trials.stage, strict=True))

@@ -519,6 +519,8 @@ class ResultsRecorder(LiveOnRestore, Callback):
             + (" (confirm)" if row.get("stage") == "confirm" else "") + f"  {outcome}  "
             f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
             + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
+            + (f"  warm: started in {row['startup_s']:.1f} s, charged "
+               f"{row['cold_startup_s']:.1f} s" if row.get("start") == "warm" else "")
             + (f"  env faults: {row['env_restarts']} env restarts, "
                f"{row['env_runner_restarts']} env runner restarts"
                if row.get("env_restarts") or row.get("env_runner_restarts") else ""),
@@ -631,6 +633,10 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         # env faults recovered (sweeps.engine.env_faults): the last iteration's lifetime counts
         "env_restarts": int(progress[-1].get("env_restarts", 0)) if progress else 0,
         "env_runner_restarts": int(progress[-1].get("env_runner_restarts", 0)) if progress else 0,
+        # warm trials (sweeps.engine.warm): how the trial started and what start-up cost it
+        "start": str(last.get("start") or "cold"),
+        "startup_s": float(last.get("startup_s", nan)),
+        "cold_startup_s": float(last.get("cold_startup_s", nan)),
     }
     row["concurrent_envs"] = int(last.get("concurrent_envs") or concurrent_envs(
         max(row["num_env_runners"], 0), row["num_envs_per_env_runner"], row["vectorize_mode"],

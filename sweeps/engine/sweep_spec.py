@@ -311,6 +311,11 @@ class Search(_Strict):
         description="adaptive capping of trials that can no longer be the fastest; None: off")
     confirm: Confirm | None = Field(
         None, description="after the search, confirm its best configurations on fresh seeds")
+    warm_trials: bool = Field(
+        True, description="a trial may reuse the env runner processes of the previous trial of "
+        "its shape (algorithm, env runners and their resources) on its actor, everything they "
+        "hold re-made from the new trial's config; its time-to-target is charged its shape's "
+        "cold start-up. False (or --cold): every trial starts its processes")
 
     @property
     def search_seeds(self) -> list[int]:

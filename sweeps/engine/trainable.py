@@ -59,6 +59,8 @@ class TrialSetup:
         stall_iterations: iterations without progress that make a trial stalled
             (:class:`sweeps.engine.sweep_spec.Stall`), or None: never stalled.
         stall_min_time_s: ... spanning at least this many seconds.
+        warm_trials: a trial may reuse the env runner processes of the previous trial of
+            its shape on its actor (:mod:`sweeps.engine.warm`); False: every trial cold.
     """
 
     env: str
@@ -79,6 +81,7 @@ class TrialSetup:
     quiet: bool = True
     stall_iterations: int | None = None
     stall_min_time_s: float = 30.0
+    warm_trials: bool = True
 
     @classmethod
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
@@ -100,7 +103,8 @@ class TrialSetup:
                    allow_oversubscription=sweep.allow_oversubscription,
                    placement_strategy=sweep.placement_strategy, quiet=quiet,
                    stall_iterations=sweep.stall.iterations if sweep.stall else None,
-                   stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0)
+                   stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0,
+                   warm_trials=sweep.search.warm_trials)
 
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
@@ -561,11 +565,20 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         evaluator = trial_evaluator(setup.env, dict(setup.env_config),
                                     episodes=setup.evaluation_episodes,
                                     seed=setup.evaluation_seed)
+    from sweeps.engine import warm
+
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     cpu_start = time.process_time()
-    algo = algo_config.build_algo()
-    built = time.perf_counter() - start
+    algo, start_kind, charged = warm.build(algo_config, enabled=setup.warm_trials)
+    built_at = time.perf_counter()
+    startup_s = built_at - start
+    # a warm trial is charged its shape's cold start-up (sweeps.engine.warm): its wall times
+    # are those of a cold trial, what a user pays on a fresh cluster
+    start = warm.clock_start(start, built_at, charged)
+    built = built_at - start
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(), wall=built)
+    reporter.fixed.update(start=start_kind, startup_s=startup_s,
+                          cold_startup_s=charged if charged is not None else startup_s)
     stall = None
     if setup.stall_iterations:
         from envs.latency import split_step_cost
@@ -650,7 +663,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             if measure({**m, "result": result}, stalled):
                 break
     finally:
-        algo.stop()
+        warm.park_or_stop(algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials)
 
 
 def env_runner_restarts(algo) -> int:

@@ -80,6 +80,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "nodes_used": "str", "ttt_resolution_s": "float", "stage": "str",
     "vectorize_mode": "str", "concurrent_envs": "int",
     "env_restarts": "int", "env_runner_restarts": "int",
+    "start": "str", "startup_s": "float", "cold_startup_s": "float",
 }
 
 #: Columns without which no analysis is possible.
@@ -125,6 +126,10 @@ TRIAL_DEFAULTS: dict[str, Any] = {
     # runs recorded before env faults were counted: an env that raised ended its trial
     "env_restarts": 0,
     "env_runner_restarts": 0,
+    # runs recorded before warm trials: every trial started its own processes
+    "start": "cold",
+    "startup_s": np.nan,
+    "cold_startup_s": np.nan,
 }
 
 #: progress.parquet: column → dtype kind, one row per trial per training iteration.
