@@ -44,7 +44,8 @@ __all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even
            "step_cost_ms", "held_out_rows", "HELD_OUT_HEADERS", "held_out_table_rows",
            "held_out_verdict", "break_even_headers", "break_even_table_rows",
            "break_even_words", "cost_kind", "predict_interval", "limiting_part", "PART_NAMES",
-           "plan_at_cost", "run_table"]
+           "plan_at_cost", "run_table", "break_even_interval", "fmt_break_even_ms", "shared_seeds",
+           "shared_seed_note"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,80 @@ def break_even_s(p: Parts, ref: Parts) -> float:
     return max(numerator / denominator, 0.0)
 
 
+def _resampled_parts(p: Parts, rng: np.random.Generator) -> Parts | None:
+    """``p`` re-estimated from its seeds drawn with replacement (medians of start-up and rate,
+    median env steps of the seeds that reached the target); None where no drawn seed
+    reached it."""
+    ok = [t for t in p.trials if math.isfinite(t[0]) and math.isfinite(t[1]) and t[1] > 0]
+    k = rng.integers(0, len(ok), size=len(ok))
+    drawn = [ok[i] for i in k]
+    steps = [t[2] for t in drawn if t[3]]
+    if not steps:
+        return None
+    startup = float(np.median([t[0] for t in drawn]))
+    rate = float(np.median([t[1] for t in drawn]))
+    return Parts(p.algorithm, p.num_env_runners, p.lanes, startup, float(np.median(steps)),
+                 p.lanes / rate - p.run_cost_s, p.ttt_s, p.run_cost_s)
+
+
+def break_even_interval(p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: int = 0,
+                        confidence: float = 0.95) -> tuple[float, float]:
+    """A seed-level percentile-bootstrap interval (seconds per env step) of
+    :func:`break_even_s`: each resample draws the configuration's seeds and the reference's
+    seeds with replacement, independently, and recomputes both sets of parts (as
+    :func:`predict_interval` does) and the break-even cost; a resample where the
+    configuration never breaks even, or where none of its drawn seeds reached the target,
+    counts as ``inf`` (never). ``(nan, nan)`` when either side has fewer than two seeds with
+    parts. Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), ch. 13."""
+    def usable(q: Parts) -> int:
+        return sum(1 for t in q.trials if math.isfinite(t[0]) and math.isfinite(t[1])
+                   and t[1] > 0)
+
+    if usable(p) < 2 or usable(ref) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples)
+    for i in range(n_resamples):
+        q, r = _resampled_parts(p, rng), _resampled_parts(ref, rng)
+        out[i] = math.inf if q is None or r is None else break_even_s(q, r)
+    a = (1.0 - confidence) / 2.0
+    return (float(np.quantile(out, a, method="inverted_cdf")),
+            float(np.quantile(out, 1.0 - a, method="inverted_cdf")))
+
+
+def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan,
+                      high_ms: float = math.nan) -> str:
+    """A break-even cost with its interval, as every table prints it: ``"42.0 [35.1, 60.2]"``,
+    ``"93.4 [31.0, never]"``, ``"never"``; the point alone where the interval is NaN."""
+    def one(x: float) -> str:
+        return "never" if x == math.inf else f"{x:.1f}"
+
+    if not math.isfinite(low_ms) and not (low_ms == math.inf):
+        return one(point_ms)
+    if point_ms == math.inf and low_ms == math.inf:
+        return "never"
+    return f"{one(point_ms)} [{one(low_ms)}, {one(high_ms)}]"
+
+
+def shared_seeds(fit: Study, held: Study) -> list[int]:
+    """The seeds ``held`` shares with ``fit`` (sorted; the references' included): a held-out
+    check on them is not on fresh seeds."""
+    def seeds(data: Study) -> set[int]:
+        return {int(x) for x in pd.to_numeric(data.tm["seed"], errors="coerce").dropna()}
+
+    return sorted(seeds(fit) & seeds(held))
+
+
+def shared_seed_note(fit: Study, held: list[Study]) -> str:
+    """One sentence naming the held-out runs that share seeds with ``fit`` ("" when none do),
+    for every table of held-out cells."""
+    shared = sorted({s for h in held for s in shared_seeds(fit, h)})
+    if not shared:
+        return ""
+    return (f"Not on fresh seeds: the held-out runs share seeds {', '.join(map(str, shared))} "
+            "with the fit run, so these cells check the model on seeds it was fitted on.")
+
+
 def step_cost_ms(data: Study) -> float:
     """The run's env cost per step in milliseconds: the median over its trials of
     ``step_cpu_ms + step_latency_ms`` as recorded (0 for a run without either)."""
@@ -186,17 +261,22 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
 def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
     """One row per configuration with measured parts: ``algorithm, num_env_runners,
     startup_s, steps, overhead_ms, ttt_s`` (measured), ``break_even_ms`` (``inf``: never;
-    NaN without a reference) and, for each cost ``c`` in ``costs_ms``, ``ttt_at_<c>ms`` (the
-    predicted TTT, seconds); the reference first (its own ``break_even_ms`` NaN)."""
+    NaN without a reference) with ``break_even_low_ms, break_even_high_ms`` (its 95 %
+    seed-level bootstrap interval, :func:`break_even_interval`; NaN with fewer than two seeds)
+    and, for each cost ``c`` in ``costs_ms``, ``ttt_at_<c>ms`` (the predicted TTT, seconds);
+    the reference first (its own break-even NaN)."""
     ref, parts = measured_parts(data)
     rows = []
     for p in ([ref] if ref is not None else []) + parts:
         is_ref = p is ref
+        low, high = ((math.nan, math.nan) if is_ref or ref is None
+                     else break_even_interval(p, ref))
         row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
                "reference": is_ref, "startup_s": p.startup_s, "steps": p.steps,
                "overhead_ms": p.overhead_s * 1000.0, "ttt_s": p.ttt_s,
                "break_even_ms": (math.nan if is_ref or ref is None
-                                 else break_even_s(p, ref) * 1000.0)}
+                                 else break_even_s(p, ref) * 1000.0),
+               "break_even_low_ms": low * 1000.0, "break_even_high_ms": high * 1000.0}
         for c in costs_ms:
             row[f"ttt_at_{c:g}ms"] = predict_ttt(p, c / 1000.0)
         rows.append(row)
@@ -206,7 +286,7 @@ def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
 def break_even_headers(costs_ms: list[float]) -> list[str]:
     """Column headers of :func:`break_even_table_rows` for predictions at ``costs_ms``."""
     return ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
-            "measured TTT", "break-even (ms/step)",
+            "measured TTT", "break-even (ms/step) [95% CI]",
             *(f"predicted TTT at {c:g} ms" for c in costs_ms)]
 
 
@@ -220,8 +300,9 @@ def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[lis
             f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
             + (" (reference)" if r["reference"] else ""),
             f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
-            fmt_s(r["ttt_s"]), "-" if r["reference"] else "never" if be == math.inf
-            else f"{be:.1f}", *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs_ms)])
+            fmt_s(r["ttt_s"]), "-" if r["reference"] else fmt_break_even_ms(
+                be, r.get("break_even_low_ms", math.nan), r.get("break_even_high_ms", math.nan)),
+            *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs_ms)])
     return out
 
 
@@ -243,9 +324,15 @@ def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
         return (f"On this machine, with {kind} envs, no configuration measured is predicted to "
                 "beat one process at any env cost.")
     first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
+    low, high = (float(first.get("break_even_low_ms", math.nan)),
+                 float(first.get("break_even_high_ms", math.nan)))
+    interval = ""
+    if not math.isnan(low) and not math.isnan(high):
+        interval = (f" (95 % interval {low:.0f} to "
+                    + ("never" if high == math.inf else f"{high:.0f} ms") + ")")
     return (f"On this machine, with {kind} envs, {first['algorithm']} with "
             f"{int(first['num_env_runners'])} env runners is predicted to beat one process "
-            f"from ~{first['break_even_ms']:.0f} ms per env step.")
+            f"from ~{first['break_even_ms']:.0f} ms per env step{interval}.")
 
 
 def run_table(data: Study) -> tuple[list[str], list[list[str]], str] | None:

@@ -206,14 +206,16 @@ def _break_even_check(data: Study, held: list[Study]) -> str:
         held_out_rows,
         held_out_table_rows,
         held_out_verdict,
+        shared_seed_note,
     )
 
     rows = held_out_rows(data, held)
     if rows.empty:
         return held_out_verdict(rows)
+    note = shared_seed_note(data, held)
     return (md_table(HELD_OUT_HEADERS, held_out_table_rows(rows), right=(0, 2, 3, 5, 6))
             + "\n\n"
-            + held_out_verdict(rows, cost_kind(data)))
+            + held_out_verdict(rows, cost_kind(data)) + (f"\n\n{note}" if note else ""))
 
 
 def _transfer_check(data: Study, measured: list[Study]) -> str:

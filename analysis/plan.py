@@ -194,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
                         "(sweeps.run FILE --env-config step_latency_ms=C); each "
                         "configuration's TTT there is predicted from this run's parts and "
                         "compared with what was measured")
+    p.add_argument("--allow-shared-seeds", action="store_true",
+                   help="with --held-out: check the model on held-out runs that share seeds "
+                        "with this run (refused by default: a model is checked on seeds it "
+                        "was not fitted on); the table says so")
     p.add_argument("--transfer", action="store_true",
                    help="instead of a plan: predict another machine from the run's measured "
                         "parts (CPU per env step, start-up, env steps to the target) and the "
@@ -255,6 +259,20 @@ def main(argv: list[str] | None = None) -> int:
         if held_dirs and not args.break_even:
             raise ValueError("--held-out: only with --break-even")
         held = [load_results(d) for d in held_dirs]
+        if args.allow_shared_seeds and not held:
+            raise ValueError("--allow-shared-seeds: only with --held-out")
+        shared = {}
+        if held:
+            fit_seeds = _run_seeds(load_results(args.results_dir))
+            shared = {d: sorted(fit_seeds & _run_seeds(h)) for d, h in zip(held_dirs, held)}
+            shared = {d: seeds for d, seeds in shared.items() if seeds}
+            if shared and not args.allow_shared_seeds:
+                d, seeds = next(iter(shared.items()))
+                raise ValueError(
+                    f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
+                    f"{args.results_dir}, the run the model is fitted on; a held-out check "
+                    "needs seeds the fit did not use (re-run it with --seeds/first_seed "
+                    "beyond the fit's, or pass --allow-shared-seeds to check anyway)")
         transfer_opts = [("--cores", args.cores), ("--source-cores", args.source_cores),
                          ("--check", args.check)]
         if not args.transfer:
@@ -288,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"{prog}: error: {exc}\n")
             return EXIT_BAD_INPUT
     if args.break_even:
-        return _break_even_main(res, args.target, costs, console, held, deadline, vms)
+        return _break_even_main(res, args.target, costs, console, held, deadline, vms,
+                                shared_seeds=shared)
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -342,8 +361,14 @@ def _parse_costs(text: str) -> list[float]:
     return costs
 
 
+def _run_seeds(res) -> set[int]:
+    """The seeds of a run's trials (the reference's included)."""
+    return {int(x) for x in res.trials["seed"].dropna()}
+
+
 def _break_even_main(res, target, costs: list[float], console, held: list | None = None,
-                     deadline_s: float | None = None, vms: list | None = None) -> int:
+                     deadline_s: float | None = None, vms: list | None = None,
+                     shared_seeds: dict[str, list[int]] | None = None) -> int:
     """``--break-even``: the measured parts, the break-even env cost per configuration and
     the predicted TTT at each of ``costs`` (ms per env step), then at each cost the plan
     read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``,
@@ -382,6 +407,11 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
             console.print(f"- {line}", highlight=False, soft_wrap=True)
     if held:
         _print_held_out(fit, [analyse(h, target) for h in held], console)
+        for d, seeds in (shared_seeds or {}).items():
+            console.print(f"[yellow]Not on fresh seeds: {d} shares seeds "
+                          f"{', '.join(map(str, seeds))} with the fit run, so its cells check "
+                          "the model on seeds it was fitted on (--allow-shared-seeds).[/yellow]",
+                          soft_wrap=True)
     return 0
 
 

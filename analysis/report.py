@@ -670,6 +670,7 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
         held_out_table_rows,
         held_out_verdict,
         run_table,
+        shared_seed_note,
     )
 
     table = run_table(data)
@@ -688,6 +689,9 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
         if len(checked):
             out.append(_table(HELD_OUT_HEADERS, held_out_table_rows(checked), left=(1,)))
         out.append(f"<p>{_esc(held_out_verdict(checked, cost_kind(data)))}</p>")
+        note = shared_seed_note(data, held)
+        if note:
+            out.append(f'<p class="note">{_esc(note)}</p>')
     return "".join(out)
 
 

@@ -116,17 +116,27 @@ def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
 
 
 def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost(plan):
+    # the 30 and 60 ms runs reuse the fit run's seeds 0-2: refused in one line, exit 2
+    refused = plan(str(FIT_4MS), "--break-even", "--held-out", f"{HELD_30MS},{HELD_60MS}")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "shares seeds 0, 1, 2 with" in refused.stderr
+    assert "--allow-shared-seeds" in refused.stderr
     proc = plan(str(FIT_4MS), "--break-even", "--held-out", f"{HELD_30MS},{HELD_60MS}",
+                "--allow-shared-seeds",
                 "--env-cost-ms", "60", "--deadline", "100s", "--vm", "Standard_D4s_v5")
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
+    assert out.count("Not on fresh seeds:") == 2 and "shares seeds 0, 1, 2 with the fit run" in out
     assert "Held-out env costs" in out and "predicted to beat one process from ~42 ms" in out
+    assert "42.3" in out and "[34.8," in out  # the break-even, its bootstrap interval
     assert "limited by" in out and "Answer at 60 ms per env step (fewest CPUs within" in out
     # each configuration's VMs: 2 CPUs fit one 4-vCPU VM, and a run costs its TTT's share of
     # an hour at the catalogue's price
     assert out.count("(1 x Standard_D4s_v5, $") == 3
     bad = plan(str(FIT_4MS), "--held-out", str(HELD_30MS))
     assert bad.returncode == 2 and "--held-out: only with --break-even" in bad.stderr
+    bad = plan(str(FIT_4MS), "--break-even", "--allow-shared-seeds")
+    assert bad.returncode == 2 and "--allow-shared-seeds: only with --held-out" in bad.stderr
 
 
 def test_the_report_checks_the_held_out_costs(tmp_path):
@@ -137,3 +147,27 @@ def test_the_report_checks_the_held_out_costs(tmp_path):
     assert "Break-even env cost" in page and "Break-even checked at other env costs" in page
     # one row per held-out cell: the reference, 8 and 16 env runners at each cost
     assert page.count('<td class="">30</td>') == page.count('<td class="">60</td>') == 3
+
+
+def test_the_break_even_interval_resamples_both_sides_and_says_never():
+    from analysis.break_even import break_even_interval, fmt_break_even_ms
+
+    ref = Parts("R", 0, 1, 0.0, 1000.0, 0.001, math.nan, 0.0,
+                tuple((0.0, 1000.0, s, True) for s in (900.0, 1000.0, 1100.0)))
+    # 8 lanes, 10 s start-up: breaks even at (10 - 0 + S o / 8 - 1) / (1000 - S / 8) s
+    fast = Parts("X", 8, 8, 10.0, 4000.0, 0.002, math.nan, 0.0,
+                 tuple((st, 8 / 0.002, s, True) for st, s in ((9.0, 3800.0), (10.0, 4000.0),
+                                                               (11.0, 4200.0))))
+    point = break_even_s(fast, ref)
+    low, high = break_even_interval(fast, ref)
+    assert low <= point <= high and math.isfinite(high)
+    # a configuration that needs too many env steps per lane never breaks even
+    slow = Parts("Y", 2, 2, 5.0, 4000.0, 0.002, math.nan, 0.0,
+                 tuple((5.0, 1000.0, 4000.0, True) for _ in range(3)))
+    assert break_even_interval(slow, ref) == (math.inf, math.inf)
+    assert fmt_break_even_ms(math.inf, math.inf, math.inf) == "never"
+    assert fmt_break_even_ms(93.4, 31.06, math.inf) == "93.4 [31.1, never]"
+    assert fmt_break_even_ms(42.3) == "42.3"
+    # fewer than two seeds: no interval
+    one = Parts("Z", 8, 8, 10.0, 4000.0, 0.002, math.nan, 0.0, ((10.0, 4000.0, 4000.0, True),))
+    assert all(math.isnan(x) for x in break_even_interval(one, ref))
