@@ -2,8 +2,9 @@
 configuration beat the single-process reference?
 
 A pipeline model of time-to-target, read from one run's measured parts (docs/design.md,
-*break-even*). A configuration with ``L`` sampling lanes (its env runners; 1 for the
-reference and for a trial that samples in its own process) that needs ``S`` env steps to the
+*break-even*). A configuration with ``L`` sampling lanes (its concurrent envs: its env
+runners when they step their envs in turn, env runners x envs per env runner when async; 1
+for the reference and for a trial that samples in its own process) that needs ``S`` env steps to the
 target and starts in ``s`` seconds reaches it, when each env step costs ``c`` seconds, at
 
     TTT(c) = s + S * (o + c) / L
@@ -54,7 +55,9 @@ class Parts:
 
     Attributes:
         algorithm, num_env_runners: the configuration (the reference: 0 env runners).
-        lanes: env steps sampled in parallel (its env runners, at least 1).
+        lanes: env steps that can wait at once, its concurrent envs (docs/design.md,
+            *sampling layout*): its env runners (at least 1) when sync, env runners x envs
+            per env runner when async.
         startup_s: seconds before its env steps start (median over seeds).
         steps: env steps to the target (median over the seeds that reached it).
         overhead_s: seconds one lane spends per env step besides the env cost.
@@ -75,6 +78,21 @@ class Parts:
     run_cost_s: float = 0.0
     trials: tuple[tuple[float, float, float, bool], ...] = ()
     config_id: str = ""
+    envs_per_env_runner: int = 1
+    vectorize_mode: str = "sync"
+
+    @property
+    def layout(self) -> str:
+        """What its name adds to ``"<algorithm>, <N> env runner(s)"``: ``" x 32 async envs"``
+        for an async layout, ``""`` for a sync one."""
+        return (f" x {self.envs_per_env_runner} async envs" if self.vectorize_mode == "async"
+                else "")
+
+    @property
+    def layout_words(self) -> str:
+        """The whole sampling layout in words: ``"2 env runner(s) x 32 envs each, async"``."""
+        return (f"{self.num_env_runners} env runner(s) x {self.envs_per_env_runner} env(s) "
+                f"each, {self.vectorize_mode}")
 
 
 def predict_ttt(p: Parts, cost_s: float) -> float:
@@ -151,7 +169,8 @@ def _resampled_parts(p: Parts, rng: np.random.Generator) -> Parts | None:
     startup = float(np.median([t[0] for t in drawn]))
     rate = float(np.median([t[1] for t in drawn]))
     return Parts(p.algorithm, p.num_env_runners, p.lanes, startup, float(np.median(steps)),
-                 p.lanes / rate - p.run_cost_s, p.ttt_s, p.run_cost_s)
+                 p.lanes / rate - p.run_cost_s, p.ttt_s, p.run_cost_s,
+                 envs_per_env_runner=p.envs_per_env_runner, vectorize_mode=p.vectorize_mode)
 
 
 def break_even_interval(p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: int = 0,
@@ -239,7 +258,10 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
     def parts_of(row: pd.Series) -> Parts | None:
         g = t[t["config_id"] == row["config_id"]]
         reached = g[g["reached"]]
-        lanes = max(int(row["num_env_runners"]), 1)
+        mode = str(row.get("vectorize_mode") or "sync")
+        envs = int(row.get("num_envs_per_env_runner") or 1)
+        lanes = (max(int(row["num_env_runners"]), 1) * envs if mode == "async"
+                 else max(int(row["num_env_runners"]), 1))
         rate, startup = finite_median(g["rate"]), finite_median(g["startup_s"])
         steps = finite_median(reached["steps_to_target"])
         ttt = float(row["ttt_s"])
@@ -248,14 +270,23 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
         trials = tuple((float(a), float(b), float(c), bool(d)) for a, b, c, d in zip(
             g["startup_s"], g["rate"], g["steps_to_target"], g["reached"], strict=True))
         return Parts(str(row["algorithm"]), int(row["num_env_runners"]), lanes, startup, steps,
-                     lanes / rate - cost_s, ttt, cost_s, trials, str(row["config_id"]))
+                     lanes / rate - cost_s, ttt, cost_s, trials, str(row["config_id"]),
+                     envs, mode)
 
     s = data.summary
     ref_rows = s[s["is_reference"]]
     ref = parts_of(ref_rows.iloc[0]) if len(ref_rows) else None
-    best = best_configs(s[~s["is_reference"]], ("algorithm", "num_env_runners"))
+    best = best_configs(s[~s["is_reference"]], _layout_keys(s))
     found = [p for _, row in best.iterrows() if (p := parts_of(row)) is not None]
-    return ref, sorted(found, key=lambda p: (p.algorithm, p.num_env_runners))
+    return ref, sorted(found, key=lambda p: (p.algorithm, p.num_env_runners, p.vectorize_mode))
+
+
+def _layout_keys(summary: pd.DataFrame) -> tuple[str, ...]:
+    """The columns one configuration of the break-even model is the best of: algorithm, env
+    runners and, where the run recorded it, the vectorize mode (sync and async layouts of one
+    env runner count are different configurations)."""
+    keys = ("algorithm", "num_env_runners")
+    return keys + ("vectorize_mode",) if "vectorize_mode" in summary else keys
 
 
 def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
@@ -272,7 +303,7 @@ def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
         low, high = ((math.nan, math.nan) if is_ref or ref is None
                      else break_even_interval(p, ref))
         row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
-               "reference": is_ref, "startup_s": p.startup_s, "steps": p.steps,
+               "layout": p.layout, "reference": is_ref, "startup_s": p.startup_s, "steps": p.steps,
                "overhead_ms": p.overhead_s * 1000.0, "ttt_s": p.ttt_s,
                "break_even_ms": (math.nan if is_ref or ref is None
                                  else break_even_s(p, ref) * 1000.0),
@@ -297,7 +328,7 @@ def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[lis
     for _, r in rows.iterrows():
         be = r["break_even_ms"]
         out.append([
-            f"{r['algorithm']}, {r['num_env_runners']} env runner(s)"
+            f"{r['algorithm']}, {r['num_env_runners']} env runner(s){r.get('layout', '')}"
             + (" (reference)" if r["reference"] else ""),
             f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
             fmt_s(r["ttt_s"]), "-" if r["reference"] else fmt_break_even_ms(
@@ -331,7 +362,8 @@ def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
         interval = (f" (95 % interval {low:.0f} to "
                     + ("never" if high == math.inf else f"{high:.0f} ms") + ")")
     return (f"On this machine, with {kind} envs, {first['algorithm']} with "
-            f"{int(first['num_env_runners'])} env runners is predicted to beat one process "
+            f"{int(first['num_env_runners'])} env runners{first.get('layout', '') or ''} is "
+            "predicted to beat one process "
             f"from ~{first['break_even_ms']:.0f} ms per env step{interval}.")
 
 
@@ -386,20 +418,22 @@ def held_out_rows(fit: Study, held_out: list[Study]) -> pd.DataFrame:
         sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
         refs = s[s["is_reference"]]
         measured = {("reference", 0): refs.iloc[0]} if len(refs) else {}
-        best = best_configs(s[~s["is_reference"]], ("algorithm", "num_env_runners"))
-        measured.update({(str(r["algorithm"]), int(r["num_env_runners"])): r
+        best = best_configs(s[~s["is_reference"]], _layout_keys(s))
+        measured.update({(str(r["algorithm"]), int(r["num_env_runners"]),
+                          str(r.get("vectorize_mode") or "sync")): r
                          for _, r in best.iterrows()})
         ref_ttt = predict_ttt(ref, cost_ms / 1000.0)
         for p in [ref] + parts:
             is_ref = p is ref
-            m = measured.get(("reference", 0) if is_ref else (p.algorithm, p.num_env_runners))
+            m = measured.get(("reference", 0) if is_ref
+                             else (p.algorithm, p.num_env_runners, p.vectorize_mode))
             if m is None:
                 continue
             predicted = predict_ttt(p, cost_ms / 1000.0)
             ttt = float(m["ttt_s"])
             row = {"env_cost_ms": cost_ms, "algorithm": p.algorithm,
-                   "num_env_runners": p.num_env_runners, "reference": is_ref,
-                   "predicted_ttt_s": predicted, "ttt_s": ttt,
+                   "num_env_runners": p.num_env_runners, "layout": p.layout,
+                   "reference": is_ref, "predicted_ttt_s": predicted, "ttt_s": ttt,
                    "ttt_low_s": float(m["ttt_low_s"]), "ttt_high_s": float(m["ttt_high_s"]),
                    "n_reached": int(m["n_reached"]),
                    "n": int(m["n_reached"] + m["n_censored"]),
@@ -431,7 +465,7 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     out = []
     for _, r in rows.iterrows():
         name = (f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
-                + (" (reference)" if r["reference"] else ""))
+                + str(r.get("layout", "") or "") + (" (reference)" if r["reference"] else ""))
         ttt = (f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
                if math.isfinite(r["ttt_s"]) else f"> budget ({r['n_reached']}/{r['n']} reached)")
         err = f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a"
@@ -499,7 +533,7 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
         lo, hi = predict_interval(p, c)
         part, share = limiting_part(p, c)
         name = (f"{p.algorithm} (single-process reference)" if p is ref
-                else f"{p.algorithm} with {p.num_env_runners} env runner(s)")
+                else f"{p.algorithm} with {p.num_env_runners} env runner(s){p.layout}")
         n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
         line = (f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
                 + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
@@ -508,9 +542,9 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
         if p is not ref and ref is not None:
             line += (f"; absolute speedup {ref_ttt / t:.2f}x; it needs {p.steps / ref.steps:.1f}x "
                      f"the reference's env steps ({p.steps / p.lanes / ref.steps:.2f}x per "
-                     "env runner)")
+                     "concurrent env)")
         lines.append(line)
-        options.append((t, n_cpu, name, p is ref))
+        options.append((t, n_cpu, name, p is ref, p, lo, hi, part, share))
     ok = [o for o in options if deadline_s is None or o[0] <= deadline_s]
     if not ok:
         lines.append(f"Answer: nothing is predicted to reach the target within "
@@ -526,8 +560,11 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
     verdict = ("it is one process" if pick[3] else
                "it beats one process" if ref is not None and pick[0] < ref_ttt
                else "one process is faster" if ref is not None else "no reference measured")
-    lines.append(f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}, predicted "
-                 f"{fmt_s(pick[0])}; {verdict}.")
+    p, lo, hi, part, share = pick[4:]
+    layout = "" if pick[3] else f" ({p.layout_words})"
+    lines.append(f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}{layout}, predicted "
+                 f"{fmt_s(pick[0])} [95% {fmt_s(lo)}, {fmt_s(hi)}], limited by "
+                 f"{PART_NAMES[part]} ({share:.0%} of it); {verdict}.")
     return lines
 
 

@@ -388,7 +388,7 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     fit = analyse(res, target)
     rows = break_even_rows(fit, costs)
     console.print(f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
-                  "steps x (overhead + c) / env runners, from the run's measured parts "
+                  "steps x (overhead + c) / concurrent envs, from the run's measured parts "
                   "(analysis/break_even.py)")
     if rows.empty or not rows["reference"].any():
         console.print("No break-even: the run needs a single-process reference and "

@@ -678,7 +678,7 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
         return ""
     head, cells, words = table
     out = ["<h3>Break-even env cost</h3>",
-           '<p class="note">TTT(c) = start-up + env steps &times; (overhead + c) / env runners, '
+           '<p class="note">TTT(c) = start-up + env steps &times; (overhead + c) / concurrent envs, '
            "from this run's measured parts; above its break-even cost a configuration is "
            "predicted to beat the single-process reference. Reproduce with <code>python -m "
            "analysis.plan RESULTS_DIR --break-even</code>.</p>",

@@ -10,6 +10,9 @@ summed elapsed time, how many trials were capped, and the recommendation the ana
 (:func:`analysis.study.analyse`): the fastest configuration (algorithm, env runners) by median
 time-to-target, the reference verdict and the capacity plan's cheapest run.
 
+``--modes on,cold`` compares warm trials (the default, :mod:`sweeps.engine.warm`) with every
+trial cold (``--cold``), capping on in both.
+
 Issue "Time-to-answer", item 7: the same recommendation in <= 50 % of the wall time before
 the issue's work. ``--before DIR`` adds a third mode, "before": the same sweep file run by
 another checkout (e.g. ``git worktree add DIR 7f1eb6e``, the revision the issue measured, with
@@ -80,12 +83,12 @@ def recommendation(run_dir: Path) -> dict:
 
 
 def run_once(sweep_file: Path, results: Path, mode: str, checkout: Path = ROOT,
-             python: str = sys.executable) -> dict:
+             python: str = sys.executable, extra: tuple[str, ...] = ()) -> dict:
     """One ``sweeps.run`` of ``sweep_file`` into ``results`` by ``checkout``'s code (run with
     ``python``); its wall-clock (seconds) and what this checkout's analysis recommends."""
     t0 = time.perf_counter()
     proc = subprocess.run([python, "-m", "sweeps.run", str(sweep_file), "--results",
-                           str(results), "--no-report"], cwd=checkout, capture_output=True,
+                           str(results), "--no-report", *extra], cwd=checkout, capture_output=True,
                           text=True)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -102,15 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--before", default=None,
                    help="checkout of the revision to compare with (its own .venv); adds mode 'before'")
     p.add_argument("--modes", default=None,
-                   help="comma-separated, from on, off, before (default: on,off, and before "
-                        "with --before)")
+                   help="comma-separated, from on, off, cold, before (default: on,off, and "
+                        "before with --before); cold: capping on, every trial cold (--cold)")
     p.add_argument("--out", default=str(HERE / "results" / "bench_time_to_answer.json"))
     args = p.parse_args(argv)
     sweep_file = (ROOT / args.sweep).resolve()
     modes = (args.modes.split(",") if args.modes else
              ["on", "off"] + (["before"] if args.before else []))
-    if not set(modes) <= {"on", "off", "before"} or len(set(modes)) != len(modes) or len(modes) < 2:
-        p.error(f"--modes {args.modes!r}: two or three distinct modes of on, off, before")
+    if not set(modes) <= {"on", "off", "cold", "before"} or len(set(modes)) != len(modes) \
+            or len(modes) < 2:
+        p.error(f"--modes {args.modes!r}: two or more distinct modes of on, off, cold, before")
     before = Path(args.before).resolve() if args.before else None
     if "before" in modes and (before is None or not (before / ".venv/bin/python").exists()):
         p.error("mode 'before' needs --before DIR: a checkout with its own DIR/.venv")
@@ -127,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             if mode == "before":
                 r = run_once(Path(args.sweep), tmp / f"run{i}", mode, checkout=before,
                              python=str(before / ".venv/bin/python"))
+            elif mode == "cold":
+                r = run_once(sweep_file, tmp / f"run{i}", mode, extra=("--cold",))
             else:
                 r = run_once(sweep_file if mode == "on" else uncapped, tmp / f"run{i}", mode)
             runs.append(r)
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({r['fastest_ttt_s']:.1f} s), cheapest {r['cheapest']}", flush=True)
     walls = {m: [r["wall_s"] for r in runs if r["mode"] == m] for m in modes}
     summary = {f"median_wall_{m}_s": statistics.median(w) for m, w in walls.items()}
-    for a, b in (("on", "off"), ("on", "before")):
+    for a, b in (("on", "off"), ("on", "before"), ("on", "cold")):
         if a not in walls or b not in walls:
             continue
         ratio = summary[f"median_wall_{a}_s"] / summary[f"median_wall_{b}_s"]

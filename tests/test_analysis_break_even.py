@@ -171,3 +171,25 @@ def test_the_break_even_interval_resamples_both_sides_and_says_never():
     # fewer than two seeds: no interval
     one = Parts("Z", 8, 8, 10.0, 4000.0, 0.002, math.nan, 0.0, ((10.0, 4000.0, 4000.0, True),))
     assert all(math.isnan(x) for x in break_even_interval(one, ref))
+
+
+ASYNC_120MS = REPO / "docs" / "data" / "cabs_async_120ms" / "20261127-180442"
+
+
+def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the_plan_names_it(
+        plan):
+    from analysis.break_even import measured_parts
+
+    ref, parts = measured_parts(analyse(load_results(ASYNC_120MS)))
+    by_mode = {p.vectorize_mode: p for p in parts}
+    assert by_mode["async"].lanes == 64 and by_mode["async"].num_env_runners == 2
+    assert by_mode["sync"].lanes == 16 and by_mode["sync"].num_env_runners == 16
+    # with 64 lanes, the async layout's model returns its measured TTT at the run's own cost
+    assert predict_ttt(by_mode["async"], 0.120) == pytest.approx(by_mode["async"].ttt_s,
+                                                                rel=0.05)
+    proc = plan(str(ASYNC_120MS), "--break-even", "--env-cost-ms", "120")
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert ("Answer at 120 ms per env step (fastest): IMPALA with 2 env runner(s) x 32 async "
+            "envs (2 env runner(s) x 32 env(s) each, async), predicted") in out
+    assert "limited by the env's own cost per step" in out and "it beats one process." in out
