@@ -105,27 +105,21 @@ def predict_interval(p: Parts, cost_s: float, *, n_resamples: int = 1000, seed: 
                      confidence: float = 0.95) -> tuple[float, float]:
     """A percentile-bootstrap interval (seconds) of :func:`predict_ttt` at ``cost_s``: each
     resample draws the configuration's seeds with replacement and re-estimates every part
-    (medians of start-up and rate, median env steps of the seeds that reached the target;
-    a resample where none did predicts ``inf``). ``(nan, nan)`` with fewer than two seeds."""
-    ok = [t for t in p.trials if math.isfinite(t[0]) and math.isfinite(t[1]) and t[1] > 0]
-    if len(ok) < 2:
+    (:func:`_resampled_parts`; a resample where no drawn seed reached the target predicts
+    ``inf``). ``(nan, nan)`` with fewer than two seeds."""
+    if _usable_seeds(p) < 2:
         return math.nan, math.nan
-    arr = np.array([t[:3] for t in ok], dtype=float)
-    reached = np.array([t[3] for t in ok], dtype=bool)
     rng = np.random.default_rng(seed)
-    out = np.empty(n_resamples)
-    for i in range(n_resamples):
-        k = rng.integers(0, len(ok), size=len(ok))
-        steps = arr[k][reached[k], 2]
-        if not len(steps):
-            out[i] = math.inf
-            continue
-        startup, rate = np.median(arr[k, 0]), np.median(arr[k, 1])
-        overhead = p.lanes / rate - p.run_cost_s
-        out[i] = startup + np.median(steps) * (overhead + cost_s) / p.lanes
+    out = np.array([math.inf if (q := _resampled_parts(p, rng)) is None
+                    else predict_ttt(q, cost_s) for _ in range(n_resamples)])
     a = (1.0 - confidence) / 2.0
     return (float(np.quantile(out, a, method="inverted_cdf")),
             float(np.quantile(out, 1.0 - a, method="inverted_cdf")))
+
+
+def _usable_seeds(p: Parts) -> int:
+    """Seeds of ``p`` with a finite start-up and a positive rate (what a resample draws)."""
+    return sum(1 for t in p.trials if math.isfinite(t[0]) and math.isfinite(t[1]) and t[1] > 0)
 
 
 #: The parts of a predicted TTT that :func:`limiting_part` names.
@@ -182,11 +176,7 @@ def break_even_interval(p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: 
     configuration never breaks even, or where none of its drawn seeds reached the target,
     counts as ``inf`` (never). ``(nan, nan)`` when either side has fewer than two seeds with
     parts. Efron & Tibshirani, *An Introduction to the Bootstrap* (1993), ch. 13."""
-    def usable(q: Parts) -> int:
-        return sum(1 for t in q.trials if math.isfinite(t[0]) and math.isfinite(t[1])
-                   and t[1] > 0)
-
-    if usable(p) < 2 or usable(ref) < 2:
+    if _usable_seeds(p) < 2 or _usable_seeds(ref) < 2:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
     out = np.empty(n_resamples)
@@ -205,7 +195,7 @@ def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan,
     def one(x: float) -> str:
         return "never" if x == math.inf else f"{x:.1f}"
 
-    if not math.isfinite(low_ms) and not (low_ms == math.inf):
+    if math.isnan(low_ms):
         return one(point_ms)
     if point_ms == math.inf and low_ms == math.inf:
         return "never"
