@@ -316,7 +316,7 @@ def _sampling_layout(bench: dict) -> str:
         runners, envs = (int(x) for x in shape.split("x"))
         if mode == "sync" and r.get("env_steps_per_s_ideal"):
             by_runners.setdefault((algo, runners), []).append((envs, r))
-    for (algo, runners), cells in sorted(by_runners.items()):
+    for (_algo, runners), cells in sorted(by_runners.items()):
         if len(cells) > 1:
             cells.sort(key=lambda c: c[0])
             words += (f". With {runners} sync env runners, "

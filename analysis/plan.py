@@ -261,18 +261,6 @@ def main(argv: list[str] | None = None) -> int:
         held = [load_results(d) for d in held_dirs]
         if args.allow_shared_seeds and not held:
             raise ValueError("--allow-shared-seeds: only with --held-out")
-        shared = {}
-        if held:
-            fit_seeds = _run_seeds(load_results(args.results_dir))
-            shared = {d: sorted(fit_seeds & _run_seeds(h)) for d, h in zip(held_dirs, held)}
-            shared = {d: seeds for d, seeds in shared.items() if seeds}
-            if shared and not args.allow_shared_seeds:
-                d, seeds = next(iter(shared.items()))
-                raise ValueError(
-                    f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
-                    f"{args.results_dir}, the run the model is fitted on; a held-out check "
-                    "needs seeds the fit did not use (re-run it with --seeds/first_seed "
-                    "beyond the fit's, or pass --allow-shared-seeds to check anyway)")
         transfer_opts = [("--cores", args.cores), ("--source-cores", args.source_cores),
                          ("--check", args.check)]
         if not args.transfer:
@@ -293,6 +281,16 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
                              "run's own TTTs)")
         res = load_results(args.results_dir)
+        shared = {d: sorted(_run_seeds(res) & _run_seeds(h))
+                  for d, h in zip(held_dirs, held, strict=True)}
+        shared = {d: seeds for d, seeds in shared.items() if seeds}
+        if shared and not args.allow_shared_seeds:
+            d, seeds = next(iter(shared.items()))
+            raise ValueError(
+                f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
+                f"{args.results_dir}, the run the model is fitted on; a held-out check "
+                "needs seeds the fit did not use (re-run it with --seeds/first_seed "
+                "beyond the fit's, or pass --allow-shared-seeds to check anyway)")
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")

@@ -30,7 +30,6 @@ training target such as "95 % of optimal" means something.
 
 from __future__ import annotations
 
-
 import math
 import numbers
 from collections import OrderedDict
