@@ -24,7 +24,7 @@ are those of a cold trial with that start-up (docs/design.md, *warm trial*).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: Start kinds recorded per trial (``start`` column of trials.parquet).
@@ -36,7 +36,6 @@ class _Parked:
     key: tuple
     handles: list[Any]  # env runner actors, by worker index 1..N
     cold_startup_s: float
-    trials: int = field(default=1)  # trials these processes have served
 
 
 _parked: _Parked | None = None
@@ -138,7 +137,7 @@ def build(algo_config, enabled: bool = True) -> tuple[Any, str, float | None]:
 
 
 # parked records of the Algorithms built warm, until park_or_stop (the cold start-up they
-# are charged and the trials their processes have served travel on)
+# are charged travels on)
 _held: dict[int, _Parked] = {}
 
 
@@ -168,8 +167,7 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
     finally:
         if handles:
             cold = previous.cold_startup_s if previous else startup_s
-            _parked = _Parked(shape_key(algo_config), handles, cold,
-                              (previous.trials + 1) if previous else 1)
+            _parked = _Parked(shape_key(algo_config), handles, cold)
 
 
 def _release(parked: _Parked) -> None:
