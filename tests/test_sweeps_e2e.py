@@ -87,12 +87,14 @@ def only_run_dir(results: Path, name: str) -> Path:
 
 
 def test_tiny_sweep_writes_every_column(tmp_path):
-    """A real sweep with both stages: 2 sampled configurations, the baseline and the reference
-    on the search's seed, then the fastest configuration, the baseline and the reference on a
-    fresh confirmation seed; every column recorded; the evaluation protocol on its own
-    cadence (every 500 env steps)."""
+    """A real sweep with both stages: 3 sampled configurations (every algorithm at every env
+    runner count, the baseline standing for its own), the baseline and the reference on the
+    search's seed, then the fastest configuration and each algorithm's fastest at each env
+    runner count (the search varies num_env_runners: Confirm.per_env_runners is on), the
+    baseline and the reference on a fresh confirmation seed; every column recorded; the
+    evaluation protocol on its own cadence (every 500 env steps)."""
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "tiny", num_samples=2, seeds=1, budget_s=15, reference=True,
+    path = write_sweep(tmp_path, "tiny", num_samples=3, seeds=1, budget_s=15, reference=True,
                        confirm="Confirm(top_k=1, seeds=1)",
                        evaluation="Evaluation(every_env_steps=500)")
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
@@ -109,7 +111,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert all(c in schema.TRIAL_COLUMNS or c.startswith("param_") for c in trials.columns)
     for name in ("trials.parquet", "progress.parquet"):
         assert schema.schema_version(run_dir / name) == schema.SCHEMA_VERSION
-    assert len(trials) == 4 + 3  # (2 configs + baseline + reference) + (1 + 1 + 1) confirmed
+    assert len(trials) == 5 + 5  # (3 configs + baseline + reference), all 3 confirmed + 2
     assert trials.trial_id.is_unique
     # two stages on disjoint seeds, as spec.json lists them; the confirmation ran the
     # search's fastest configuration (by its censored median TTT), the baseline, the reference
@@ -117,8 +119,17 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert spec["seeds"] == {"search": [0], "confirm": [1000]}
     search, confirm = trials[trials.stage == "search"], trials[trials.stage == "confirm"]
     assert list(search.seed.unique()) == [0] and list(confirm.seed.unique()) == [1000]
-    assert schema.confirm_configs(search, 1) == list(
-        confirm[~confirm.is_baseline & ~confirm.is_reference].config_id)
+    confirmed = confirm[~confirm.is_baseline & ~confirm.is_reference]
+    assert set(schema.confirm_configs(search, 1, ("num_env_runners",))) == set(confirmed.config_id)
+    # every algorithm's fastest configuration at every env runner count the search measured
+    cells = {(r.algorithm, r.num_env_runners) for r in search.itertuples() if not r.is_reference}
+    assert cells == {(a, n) for a in ("DQN", "PPO") for n in (0, 1)}
+    sampled = search[~search.is_baseline & ~search.is_reference]
+    for (algo, n), g in sampled.groupby(["algorithm", "num_env_runners"]):
+        fastest = g.groupby("config_id").objective.median().idxmin()
+        assert fastest in set(confirmed.config_id), (algo, n)
+    assert {(r.algorithm, r.num_env_runners) for r in confirm.itertuples()
+            if not r.is_reference} == cells
     assert confirm.is_baseline.sum() == confirm.is_reference.sum() == 1
     # RLlib's default sampling layout: each env runner (the driver when none) steps its envs
     # in turn, one env step waiting at a time; the reference steps one env

@@ -260,7 +260,7 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
     from sweeps.engine.search import expected_trials, sweep_search
 
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=3, seeds=2,
-                                     confirm=Confirm(top_k=2, seeds=3)),
+                                     confirm=Confirm(top_k=2, seeds=3, per_env_runners=False)),
                        baseline={"algorithm": "DQN", "num_env_runners": 1},
                        reference={"algorithm": "SB3-DQN"})
     assert sweep.search.search_seeds == [0, 1] and sweep.search.confirm_seeds == [1000, 1001, 1002]
@@ -297,13 +297,85 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
     assert {c["seed"] for c in confirm} == {1000, 1001, 1002}
     chosen = [c["config_id"] for c in confirm if not (c["is_baseline"] or c["is_reference"])]
     # censored median: config 2 (6 s) before config 0 (7 s); config 1 (median 12 s) is out
-    assert list(dict.fromkeys(chosen)) == [sampled[2], sampled[0]] == search.confirmed
+    assert search.confirmed == [sampled[2], sampled[0]]
+    assert set(chosen) == set(search.confirmed)  # run grouped by shape, not by rank
     assert sum(c["is_reference"] for c in confirm) == sum(c["is_baseline"] for c in confirm) == 3
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
     told = len([t for t in study.trials if t.state.is_finished()])
     for i in range(len(confirm)):
         search.on_trial_complete(f"c{i}", {"objective": 1.0})
     assert len([t for t in study.trials if t.state.is_finished()]) == told == 3
+
+
+def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count(tmp_path):
+    """A search whose space varies num_env_runners confirms, besides its top_k, the fastest
+    configuration of every algorithm at every env runner count (Confirm.per_env_runners is on
+    by default there); the search measures every such cell first, so each has a candidate;
+    the confirmation runs them grouped by algorithm and env runner count."""
+    from sweeps import Confirm
+    from sweeps.engine.record import ResultsRecorder
+    from sweeps.engine.rundir.schema import confirm_configs
+    from sweeps.engine.search import confirm_axes, confirm_cells, expected_trials, sweep_search
+
+    sweep = make_sweep(search=Search(sampler="tpe", num_samples=6, seeds=1,
+                                     confirm=Confirm(top_k=1, seeds=2)),
+                       baseline={"algorithm": "DQN", "num_env_runners": 1},
+                       reference={"algorithm": "SB3-DQN"},
+                       search_space={"num_env_runners": choice([1, 2, 4]),
+                                     "lr": loguniform(1e-4, 1e-3)})
+    assert confirm_axes(sweep) == ("num_env_runners",)
+    assert [(c["algorithm"], c["num_env_runners"]) for c in confirm_cells(sweep)] == [
+        (a, n) for a in ("DQN", "IMPALA") for n in (1, 2, 4)]
+    assert confirm_axes(make_sweep(search=Search(num_samples=3, confirm=Confirm(
+        per_env_runners=False)))) == ()
+    assert confirm_axes(make_sweep(search=Search(num_samples=3))) == ()  # no confirmation
+    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
+                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
+    search, n = sweep_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}", recorder=rec)
+    search.set_search_properties("objective", "min", {})
+    # 6 sampled + baseline + reference, then at most 1 + 6 cells (6 sampled) + 2, x 2 seeds
+    assert search.total_trials == expected_trials(sweep) == 8 + (6 + 2) * 2
+    configs = [search.suggest(f"s{i}") for i in range(8)]
+    sampled = [c for c in configs if not (c["is_baseline"] or c["is_reference"])]
+    # every (algorithm, env runner count) measured once, the baseline's cell by the baseline
+    cells = {(c["algorithm"], c["num_env_runners"]) for c in sampled}
+    assert cells | {("DQN", 1)} == {(a, k) for a in ("DQN", "IMPALA") for k in (1, 2, 4)}
+    for i, c in enumerate(configs):  # faster with more env runners, IMPALA faster than DQN
+        value = 10.0 / max(c["num_env_runners"], 1) + (c["algorithm"] == "DQN")
+        rec.trials.append({**c, "objective": value, "censor_reason": ""})
+        search.on_trial_complete(f"s{i}", {"objective": value})
+    confirm = []
+    while (c := search.suggest(f"c{len(confirm)}")) not in (None, Searcher.FINISHED):
+        confirm.append(c)
+    chosen = [c for c in confirm if not (c["is_baseline"] or c["is_reference"])]
+    # the baseline stands for its own cell; every other cell's fastest is confirmed
+    assert {(c["algorithm"], c["num_env_runners"]) for c in chosen} == cells
+    assert {c["seed"] for c in confirm} == {1000, 1001}
+    assert search.confirmed == confirm_configs(rec.trials, 1, ("num_env_runners",))
+    assert search.confirmed[0] == next(c["config_id"] for c in sampled
+                                       if (c["algorithm"], c["num_env_runners"]) == ("IMPALA", 4))
+    # grouped by shape: the baseline's algorithm first, each count's seeds together
+    order = [(c["algorithm"], c["num_env_runners"]) for c in chosen]
+    assert order == sorted(order, key=lambda x: (x[0] != "DQN", x[0], x[1]))
+
+
+def test_confirm_per_cell_rules_are_checked_before_ray(tmp_path):
+    from sweeps.engine.sweep_file import SpecError, load_sweep
+
+    head = ("from sweeps import Budget, Confirm, Search, Sweep, Target, choice\n"
+            "SWEEP = Sweep(name='c', env='CartPole-v1', algorithms=['PPO', 'IMPALA'], "
+            "search_space={'num_env_runners': choice([1, 2, 4])}, target=Target(value=100.0), "
+            "budget=Budget(time_s=5), ")
+    few = tmp_path / "few.py"
+    few.write_text(head + "search=Search(num_samples=4, confirm=Confirm()))\n")
+    with pytest.raises(SpecError, match=r"search.num_samples: 4 cannot measure each of the 6 "
+                                        r"cells"):
+        load_sweep(few)
+    unknown = tmp_path / "unknown.py"
+    unknown.write_text(head + "search=Search(num_samples=6, confirm=Confirm("
+                              "per_params=['gamma'])))\n")
+    with pytest.raises(SpecError, match=r"search.confirm.per_params: 'gamma' is not searched"):
+        load_sweep(unknown)
 
 
 def test_confirmation_seeds_never_overlap_the_search_seeds():

@@ -44,11 +44,27 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
     extra = f"{' + baseline' if sweep.baseline else ''}{' + reference' if sweep.reference else ''}"
     confirm = sweep.search.confirm
     seeds = sweep.search.confirm_seeds
+    from sweeps.engine.search import confirm_axes, confirm_cells, confirm_count
+
     print(f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
           f"{sweep.search.seeds} seeds"
-          + (f", then ({min(confirm.top_k, num_configs)} fastest{extra}) x {confirm.seeds} "
+          + (f", then ({confirm_count(sweep)} confirmed{extra}) x {confirm.seeds} "
              f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
           + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    if confirm:
+        n_confirm = (confirm_count(sweep) + extra.count("+")) * confirm.seeds
+        cells = confirm_cells(sweep)
+        axes = " x ".join(confirm_axes(sweep)) or "-"
+        what = (f"its {min(confirm.top_k, num_configs)} fastest" + (
+            f" and the fastest of each of {len(cells)} cells (algorithm x {axes})" if cells
+            else f" and the fastest at each sampled algorithm x {axes}" if cells is None
+            else ""))
+        time_s = n_confirm * sweep.budget.time_s if sweep.budget.time_s else None
+        print(f"Confirmation: {n_confirm} trials, {what}{extra}, at most "
+              + (f"{time_s:,.0f} s ({time_s / 60:.1f} min) of trial budget" if time_s
+                 else "their env step budgets"))
+        for cell in cells or []:
+            print("  cell " + ", ".join(f"{k}={v}" for k, v in cell.items()))
     from sweeps.engine.search import grid_shortfall
 
     if (short := grid_shortfall(sweep)) is not None:

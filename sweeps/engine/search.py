@@ -148,15 +148,85 @@ def _default_in(p: Param, default: Any) -> Any:
     return (p.low + p.high) / 2
 
 
+def _values(p: Param) -> list[Any] | None:
+    """Every value a searched parameter can take, or None for a continuous (or very wide
+    integer) range."""
+    if isinstance(p, Choice):
+        return list(p.values)
+    if isinstance(p, IntRange) and p.high - p.low < 64:
+        return list(range(p.low, p.high + 1))
+    return None
+
+
+def _varies(p: Param | None) -> bool:
+    if p is None:
+        return False
+    values = _values(p)
+    return values is None or len(set(values)) > 1
+
+
+def confirm_axes(sweep: Sweep) -> tuple[str, ...]:
+    """The parameters whose every value gets its own confirmed configuration, per algorithm
+    (:class:`sweeps.engine.sweep_spec.Confirm`'s ``per_env_runners`` and ``per_params``); empty
+    without a confirmation stage or cells. ``per_env_runners=None`` means on when some
+    algorithm's search varies ``num_env_runners``."""
+    confirm = sweep.search.confirm
+    if confirm is None:
+        return ()
+    per = confirm.per_env_runners
+    if per is None:
+        per = any(_varies(sweep.params_for(a).get("num_env_runners")) for a in sweep.algorithms)
+    axes = (["num_env_runners"] if per else []) + [
+        n for n in confirm.per_params if n != "num_env_runners"]
+    return tuple(axes)
+
+
+def confirm_cells(sweep: Sweep) -> list[dict[str, Any]] | None:
+    """The cells whose fastest configuration a confirmation runs besides its ``top_k``: every
+    algorithm with every combination of the values its space gives the
+    :func:`confirm_axes` (a parameter it does not search: its fixed value, else its default),
+    algorithm by algorithm, in the order of the values. ``[]`` without axes; None when an axis
+    is a continuous range (its cells are known only from what the search sampled).
+
+    Returns:
+        ``[{"algorithm": ..., axis: value, ...}, ...]``.
+    """
+    from sweeps.engine.algorithms import ALGORITHMS
+
+    axes = confirm_axes(sweep)
+    if not axes:
+        return []
+    cells: list[dict[str, Any]] = []
+    for algo in sweep.algorithms:
+        space, fixed = sweep.params_for(algo), sweep.fixed_for(algo)
+        values = []
+        for name in axes:
+            if name in space:
+                v = _values(space[name])
+                if v is None:
+                    return None
+            else:
+                v = [fixed.get(name, ALGORITHMS[algo].defaults.get(name))]
+            values.append(v)
+        cells += [{"algorithm": algo, **dict(zip(axes, combo, strict=True))}
+                  for combo in itertools.product(*values)]
+    return cells
+
+
 def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     """One configuration per algorithm (Optuna parameter names), enqueued before the sampler
     takes over so that every declared algorithm is measured whatever the sampler would draw:
     each parameter at the algorithm's tuned default when the space holds it, else its first
     choice or the middle of its range; for the baseline's algorithm, another
     ``num_env_runners`` than the baseline's when the space has one (the baseline runs anyway).
+    With confirmation cells (:func:`confirm_cells`), one configuration per cell instead, so
+    that the confirmation finds a candidate in each.
     """
     from sweeps.engine.algorithms import ALGORITHMS
 
+    cells = confirm_cells(sweep)
+    if cells:
+        return _cell_points(sweep, cells)
     base = sweep.baseline or {}
     points = []
     for algo in sweep.algorithms:
@@ -170,6 +240,31 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
                         and isinstance(p, Choice) and value == base.get("num_env_runners")):
                     value = next((v for v in p.values if v != value), value)
                 point[_optuna_name(algo, name, shared)] = value
+        points.append(point)
+    return points
+
+
+def _cell_points(sweep: Sweep, cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One configuration per confirmation cell (:func:`confirm_cells`): each searched
+    parameter at the algorithm's tuned default when the space holds it, the cell's own values
+    on its axes; a point that is the baseline's configuration is left out (the baseline runs
+    anyway, and stands for its cell)."""
+    from sweeps.engine.algorithms import ALGORITHMS
+
+    base = baseline_params(sweep)
+    base = complete_params(base) if base is not None else None
+    points = []
+    for cell in cells:
+        algo = cell["algorithm"]
+        defaults = ALGORITHMS[algo].defaults
+        own = sweep.per_algorithm.get(algo, {})
+        point: dict[str, Any] = {"algorithm": algo}
+        for name, p in sweep.params_for(algo).items():
+            value = cell[name] if name in cell else _default_in(p, defaults.get(name))
+            point[_optuna_name(algo, name, shared=name not in own)] = value
+        flat = trial_params({**point, "__fixed__": json.dumps(sweep.fixed_for(algo))})
+        if base is not None and complete_params(flat) == base:
+            continue
         points.append(point)
     return points
 
@@ -230,16 +325,27 @@ def grid_shortfall(sweep: Sweep) -> str | None:
             f"the first {n}; not run: {names}")
 
 
+def confirm_count(sweep: Sweep) -> int:
+    """Sampled configurations a confirmation stage runs at most: its ``top_k`` plus one per
+    cell (:func:`confirm_cells`), never more than the search samples; 0 without one."""
+    if sweep.search.confirm is None:
+        return 0
+    n, cells = num_configs(sweep), confirm_cells(sweep)
+    if cells is None:  # a continuous axis: any sampled configuration may be a cell's fastest
+        return n
+    return min(sweep.search.confirm.top_k + len(cells), n)
+
+
 def expected_trials(sweep: Sweep) -> int:
-    """Trials a complete run of the sweep records: (sampled configurations + baseline +
-    reference) × seeds, plus, with a confirmation stage, (``top_k`` of them + baseline +
-    reference) × confirmation seeds."""
+    """Trials a complete run of the sweep records at most: (sampled configurations +
+    baseline + reference) × seeds, plus, with a confirmation stage, (:func:`confirm_count`
+    of them + baseline + reference) × confirmation seeds."""
     extra = (1 if sweep.baseline else 0) + (1 if sweep.reference else 0)
     search = (num_configs(sweep) + extra) * sweep.search.seeds
     confirm = sweep.search.confirm
     if confirm is None:
         return search
-    return search + (min(confirm.top_k, num_configs(sweep)) + extra) * confirm.seeds
+    return search + (confirm_count(sweep) + extra) * confirm.seeds
 
 
 def confirm_shortfall(sweep: Sweep, trials: Any) -> int:
@@ -249,8 +355,8 @@ def confirm_shortfall(sweep: Sweep, trials: Any) -> int:
     confirm = sweep.search.confirm
     if confirm is None:
         return 0
-    found = len(confirm_configs(trials, confirm.top_k))
-    return max(min(confirm.top_k, num_configs(sweep)) - found, 0) * confirm.seeds
+    found = len(confirm_configs(trials, confirm.top_k, confirm_axes(sweep)))
+    return max(confirm_count(sweep) - found, 0) * confirm.seeds
 
 
 def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, int]:
@@ -268,7 +374,8 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     if sweep.search.sampler == "grid":
         points = _grid_configs(sweep)
     else:  # every declared algorithm measured at least once (counted in num_samples)
-        points = first_points(sweep) if len(sweep.algorithms) > 1 else None
+        points = (first_points(sweep)
+                  if len(sweep.algorithms) > 1 or confirm_cells(sweep) else None)
     n = num_configs(sweep)
     if sweep.search.sampler == "tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, n))
@@ -299,6 +406,14 @@ class _PickledState(Searcher):
             self.__dict__.update(pickle.load(f))
 
 
+def _shape_order(params: dict[str, Any], baseline: dict[str, Any] | None) -> tuple:
+    """Sort key that runs the baseline's algorithm first, then algorithm by algorithm and
+    env runner count by env runner count (a stable sort keeps the fastest first within)."""
+    algo = str(params.get("algorithm"))
+    first = baseline is not None and algo == baseline.get("algorithm")
+    return (not first, algo, float(params.get("num_env_runners") or 0))
+
+
 class SeededSearch(_PickledState):
     """Reference and baseline first, then each sampled configuration once per seed (see module
     docstring).
@@ -316,6 +431,9 @@ class SeededSearch(_PickledState):
             configurations are confirmed), or None: every seed runs, none is confirmed.
         confirm: the confirmation stage (:class:`sweeps.engine.sweep_spec.Confirm`), or None.
         confirm_seeds: its seeds (:attr:`sweeps.engine.sweep_spec.Search.confirm_seeds`).
+        confirm_per: the parameters of its cells (:func:`confirm_axes`), besides ``top_k``.
+        confirm_max: sampled configurations it runs at most (:func:`confirm_count`; default
+            ``top_k``, or the sampled configurations when fewer).
         capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping` (which seeds capping
             settled), or None: capping's skips are read with ``seeds`` alone.
         metric, mode: the objective the trials report (``objective``, ``min``).
@@ -325,6 +443,7 @@ class SeededSearch(_PickledState):
                  num_configs: int, reference: dict[str, Any] | None = None,
                  first_seed: int = 0, recorder: Any = None, confirm: Confirm | None = None,
                  confirm_seeds: list[int] | None = None, capping: AdaptiveCapping | None = None,
+                 confirm_per: tuple[str, ...] = (), confirm_max: int | None = None,
                  metric: str = "objective", mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
@@ -338,6 +457,9 @@ class SeededSearch(_PickledState):
         self._baseline = baseline
         self._confirm = confirm
         self._confirm_seeds = list(confirm_seeds or [])
+        self._confirm_per = tuple(confirm_per)
+        self._confirm_max = (confirm_max if confirm_max is not None or confirm is None
+                             else min(confirm.top_k, num_configs))
         #: the stage whose trials are being suggested: "search", then "confirm"
         self.stage = "search"
         #: config_id of the configurations the confirmation stage runs, fastest first
@@ -352,10 +474,11 @@ class SeededSearch(_PickledState):
     @property
     def total_trials(self) -> int:
         """Trials this search will start at most: (configs + baseline + reference) × seeds,
-        plus (``top_k`` configs + baseline + reference) × confirmation seeds."""
+        plus (confirmed configs + baseline + reference) × confirmation seeds."""
         extra = (1 if self._baseline_params else 0) + (1 if self._reference_params else 0)
         confirm = 0 if self._confirm is None else (
-            (min(self._confirm.top_k, self.num_configs) + extra) * len(self._confirm_seeds))
+            (getattr(self, "_confirm_max", min(self._confirm.top_k, self.num_configs)) + extra)
+            * len(self._confirm_seeds))
         return (self.num_configs + extra) * self.seeds + confirm
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
@@ -385,16 +508,20 @@ class SeededSearch(_PickledState):
 
     def _start_confirmation(self) -> None:
         """Queue the confirmation stage: the reference, the baseline and the search's
-        ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs` on the
-        recorded rows), each once per confirmation seed."""
+        ``top_k`` fastest configurations and its fastest of each cell
+        (:func:`sweeps.engine.rundir.schema.confirm_configs` on the recorded rows), each once per
+        confirmation seed; the configurations run grouped by algorithm and env runner count,
+        so that a trial finds the previous one's processes to reuse (a warm trial)."""
         self.stage = "confirm"
-        self.confirmed = [cid for cid in confirm_configs(self._recorded(), self._confirm.top_k)
-                          if cid in self._params_of]
+        self.confirmed = [cid for cid in confirm_configs(
+            self._recorded(), self._confirm.top_k, getattr(self, "_confirm_per", ()))
+            if cid in self._params_of]
         if self._reference_params is not None:
             self._enqueue("confirm:reference", self._reference_params, stage="confirm")
         if self._baseline_params is not None:
             self._enqueue("confirm:baseline", self._baseline_params, stage="confirm")
-        for cid in self.confirmed:
+        for cid in sorted(self.confirmed, key=lambda c: _shape_order(self._params_of[c],
+                                                                      self._baseline_params)):
             self._enqueue(f"confirm:{cid}", self._params_of[cid], stage="confirm", cid=cid)
 
     def _skip_dominated(self) -> bool:
@@ -499,6 +626,7 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
                         num_configs=num_configs, reference=sweep.reference,
                         first_seed=sweep.search.first_seed, recorder=recorder,
                         confirm=sweep.search.confirm, confirm_seeds=sweep.search.confirm_seeds,
+                        confirm_per=confirm_axes(sweep), confirm_max=confirm_count(sweep),
                         capping=capping), num_configs
 
 
@@ -544,7 +672,8 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
     from sweeps.engine.sweep_spec import CONFIRM_FIRST_SEED
 
     confirm = sweep.search.confirm or Confirm()
-    chosen = [cid for cid in confirm_configs(trials, confirm.top_k) if cid in params_of]
+    chosen = [cid for cid in confirm_configs(trials, confirm.top_k, confirm_axes(sweep))
+              if cid in params_of]
     if not chosen:
         raise ValueError("no configuration of its search finished without an error: nothing "
                          "to confirm")

@@ -356,6 +356,21 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         raise fail("search.num_samples", f"{sweep.search.num_samples} cannot give each of the "
                                          f"{len(sweep.algorithms)} algorithms one configuration; "
                                          f"give at least {len(sweep.algorithms)}")
+    confirm = sweep.search.confirm
+    if confirm is not None:
+        for name in confirm.per_params:
+            if not any(name in sweep.params_for(a) for a in sweep.algorithms):
+                raise fail("search.confirm.per_params", f"{name!r} is not searched by any "
+                                                        "algorithm: it has one value, no cells")
+        from sweeps.engine.search import first_points
+
+        cells = len(first_points(sweep)) if sweep.search.sampler != "grid" else 0
+        if cells > sweep.search.num_samples:
+            raise fail("search.num_samples", f"{sweep.search.num_samples} cannot measure each "
+                                             f"of the {cells} cells the confirmation confirms "
+                                             "(each algorithm at each env runner count) once; "
+                                             f"give at least {cells}, or set "
+                                             "confirm=Confirm(per_env_runners=False)")
     if sweep.search.sampler == "grid":
         for algo in sweep.algorithms:
             for name, p in sweep.params_for(algo).items():

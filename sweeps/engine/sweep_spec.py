@@ -279,13 +279,27 @@ class Confirm(_Strict):
     """The confirmation stage: after the search, its ``top_k`` configurations (by the
     search's censored median TTT), the baseline and the reference run again on ``seeds`` fresh
     seeds, disjoint from the search's; the analysis then judges on these runs only
-    (docs/design.md, *stage*). Never capped: a confirmation measures every seed to its end."""
+    (docs/design.md, *stage*). Never capped: a confirmation measures every seed to its end.
+
+    With ``per_env_runners`` (on by default when the search varies ``num_env_runners``), the
+    search's fastest configuration of each algorithm at each env runner count is confirmed
+    too, so that the scaling curves, their fits, the plan and its check read fresh seeds at
+    every count; ``per_params`` splits these *cells* further (e.g. ``["train_batch_size"]``,
+    for the batch-size check). The search then measures every cell once before its sampler
+    takes over (:func:`sweeps.engine.search.first_points`)."""
 
     top_k: int = Field(2, ge=1, description="search configurations confirmed (fastest first)")
     seeds: int = Field(5, ge=1, description="confirmation seeds per configuration")
     first_seed: int | None = Field(
         None, ge=0, description="first confirmation seed (default: 1000, or past the search's "
         "seeds when they reach it); the confirmation seeds never overlap the search's")
+    per_env_runners: bool | None = Field(
+        None, description="also confirm the search's fastest configuration of each algorithm "
+        "at each env runner count; None: when the search space varies num_env_runners")
+    per_params: list[str] = Field(
+        default_factory=list, description="further parameters whose every searched value gets "
+        "its own fastest configuration confirmed, per algorithm (and env runner count), e.g. "
+        "['train_batch_size'] for the batch-size check")
 
 
 class Search(_Strict):

@@ -235,16 +235,20 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
             mirror.put(run_dir / name)
     n = recorder.num_recorded
     # seeds capping made pointless, and confirmation slots no finished configuration filled
-    skipped = (progress.skipped_in(recorder.trials)
-               + (confirm_shortfall(sweep, recorder.trials) if reconfirm is None else 0))
+    capped = progress.skipped_in(recorder.trials)
+    unfilled = confirm_shortfall(sweep, recorder.trials) if reconfirm is None else 0
+    skipped = capped + unfilled
     if interrupted or n < expected - skipped:
         print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
               f"{run_dir}; continue with: python -m sweeps.run {file} --resume",
               file=sys.stderr)
         return 130
-    print(f"Done: {n} trials recorded in {where}" + (
-        f" ({skipped} more seed(s) skipped: adaptive capping had capped most of their "
-        "configuration's seeds, or one of them raised an error)" if skipped else ""))
+    why = ([f"{capped} seed(s) skipped: adaptive capping had capped most of their "
+            "configuration's seeds, or one of them raised an error"] if capped else []) + (
+        [f"{unfilled} confirmation trial(s) not needed: fewer distinct configurations to "
+         "confirm than the most the sweep allows (a cell measured by the baseline alone, or "
+         "the fastest overall also a cell's fastest)"] if unfilled else [])
+    print(f"Done: {n} trials recorded in {where}" + (f" ({'; '.join(why)})" if why else ""))
     if mirror is not None and (run_dir / ERRORS_LOG).is_file():
         mirror.put(run_dir / ERRORS_LOG)
     if write_report is not None:

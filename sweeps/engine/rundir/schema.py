@@ -332,9 +332,12 @@ def search_stage(trials: Any) -> list[dict[str, Any]]:
     return [r for r in rows if r.get("stage", "search") != "confirm"]
 
 
-def confirm_configs(trials: Any, top_k: int) -> list[str]:
+def confirm_configs(trials: Any, top_k: int, per: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The ``config_id`` of the search's ``top_k`` fastest sampled configurations, fastest
-    first: those a confirmation stage runs again (:class:`sweeps.engine.sweep_spec.Confirm`).
+    first, then, with ``per``, the fastest of each *cell* not among them (each algorithm at
+    each value combination of the ``per`` parameters, e.g. ``("num_env_runners",)``; cells in
+    the order of algorithm, then values): those a confirmation stage runs again
+    (:class:`sweeps.engine.sweep_spec.Confirm`).
 
     Fastest by the search's censored median TTT: the median over a configuration's search
     trials of their ``objective`` (the TTT of a trial that reached the target, else
@@ -345,21 +348,45 @@ def confirm_configs(trials: Any, top_k: int) -> list[str]:
 
     Args:
         trials: recorded trial rows (``config_id``, ``is_baseline``, ``is_reference``,
-            ``objective``, optional ``stage``).
-        top_k: how many to return at most.
+            ``objective``, optional ``stage``; with ``per``, ``algorithm`` and those
+            parameters, as columns or ``param_<name>``).
+        top_k: how many of the overall fastest to return at most.
+        per: the parameters that define the cells (empty: ``top_k`` alone).
     """
     values: dict[str, list[float]] = {}
+    cell_of: dict[str, tuple] = {}
     for row in search_stage(trials):
         if row.get("is_baseline") or row.get("is_reference"):
             continue
         cid = str(row["config_id"])
         objective = float(row.get("objective") if row.get("objective") is not None else np.nan)
         values.setdefault(cid, [])
+        if per:
+            cell_of[cid] = (str(row.get("algorithm")), *(
+                _cell_value(row.get(n, row.get(f"param_{n}"))) for n in per))
         if math.isfinite(objective):
             values[cid].append(objective)
     ranked = sorted((float(np.median(v)), i, cid)
                     for i, (cid, v) in enumerate(values.items()) if v)
-    return [cid for _, _, cid in ranked[:int(top_k)]]
+    chosen = [cid for _, _, cid in ranked[:int(top_k)]]
+    best: dict[tuple, str] = {}
+    for _, _, cid in ranked:
+        if per:
+            best.setdefault(cell_of[cid], cid)
+    for cell in sorted(best, key=lambda c: tuple((0, x) if isinstance(x, (int, float))
+                                                 else (1, str(x)) for x in c)):
+        if best[cell] not in chosen:
+            chosen.append(best[cell])
+    return chosen
+
+
+def _cell_value(x: Any) -> Any:
+    """A cell coordinate that sorts and compares: numbers as floats, missing as ``"-"``."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
+        return float(x)
+    return str(x)
 
 
 def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
