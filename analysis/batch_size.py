@@ -49,7 +49,8 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
     """Per trial: its batch size, learner updates to the target and measured noise scale.
 
     Returns:
-        Columns ``trial_id, config_id, algorithm, train_batch_size, reached, updates``
+        Columns ``trial_id, config_id, algorithm, num_env_runners, train_batch_size, reached,
+        updates``
         (lifetime learner updates at the iteration that first reached the target; NaN when
         censored), ``steps`` (env steps to the target), ``b_simple`` (the median over the
         trial's iterations, up to that one, of the learner's smoothed ``grad_noise_scale``: the
@@ -82,6 +83,7 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
             spu = float(row["env_steps"]) / lu if lu > 0 else math.nan
         rows.append({"trial_id": t["trial_id"], "config_id": t["config_id"],
                      "algorithm": t["algorithm"],
+                     "num_env_runners": float(t.get("num_env_runners", math.nan)),
                      "train_batch_size": float(t.get("train_batch_size", math.nan)),
                      "reached": bool(t["reached"]), "updates": upd,
                      "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
@@ -130,6 +132,21 @@ class BatchSizeCheck:
     notes: list[str] = field(default_factory=list)
 
 
+def _one_env_runner_count(g: pd.DataFrame, alg: str, notes: list[str]) -> pd.DataFrame:
+    """An algorithm's trials at one env runner count: the batch-size model holds the rest of
+    the configuration fixed, and more env runners change both the env steps per update and
+    the seconds per env step. The count with the most batch sizes (then trials, then the
+    smallest) is kept, and a note says so when there were several."""
+    if "num_env_runners" not in g or g["num_env_runners"].nunique() <= 1:
+        return g
+    by_n = g.groupby("num_env_runners").agg(sizes=("train_batch_size", "nunique"),
+                                            trials=("train_batch_size", "size"))
+    n = sorted(by_n.itertuples(), key=lambda r: (-r.sizes, -r.trials, r.Index))[0].Index
+    notes.append(f"{alg}: batch sizes compared at {n:g} env runner(s), the count measured at "
+                 "the most batch sizes (other counts change the env steps per update)")
+    return g[g["num_env_runners"] == n]
+
+
 def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float | None = None,
                      n_resamples: int = 1000, seed: int = 0) -> BatchSizeCheck:
     """Predict steps-to-target at every batch size from one pilot batch size and compare.
@@ -149,6 +166,7 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
     rows, fits, notes = [], {}, []
     rng = np.random.default_rng(seed)
     for alg, g in tb.groupby("algorithm", sort=True):
+        g = _one_env_runner_count(g, alg, notes)
         sizes = sorted(b for b in g["train_batch_size"].unique() if np.isfinite(b))
         if len(sizes) < 2:
             notes.append(f"{alg}: one batch size measured; nothing to predict")

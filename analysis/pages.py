@@ -258,10 +258,22 @@ def _cpu_break_even(data: Study) -> str:
     return md_table(head, cells, right=(1, 2, 3)) + "\n\n" + break_even_on_words(rows, machine)
 
 
+def _batch_size(data: Study) -> str:
+    """The batch-size check (:func:`analysis.batch_size.batch_size_check`): the pilot's
+    measured noise scale, then every batch size's prediction against its measurement."""
+    from analysis.batch_size import check_lines
+
+    if data.batch is None or data.batch.rows.empty:
+        notes = "; ".join(data.batch.notes) if data.batch is not None else ""
+        return "No batch-size check" + (f": {notes}" if notes else ".")
+    return "\n".join(f"- {line}" for line in check_lines(data.batch))
+
+
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
 REGIONS: dict[str, Callable[[Study], str]] = {
     "answer": _answer, "headline": _headline, "run": _run, "components": _components,
-    "plan_check": _plan_check, "break_even": _break_even, "cpu_break_even": _cpu_break_even}
+    "plan_check": _plan_check, "break_even": _break_even, "cpu_break_even": _cpu_break_even,
+    "batch_size": _batch_size}
 
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).

@@ -268,7 +268,14 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
         search_summary = summarize_configs(explored, seeds=res.seeds)
         seeds = sorted(int(x) for x in tm["seed"].unique())
         confirmed = tm.loc[~tm["is_baseline"] & ~tm["is_reference"], "config_id"].nunique()
-        what = [f"the search's best {confirmed} configuration(s)"] + [
+        per = ((res.spec.get("search") or {}).get("confirm") or {}).get("per_env_runners")
+        varied = ("num_env_runners" in explored and explored[~explored["is_reference"]].groupby(
+            "algorithm")["num_env_runners"].nunique().max() > 1)
+        cells = per is True or (per is None and bool(varied) and "per_env_runners" in (
+            (res.spec.get("search") or {}).get("confirm") or {}))
+        what = [f"the search's fastest configuration of each algorithm at each env runner "
+                f"count ({confirmed} configurations)" if cells
+                else f"the search's best {confirmed} configuration(s)"] + [
             name for name, col in (("the baseline", "is_baseline"), ("the reference",
                                                                      "is_reference"))
             if tm[col].any()]
@@ -290,7 +297,8 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
     prog = res.progress
     if ("grad_noise_scale" in prog and prog["grad_noise_scale"].notna().any()
             and "train_batch_size" in tm
-            and tm.groupby("algorithm")["train_batch_size"].nunique().max() >= 2):
+            and tm.groupby([c for c in ("algorithm", "num_env_runners") if c in tm])[
+                "train_batch_size"].nunique().max() >= 2):
         batch = batch_size_check(tm, prog)
     colors, alg_color = _colors(tm)
     return Study(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
