@@ -60,9 +60,9 @@ def test_the_issue_command_prints_a_manifest_the_crd_accepts(rayjob_schema):
     assert spec["entrypoint"] == "python -m sweeps.run sweeps/cabs_scaling.py --address auto"
     assert spec["shutdownAfterJobFinishes"] is True
     assert yaml.safe_load(spec["runtimeEnvYAML"]) == {"working_dir": "/home/ray/rl-scaling"}
-    # (8 configs x 3 seeds + 4 confirmed x 5 seeds) of <= 45 s (+60 s each) one at a time,
+    # (14 configs x 1 seed + 14 confirmed x 3 seeds) of <= 45 s (+60 s each) one at a time,
     # + 15 min for the pods
-    assert spec["activeDeadlineSeconds"] == (24 + 20) * (45 + 60) + 900
+    assert spec["activeDeadlineSeconds"] == (14 + 42) * (45 + 60) + 900
     cluster = spec["rayClusterSpec"]
     import ray
 
