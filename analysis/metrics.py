@@ -260,7 +260,8 @@ def trial_metrics(res: Results, target: str | float | None = None
                 elapsed = float(np.nanmax(times))
             if not math.isfinite(total_steps) and np.isfinite(env_steps).any():
                 total_steps = float(np.nanmax(env_steps))
-            ttt, steps, crossed = first_crossing(times, env_steps, values, tgt.value)
+            budget_s = _float(t.get("budget_s"), math.nan)
+            ttt, steps, crossed = first_crossing(times, env_steps, values, tgt.value, budget_s)
             resolution = ttt_resolution(times, crossed)
             if math.isfinite(ttt):
                 status = "reached"

@@ -124,6 +124,40 @@ def test_ttt_resolution_is_the_gap_in_which_the_crossing_happened() -> None:
     assert math.isnan(censored["ttt_resolution_s"])
 
 
+def test_a_crossing_after_the_budget_is_censored_not_reached(tmp_path: Path) -> None:
+    """An iteration that overran the trial's time budget (behind a hung env step, say) and
+    crossed the target at its end does not make the trial reached: the recorder and the
+    analysis both censor it at the budget."""
+    import math
+
+    from analysis.load import load_results
+    from analysis.metrics import trial_metrics
+    from sweeps.engine.record import trial_row
+    from sweeps.engine.rundir.schema import first_crossing
+
+    times, steps, values = [1.0, 2.0, 247.1], [100, 200, 300], [0.1, 0.2, 0.9]
+    assert first_crossing(times, steps, values, 0.5)[2] == 2
+    assert first_crossing(times, steps, values, 0.5, 150.0)[2] == -1
+    assert first_crossing(times, steps, values, 0.5, math.nan)[2] == 2  # no time budget
+    progress = [{"wall_time_s": t, "env_steps": n, "target_metric_value": v,
+                 "learner_updates": 1.0, "eval_time_s": 0.0}
+                for t, n, v in zip(times, steps, values, strict=True)]
+    row = trial_row("t1", {"algorithm": "PPO", "num_env_runners": 1}, progress, {},
+                    {"metric": "evaluation", "value": 0.5}, {"time_s": 150}, None)
+    assert row["status"] == "censored" and row["censor_reason"] == "budget"
+    assert math.isnan(row["time_to_target_s"])
+    # the analysis of a run whose row still says reached (written before this rule) agrees
+    run = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1,), rng_seed=0,
+                                  with_optuna=False)
+    trials = pd.read_parquet(run / "trials.parquet")
+    tid = trials[trials.status == "reached"].trial_id.iloc[0]
+    trials.loc[trials.trial_id == tid, "budget_s"] = float(
+        trials.loc[trials.trial_id == tid, "time_to_target_s"].iloc[0]) - 1e-3
+    trials.to_parquet(run / "trials.parquet")
+    tm, _, _ = trial_metrics(load_results(run))
+    assert tm.set_index("trial_id").loc[tid, "status"] == "censored"
+
+
 def test_the_analysis_recomputes_the_resolution_with_the_target(tmp_path: Path) -> None:
     from analysis.load import load_results
     from analysis.metrics import trial_metrics

@@ -581,7 +581,8 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
     nan = math.nan
     times = [r["wall_time_s"] for r in progress]
     _, _, i = first_crossing(times, [r["env_steps"] for r in progress],
-                             [r["target_metric_value"] for r in progress], target["value"])
+                             [r["target_metric_value"] for r in progress], target["value"],
+                             budget.get("time_s"))
     first = progress[i] if i >= 0 else None
     status = "error" if error is not None else ("reached" if first else "censored")
     elapsed = progress[-1]["wall_time_s"] if progress else nan

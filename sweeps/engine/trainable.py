@@ -510,7 +510,9 @@ class _IterationReporter:
         if math.isfinite(value):
             self.best = max(self.best, value)
         budget_s = self.budget.get("time_s")
-        reached = math.isfinite(value) and value >= self.target
+        # an evaluation that ends after the budget (an iteration that overran it) is censored
+        reached = (math.isfinite(value) and value >= self.target
+                   and (budget_s is None or wall <= budget_s))
         done = reached or bool(stalled) or out_of_steps or self.spent(wall, steps)
         if callable(columns.get("peak_rss_mib")):
             columns["peak_rss_mib"] = columns["peak_rss_mib"](final=bool(done))

@@ -259,8 +259,8 @@ def config_id(algorithm: str, params: dict[str, Any]) -> str:
 
 
 def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
-                   target: float) -> tuple[float, float, int]:
-    """When a learning curve first reaches the target.
+                   target: float, budget_s: float | None = None) -> tuple[float, float, int]:
+    """When a learning curve first reaches the target within the trial's time budget.
 
     Args:
         wall_time_s: shape (I,), seconds since trial start at the end of each iteration.
@@ -268,12 +268,18 @@ def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
         values: shape (I,), target metric per iteration (NaN before the first episode ends;
             NaN never counts as reaching the target).
         target: threshold; an iteration counts when ``value >= target`` (ties count).
+        budget_s: the trial's time budget (seconds), or None/NaN for none: an iteration that
+            ended after it never counts (a trial whose iteration overran its budget, e.g.
+            behind a hung env step, is censored at the budget, never reached after it).
 
     Returns:
         ``(time_to_target_s, steps_to_target, index)``; ``(nan, nan, -1)`` if never reached.
     """
     values = np.asarray(values, dtype=float)
-    hit = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) >= target)
+    ok = np.nan_to_num(values, nan=-np.inf) >= target
+    if budget_s is not None and math.isfinite(float(budget_s)):
+        ok &= np.asarray(wall_time_s, dtype=float) <= float(budget_s)
+    hit = np.flatnonzero(ok)
     if hit.size == 0:
         return math.nan, math.nan, -1
     i = int(hit[0])
