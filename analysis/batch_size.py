@@ -137,7 +137,8 @@ def _one_env_runner_count(g: pd.DataFrame, alg: str, notes: list[str]) -> pd.Dat
     the configuration fixed, and more env runners change both the env steps per update and
     the seconds per env step. The count with the most batch sizes (then trials, then the
     smallest) is kept, and a note says so when there were several."""
-    if "num_env_runners" not in g or g["num_env_runners"].nunique() <= 1:
+    if ("num_env_runners" not in g or g["num_env_runners"].nunique() <= 1
+            or g["train_batch_size"].nunique() <= 1):
         return g
     by_n = g.groupby("num_env_runners").agg(sizes=("train_batch_size", "nunique"),
                                             trials=("train_batch_size", "size"))
