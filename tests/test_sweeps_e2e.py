@@ -233,8 +233,8 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert (updated.learner_cpu_s <= updated.driver_cpu_s + 1e-6).all()
     assert progress[progress.trial_id.isin(ref.trial_id)]["learner_cpu_s"].isna().all()
     # progress a person can read: a line per trial with the progress line, no Tune table
-    assert "7/7 trials done" in proc.stdout and "Trial name" not in proc.stdout
-    assert proc.stdout.count("(confirm)") == 3  # the confirmation trials are marked
+    assert "10/10 trials done" in proc.stdout and "Trial name" not in proc.stdout
+    assert proc.stdout.count("(confirm)") == 5  # the confirmation trials are marked
     spec = json.loads((run_dir / "spec.json").read_text())
     assert spec["target"]["optimal_return"] > 0
     assert spec["target"]["value"] == pytest.approx(0.5 * spec["target"]["optimal_return"])
@@ -250,9 +250,9 @@ def test_tiny_sweep_writes_every_column(tmp_path):
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     after = pd.read_parquet(run_dir / "trials.parquet")
-    assert len(after) == 7 + 3 and after.trial_id.is_unique
+    assert len(after) == 10 + 5 and after.trial_id.is_unique
     fresh = after[after.seed == 1001]
-    assert len(fresh) == 3 and set(fresh.stage) == {"confirm"}
+    assert len(fresh) == 5 and set(fresh.stage) == {"confirm"}
     assert set(fresh.config_id) == set(confirm.config_id)
     seeds = json.loads((run_dir / "spec.json").read_text())["seeds"]
     assert seeds == {"search": [0], "confirm": [1000, 1001]}

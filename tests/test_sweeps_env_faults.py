@@ -171,3 +171,67 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     # the counts never go back over a trial's iterations
     for _, p in progress.groupby("trial_id"):
         assert p.env_restarts.is_monotonic_increasing
+
+
+# A simulator whose step hangs: the process's 3,000th env step blocks for 90 s, then returns.
+HANGING_ENV = '''\
+import time
+
+import gymnasium
+
+import envs
+
+
+class Hanging(gymnasium.Wrapper):
+    steps = 0
+
+    def step(self, action):
+        Hanging.steps += 1
+        if Hanging.steps == 3000:
+            time.sleep(90)
+        return self.env.step(action)
+
+
+gymnasium.register("HangingCabs-v0",
+                   entry_point=lambda config=None: Hanging(envs.make_env("ContosoCabs-v0",
+                                                                         dict(config or {}))))
+'''
+
+
+@pytest.mark.ray
+@pytest.mark.slow  # one at a time: it checks wall-clock bounds
+def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
+    """A trial whose env step blocks for 90 s, far past its 15 s budget, sampling in the
+    trial's own thread (no env runner: the worst case, the iteration itself is blocked): the
+    budget's watchdog ends it about WATCHDOG_GRACE_S after the budget, censored at the budget,
+    never reached, and the sweep goes on without waiting for the hung step."""
+    import time
+
+    from sweeps.engine.trainable import WATCHDOG_GRACE_S
+
+    (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
+    path = tmp_path / "hanging.py"
+    path.write_text(textwrap.dedent("""\
+        from sweeps import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="hanging", env="hanging_env:HangingCabs-v0", algorithms=["PPO"],
+                      search_space={"num_env_runners": choice([0])},
+                      target=Target(value=2900.0), budget=Budget(time_s=15),
+                      search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
+                      baseline=None)
+        """))
+    results = tmp_path / "results"
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    took = time.monotonic() - began
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = (results / "hanging").iterdir()
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    progress = pd.read_parquet(run_dir / "progress.parquet")
+    (row,) = trials.to_dict("records")
+    assert row["status"] == "censored" and row["censor_reason"] == "budget", row
+    assert 15 <= row["elapsed_s"] <= 15 + WATCHDOG_GRACE_S + 5, row
+    assert row["objective"] >= 15
+    assert progress.wall_time_s.max() == row["elapsed_s"]
+    assert took < 90, took  # the sweep did not wait for the hung step

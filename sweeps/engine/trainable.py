@@ -622,27 +622,34 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             value = m["episode_return_mean"]
         else:
             value = lookup_metric(m["result"], target_metric)
-        return reporter.report(
-            wall=wall, steps=int(m["env_steps"]), value=value, episodes=int(m["episodes"]),
+        columns = dict(
+            episodes=int(m["episodes"]),
             episode_return_mean=float(m["episode_return_mean"]),
             evaluation_return=evaluation_return,
             eval_time_s=evaluator.total_time_s if evaluator else 0.0,
-            learner_updates=float(m["learner_updates"]), stalled=stalled or "",
+            learner_updates=float(m["learner_updates"]),
             grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
             grad_trace_cov=m["grad_trace_cov"],
             replay_ratio=float(m.get("replay_ratio", math.nan)),
             driver_cpu_s=time.process_time() - cpu_start,
             learner_cpu_s=float(m.get("learner_cpu_s", math.nan)),
-            env_restarts=restarts, env_runner_restarts=env_runner_restarts(algo),
-            error_kind=error_kind,
-            peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
-            nodes_used=lambda: trial_nodes(algo))
+            env_restarts=restarts, env_runner_restarts=env_runner_restarts(algo))
+        with watchdog.lock:
+            if watchdog.fired:  # the budget's watchdog has ended the trial
+                raise _TrialEnded
+            watchdog.last = (int(m["env_steps"]), columns)
+            return reporter.report(
+                wall=wall, steps=int(m["env_steps"]), value=value, stalled=stalled or "",
+                error_kind=error_kind, **columns,
+                peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
+                nodes_used=lambda: trial_nodes(algo))
 
     def due() -> bool:  # after every training step: the metrics are read only when needed
         steps = env_steps_so_far(algo) if cadence.every_env_steps is not None else None
         return cadence.due(time.perf_counter() - start, steps)
 
     on_cadence = evaluator is not None and cadence.active
+    watchdog = BudgetWatchdog(reporter, start, setup.budget_time_s)
     try:
         if on_cadence:
             # the initial policy, so that the first crossing is a gap between two evaluations
@@ -664,8 +671,71 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                 continue  # evaluated between the training steps; the budget is not spent
             if measure({**m, "result": result}, stalled):
                 break
+    except _TrialEnded:
+        return
     finally:
+        watchdog.cancel()
         warm.park_or_stop(algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials)
+
+
+#: Seconds past a trial's time budget after which :class:`BudgetWatchdog` ends it from outside
+#: its blocked iteration: the trial's own loop ends it at the first iteration or evaluation
+#: after the budget, which may take a training iteration and an evaluation.
+WATCHDOG_GRACE_S = 10.0
+
+
+class BudgetWatchdog:
+    """Ends a trial whose iteration overran its time budget (a hung env step, a stuck
+    sample): ``WATCHDOG_GRACE_S`` seconds after the budget, unless the trial ended, a timer
+    thread reports the trial's last measured row again at the current wall-clock with no
+    target metric, ``done`` and censored (its objective the censored one), so that Tune stops
+    the trial and the study goes on; the blocked thread, when it wakes, reports nothing more
+    (``fired``). A trial that reached the target before the budget is never touched.
+
+    Args:
+        reporter: the trial's :class:`_IterationReporter`.
+        start: the trial clock's ``time.perf_counter()`` origin.
+        budget_s: the trial's time budget (seconds), or None: no watchdog.
+    """
+
+    def __init__(self, reporter: _IterationReporter, start: float, budget_s: float | None,
+                 grace_s: float = WATCHDOG_GRACE_S):
+        import threading
+
+        self.lock = threading.Lock()
+        self.fired = False
+        self.ended = False
+        self.last: tuple[int, dict[str, Any]] = (0, {
+            "episodes": 0, "episode_return_mean": math.nan, "learner_updates": 0.0})
+        self._reporter, self._start = reporter, start
+        self._timer = None
+        if budget_s is not None:
+            delay = start + float(budget_s) + grace_s - time.perf_counter()
+            self._timer = threading.Timer(max(delay, 0.0), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:  # the trial's own report, if one is under way, goes first
+            if self.ended or self.fired:
+                return
+            self.fired = True
+            steps, columns = self.last
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "trial still running %.0f s after its budget: ended by the watchdog (censored)",
+            WATCHDOG_GRACE_S)
+        # outside the lock: Tune's report blocks this thread until it stops the trial
+        self._reporter.report(wall=time.perf_counter() - self._start, steps=steps,
+                              value=math.nan, **columns)
+
+    def cancel(self) -> None:
+        """The trial ended on its own: the timer will not fire."""
+        with self.lock:
+            self.ended = True
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def env_runner_restarts(algo) -> int:
