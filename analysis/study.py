@@ -241,7 +241,50 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  + (f" (e.g. {first})" if first else ""))
     if summary["num_env_runners"].nunique() < 2:
         w.append("only one env runner count measured: no scaling fit or extrapolation")
+    w.extend(fault_warnings(res.trials[res.trials["trial_id"].isin(tm["trial_id"])]))
     return w
+
+
+#: Configurations whose env fault rates differ by more than this factor are flagged.
+FAULT_RATE_RATIO = 2.0
+
+
+def fault_warnings(trials: pd.DataFrame) -> list[str]:
+    """Env faults the trials recovered from (``env_restarts``, ``env_runner_restarts``), as
+    warnings: how many trials had any (the time lost is inside their TTT), and, when the
+    configurations' faults per 1,000 env steps differ by more than :data:`FAULT_RATE_RATIO`
+    (more env runners, more restarts), which ones: their times-to-target were measured under
+    different fault loads.
+
+    Args:
+        trials: trials.parquet rows (``config_id``, ``algorithm``, ``num_env_runners``,
+            ``total_env_steps`` and the two restart columns; older runs without them: none).
+
+    Returns:
+        Zero, one or two lines.
+    """
+    cols = [c for c in ("env_restarts", "env_runner_restarts") if c in trials]
+    if not cols or trials.empty:
+        return []
+    t = trials.assign(faults=trials[cols].fillna(0).sum(axis=1))
+    if not (t["faults"] > 0).any():
+        return []
+    out = [f"{int((t['faults'] > 0).sum())} trial(s) recovered from env faults "
+           f"({int(t['faults'].sum())} restarts in all; env_restarts, env_runner_restarts): "
+           "the time they lost is inside their time-to-target"]
+    by = t.groupby("config_id", sort=False).agg(
+        algorithm=("algorithm", "first"), n=("num_env_runners", "first"),
+        faults=("faults", "sum"), steps=("total_env_steps", "sum"))
+    by = by[by["steps"] > 0]
+    rate = 1000.0 * by["faults"] / by["steps"]
+    if len(rate) >= 2 and rate.max() > 0 and (
+            rate.min() == 0 or rate.max() / rate.min() > FAULT_RATE_RATIO):
+        parts = [f"{r.algorithm} N={int(r.n)}: {1000.0 * r.faults / r.steps:.2f}"
+                 for r in by.sort_values(["algorithm", "n"]).itertuples()]
+        out.append("env faults per 1,000 env steps differ between configurations ("
+                   + "; ".join(parts) + "): their times-to-target were measured under "
+                   "different fault loads")
+    return out
 
 
 def analyse(res: Results, target: str | float | None = None) -> Study:
