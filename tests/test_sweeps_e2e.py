@@ -349,7 +349,7 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     results = tmp_path / "results"
     path = write_sweep(tmp_path, "terminated", num_samples=3, seeds=1, budget_s=5,
                        target=UNREACHABLE,  # fixed-length trials
-                       confirm="Confirm(top_k=1, seeds=1)")
+                       confirm="Confirm(top_k=1, seeds=1, per_env_runners=False)")
     # 3 sampled configurations + the baseline, 1 seed; then the closest miss and the baseline
     expected = 3 + 1 + 2
     first = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,

@@ -637,6 +637,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         with watchdog.lock:
             if watchdog.fired:  # the budget's watchdog has ended the trial
                 raise _TrialEnded
+            watchdog.alive()
             watchdog.last = (int(m["env_steps"]), columns)
             return reporter.report(
                 wall=wall, steps=int(m["env_steps"]), value=value, stalled=stalled or "",
@@ -645,6 +646,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                 nodes_used=lambda: trial_nodes(algo))
 
     def due() -> bool:  # after every training step: the metrics are read only when needed
+        watchdog.alive()
         steps = env_steps_so_far(algo) if cadence.every_env_steps is not None else None
         return cadence.due(time.perf_counter() - start, steps)
 
@@ -663,6 +665,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                 result = algo.train()
             except _TrialEnded:
                 break
+            watchdog.alive()
             m = extract_metrics(algo_name, result)
             wall = time.perf_counter() - start
             updates = float(m.get("learner_updates", math.nan))
@@ -678,24 +681,28 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         warm.park_or_stop(algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials)
 
 
-#: Seconds past a trial's time budget after which :class:`BudgetWatchdog` ends it from outside
-#: its blocked iteration: the trial's own loop ends it at the first iteration or evaluation
-#: after the budget, which may take a training iteration and an evaluation.
+#: Seconds a trial's loop may go without a sign of life (a training step, an evaluation)
+#: once its time budget is spent before :class:`BudgetWatchdog` ends it from outside: the
+#: trial's own loop ends it at the first training step or evaluation after the budget.
 WATCHDOG_GRACE_S = 10.0
 
 
 class BudgetWatchdog:
-    """Ends a trial whose iteration overran its time budget (a hung env step, a stuck
-    sample): ``WATCHDOG_GRACE_S`` seconds after the budget, unless the trial ended, a timer
-    thread reports the trial's last measured row again at the current wall-clock with no
-    target metric, ``done`` and censored (its objective the censored one), so that Tune stops
-    the trial and the study goes on; the blocked thread, when it wakes, reports nothing more
-    (``fired``). A trial that reached the target before the budget is never touched.
+    """Ends a trial whose loop is blocked past its time budget (a hung env step, a stuck
+    sample). A thread checks twice a second; once the budget plus ``grace_s`` has passed and
+    the loop has shown no sign of life (:meth:`alive`: a training step or an evaluation) for
+    ``grace_s`` seconds, it reports the trial's last measured row again at the current
+    wall-clock with no target metric, ``done`` and censored (its objective the censored one),
+    so that Tune stops the trial and the study goes on; the blocked thread, when it wakes,
+    reports nothing more (``fired``). A slow start-up is not a hang: the loop's first sign of
+    life is its start, after the Algorithm is built. A trial that reached the target before its
+    budget is never touched.
 
     Args:
         reporter: the trial's :class:`_IterationReporter`.
         start: the trial clock's ``time.perf_counter()`` origin.
         budget_s: the trial's time budget (seconds), or None: no watchdog.
+        grace_s: seconds, :data:`WATCHDOG_GRACE_S` by default.
     """
 
     def __init__(self, reporter: _IterationReporter, start: float, budget_s: float | None,
@@ -704,38 +711,46 @@ class BudgetWatchdog:
 
         self.lock = threading.Lock()
         self.fired = False
-        self.ended = False
         self.last: tuple[int, dict[str, Any]] = (0, {
             "episodes": 0, "episode_return_mean": math.nan, "learner_updates": 0.0})
-        self._reporter, self._start = reporter, start
-        self._timer = None
+        self._reporter, self._start, self._grace = reporter, start, grace_s
+        self._last_alive = time.perf_counter()
+        self._ended = threading.Event()
         if budget_s is not None:
-            delay = start + float(budget_s) + grace_s - time.perf_counter()
-            self._timer = threading.Timer(max(delay, 0.0), self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            self._deadline = start + float(budget_s) + grace_s
+            threading.Thread(target=self._watch, daemon=True,
+                             name="budget-watchdog").start()
+
+    def alive(self) -> None:
+        """The trial's loop made progress (called after every training step)."""
+        self._last_alive = time.perf_counter()
+
+    def _watch(self) -> None:
+        while not self._ended.wait(0.5):
+            now = time.perf_counter()
+            if now >= self._deadline and now - self._last_alive >= self._grace:
+                self._fire()
+                return
 
     def _fire(self) -> None:
         with self.lock:  # the trial's own report, if one is under way, goes first
-            if self.ended or self.fired:
+            if self._ended.is_set() or self.fired:
                 return
             self.fired = True
             steps, columns = self.last
         import logging
 
         logging.getLogger(__name__).warning(
-            "trial still running %.0f s after its budget: ended by the watchdog (censored)",
-            WATCHDOG_GRACE_S)
+            "trial blocked %.0f s past its budget: ended by the watchdog (censored)",
+            self._grace)
         # outside the lock: Tune's report blocks this thread until it stops the trial
         self._reporter.report(wall=time.perf_counter() - self._start, steps=steps,
                               value=math.nan, **columns)
 
     def cancel(self) -> None:
-        """The trial ended on its own: the timer will not fire."""
+        """The trial ended on its own: the watchdog will not fire."""
         with self.lock:
-            self.ended = True
-        if self._timer is not None:
-            self._timer.cancel()
+            self._ended.set()
 
 
 def env_runner_restarts(algo) -> int:

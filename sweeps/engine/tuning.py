@@ -243,7 +243,7 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
               f"{run_dir}; continue with: python -m sweeps.run {file} --resume",
               file=sys.stderr)
         return 130
-    why = ([f"{capped} seed(s) skipped: adaptive capping had capped most of their "
+    why = ([f"{capped} more seed(s) skipped: adaptive capping had capped most of their "
             "configuration's seeds, or one of them raised an error"] if capped else []) + (
         [f"{unfilled} confirmation trial(s) not needed: fewer distinct configurations to "
          "confirm than the most the sweep allows (a cell measured by the baseline alone, or "
