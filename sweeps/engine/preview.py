@@ -52,7 +52,8 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
              f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
           + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
     if confirm:
-        n_confirm = (confirm_count(sweep) + extra.count("+")) * confirm.seeds
+        fixed_groups = bool(sweep.baseline) + bool(sweep.reference)
+        n_confirm = (confirm_count(sweep) + fixed_groups) * confirm.seeds
         cells = confirm_cells(sweep)
         axes = " x ".join(confirm_axes(sweep)) or "-"
         what = (f"its {min(confirm.top_k, num_configs)} fastest" + (
