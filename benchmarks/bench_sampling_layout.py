@@ -24,6 +24,9 @@ layout with more env runners than cores is oversubscribed, as a user who asks fo
     python benchmarks/bench_sampling_layout.py --layouts IMPALA:1x1:sync,IMPALA:1x8:async \\
         --step-cpu-ms 10 --seconds 10
 
+A ``SEED`` layout's env runners are SEED's actors (:mod:`sweeps.engine.algorithms.seed_rl`);
+``--inference-gpus`` puts its inference server on a GPU.
+
 A layout is ``ALGORITHM:RUNNERSxENVS:MODE``. Prints one line per layout as it finishes and
 writes ``--out`` (default ``benchmarks/results/bench_sampling_layout.json``) after each one, so
 an interrupted run keeps what it measured. A Ray workload: run it alone.
@@ -84,7 +87,8 @@ class _PeakMemory(threading.Thread):
         return self.peak
 
 
-def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float) -> dict:
+def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float,
+          inference_gpus: float = 0.0) -> dict:
     """One layout, measured in this (fresh) process."""
     import psutil
     import ray
@@ -98,6 +102,8 @@ def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float)
     trial = dict(layout, seed=0)
     if gpus:
         trial["num_gpus_per_learner"] = gpus
+    if inference_gpus and layout["algorithm"] == "SEED":
+        trial["inference_num_gpus"] = inference_gpus
     config = build_config(trial, env, env_config)
     config.debugging(log_level="ERROR")
     config = config.reporting(min_time_s_per_iteration=0.5)
@@ -105,7 +111,7 @@ def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float)
     cpus = sum(b.get("CPU", 0) for b in bundles)
     cores = psutil.cpu_count()
     ray.init(address="local", num_cpus=max(cores, int(cpus + 0.999)),
-             num_gpus=1 if gpus else 0, include_dashboard=False, log_to_driver=False)
+             num_gpus=1 if gpus or inference_gpus else 0, include_dashboard=False, log_to_driver=False)
     try:
         t0 = time.perf_counter()
         algo = config.build_algo()
@@ -160,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="sampling window after the first env step (s; default 10)")
     p.add_argument("--gpus-per-learner", type=float, default=0.0,
                    help="GPUs of the learner (default 0: the learner on CPU)")
+    p.add_argument("--inference-gpus", type=float, default=0.0,
+                   help="GPUs of SEED's inference server (default 0: on CPU)")
     p.add_argument("--timeout", type=float, default=240.0,
                    help="seconds one layout may take before it is recorded as timed out")
     p.add_argument("--out", default=str(HERE / "results" / "bench_sampling_layout.json"))
@@ -169,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                                     ("step_latency_ms", args.step_latency_ms)) if v}
     if args.child:
         print(json.dumps(child(parse_layout(args.child), args.env, env_config, args.seconds,
-                               args.gpus_per_learner)))
+                               args.gpus_per_learner, args.inference_gpus)))
         return 0
     layouts = [s for s in args.layouts.split(",") if s.strip()]
     for s in layouts:
@@ -182,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     command = (f"python benchmarks/bench_sampling_layout.py --layouts {','.join(layouts)} "
                f"--env {args.env} --step-cpu-ms {args.step_cpu_ms:g} "
                f"--step-latency-ms {args.step_latency_ms:g} --seconds {args.seconds:g} "
-               f"--gpus-per-learner {args.gpus_per_learner:g}")
+               f"--gpus-per-learner {args.gpus_per_learner:g}"
+               + (f" --inference-gpus {args.inference_gpus:g}" if args.inference_gpus else ""))
     record = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
               "git_revision": revision, "env": args.env, "env_config": env_config,
               "machine": machine(), "results": {}}
@@ -196,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "--env", args.env, "--step-cpu-ms", str(args.step_cpu_ms),
                                    "--step-latency-ms", str(args.step_latency_ms),
                                    "--seconds", str(args.seconds),
-                                   "--gpus-per-learner", str(args.gpus_per_learner)],
+                                   "--gpus-per-learner", str(args.gpus_per_learner),
+                                   "--inference-gpus", str(args.inference_gpus)],
                                   cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             record["results"][s] = {"error": f"timed out after {args.timeout:g} s"}

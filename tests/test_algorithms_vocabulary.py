@@ -22,8 +22,8 @@ from sweeps.engine.algorithms import (
 CABS = "ContosoCabs-v0"
 
 
-def test_registry_names_the_suites_six_algorithms_and_rllibs_other_online_ones():
-    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO", "RLLIB-DQN",
+def test_registry_names_the_suites_seven_algorithms_and_rllibs_other_online_ones():
+    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO", "RLLIB-DQN", "SEED",
                                "SAC", "DreamerV3"}
 
 
@@ -126,7 +126,9 @@ def test_num_workers_zero_means_sampling_in_the_driver():
 def test_resource_request_is_driver_plus_env_runners(name, workers):
     c = build_config({"algorithm": name, "num_env_runners": workers}, CABS)
     bundles = c.algo_class.default_resource_request(c).bundles
-    assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers
+    # one CPU per env runner unless the algorithm's defaults ask less (SEED's light actors)
+    per_runner = ALGORITHMS[name].defaults.get("num_cpus_per_env_runner", 1)
+    assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers * per_runner
     assert sum(b.get("GPU", 0) for b in bundles) == 0
 
 

@@ -386,19 +386,22 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
 RETURN_METRICS = frozenset({EVALUATION, TRAINING, EPISODE_RETURN,
                             "env_runners/episode_return_mean", "env_runners/episode_return_max"})
 
-#: Algorithms that act in a discrete action space only (Q-learning: argmax over actions).
-DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN"})
+#: Algorithms that act in a discrete action space only (Q-learning: argmax over actions; SEED's
+#: inference server samples categorical actions).
+DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN", "SEED"})
 
 #: Algorithms that act in a continuous (Box) action space only.
 CONTINUOUS_ONLY = frozenset({"SB3-SAC"})
 
-#: Algorithms whose replay stores observations as arrays (sweeps.engine.algorithms.apex_replay).
-BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX"})
+#: Algorithms whose replay stores observations as arrays (sweeps.engine.algorithms.apex_replay),
+#: or whose inference server batches them as one array (SEED).
+BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX", "SEED"})
 
 
 def _check_action_space(sweep: Sweep, fail, env=None) -> None:
-    """DQN, APEX, RLLIB-DQN and SB3-DQN pick actions by argmax over Q-values: they need a
-    Discrete action space; DQN's and APEX's replay needs a Box observation space. ``env``: the
+    """DQN, APEX, RLLIB-DQN and SB3-DQN pick actions by argmax over Q-values, SEED samples
+    categorical actions: they need a Discrete action space; DQN's and APEX's replay and SEED's
+    inference batches need a Box observation space. ``env``: the
     env the validation already built (:func:`envs.forms.check_env`), else it is built once
     (cheap for every env shipped here) to read its spaces."""
     names = list(sweep.algorithms)
@@ -434,8 +437,10 @@ def _check_action_space(sweep: Sweep, fail, env=None) -> None:
     flat = [a for a in q_learners if a in BOX_OBSERVATIONS_ONLY]
     if flat and not isinstance(obs_space, gymnasium.spaces.Box):
         field, who, how = _whose(sweep, flat[0])
-        raise fail(field, f"{who} needs a Box observation space (its replay stores arrays), "
-                          f"but {sweep.env}'s is {obs_space}{how or '; RLLIB-DQN takes it'}")
+        why, other = (("its inference server batches arrays", "IMPALA") if flat[0] == "SEED"
+                      else ("its replay stores arrays", "RLLIB-DQN"))
+        raise fail(field, f"{who} needs a Box observation space ({why}), "
+                          f"but {sweep.env}'s is {obs_space}{how or f'; {other} takes it'}")
 
 
 def _whose(sweep: Sweep, algorithm: str) -> tuple[str, str, str]:

@@ -345,8 +345,9 @@ def process_peak_rss_mib() -> float:
 class TrialPeakMemory:
     """Peak RSS (MiB) of a trial's processes: its own (driver side: the Algorithm, a local
     learner, the evaluation envs) plus each remote env runner's and learner's, each its own
-    peak so far (:func:`process_peak_rss_mib`), summed: an upper bound on the trial's
-    simultaneous peak.
+    peak so far (:func:`process_peak_rss_mib`), and the processes an Algorithm reports itself
+    (``remote_peak_rss_mib(timeout_s)``: SEED's actors with their async sub-env processes, and
+    its inference server), summed: an upper bound on the trial's simultaneous peak.
 
     The remote actors answer between their other calls, so asking them is a synchronisation
     point: it waits for an env runner's in-flight ``sample()``, and an env runner blocked in
@@ -379,6 +380,9 @@ class TrialPeakMemory:
             results = learners.foreach_learner(lambda _learner: process_peak_rss_mib(),
                                                timeout_seconds=self.timeout_s)
             total += sum(r.get() for r in results if r.ok)  # RemoteCallResults
+        own = getattr(self.algo, "remote_peak_rss_mib", None)  # SEED's actors and server
+        if callable(own):
+            total += own(self.timeout_s)
         return total
 
     def __call__(self, now: float, final: bool = False) -> float:

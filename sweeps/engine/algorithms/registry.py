@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo
+from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo, seed
 from sweeps.engine.algorithms.learner_clock import UPDATE_CPU_KEY
 from sweeps.engine.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
 from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
@@ -30,7 +30,7 @@ __all__ = [
 
 #: Every algorithm a sweep can name → its :class:`~sweeps.engine.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC,
+    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC, seed.SPEC,
                         dqn.RLLIB_DQN_SPEC, *(generic_spec(n) for n in GENERIC))
 }
 

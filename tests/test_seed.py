@@ -1,0 +1,121 @@
+"""SEED RL (sweeps.engine.algorithms.seed_rl) on a real local Ray (2 CPUs): its actors import
+neither torch nor RLlib, an async layout's concurrent envs are recorded, it learns CartPole,
+and a real sweep (Ray Tune, Optuna, the trial's placement group) runs it to the Cabs target.
+Its Cabs learning check is with the other algorithms' (tests/test_algorithms_learning.py).
+
+Run under the machine's Ray lock: ``flock /tmp/ray_workload.lock python -m pytest ...``.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
+              pytest.mark.xdist_group("seed")]
+
+
+def test_the_light_modules_import_neither_torch_nor_rllib():
+    """What a SEED actor's process imports: its own module and the server's (a worker that
+    unpickles the server's handle imports the module of its class)."""
+    code = ("import sys, sweeps.engine.algorithms.seed_actor, sweeps.engine.algorithms.seed_inference;"
+            "print([m for m in ('torch', 'ray.rllib', 'ray.tune') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+@pytest.mark.timeout(240)
+def test_seed_actors_are_light_and_an_async_layout_counts_its_envs(local_ray):
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.trainable import TrialPeakMemory, sampling_layout
+
+    config = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
+                           "num_envs_per_env_runner": 4, "gym_env_vectorize_mode": "async",
+                           "num_cpus_per_env_runner": 0.25}, "ContosoCabs-v0")
+    assert sampling_layout(config) == {"vectorize_mode": "async", "concurrent_envs": 8,
+                                       "env_processes": 8}
+    assert config.algo_class.__name__ == "SEED"
+    # the trial's request: its process and one bundle per actor (the server shares the first)
+    assert [b["CPU"] for b in config.algo_class.default_resource_request(config).bundles] == [
+        1, 0.25, 0.25]
+    algo = config.build_algo()
+    try:
+        assert [local_ray.get(a.imported_frameworks.remote()) for a in algo._actors] == [[], []]
+        steps = 0
+        t0 = time.perf_counter()
+        while steps == 0 and time.perf_counter() - t0 < 60:
+            result = algo.train()
+            steps = extract_metrics("SEED", result)["env_steps"]
+        assert steps > 0
+        assert result["seed"]["inference_batch_mean"] >= 1
+        assert 0 < result["seed"]["first_env_step_s"] < 60
+        # the actors' memory counts, their async sub-env processes with them
+        own = algo.remote_peak_rss_mib()
+        assert own > 8 * 20  # 8 sub-env processes of >= 20 MiB, 2 actors and the server
+        assert TrialPeakMemory(algo)(time.perf_counter(), final=True) > own
+    finally:
+        algo.stop()
+
+
+@pytest.mark.timeout(240)
+def test_seed_learns_cartpole(local_ray):
+    """CartPole's random policy averages ~22 per episode; SEED (2 actors of 8 envs, rewards
+    unscaled) must reach a greedy evaluation return of 150 within 90 s of training."""
+    from sweeps.engine.algorithms import build_config
+    from sweeps.engine.evaluation import GreedyEvaluator, rllib_greedy_policy
+
+    env = "CartPole-v1"
+    algo = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
+                         "reward_scale": 1.0, "num_cpus_per_env_runner": 0.25},
+                        env).build_algo()
+    evaluator = GreedyEvaluator(env, {}, episodes=10, seed=10_000)
+    policy = rllib_greedy_policy(algo, evaluator)
+    best, t0 = -math.inf, time.perf_counter()
+    try:
+        while best < 150 and time.perf_counter() - t0 < 90:
+            algo.train()
+            best = max(best, evaluator.evaluate(policy()))
+    finally:
+        algo.stop()
+    print(f"SEED CartPole: best evaluation return {best:.0f} after "
+          f"{time.perf_counter() - t0:.1f} s")
+    assert best >= 150
+
+
+@pytest.mark.timeout(300)
+def test_a_sweep_runs_seed_to_the_cabs_target(tmp_path):
+    """Through Tune: SEED's placement group holds its actors (fractional CPUs), each trial
+    records its layout and its actors' memory, and the trials reach the target."""
+    path = tmp_path / "seed_sweep.py"
+    layout = {"num_env_runners": 2, "gym_env_vectorize_mode": "async",
+              "num_cpus_per_env_runner": 0.25}
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(
+            name="seed_sweep", env="ContosoCabs-v0", algorithms=["SEED"],
+            search_space={{"num_envs_per_env_runner": choice([4, 8])}},
+            fixed={layout!r},
+            target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
+            search=Search(sampler="random", num_samples=2, seeds=1),
+            baseline={{"algorithm": "SEED", "num_envs_per_env_runner": 4, **{layout!r}}},
+        )
+        """))
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=280)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = [p for p in (results / "seed_sweep").iterdir() if p.is_dir()]
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    assert (trials.algorithm == "SEED").all() and len(trials) >= 2
+    assert (trials.status == "reached").all(), trials[["status", "error"]]
+    assert (trials.vectorize_mode == "async").all()
+    assert list(trials.concurrent_envs) == [2 * n for n in trials.num_envs_per_env_runner]
+    # the driver (~700 MiB) plus the actors' and their sub-env processes' memory
+    assert (trials.peak_rss_mib > 700 + 8 * 20).all(), trials.peak_rss_mib
