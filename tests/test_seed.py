@@ -64,6 +64,35 @@ def test_seed_actors_are_light_and_an_async_layout_counts_its_envs(local_ray):
 
 
 @pytest.mark.timeout(240)
+def test_seed_actors_recover_from_env_faults_and_count_them(local_ray, tmp_path, monkeypatch):
+    """A Cabs whose every 199th step or reset of a process raises: SEED's actors re-make the
+    env that failed and go on sampling, and the faults are counted in ``env_restarts``."""
+    from test_sweeps_env_faults import FLAKY_ENV
+
+    from sweeps.engine.algorithms import build_config, extract_metrics
+
+    (tmp_path / "flaky_env.py").write_text(FLAKY_ENV)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import flaky_env
+    from ray import cloudpickle
+    from ray.tune.registry import register_env
+
+    # a user's registered env: its creator travels to the actors by value
+    cloudpickle.register_pickle_by_value(flaky_env)
+    register_env("FlakyCabsForSEED", flaky_env.flaky_cabs)
+    algo = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
+                         "num_cpus_per_env_runner": 0.25}, "FlakyCabsForSEED",
+                        {"fault_every": 199}).build_algo()
+    try:
+        m, t0 = {"env_steps": 0, "env_restarts": 0}, time.perf_counter()
+        while (m["env_steps"] < 5000 or m["env_restarts"] == 0) and time.perf_counter() - t0 < 60:
+            m = extract_metrics("SEED", algo.train())
+    finally:
+        algo.stop()
+    assert m["env_steps"] >= 5000 and m["env_restarts"] > 0, m
+
+
+@pytest.mark.timeout(240)
 def test_seed_learns_cartpole(local_ray):
     """CartPole's random policy averages ~22 per episode; SEED (2 actors of 8 envs, rewards
     unscaled) must reach a greedy evaluation return of 150 within 90 s of training."""

@@ -119,6 +119,51 @@ def test_an_env_that_never_resets_ends_instead_of_being_re_made_for_ever():
         RecoveringEnv(NoReset, recover=False).reset()
 
 
+def test_a_step_that_hangs_past_env_step_timeout_s_is_a_fault():
+    """A step that blocks for 30 s with ``step_timeout_s=0.5``: the caller waits about 0.5 s,
+    the env is re-made and the episode ends truncated, as for an error; the re-made env runs
+    on in a new helper thread."""
+    import time
+
+    class Hangs(_Counting):
+        def step(self, action):
+            if self.fail_at is not None and self.t + 1 == self.fail_at:
+                time.sleep(30)
+            return super().step(action)
+
+    made = []
+
+    def make():
+        made.append(Hangs(fail_at=2 if not made else None))
+        return made[-1]
+
+    env = RecoveringEnv(make, step_timeout_s=0.5)
+    env.reset(seed=0)
+    assert env.step(0)[1] == 1.0
+    began = time.monotonic()
+    obs, reward, terminated, truncated, info = env.step(0)  # the hung step
+    assert time.monotonic() - began < 5
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["env_fault"].startswith("EnvStepTimeout: step did not return within "
+                                        "env_step_timeout_s=0.5 s")
+    assert env.restarts == 1 and len(made) == 2 and obs[0] == 0
+    for _ in range(9):
+        assert env.step(0)[1] == 1.0
+    # without a timeout the calls run in the caller's thread, as before
+    plain = RecoveringEnv(lambda: _Counting())
+    plain.reset()
+    assert plain.step(0)[1] == 1.0 and plain._thread is None
+
+
+def test_recovering_env_names_carry_the_step_timeout():
+    from sweeps.engine.env_faults import parse_recovering_name, recovering_env_name
+
+    assert recovering_env_name("m:Env-v0") == "m:Env-v0+recovering"
+    assert parse_recovering_name(recovering_env_name("Cabs+step_cost", 2.5)) == (
+        "Cabs+step_cost", True, 2.5)
+    assert parse_recovering_name("CartPole-v1") == ("CartPole-v1", False, None)
+
+
 def test_the_evaluation_protocol_re_runs_a_faulted_episode_from_its_seed(monkeypatch):
     """An evaluation episode whose env raises is played again from its own seed on a re-made
     env: the mean return is the one without faults (never a partial episode's)."""
@@ -192,9 +237,26 @@ class Hanging(gymnasium.Wrapper):
         return self.env.step(action)
 
 
+class HangingEarly(gymnasium.Wrapper):
+    """Each instance's 500th env step blocks for 90 s (training and evaluation envs alike)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 500:
+            time.sleep(90)
+        return self.env.step(action)
+
+
 gymnasium.register("HangingCabs-v0",
                    entry_point=lambda config=None: Hanging(envs.make_env("ContosoCabs-v0",
                                                                          dict(config or {}))))
+gymnasium.register("HangingEarlyCabs-v0",
+                   entry_point=lambda config=None: HangingEarly(
+                       envs.make_env("ContosoCabs-v0", dict(config or {}))))
 '''
 
 
@@ -235,3 +297,66 @@ def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
     assert row["objective"] >= 15
     assert progress.wall_time_s.max() == row["elapsed_s"]
     assert took < 90, took  # the sweep did not wait for the hung step
+
+
+@pytest.mark.ray
+@pytest.mark.slow  # one at a time: it checks wall-clock bounds
+def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_path):
+    """The same 90 s hang, with ``env_step_timeout_s=2``: the hung env is re-made after 2 s,
+    the trial reaches the target within its budget, and the restart is counted."""
+    (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
+    path = tmp_path / "hanging_recovered.py"
+    path.write_text(textwrap.dedent("""\
+        from sweeps import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="hanging_recovered", env="hanging_env:HangingCabs-v0",
+                      algorithms=["DQN"], search_space={"num_env_runners": choice([0])},
+                      fixed={"env_step_timeout_s": 2},
+                      target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
+                      search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
+                      baseline=None)
+        """))
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = (results / "hanging_recovered").iterdir()
+    (row,) = pd.read_parquet(run_dir / "trials.parquet").to_dict("records")
+    assert row["status"] == "reached" and row["time_to_target_s"] < 60, row
+    assert row["env_restarts"] >= 1, row
+
+
+@pytest.mark.ray
+@pytest.mark.slow  # one at a time: it checks wall-clock bounds
+def test_the_reference_and_the_evaluation_hold_their_budget_while_a_step_hangs(tmp_path):
+    """Every env's 500th step blocks for 90 s: the SB3 reference's training loop and the RLlib
+    trial's evaluation protocol both block; each trial ends about WATCHDOG_GRACE_S after its
+    15 s budget, censored, and the sweep does not wait for the hung steps."""
+    import time
+
+    from sweeps.engine.trainable import WATCHDOG_GRACE_S
+
+    (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
+    path = tmp_path / "hanging_ref.py"
+    path.write_text(textwrap.dedent("""\
+        from sweeps import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="hanging_ref", env="hanging_env:HangingEarlyCabs-v0",
+                      algorithms=["PPO"], search_space={"num_env_runners": choice([0])},
+                      target=Target(value=2900.0), budget=Budget(time_s=15),
+                      search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
+                      baseline=None, reference={"algorithm": "SB3-DQN"})
+        """))
+    results = tmp_path / "results"
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    took = time.monotonic() - began
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run_dir,) = (results / "hanging_ref").iterdir()
+    trials = pd.read_parquet(run_dir / "trials.parquet")
+    assert sorted(trials.algorithm) == ["PPO", "SB3-DQN"]
+    for row in trials.to_dict("records"):
+        assert row["status"] == "censored" and row["censor_reason"] == "budget", row
+        assert 15 <= row["elapsed_s"] <= 15 + WATCHDOG_GRACE_S + 5, row
+    assert took < 150, took  # neither trial waited out its 90 s hang

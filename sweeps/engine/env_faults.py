@@ -18,20 +18,34 @@ Three places step envs, and each recovers the same way:
 - The evaluation protocol (:mod:`sweeps.engine.evaluation`): a faulted evaluation episode is
   re-run from its own seed on a re-made env, so the protocol's returns are never partial.
 
+- SEED's actors (:mod:`sweeps.engine.algorithms.seed_actor`): each sub-env a
+  :class:`RecoveringEnv`, its faults counted by the actor.
+
 Past ``max_env_restarts`` recoveries a trial ends as an error with
 ``error_kind = "env_faults"``: an env that fails on every step would otherwise never end.
+
+A step that *hangs* is a fault too when the trial sets ``env_step_timeout_s``: the env's
+``step`` and ``reset`` then run in a helper thread of the env's process, and one that has not
+returned after that many seconds is abandoned (the thread is left to its blocked call, as a
+daemon) and the env re-made, as for an error. Re-making the env, not its env runner, is what
+recovers: the env runner's process, its model and its other envs are sound. What this cannot
+stop is a call that blocks the whole process (native code holding Python's GIL); the trial's
+budget watchdog (:class:`sweeps.engine.trainable.BudgetWatchdog`) still ends such a trial at
+its budget.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 
 __all__ = ["DEFAULT_MAX_ENV_RESTARTS", "FAULTS_METRIC", "MAX_FAILED_RESETS", "EnvFaultLimit",
-           "RecoveringEnv",
-           "fault_limit_reason", "on_episode_end", "register_recovering_env"]
+           "EnvStepTimeout", "RecoveringEnv", "fault_limit_reason", "on_episode_end",
+           "parse_recovering_name", "recovering_env_name", "register_recovering_env"]
 
 #: The env runners' lifetime count of env faults their sub-envs recovered from (a key of
 #: RLlib's ``env_runners`` results).
@@ -51,11 +65,52 @@ class EnvFaultLimit(RuntimeError):
     """More env faults than a trial may recover from (``max_env_restarts``)."""
 
 
+class EnvStepTimeout(TimeoutError):
+    """An env's ``step`` or ``reset`` ran longer than ``env_step_timeout_s``."""
+
+
+class _CallThread:
+    """One daemon thread that runs an env's calls, so that the caller can stop waiting."""
+
+    def __init__(self) -> None:
+        self._calls: queue.Queue = queue.Queue()
+        self._results: queue.Queue = queue.Queue()
+        threading.Thread(target=self._loop, name="env-step", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            fn, args, kwargs = self._calls.get()
+            try:
+                self._results.put((True, fn(*args, **kwargs)))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                self._results.put((False, e))
+
+    def call(self, timeout_s: float, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` in the thread; raises :class:`EnvStepTimeout` after
+        ``timeout_s`` seconds (the thread is then left to the call: use a new one)."""
+        self._calls.put((fn, args, kwargs))
+        try:
+            ok, value = self._results.get(timeout=timeout_s)
+        except queue.Empty:
+            raise EnvStepTimeout(f"{getattr(fn, '__name__', 'call')} did not return within "
+                                 f"env_step_timeout_s={timeout_s:g} s") from None
+        if ok:
+            return value
+        raise value
+
+
 def fault_limit_reason(restarts: int, limit: int) -> str:
     """The one-line reason of a trial that ended on its env faults."""
     return (f"env faults: {restarts} env restarts, more than max_env_restarts={limit} "
             "(the env's step or reset kept raising; the first tracebacks are in the trial's "
             "log)")
+
+
+def _close_quietly(env: gymnasium.Env) -> None:
+    try:
+        env.close()
+    except Exception:  # noqa: BLE001 - a broken env may fail to close too
+        pass
 
 
 class RecoveringEnv(gymnasium.Wrapper):
@@ -71,6 +126,9 @@ class RecoveringEnv(gymnasium.Wrapper):
         make: builds a fresh env (called once now, again after each fault).
         max_restarts: faults tolerated before :class:`EnvFaultLimit` is raised (None: no limit).
         recover: False: an error of the env's is raised as it is (``recover_env_faults``).
+        step_timeout_s: seconds a ``step`` or ``reset`` may run before it counts as a fault
+            (:class:`EnvStepTimeout`, module docstring); None: no limit, calls run in the
+            caller's thread.
 
     Attributes:
         restarts: faults recovered so far.
@@ -83,12 +141,26 @@ class RecoveringEnv(gymnasium.Wrapper):
     """
 
     def __init__(self, make: Callable[[], gymnasium.Env], max_restarts: int | None = None,
-                 recover: bool = True):
+                 recover: bool = True, step_timeout_s: float | None = None):
         super().__init__(make())
         self._make = make
         self.max_restarts = max_restarts
         self.recover = recover
         self.restarts = 0
+        self.step_timeout_s = step_timeout_s
+        self._thread: _CallThread | None = None
+
+    def _call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """``fn(...)``, in the helper thread with ``step_timeout_s`` when it is set."""
+        if not self.step_timeout_s:
+            return fn(*args, **kwargs)
+        if self._thread is None:
+            self._thread = _CallThread()
+        try:
+            return self._thread.call(float(self.step_timeout_s), fn, *args, **kwargs)
+        except EnvStepTimeout:
+            self._thread = None  # the hung call keeps its thread; the next call gets a new one
+            raise
 
     def _restart(self, error: Exception) -> None:
         if not self.recover:
@@ -96,17 +168,17 @@ class RecoveringEnv(gymnasium.Wrapper):
         self.restarts += 1
         if self.max_restarts is not None and self.restarts > self.max_restarts:
             raise EnvFaultLimit(fault_limit_reason(self.restarts, self.max_restarts)) from error
-        try:
-            self.env.close()
-        except Exception:  # noqa: BLE001 - a broken env may fail to close too
-            pass
+        if isinstance(error, EnvStepTimeout):  # its close may hang as its step did
+            threading.Thread(target=_close_quietly, args=(self.env,), daemon=True).start()
+        else:
+            _close_quietly(self.env)
         self.env = self._make()
 
     def reset(self, **kwargs: Any):
         fault = ""
         for _ in range(MAX_FAILED_RESETS):
             try:
-                obs, info = self.env.reset(**kwargs)
+                obs, info = self._call(self.env.reset, **kwargs)
                 return obs, ({**info, "env_fault_on_reset": fault} if fault else info)
             except Exception as e:  # noqa: BLE001 - any error of the env's is a fault
                 self._restart(e)
@@ -116,7 +188,7 @@ class RecoveringEnv(gymnasium.Wrapper):
 
     def step(self, action):
         try:
-            return self.env.step(action)
+            return self._call(self.env.step, action)
         except Exception as e:  # noqa: BLE001 - any error of the env's is a fault
             self._restart(e)
             obs, info = self.reset()
@@ -124,15 +196,36 @@ class RecoveringEnv(gymnasium.Wrapper):
             return obs, 0.0, False, True, {**info, "env_fault": f"{type(e).__name__}: {e}"}
 
 
-def register_recovering_env(env_id: str) -> str:
+def recovering_env_name(env_id: str, step_timeout_s: float | None = None) -> str:
+    """The name under which :func:`register_recovering_env` registers ``env_id``:
+    ``"<env_id>+recovering"``, with ``"+step_timeout_s=<t>"`` after it when set."""
+    name = f"{env_id}+recovering"
+    return f"{name}+step_timeout_s={float(step_timeout_s):g}" if step_timeout_s else name
+
+
+def parse_recovering_name(name: str) -> tuple[str, bool, float | None]:
+    """``(env_id, recover, step_timeout_s)`` of an env name :func:`register_recovering_env`
+    made (``recover`` False and no timeout for any other name)."""
+    timeout = None
+    head, sep, tail = name.rpartition("+step_timeout_s=")
+    if sep and head.endswith("+recovering"):
+        name, timeout = head, float(tail)
+    if name.endswith("+recovering"):
+        return name[: -len("+recovering")], True, timeout
+    return name, False, None
+
+
+def register_recovering_env(env_id: str, step_timeout_s: float | None = None) -> str:
     """Register, with Tune's registry, ``env_id`` as the suite builds it
     (:func:`envs.make_env`: the suite's envs, a user's module, step costs) inside a
-    :class:`RecoveringEnv` without a limit (the trial counts and limits faults); returns the
-    name RLlib's env runners then make each sub-env by (``"<env_id>+recovering"``)."""
+    :class:`RecoveringEnv` without a limit (the trial counts and limits faults), a hung step
+    being a fault after ``step_timeout_s`` seconds when set; returns the name RLlib's env
+    runners then make each sub-env by (:func:`recovering_env_name`)."""
     from ray.tune.registry import register_env
 
-    name = f"{env_id}+recovering"
-    register_env(name, lambda cfg, _id=env_id: RecoveringEnv(lambda: _make_env(_id, cfg)))
+    name = recovering_env_name(env_id, step_timeout_s)
+    register_env(name, lambda cfg, _id=env_id, _t=step_timeout_s: RecoveringEnv(
+        lambda: _make_env(_id, cfg), step_timeout_s=_t))
     return name
 
 

@@ -98,6 +98,17 @@ class GreedyEvaluator:
             env.recover = bool(value)
 
     @property
+    def step_timeout_s(self) -> float | None:
+        """Seconds an evaluation env's step or reset may take before it is a fault (the
+        trial's ``env_step_timeout_s``; None: no limit)."""
+        return self.envs[0].step_timeout_s
+
+    @step_timeout_s.setter
+    def step_timeout_s(self, value: float | None) -> None:
+        for env in self.envs:
+            env.step_timeout_s = None if value is None else float(value)
+
+    @property
     def observation_space(self):
         return self.envs[0].observation_space
 

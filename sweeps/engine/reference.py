@@ -40,6 +40,8 @@ _OWN = {
                         "(sweeps.engine.env_faults; default 1000)",
     "recover_env_faults": "re-make the env when its step or reset raises, its episode ending "
                           "there (default True; sweeps.engine.env_faults)",
+    "env_step_timeout_s": "seconds a step or reset may take before it counts as a fault "
+                          "(default None: no limit; sweeps.engine.env_faults)",
 }
 
 #: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
@@ -142,7 +144,8 @@ def _build_model(algo: str, params: dict[str, Any], env, seed: int):
 
 def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping[str, Any],
                   evaluation: Mapping[str, Any], budget_env_steps: int | None,
-                  report: Callable[[dict[str, Any]], bool]) -> None:
+                  report: Callable[[dict[str, Any]], bool],
+                  started: Callable[[float], None] | None = None) -> None:
     """Train one reference trial, evaluating and reporting at the end of every iteration.
 
     Args:
@@ -160,6 +163,8 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
             exploring episodes, NaN before one ends), ``env_restarts`` (env faults recovered
             so far, training and evaluation envs) and ``done`` (True when
             ``total_timesteps`` are used up); training stops when it returns True.
+        started: called once with the trial clock's ``time.perf_counter()`` origin, when
+            the timed region starts (the trial's budget watchdog counts from it).
 
     Raises:
         sweeps.engine.env_faults.EnvFaultLimit: more env faults than ``max_env_restarts``.
@@ -190,7 +195,10 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     # do (sweeps.engine.env_faults), so both sides of a comparison see the same simulator
     limit = int(params.pop("max_env_restarts", DEFAULT_MAX_ENV_RESTARTS))
     evaluator.recover = bool(params.pop("recover_env_faults", True))
-    env = RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit, evaluator.recover)
+    timeout = params.pop("env_step_timeout_s", None)
+    evaluator.step_timeout_s = timeout
+    env = RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit, evaluator.recover,
+                        step_timeout_s=timeout)
     monitor = train_env = Monitor(env)  # unscaled returns; step latency
     if scale != 1.0:
         train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
@@ -239,6 +247,8 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
 
     start = time.perf_counter()  # the timed region starts before the model is built
     cpu_start = time.process_time()
+    if started is not None:
+        started(start)
     model = _build_model(algo, params, train_env, seed)
     callback = Protocol()
     if cadence.active:  # the initial policy, as for RLlib trials (sweeps.engine.trainable)

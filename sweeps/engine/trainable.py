@@ -603,6 +603,7 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     max_env_restarts = int(config.get("max_env_restarts") or DEFAULT_MAX_ENV_RESTARTS)
     if evaluator is not None:
         evaluator.recover = bool(config.get("recover_env_faults", True))
+        evaluator.step_timeout_s = config.get("env_step_timeout_s")
 
     def measure(m: dict[str, Any], stalled: str | None = None) -> bool:
         """Evaluate (when the target metric is the protocol's) and report; True: trial ends."""
@@ -846,17 +847,30 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
 
     last: dict[str, Any] = {}
+    # the budget holds while the reference's env step hangs, as for RLlib trials
+    watchdog: list[BudgetWatchdog] = []
+
+    def started(clock_start: float) -> None:
+        watchdog.append(BudgetWatchdog(reporter, clock_start, setup.budget_time_s))
 
     def report(r: dict[str, Any], fault: str = "") -> bool:
         last.update(r)
-        return reporter.report(
-            wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
-            value=r["evaluation_return"] if evaluation else r["training_return"],
+        columns = dict(
             episodes=r["episodes"], episode_return_mean=r["training_return"],
             evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
             learner_updates=r["learner_updates"], driver_cpu_s=r["driver_cpu_s"],
-            env_restarts=int(r.get("env_restarts", 0)), env_runner_restarts=0,
-            stalled=fault, error_kind="env_faults" if fault else "",
+            env_restarts=int(r.get("env_restarts", 0)), env_runner_restarts=0)
+        dog = watchdog[0] if watchdog else None
+        if dog is not None:
+            with dog.lock:
+                if dog.fired:  # the watchdog ended the trial while this step hung
+                    return True
+                dog.alive()
+                dog.last = (int(r["env_steps"]), columns)
+        return reporter.report(
+            wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
+            value=r["evaluation_return"] if evaluation else r["training_return"],
+            stalled=fault, error_kind="env_faults" if fault else "", **columns,
             peak_rss_mib=process_peak_rss_mib(), nodes_used=trial_nodes(None))
 
     from sweeps.engine.env_faults import EnvFaultLimit
@@ -864,8 +878,11 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     try:
         run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
                       evaluation=setup.evaluation, report=report,
-                      budget_env_steps=setup.budget_env_steps)
+                      budget_env_steps=setup.budget_env_steps, started=started)
     except EnvFaultLimit as e:  # its env kept failing: an error of the env's, said in one line
         if not last:
             raise
         report({**last, "env_restarts": last.get("env_restarts", 0) + 1}, fault=str(e))
+    finally:
+        for dog in watchdog:
+            dog.cancel()

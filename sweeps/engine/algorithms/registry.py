@@ -125,7 +125,12 @@ def build_config(trial_config: Mapping[str, Any], env: str,
     if recover:  # each sub-env re-made alone when it raises (sweeps.engine.env_faults)
         from sweeps.engine.env_faults import on_episode_end, register_recovering_env
 
-        env = register_recovering_env(env)
+        timeout = params.get("env_step_timeout_s")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+                timeout, (int, float)) or not timeout > 0):
+            raise ValueError(f"parameter 'env_step_timeout_s' for algorithm {spec.name} must "
+                             f"be a positive number of seconds or None, got {timeout!r}")
+        env = register_recovering_env(env, timeout)
         config.callbacks(on_episode_end=on_episode_end)
     elif envs.split_step_cost(env_config)[0]:  # RLlib's gymnasium.make would not take the keys
         env = envs.register_step_cost_env(env)

@@ -53,7 +53,8 @@ def tree_peak_rss_mib() -> float:
 
 def make_vector_env(env_id: str, env_config: Mapping[str, Any] | None, num_envs: int,
                     mode: str, recover: bool,
-                    creator: Callable[[dict], gymnasium.Env] | None = None):
+                    creator: Callable[[dict], gymnasium.Env] | None = None,
+                    step_timeout_s: float | None = None):
     """``num_envs`` sub-envs of ``env_id`` as one gymnasium vector env that resets an ended
     sub-env in the same step (its last observation in ``info["final_obs"]``).
 
@@ -67,6 +68,7 @@ def make_vector_env(env_id: str, env_config: Mapping[str, Any] | None, num_envs:
         recover: each sub-env in a :class:`~sweeps.engine.env_faults.RecoveringEnv`.
         creator: a user's env creator (a ``register_env`` of theirs) to call instead of
             :func:`envs.make_env`.
+        step_timeout_s: a recovering sub-env's ``env_step_timeout_s`` (None: no limit).
 
     Raises:
         ValueError: an unknown ``mode``.
@@ -87,7 +89,7 @@ def make_vector_env(env_id: str, env_config: Mapping[str, Any] | None, num_envs:
             return make_one()
         from sweeps.engine.env_faults import RecoveringEnv
 
-        return RecoveringEnv(make_one)
+        return RecoveringEnv(make_one, step_timeout_s=step_timeout_s)
 
     fns = [make] * int(num_envs)
     if mode == "sync":
@@ -118,19 +120,22 @@ class SeedEnvRunner:
 
     Args:
         index: this actor's index (0-based), the server's key for its envs.
-        env_id, env_config, num_envs, mode, recover, creator: its envs (:func:`make_vector_env`).
+        env_id, env_config, num_envs, mode, recover, creator, step_timeout_s: its envs
+            (:func:`make_vector_env`).
         seed: the first sub-env's seed; sub-env ``j`` is seeded ``seed + j`` (gymnasium's rule).
         server: the inference server's actor handle.
     """
 
     def __init__(self, index: int, env_id: str, env_config: Mapping[str, Any] | None,
                  num_envs: int, mode: str, recover: bool, seed: int | None, server: Any,
-                 creator: Callable[[dict], gymnasium.Env] | None = None):
+                 creator: Callable[[dict], gymnasium.Env] | None = None,
+                 step_timeout_s: float | None = None):
         self._t0 = time.time()
         import os
         self._pid_start = os.path.getmtime(f"/proc/{os.getpid()}")
         self.index, self.seed, self.server = int(index), seed, server
-        self.env = make_vector_env(env_id, env_config, num_envs, mode, recover, creator)
+        self.env = make_vector_env(env_id, env_config, num_envs, mode, recover, creator,
+                                   step_timeout_s)
         self.first_step_at: float | None = None  # time.time() of the first env step
 
     def ready(self) -> bool:

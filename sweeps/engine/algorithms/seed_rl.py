@@ -169,14 +169,14 @@ class SEED(IMPALA):
         super().setup(local)
         self._start_actors(cfg, t0)
 
-    def _env_and_creator(self) -> tuple[str, bool, Any]:
+    def _env_and_creator(self) -> tuple[str, bool, float | None, Any]:
         """The env as :func:`envs.make_env` takes it, whether sub-envs recover from faults,
-        and a user's own registered creator (None for the suite's and gymnasium's envs)."""
+        their step timeout (``env_step_timeout_s``), and a user's own registered creator (None
+        for the suite's and gymnasium's envs)."""
         import envs
+        from sweeps.engine.env_faults import parse_recovering_name
 
-        name, recover = str(self.config.env), False
-        if name.endswith("+recovering"):
-            name, recover = name[: -len("+recovering")], True
+        name, recover, timeout = parse_recovering_name(str(self.config.env))
         if name.endswith("+step_cost"):
             name = name[: -len("+step_cost")]
         creator = None
@@ -185,7 +185,7 @@ class SEED(IMPALA):
 
             if _global_registry.contains(ENV_CREATOR, name):
                 creator = _global_registry.get(ENV_CREATOR, name)
-        return name, recover, creator
+        return name, recover, timeout, creator
 
     def _start_actors(self, cfg: AlgorithmConfig, t0: float) -> None:
         from sweeps.engine.algorithms.seed_actor import SeedEnvRunner
@@ -205,13 +205,13 @@ class SEED(IMPALA):
             spec, state, obs_space, act_space, self._envs_n,
             int(cfg.get_rollout_fragment_length()), batch, cfg.inference_timeout_ms / 1000.0,
             seed)
-        env_id, recover, creator = self._env_and_creator()
+        env_id, recover, timeout, creator = self._env_and_creator()
         actor_cls = ray.remote(num_cpus=cfg.num_cpus_per_env_runner,
                                max_concurrency=2)(SeedEnvRunner)
         self._actors = [
             actor_cls.remote(i, env_id, dict(cfg.env_config), self._envs_n, self._mode,
                              recover, None if seed is None else seed * 10_000 + i * self._envs_n,
-                             self._server, creator)
+                             self._server, creator, timeout)
             for i in range(self._actors_n)]
         ray.get([a.ready.remote() for a in self._actors] + [self._server.take.remote(0, 0.0)])
         self._runs = [a.run.remote() for a in self._actors]

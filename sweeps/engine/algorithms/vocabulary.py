@@ -160,6 +160,10 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
     "max_env_restarts": OwnParam(
         "derived", "env faults a trial recovers from before it ends as an error with "
         "error_kind 'env_faults' (default 1000; sweeps.engine.env_faults)"),
+    "env_step_timeout_s": OwnParam(
+        "derived", "seconds an env's step or reset may take before it counts as a fault: the "
+        "env is re-made and its episode ends truncated (default None: no limit; "
+        "sweeps.engine.env_faults)"),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
