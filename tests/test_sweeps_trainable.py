@@ -97,3 +97,35 @@ def test_a_reused_trial_process_starts_like_a_fresh_one():
     ballast = np.ones(500 * 2**20 // 8)
     subprocess.run([sys.executable, "-c", code], check=True)
     del ballast
+
+
+def test_cold_every_makes_every_kth_trial_of_a_shape_cold_and_charges_the_median():
+    """``Search(cold_every=3)``: trials 1, 4, 7 of a shape are cold; a warm trial is charged the
+    median of the cold start-ups so far, never its own; another shape counts apart; without
+    ``cold_every`` only the first is cold."""
+    from sweeps.engine.warm import COLD, WARM, ShapeStarts
+
+    starts, a, b = ShapeStarts(), ("A",), ("B",)
+    kinds, charges = [], []
+    cold_startups = iter([5.0, 9.0, 6.0])
+    for _ in range(7):
+        kind = COLD if (not starts.cold.get(a) or starts.cold_due(a, 3)) else WARM
+        kinds.append(kind)
+        charges.append(starts.started(a, kind, next(cold_startups) if kind == COLD else 0.1))
+    assert kinds == [COLD, WARM, WARM, COLD, WARM, WARM, COLD]
+    assert charges == [5.0, 5.0, 5.0, 7.0, 7.0, 7.0, 6.0]
+    assert starts.started(b, COLD, 2.0) == 2.0 and not starts.cold_due(b, 3)
+    for _ in range(10):
+        starts.started(b, WARM, 0.1)
+    assert not starts.cold_due(b, None) and starts.cold_due(b, 3)
+
+
+def test_cold_every_is_a_search_field_checked_on_load():
+    import pytest
+    from pydantic import ValidationError
+
+    from sweeps import Search
+
+    assert Search(cold_every=4).cold_every == 4 and Search().cold_every is None
+    with pytest.raises(ValidationError):
+        Search(cold_every=0)

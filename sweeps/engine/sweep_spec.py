@@ -330,6 +330,10 @@ class Search(_Strict):
         "its shape (algorithm, env runners and their resources) on its actor, everything they "
         "hold re-made from the new trial's config; its time-to-target is charged its shape's "
         "cold start-up. False (or --cold): every trial starts its processes")
+    cold_every: int | None = Field(
+        None, ge=1, description="with warm trials: every cold_every-th trial of a shape on a "
+        "trial actor starts cold anyway, so that the cold start-up charged to the warm ones is "
+        "the median of several measured in this run, not one; None: only the first is cold")
 
     @property
     def search_seeds(self) -> list[int]:

@@ -61,6 +61,8 @@ class TrialSetup:
         stall_min_time_s: ... spanning at least this many seconds.
         warm_trials: a trial may reuse the env runner processes of the previous trial of
             its shape on its actor (:mod:`sweeps.engine.warm`); False: every trial cold.
+        cold_every: with warm trials, every ``cold_every``-th trial of a shape on an actor is
+            cold all the same (``Search.cold_every``); None: only the first.
     """
 
     env: str
@@ -82,6 +84,7 @@ class TrialSetup:
     stall_iterations: int | None = None
     stall_min_time_s: float = 30.0
     warm_trials: bool = True
+    cold_every: int | None = None
 
     @classmethod
     def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
@@ -104,7 +107,8 @@ class TrialSetup:
                    placement_strategy=sweep.placement_strategy, quiet=quiet,
                    stall_iterations=sweep.stall.iterations if sweep.stall else None,
                    stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0,
-                   warm_trials=sweep.search.warm_trials)
+                   warm_trials=sweep.search.warm_trials,
+                   cold_every=sweep.search.cold_every)
 
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
@@ -575,7 +579,8 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     cpu_start = time.process_time()
-    algo, start_kind, charged = warm.build(algo_config, enabled=setup.warm_trials)
+    algo, start_kind, charged = warm.build(algo_config, enabled=setup.warm_trials,
+                                           cold_every=setup.cold_every)
     built_at = time.perf_counter()
     startup_s = built_at - start
     # a warm trial is charged its shape's cold start-up (sweeps.engine.warm): its wall times

@@ -18,8 +18,10 @@ metrics; the learner, its optimizer, the replay buffer and the driver's state be
 new Algorithm. Only the processes and their imports are kept.
 
 Time-to-target stays what a user pays on a fresh cluster: a warm trial's clock is charged the
-cold start-up its shape paid on this actor (``cold_startup_s``), so its recorded wall times
-are those of a cold trial with that start-up (docs/design.md, *warm trial*).
+cold start-up its shape paid on this actor (``cold_startup_s``: the median of its cold
+start-ups here, several with ``Search(cold_every=k)``, which makes every k-th trial of a shape
+cold), so its recorded wall times are those of a cold trial with that start-up
+(docs/design.md, *warm trial*).
 """
 
 from __future__ import annotations
@@ -39,6 +41,36 @@ class _Parked:
 
 
 _parked: _Parked | None = None
+
+
+class ShapeStarts:
+    """Per shape (:func:`shape_key`), the cold start-ups measured in this process and the
+    trials since the last cold one: when a trial is due cold (``cold_every``) and what a warm
+    one is charged (their median)."""
+
+    def __init__(self) -> None:
+        self.cold: dict[tuple, list[float]] = {}
+        self.since_cold: dict[tuple, int] = {}
+
+    def cold_due(self, key: tuple, cold_every: int | None) -> bool:
+        """True when this shape's next trial must be cold: ``cold_every`` trials (the cold
+        one included) since its last cold one."""
+        return cold_every is not None and self.since_cold.get(key, 0) >= cold_every
+
+    def started(self, key: tuple, kind: str, startup_s: float) -> float:
+        """Record a trial's start; returns the shape's charge (seconds): the median of its
+        cold start-ups so far."""
+        import statistics
+
+        if kind == COLD:
+            self.cold.setdefault(key, []).append(float(startup_s))
+            self.since_cold[key] = 1
+        else:
+            self.since_cold[key] = self.since_cold.get(key, 0) + 1
+        return float(statistics.median(self.cold.get(key) or [startup_s]))
+
+
+_starts = ShapeStarts()
 
 
 def shape_key(algo_config) -> tuple:
@@ -70,7 +102,8 @@ def _reinit(runner, **kwargs: Any) -> bool:
     return True
 
 
-def build(algo_config, enabled: bool = True) -> tuple[Any, str, float | None]:
+def build(algo_config, enabled: bool = True,
+          cold_every: int | None = None) -> tuple[Any, str, float | None]:
     """Build the trial's Algorithm, warm when the parked env runners fit its shape.
 
     Returns:
@@ -87,8 +120,9 @@ def build(algo_config, enabled: bool = True) -> tuple[Any, str, float | None]:
 
     global _parked
     parked, _parked = _parked, None
-    if parked is not None and (not enabled or parked.key != shape_key(algo_config)
-                               or not parked.handles):
+    key = shape_key(algo_config)
+    if parked is not None and (not enabled or parked.key != key or not parked.handles
+                               or _starts.cold_due(key, cold_every)):
         _release(parked)
         parked = None
     if parked is None:
@@ -145,11 +179,13 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
     """End a trial's Algorithm: park its env runner actors for the next trial of the same
     shape on this actor (``enabled`` and every env runner healthy), else stop it all.
 
-    ``startup_s``: this trial's cold start-up (seconds), what a later warm trial of the shape
-    is charged; for a warm trial the charge it was given passes on.
+    ``startup_s``: this trial's start-up (seconds); a cold one's joins its shape's cold
+    start-ups, whose median (:class:`ShapeStarts`) a later warm trial of the shape is charged.
     """
     global _parked
     previous = _held.pop(id(algo), None)
+    key = shape_key(algo_config)
+    charge = _starts.started(key, WARM if previous else COLD, startup_s)
     group = getattr(algo, "env_runner_group", None)
     manager = getattr(group, "_worker_manager", None)
     handles = []
@@ -166,8 +202,7 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
         algo.stop()
     finally:
         if handles:
-            cold = previous.cold_startup_s if previous else startup_s
-            _parked = _Parked(shape_key(algo_config), handles, cold)
+            _parked = _Parked(key, handles, charge)
 
 
 def _release(parked: _Parked) -> None:
