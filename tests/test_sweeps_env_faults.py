@@ -311,7 +311,7 @@ def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_p
         SWEEP = Sweep(name="hanging_recovered", env="hanging_env:HangingCabs-v0",
                       algorithms=["DQN"], search_space={"num_env_runners": choice([0])},
                       fixed={"env_step_timeout_s": 2},
-                      target=Target(fraction_of_optimal=0.5), budget=Budget(time_s=60),
+                      target=Target(value=1500.0), budget=Budget(time_s=60),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline=None)
         """))

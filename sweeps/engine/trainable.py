@@ -539,12 +539,52 @@ class _IterationReporter:
         return bool(done)
 
 
+#: Set by :class:`BudgetWatchdog` once it has ended the trial of this process: the trial's
+#: body may still be blocked (a hung step), and :func:`run_trial` returns without it.
+_ABANDONED = None
+
+
 def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     """Tune function trainable: train until the target or the budget, reporting each evaluation.
 
     ``config``: the trial's flat params (Tune's config); ``setup`` (bound with
     ``tune.with_parameters``): what all trials of the sweep share, :class:`TrialSetup`.
+
+    The trial's body runs in a helper thread, and this function returns when it ends, or ends
+    its thread when the budget's watchdog has ended the trial while the body is blocked (a
+    hung env step):
+    Tune then reuses the actor for the next trial (it cannot while its training thread is
+    blocked: the next trial would fail with "Could not re-use actor"), and the blocked body,
+    when it wakes, reports nothing and stops its Algorithm without parking it.
     """
+    import threading
+
+    global _ABANDONED
+    abandoned = _ABANDONED = threading.Event()
+    done = threading.Event()
+    outcome: dict[str, BaseException] = {}
+
+    def body() -> None:
+        try:
+            _run_trial_body(config, setup)
+        except BaseException as e:  # noqa: BLE001 - handed to Tune's thread as it is
+            outcome["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=body, name="trial", daemon=True).start()
+    while not done.wait(0.1):
+        if abandoned.is_set():
+            # as Tune's own stop does (its session's sys.exit(0)): a function that returned
+            # would report a last, duplicate result, and Tune, which has taken the watchdog's
+            # report as the last, would never read it, so this thread would never end
+            raise SystemExit(0)
+    if "error" in outcome:
+        raise outcome["error"]
+
+
+def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
+    """:func:`run_trial`'s work, in its helper thread."""
     if setup.quiet:
         import logging
 
@@ -688,7 +728,10 @@ def run_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         return
     finally:
         watchdog.cancel()
-        warm.park_or_stop(algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials)
+        # a body the watchdog ended wakes while a later trial may own the actor: it parks
+        # nothing (its env runners are stopped with it)
+        warm.park_or_stop(algo, algo_config, startup_s=startup_s,
+                          enabled=setup.warm_trials and not watchdog.fired)
 
 
 #: Seconds a trial's loop may go without a sign of life (a training step, an evaluation)
@@ -753,9 +796,14 @@ class BudgetWatchdog:
         logging.getLogger(__name__).warning(
             "trial blocked %.0f s past its budget: ended by the watchdog (censored)",
             self._grace)
-        # outside the lock: Tune's report blocks this thread until it stops the trial
-        self._reporter.report(wall=time.perf_counter() - self._start, steps=steps,
-                              value=math.nan, **columns)
+        # outside the lock: Tune's report blocks this thread until it stops the trial (and
+        # ends this thread then); either way the trial's thread may return to Tune
+        try:
+            self._reporter.report(wall=time.perf_counter() - self._start, steps=steps,
+                                  value=math.nan, **columns)
+        finally:
+            if _ABANDONED is not None:
+                _ABANDONED.set()
 
     def cancel(self) -> None:
         """The trial ended on its own: the watchdog will not fire."""
