@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         runs["env_step_timeout_s=5"].append(per_step_us(5.0, args.steps))
     summary = {k: {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v),
                    "runs_us": v} for k, v in runs.items()}
-    extra = [t - n for t, n in zip(runs["env_step_timeout_s=5"], runs["no timeout"])]
+    extra = [t - n for t, n in zip(runs["env_step_timeout_s=5"], runs["no timeout"], strict=True)]
     summary["added_per_step_us"] = {"median_us": statistics.median(extra), "min_us": min(extra),
                                     "max_us": max(extra)}
     for k, v in summary.items():

@@ -300,7 +300,8 @@ def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
 
 
 @pytest.mark.ray
-@pytest.mark.slow  # one at a time: it checks wall-clock bounds
+@pytest.mark.parallel  # its only bound is the 60 s budget, which the trial meets far inside
+@pytest.mark.slow
 def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_path):
     """The same 90 s hang, with ``env_step_timeout_s=2``: the hung env is re-made after 2 s,
     the trial reaches the target within its budget, and the restart is counted."""
@@ -360,3 +361,73 @@ def test_the_reference_and_the_evaluation_hold_their_budget_while_a_step_hangs(t
         assert row["status"] == "censored" and row["censor_reason"] == "budget", row
         assert 15 <= row["elapsed_s"] <= 15 + WATCHDOG_GRACE_S + 5, row
     assert took < 150, took  # neither trial waited out its 90 s hang
+
+
+# An env runner's process that dies once: the env's 200th step calls os._exit in an env
+# runner's process (never the trial's), the first time only (a marker file).
+DYING_ENV = '''\
+import os
+
+import gymnasium
+
+import envs
+
+
+class DiesOnce(gymnasium.Wrapper):
+    def __init__(self, env, marker):
+        super().__init__(env)
+        self.marker, self.steps = marker, 0
+
+    def step(self, action):
+        self.steps += 1
+        if (self.steps == 200 and not os.path.exists(self.marker)
+                and "EnvRunner" in open("/proc/self/cmdline").read()):
+            open(self.marker, "w").close()
+            os._exit(1)
+        return self.env.step(action)
+
+
+def dying_cabs(config=None):
+    config = dict(config or {})
+    marker = config.pop("die_marker")
+    return DiesOnce(envs.make_env("ContosoCabs-v0", config), marker)
+
+
+gymnasium.register("DyingCabs-v0", entry_point=dying_cabs)
+'''
+
+
+@pytest.mark.ray
+@pytest.mark.parallel  # its only bound is the budget, which the trial meets far inside
+@pytest.mark.slow
+def test_an_env_runner_that_dies_is_one_console_line_and_its_banner_goes_to_the_log(tmp_path):
+    """An env runner's process exits mid-sample: RLlib restarts it, the trial reaches its
+    target, its console line counts the restart, and Ray's "A worker died" banner is in the
+    run's errors.log, not on the console."""
+    (tmp_path / "dying_env.py").write_text(DYING_ENV)
+    marker = tmp_path / "marker"
+    path = tmp_path / "dying.py"
+    path.write_text(textwrap.dedent(f"""\
+        from sweeps import Budget, Search, Sweep, Target, choice
+        SWEEP = Sweep(name="dying", env="dying_env:DyingCabs-v0",
+                      env_config={{"config": {{"die_marker": {str(marker)!r}}}}},
+                      algorithms=["PPO"], search_space={{"num_env_runners": choice([1])}},
+                      target=Target(value=1500.0), budget=Budget(time_s=120),
+                      search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
+                      baseline=None)
+        """))
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert marker.exists()  # the env runner did die
+    (run_dir,) = (results / "dying").iterdir()
+    (row,) = pd.read_parquet(run_dir / "trials.parquet").to_dict("records")
+    assert row["status"] == "reached" and row["env_runner_restarts"] == 1, row
+    console = proc.stdout + proc.stderr
+    assert "worker died" not in console, console
+    assert [line for line in console.splitlines() if "env runner restarts" in line] == [
+        next(line for line in console.splitlines() if line.lstrip().startswith("[  1]"))]
+    assert "1 env runner restarts" in console
+    assert "A worker died or was killed" in (run_dir / "errors.log").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["QUIET_LOGGERS", "quiet_environment", "quiet_logs"]
+__all__ = ["QUIET_LOGGERS", "divert_worker_death_banners", "quiet_environment", "quiet_logs"]
 
 
 def quiet_environment() -> None:
@@ -86,3 +86,44 @@ def quiet_logs(verbose: bool = False) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+#: Ray's raylet messages a sweep's console does not show: a worker process that died (an env
+#: runner whose simulator crashed it, a killed trial actor). The trial's own line says how many
+#: env runners were restarted; the message goes to the run's log file.
+WORKER_DEATH = "worker died or was killed"
+
+
+def divert_worker_death_banners(log_path, verbose: bool = False) -> None:
+    """Send Ray's "A worker died or was killed ..." banners (the raylet's error messages, which
+    the driver prints whatever ``log_to_driver`` says) to ``log_path`` instead of the console,
+    each with its time; other raylet messages are printed as Ray prints them. The trial's
+    console line counts what the banner reported (``env_runner_restarts``). ``verbose``
+    (``--verbose``): Ray's banners stay on the console. Idempotent; the last call's path wins.
+    """
+    if verbose:
+        return
+    import time
+    from pathlib import Path
+
+    import ray._private.worker as ray_worker
+
+    original = getattr(ray_worker.print_to_stdstream, "_sweeps_original",
+                       ray_worker.print_to_stdstream)
+    path = Path(log_path)
+
+    def print_to_stdstream(data, ignore_prefix: bool):
+        lines = data.get("lines") or []
+        if data.get("pid") == "raylet" and any(WORKER_DEATH in str(line) for line in lines):
+            try:
+                with open(path, "a") as f:
+                    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                    for line in lines:
+                        f.write(f"{stamp} ray: {line}\n")
+                return
+            except OSError:
+                pass  # the console, rather than nowhere
+        original(data, ignore_prefix)
+
+    print_to_stdstream._sweeps_original = original
+    ray_worker.print_to_stdstream = print_to_stdstream

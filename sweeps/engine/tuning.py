@@ -213,6 +213,9 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
     from sweeps.engine.record import ERRORS_LOG
 
     sigterm_as_interrupt()  # again: Ray's core worker replaced the handler when it started
+    from sweeps.engine.logs import divert_worker_death_banners
+
+    divert_worker_death_banners(run_dir / ERRORS_LOG, verbose)
     try:
         tuner.fit()  # on Ctrl-C (and SIGTERM) Tune stops the trials, saves its state, returns
     except KeyboardInterrupt:
