@@ -56,6 +56,15 @@ gymnasium.register("FlakyCabs-v0", entry_point=flaky_cabs)
 '''
 
 
+def run_sweep(path, results) -> subprocess.CompletedProcess:
+    """``python -m sweeps.run PATH --results RESULTS --no-report``, checked to exit 0."""
+    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
+                           str(results), "--no-report"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
 class _Counting(gymnasium.Env):
     """Steps count up; step number ``fail_at`` (of this instance) raises."""
 
@@ -200,10 +209,7 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
                       baseline=None, reference={"algorithm": "SB3-DQN"})
         """))
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_sweep(path, results)
     (run_dir,) = (results / "flaky").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
     progress = pd.read_parquet(run_dir / "progress.parquet")
@@ -283,11 +289,8 @@ def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
         """))
     results = tmp_path / "results"
     began = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
+    run_sweep(path, results)
     took = time.monotonic() - began
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (run_dir,) = (results / "hanging").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
     progress = pd.read_parquet(run_dir / "progress.parquet")
@@ -317,10 +320,7 @@ def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_p
                       baseline=None)
         """))
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_sweep(path, results)
     (run_dir,) = (results / "hanging_recovered").iterdir()
     (row,) = pd.read_parquet(run_dir / "trials.parquet").to_dict("records")
     assert row["status"] == "reached" and row["time_to_target_s"] < 60, row
@@ -349,11 +349,8 @@ def test_the_reference_and_the_evaluation_hold_their_budget_while_a_step_hangs(t
         """))
     results = tmp_path / "results"
     began = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
+    run_sweep(path, results)
     took = time.monotonic() - began
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (run_dir,) = (results / "hanging_ref").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
     assert sorted(trials.algorithm) == ["PPO", "SB3-DQN"]
@@ -417,10 +414,7 @@ def test_an_env_runner_that_dies_is_one_console_line_and_its_banner_goes_to_the_
                       baseline=None)
         """))
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_sweep(path, results)
     assert marker.exists()  # the env runner did die
     (run_dir,) = (results / "dying").iterdir()
     (row,) = pd.read_parquet(run_dir / "trials.parquet").to_dict("records")
