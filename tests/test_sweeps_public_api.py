@@ -176,4 +176,4 @@ def test_explain_of_an_unknown_field_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: --explain: 'search.seedz': search has no field 'seedz' (its fields: "
                    "sampler, num_samples, seeds, first_seed, max_concurrent, sampler_seed, "
-                   "capping, confirm, warm_trials)"]
+                   "capping, confirm, warm_trials, cold_every)"]
