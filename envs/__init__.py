@@ -41,6 +41,7 @@ __all__ = [
     "StepLatency",
     "split_step_cost",
     "step_cost_env_name",
+    "env_id_of_step_cost_name",
     "make_env",
     "check_env_config",
     "oracle_return",
@@ -98,6 +99,13 @@ def step_cost_env_name(env_id: str) -> str:
     """The RLlib env name under which :func:`register_step_cost_env` registers ``env_id`` with
     its step costs (RLlib's own fallback, ``gymnasium.make``, would not take the keys)."""
     return f"{env_id}+step_cost"
+
+
+def env_id_of_step_cost_name(name: str) -> str:
+    """The env id that :func:`step_cost_env_name` made ``name`` from (``name`` itself when it
+    is not such a name)."""
+    suffix = step_cost_env_name("")
+    return name[: -len(suffix)] if name.endswith(suffix) else name
 
 
 def _register_make_env(name: str, env_id: str) -> str:

@@ -332,13 +332,11 @@ def process_peak_rss_mib() -> float:
     before ``exec`` (a child of a 700 MiB Python reports >= 700 MiB at its first line).
     Elsewhere ``ru_maxrss`` (KiB on Linux, bytes on macOS), the whole process's peak.
     """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0  # kB
-    except OSError:
-        pass
+    from sweeps.engine.peak_memory import vm_hwm_mib
+
+    peak_mib = vm_hwm_mib()
+    if peak_mib is not None:
+        return peak_mib
     import resource
     import sys
 
@@ -923,7 +921,8 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
         return reporter.report(
             wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
             value=r["evaluation_return"] if evaluation else r["training_return"],
-            stalled=fault, error_kind="env_faults" if fault else "", **columns,
+            stalled=fault, error_kind="env_faults" if fault else "",
+            censor_reason=r.get("stop_reason", ""), **columns,
             peak_rss_mib=process_peak_rss_mib(), nodes_used=trial_nodes(None))
 
     from sweeps.engine.env_faults import EnvFaultLimit

@@ -33,22 +33,14 @@ def tree_peak_rss_mib() -> float:
 
     import psutil
 
+    from sweeps.engine.peak_memory import vm_hwm_mib
+
     pids = [os.getpid()]
     try:
         pids += [c.pid for c in psutil.Process().children(recursive=True)]
     except psutil.Error:
         pass
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1]) / 1024.0
-                        break
-        except OSError:
-            pass
-    return total
+    return float(sum(vm_hwm_mib(pid) or 0.0 for pid in pids))
 
 
 def make_vector_env(env_id: str, env_config: Mapping[str, Any] | None, num_envs: int,

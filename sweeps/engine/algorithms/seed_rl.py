@@ -177,8 +177,7 @@ class SEED(IMPALA):
         from sweeps.engine.env_faults import parse_recovering_name
 
         name, recover, timeout = parse_recovering_name(str(self.config.env))
-        if name.endswith("+step_cost"):
-            name = name[: -len("+step_cost")]
+        name = envs.env_id_of_step_cost_name(name)
         creator = None
         if name not in envs.RLLIB_ENVS and ":" not in name:
             from ray.tune.registry import ENV_CREATOR, _global_registry
@@ -220,6 +219,7 @@ class SEED(IMPALA):
         self._buffer: list = []
         self._buffered_steps = 0
         self._updates_since_sync = 0
+        self._faults_logged = 0  # the actors' fault count already logged (theirs is lifetime)
 
     # ------------------------------------------------------------------------------------
     def _check_actors(self) -> None:
@@ -272,7 +272,7 @@ class SEED(IMPALA):
         for ret, length in got["returns"]:
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN), ret, window=win)
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN), length, window=win)
-        faults = got["env_faults"] - getattr(self, "_faults_logged", 0)
+        faults = got["env_faults"] - self._faults_logged
         self._faults_logged = got["env_faults"]
         if faults:
             m.log_value((ENV_RUNNER_RESULTS, FAULTS_METRIC), faults, reduce="lifetime_sum")
