@@ -17,24 +17,27 @@ import pytest
 from sweeps.engine.env_faults import EnvFaultLimit, RecoveringEnv
 
 # A user's env module: CartPole or Contoso Cabs behind a simulator that drops its connection
-# on every 499th step (and every 499th reset) of each process: "about 1 in 500", the same in
-# every run. Deterministic, so that every trial sees faults and none is lucky or unlucky.
+# on about 1 in 500 steps and resets, at random, as a real one does. Each process draws its
+# faults from the same seeded stream, not from its pid or the clock. Random, not
+# every 499th call: a deterministic schedule ends every episode of 499 steps or more, so an
+# evaluation that re-runs a faulted episode from its seed could never finish one.
 FLAKY_ENV = '''\
+import random
+
 import gymnasium
 
 import envs
 
 
 class Flaky(gymnasium.Wrapper):
-    steps = 0
+    rng = random.Random(0)
 
     def __init__(self, env, every=499):
         super().__init__(env)
         self.every = every
 
     def _tick(self, what):
-        Flaky.steps += 1
-        if Flaky.steps % self.every == 0:
+        if Flaky.rng.random() < 1.0 / self.every:
             raise ConnectionError(f"simulator dropped the connection during {what}")
 
     def reset(self, **kwargs):
@@ -53,6 +56,15 @@ def flaky_cabs(config=None):
 
 
 gymnasium.register("FlakyCabs-v0", entry_point=flaky_cabs)
+
+
+def flaky_cartpole(config=None):
+    config = dict(config or {})
+    every = int(config.pop("fault_every", 499))
+    return Flaky(gymnasium.make("CartPole-v1", **config), every)
+
+
+gymnasium.register("FlakyCartPole-v0", entry_point=flaky_cartpole)
 '''
 
 
@@ -195,17 +207,19 @@ def test_the_evaluation_protocol_re_runs_a_faulted_episode_from_its_seed(monkeyp
 @pytest.mark.parallel  # no wall-clock threshold: each trial reaches its target far inside budget
 @pytest.mark.slow
 def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
-    """A real sweep on an env that raises on about 1 in 500 steps and resets: PPO and the
-    suite's DQN, sampling in the driver and with an env runner, and the SB3-DQN reference all
-    reach the target within their budget, each with its env restarts recorded."""
+    """A real sweep on CartPole behind a simulator that raises on about 1 in 500 steps and
+    resets: PPO and the suite's DQN, sampling in the driver and with an env runner, and the
+    SB3-DQN reference all reach the target within their budget in each of 2 seeds, each with
+    its env restarts recorded. The target is the shipped CartPole sweeps' (sweeps/cartpole_quick.py),
+    150, a random policy's ~22 times seven."""
     (tmp_path / "flaky_env.py").write_text(FLAKY_ENV)
     path = tmp_path / "flaky.py"
     path.write_text(textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
-        SWEEP = Sweep(name="flaky", env="flaky_env:FlakyCabs-v0", algorithms=["PPO", "DQN"],
+        SWEEP = Sweep(name="flaky", env="flaky_env:FlakyCartPole-v0", algorithms=["PPO", "DQN"],
                       search_space={"num_env_runners": choice([0, 1])},
-                      target=Target(value=1500.0), budget=Budget(time_s=60),
-                      search=Search(sampler="grid", num_samples=4, seeds=1, capping=None),
+                      target=Target(value=150.0), budget=Budget(time_s=60),
+                      search=Search(sampler="grid", num_samples=4, seeds=2, capping=None),
                       baseline=None, reference={"algorithm": "SB3-DQN"})
         """))
     results = tmp_path / "results"
@@ -213,9 +227,10 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     (run_dir,) = (results / "flaky").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
     progress = pd.read_parquet(run_dir / "progress.parquet")
-    rows = trials[["algorithm", "num_env_runners", "status", "env_restarts",
+    rows = trials[["algorithm", "num_env_runners", "seed", "status", "env_restarts",
                    "time_to_target_s"]].to_dict("records")
-    assert len(trials) == 5, rows
+    assert len(trials) == 10, rows
+    assert set(trials.seed) == {0, 1}, rows
     assert (trials.status == "reached").all(), json.dumps(rows, default=str)
     assert (trials.env_restarts > 0).all(), rows
     assert "env faults:" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
