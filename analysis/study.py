@@ -224,6 +224,11 @@ def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
                  + (f"; {n_skipped} more seed(s) of configurations with most of their seeds "
                     "capped were not run (their median is above the cap whatever those give)"
                     if n_skipped else ""))
+    n_horizon = int((tm["censor_reason"] == "horizon").sum()) if "censor_reason" in tm else 0
+    if n_horizon:
+        w.append(f"{n_horizon} trial(s) ended at the total_timesteps their sweep set "
+                 "(censor_reason 'horizon') before their budget or the target: a limit the "
+                 "budget did not set; leave total_timesteps unset to train until the budget")
     retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
     if len(retried):
         w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "

@@ -129,6 +129,69 @@ def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path
         assert reports[-1]["eval_time_s"] > reports[0]["eval_time_s"] > 0
 
 
+def test_a_reference_s_horizon_is_the_budget_or_its_default_and_ends_it_only_when_set() -> None:
+    from sweeps.engine.reference import REFERENCE_DEFAULTS, schedule_horizon
+
+    default = REFERENCE_DEFAULTS["SB3-DQN"]["total_timesteps"]
+    dqn = {"algorithm": "SB3-DQN"}
+    horizon, run_steps, ends = schedule_horizon(dqn, None)  # a time budget only
+    assert horizon == default and run_steps > 10**15 and not ends
+    assert schedule_horizon(dqn, 5_000) == (5_000, 5_000, False)  # the env-step budget
+    assert schedule_horizon({**dqn, "total_timesteps": 3_000}, None) == (3_000, 3_000, True)
+    assert schedule_horizon({**dqn, "total_timesteps": 3_000}, 2_000) == (3_000, 2_000, False)
+    assert schedule_horizon({**dqn, "total_timesteps": 3_000}, 9_000) == (3_000, 3_000, True)
+
+
+def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(tmp_path,
+                                                                         monkeypatch) -> None:
+    """No hidden step cap: with no env-step budget and no ``total_timesteps`` set, SB3-DQN
+    trains past its schedules' 20,000-step horizon (exploration at its final value there),
+    until its caller (the time budget, the target) stops it; a ``total_timesteps`` the sweep
+    sets ends training there, and the report says the horizon ended it."""
+    import tempfile
+
+    from sweeps.engine.reference import REFERENCE_DEFAULTS, run_reference
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    horizon = REFERENCE_DEFAULTS["SB3-DQN"]["total_timesteps"]
+    # no gradient step (learning_starts beyond the run): only the env steps and the schedule
+    fast = {"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 0.5,
+            "learning_starts": 10**6}
+    reports = []
+
+    def report(r):
+        reports.append(r)
+        return r["env_steps"] > horizon + 2_000
+
+    run_reference(fast, env_id="CartPole-v1", env_config={},
+                  evaluation={"episodes": 1, "seed": 10_000}, budget_env_steps=None,
+                  report=report)
+    assert reports[-1]["env_steps"] > horizon + 2_000, reports[-1]
+    assert not any(r["done"] for r in reports) and {r["stop_reason"] for r in reports} == {""}
+
+    reports.clear()
+    run_reference({**fast, "total_timesteps": 1_500}, env_id="CartPole-v1", env_config={},
+                  evaluation={"episodes": 1, "seed": 10_000}, budget_env_steps=None,
+                  report=lambda r: reports.append(r) or False)
+    assert reports[-1]["env_steps"] == 1_500 and reports[-1]["done"], reports[-1]
+    assert reports[-1]["stop_reason"] == "horizon"
+
+
+def test_a_censored_trial_keeps_the_reason_its_last_result_gives() -> None:
+    from sweeps.engine.record import trial_row
+
+    progress = [{"wall_time_s": 2.0, "env_steps": 1_500, "target_metric_value": 20.0,
+                 "learner_updates": 0.0, "eval_time_s": 0.1}]
+    target = {"metric": "evaluation", "value": 150.0}
+    config = {"algorithm": "SB3-DQN", "is_reference": True}
+    ended = trial_row("t", config, progress, {"censor_reason": "horizon"}, target,
+                      {"time_s": 60}, None)
+    assert ended["status"] == "censored" and ended["censor_reason"] == "horizon"
+    assert trial_row("t", config, progress, {}, target, {"time_s": 60},
+                     None)["censor_reason"] == "budget"
+
+
 def test_reference_params_are_checked() -> None:
     from sweeps.engine.reference import check_reference
 

@@ -576,7 +576,8 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
     """One trials.parquet row from a trial's config, its progress rows and last result.
 
     ``capped``: adaptive capping stopped the trial (:class:`Capper`); a censored trial's
-    ``censor_reason`` is then ``"capped"``, else ``"budget"`` (empty when not censored).
+    ``censor_reason`` is then ``"capped"``, else the last result's (a reference ended at
+    its ``total_timesteps``: ``"horizon"``), else ``"budget"`` (empty when not censored).
     """
     nan = math.nan
     times = [r["wall_time_s"] for r in progress]
@@ -625,7 +626,9 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "nodes_used": str(last.get("nodes_used", "")),
         "error": error or "",
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
-        "censor_reason": ("capped" if capped else "budget") if status == "censored" else "",
+        # a reference that ended at a horizon its sweep set says so (sweeps.engine.reference)
+        "censor_reason": ("capped" if capped else str(last.get("censor_reason") or "budget"))
+        if status == "censored" else "",
         "peak_rss_mib": float(last.get("peak_rss_mib", nan)),
         "stage": str(config.get("stage", "search")),
         # the layout as the trial built it (RLlib's default mode where the config is silent)

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["REFERENCE_ALGORITHMS", "REFERENCE_DEFAULTS", "check_reference", "run_reference"]
+__all__ = ["REFERENCE_ALGORITHMS", "REFERENCE_DEFAULTS", "check_reference", "run_reference",
+           "schedule_horizon"]
 
 #: Reference implementations a sweep can name → the SB3 class name.
 REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO", "SB3-SAC": "SAC"}
@@ -32,8 +33,11 @@ REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO", "SB3-SAC": "SAC"}
 _OWN = {
     "seed": "RNG seed of the trial (SB3 seed=...)",
     "reward_scale": "factor on rewards seen by the learner only (evaluation stays in env units)",
-    "total_timesteps": "SB3 learn(total_timesteps): the horizon of its schedules (exploration); "
-                       "training stops there at the latest",
+    "total_timesteps": "SB3 learn(total_timesteps): the horizon of its schedules (exploration). "
+                       "Set in the sweep, training also ends there (censor_reason 'horizon'); "
+                       "unset, it is the sweep's env-step budget, else the reference's default, "
+                       "and training goes on past it, at the schedules' final values, until "
+                       "the budget or the target",
     "min_time_s_per_iteration": "minimum wall-clock seconds of training between evaluations",
     "hidden_sizes": "hidden layer widths of the MLP (SB3 policy_kwargs net_arch)",
     "max_env_restarts": "env faults the trial recovers from before it ends as an error "
@@ -128,6 +132,55 @@ def check_reference(reference: Mapping[str, Any]) -> None:
                 raise ValueError(f"{key}: must be a positive number, got {value!r}")
 
 
+#: Env steps ``learn`` is given when nothing but the time budget or the target ends training.
+_UNLIMITED_STEPS = 2**62
+
+
+def schedule_horizon(config: Mapping[str, Any],
+                     budget_env_steps: int | None) -> tuple[int, int, bool]:
+    """The env steps a reference's schedules run over and the env steps it may train for.
+
+    Args:
+        config: the trial's reference config (``algorithm`` and what the sweep set).
+        budget_env_steps: the sweep's env-step budget, or None.
+
+    Returns:
+        ``(horizon, run_steps, ends_at_horizon)``: SB3's ``total_timesteps`` for its
+        schedules (exploration); the env steps ``learn`` may take (the budget, the horizon a
+        sweep set, whichever is less, or unlimited: the time budget or the target ends it);
+        and whether the run ends at a horizon the sweep set below its budget (then recorded
+        with ``censor_reason = "horizon"``, not as a budget). A horizon the sweep did not set
+        is the env-step budget, else the reference's default (:data:`REFERENCE_DEFAULTS`),
+        which then never ends the run: SB3 would end it there, a limit no sweep declared.
+    """
+    default = int(REFERENCE_DEFAULTS[config["algorithm"]]["total_timesteps"])
+    budget = None if budget_env_steps is None else int(budget_env_steps)
+    if config.get("total_timesteps") is not None:
+        horizon = int(config["total_timesteps"])
+        if budget is not None and budget <= horizon:
+            return horizon, budget, False
+        return horizon, horizon, True
+    if budget is not None:
+        return budget, budget, False
+    return default, _UNLIMITED_STEPS, False
+
+
+def _schedules_over(model, horizon: int) -> None:
+    """Make SB3's schedules (DQN's exploration, any learning-rate schedule) run over
+    ``horizon`` env steps, whatever ``learn`` is given, and hold their final values past it.
+
+    SB3 computes progress as ``1 - num_timesteps / total_timesteps`` of ``learn``'s argument
+    (``BaseAlgorithm._update_current_progress_remaining``); a run that only its time budget
+    ends has no such total, so progress is taken against the horizon instead, floored at 0
+    (SB3's linear schedules hold their end value there).
+    """
+
+    def update(num_timesteps: int, _total_timesteps: int) -> None:
+        model._current_progress_remaining = max(0.0, 1.0 - float(num_timesteps) / horizon)
+
+    model._update_current_progress_remaining = update
+
+
 def _build_model(algo: str, params: dict[str, Any], env, seed: int):
     import stable_baselines3 as sb3
     from stable_baselines3.common.logger import Logger
@@ -155,14 +208,18 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol, and its
             cadence ``"every_s"``, ``"every_env_steps"`` (:class:`sweeps.engine.evaluation.Cadence`;
             absent or None: every iteration).
-        budget_env_steps: env-step budget (caps ``total_timesteps``), or None.
+        budget_env_steps: env-step budget, or None. Training ends there at the latest, and
+            where ``config`` sets no ``total_timesteps`` it is the schedules' horizon
+            (:func:`schedule_horizon`).
         report: called once per iteration with ``wall_time_s`` (seconds since the clock
             started), ``env_steps``, ``episodes``, ``learner_updates`` (gradient steps),
             ``evaluation_return`` (the protocol's greedy mean return), ``eval_time_s``
             (cumulative seconds of evaluation), ``training_return`` (mean of the last 100
             exploring episodes, NaN before one ends), ``env_restarts`` (env faults recovered
-            so far, training and evaluation envs) and ``done`` (True when
-            ``total_timesteps`` are used up); training stops when it returns True.
+            so far, training and evaluation envs), ``done`` (True when the env steps it may
+            take are used up) and ``stop_reason`` (``"horizon"`` when they ended at a
+            ``total_timesteps`` the sweep set below its budget, else ``""``); training stops
+            when it returns True.
         started: called once with the trial clock's ``time.perf_counter()`` origin, when
             the timed region starts (the trial's budget watchdog counts from it).
 
@@ -186,9 +243,8 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests
     scale = float(params["reward_scale"])
     iteration_s = float(params["min_time_s_per_iteration"])
-    total = int(params["total_timesteps"])
-    if budget_env_steps is not None:
-        total = min(total, int(budget_env_steps))
+    horizon, total, ends_at_horizon = schedule_horizon(config, budget_env_steps)
+    params.pop("total_timesteps", None)
     evaluator = trial_evaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
                                 seed=int(evaluation["seed"]))
     # an env whose step raises is re-made and its episode ends there, as RLlib's env runners
@@ -243,6 +299,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
                 "training_return": (sum(e["r"] for e in episodes) / len(episodes)
                                     if episodes else math.nan),
                 "done": steps >= total,
+                "stop_reason": "horizon" if ends_at_horizon and steps >= total else "",
             })) or steps >= total
 
     start = time.perf_counter()  # the timed region starts before the model is built
@@ -250,6 +307,7 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     if started is not None:
         started(start)
     model = _build_model(algo, params, train_env, seed)
+    _schedules_over(model, horizon)
     callback = Protocol()
     if cadence.active:  # the initial policy, as for RLlib trials (sweeps.engine.trainable)
         callback.end_iteration(env_steps=0)
