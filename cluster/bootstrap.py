@@ -3,10 +3,11 @@
 ``python -m cluster.bootstrap [--results-dir DIR] -- python -m sweeps.run SWEEP --results DIR``
 
 Azure ML starts this once per node of a command job with
-``MpiDistribution(process_count_per_instance=1)`` and sets, per process,
-``OMPI_COMM_WORLD_RANK`` (0..N-1), ``OMPI_COMM_WORLD_SIZE`` (N) and
-``AZ_BATCHAI_MPI_MASTER_NODE`` (the host of rank 0). The protocol (ray-on-aml's job mode,
-without its SDK v1 dependency):
+``MpiDistribution(process_count_per_instance=1)`` (its ``mpirun``) and sets, per process,
+``OMPI_COMM_WORLD_RANK`` (0..N-1), ``OMPI_COMM_WORLD_SIZE`` (N), and rank 0's host in
+``AZ_BATCH_MASTER_NODE`` (``host:port``, documented for multi-node jobs) and
+``AZ_BATCHAI_MPI_MASTER_NODE`` (a bare host), read in that order. The protocol (ray-on-aml's
+job mode, without its SDK v1 dependency):
 
 * rank 0 starts the Ray head on the master node, waits until all N nodes have joined
   (``--node-timeout`` seconds, else a one-line error and exit code 3), writes
@@ -14,13 +15,17 @@ without its SDK v1 dependency):
   ``RAY_ADDRESS`` set, stops the head and exits with the command's exit code;
 * ranks > 0 wait for the head's port, start a worker node that joins it, and exit (code 0)
   a few seconds after the head is gone: the node is stopped by this process, not left to
-  ``ray start --block``, which outlives the head and keeps the job billing;
+  ``ray start --block``, which outlives the head and keeps the job billing. A node that fails
+  to start or dies while the head is up is started again (``--start-attempts``); a worker that
+  gives up still exits 0, since ``mpirun`` ends every rank once one exits non-zero, and the
+  head's sweep retries the trials a lost node held;
 * without those variables (a laptop, a single-node job) the command just runs, and
   ``sweeps.run`` starts its embedded local Ray.
 
 Two-job layouts (a GPU head job and a CPU worker job, see ``python -m cluster.azure submit
 --head-compute``) use ``--role head|worker`` and ``--rendezvous DIR``, a folder both jobs
-mount: the head writes its address there and the workers read it.
+mount: the head writes its address there and the workers read it (never the worker job's
+own MPI master variables, which name the worker job's rank 0).
 
 Authentication: when ``RAY_AUTH_TOKEN`` is in the environment (``cluster.azure submit`` puts
 a fresh one into the job's environment), every node and the command run with token
@@ -58,7 +63,11 @@ from cluster.nodes import (
 
 RANK_VAR = "OMPI_COMM_WORLD_RANK"
 SIZE_VAR = "OMPI_COMM_WORLD_SIZE"
-MASTER_VAR = "AZ_BATCHAI_MPI_MASTER_NODE"
+#: Rank 0's host in an Azure ML MPI job, in the order read: ``AZ_BATCH_MASTER_NODE``
+#: (``MASTER_ADDR:MASTER_PORT``, the variable Microsoft's distributed-training guide documents
+#: for multi-node jobs), then ``AZ_BATCHAI_MPI_MASTER_NODE`` (a bare host, set on single- and
+#: multi-node MPI jobs alike).
+MASTER_VARS = ("AZ_BATCH_MASTER_NODE", "AZ_BATCHAI_MPI_MASTER_NODE")
 
 #: Exit codes besides the command's own.
 EXIT_BAD_SETUP = 2
@@ -68,6 +77,11 @@ EXIT_NODE_FAILED = 4
 #: Seconds a Ray node of this machine may take to start (separate from --node-timeout, the
 #: wait for the other machines).
 NODE_START_TIMEOUT_S = 120.0
+
+#: Attempts a worker makes to start its Ray node and join the head, at the start and again
+#: whenever the node dies while the head is up (ray-on-aml retries ``ray start`` 20 times).
+WORKER_START_ATTEMPTS = 20
+RETRY_PAUSE_S = 3.0
 
 #: Consecutive failed probes of the head's port after which a worker declares the head gone.
 HEAD_GONE_PROBES = 3
@@ -87,7 +101,8 @@ class NodeRole:
     """What this process does.
 
     Attributes:
-        role: ``"embedded"`` (just run the command), ``"head"`` or ``"worker"``.
+        role: ``"embedded"`` (just run the command), ``"head"``, ``"worker"`` or ``"driver"``
+            (wait for the nodes of a cluster another launcher formed, then run the command).
         rank: MPI rank (0 for the head, -1 when there is no MPI job).
         nodes: Ray nodes expected in the cluster, head included.
         head_host: host of the head (None for ``embedded``; from the rendezvous for a worker
@@ -115,12 +130,13 @@ def plan_from_env(
 
     Args:
         env: the process environment.
-        role: ``"auto"`` (from ``OMPI_COMM_WORLD_RANK``), ``"head"`` or ``"worker"``.
+        role: ``"auto"`` (from ``OMPI_COMM_WORLD_RANK``), ``"head"``, ``"worker"`` or
+            ``"driver"``.
         nodes: expected Ray nodes (default ``OMPI_COMM_WORLD_SIZE``; required for ``head``
             outside an MPI job).
         port: the head's GCS port.
         rendezvous: folder shared by head and workers of a two-job layout.
-        head_host: the head's host, overriding ``AZ_BATCHAI_MPI_MASTER_NODE``.
+        head_host: the head's host, overriding the MPI master variables (:data:`MASTER_VARS`).
 
     Raises:
         BootstrapError: inconsistent or malformed variables (the message names them).
@@ -136,26 +152,45 @@ def plan_from_env(
             raise BootstrapError(f"{name}={raw!r} is not an integer") from None
 
     rank, size = int_var(RANK_VAR), int_var(SIZE_VAR)
-    master = head_host or env.get(MASTER_VAR) or None
+    # A two-job layout's worker job is an MPI job of its own: its master variables name the
+    # worker job's rank 0, not the head, which only the rendezvous folder knows.
+    master = head_host or (None if rendezvous is not None else master_host(env))
     if role == "auto":
         if rank is None:
             return NodeRole("embedded", -1, 1, None, port)
         role = "head" if rank == 0 else "worker"
+    if role == "driver":  # a cluster another launcher formed (RayDistribution)
+        if nodes is None or nodes < 1:
+            raise BootstrapError("--role driver needs --nodes N: the nodes to wait for")
+        return NodeRole("driver", 0 if rank is None else rank, nodes, None, port)
     if role not in ("head", "worker"):
-        raise BootstrapError(f"--role must be auto, head or worker, not {role!r}")
+        raise BootstrapError(f"--role must be auto, head, worker or driver, not {role!r}")
     expected = nodes if nodes is not None else size
     if role == "head":
         if expected is None or expected < 1:
             raise BootstrapError(
                 f"the head needs the number of nodes: --nodes N or {SIZE_VAR} (got {expected})"
             )
-        host = master or ("127.0.0.1" if rendezvous is None else None)
+        # alone, it may stay on loopback; with other nodes it must be reachable: its own IP
+        host = master or ("127.0.0.1" if rendezvous is None and expected == 1 else None)
         return NodeRole("head", 0 if rank is None else rank, expected, host, port)
     if rendezvous is None and not master:
         raise BootstrapError(
-            f"rank {rank}: no head to join: {MASTER_VAR} is not set and no --rendezvous folder"
+            f"rank {rank}: no head to join: neither {' nor '.join(MASTER_VARS)} is set, "
+            "and no --rendezvous folder"
         )
     return NodeRole("worker", -1 if rank is None else rank, expected or 0, master, port)
+
+
+def master_host(env: Mapping[str, str]) -> str | None:
+    """Rank 0's host from the first of :data:`MASTER_VARS` that is set and not empty (a
+    ``host:port`` value gives its host), or None."""
+    for name in MASTER_VARS:
+        raw = (env.get(name) or "").strip()
+        if raw:
+            host, sep, port = raw.rpartition(":")
+            return host if sep and port.isdigit() and host else raw
+    return None
 
 
 def _resolve(host: str) -> str:
@@ -277,6 +312,23 @@ def run_head(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> in
             _log(plan, f"warning: Ray head processes {survivors} survived SIGKILL")
 
 
+def run_driver(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> int:
+    """A cluster formed by someone else (Azure ML's ``RayDistribution`` starts Ray on every
+    node and the command on the head, not waiting for the others): wait until ``--nodes`` Ray
+    nodes are alive, then run the command, so that its placement check sizes the trials on
+    the whole cluster, not on the nodes that happened to be up."""
+    address = os.environ.get("RAY_ADDRESS") or "auto"
+    nodes, waited = _wait_for_nodes(address, plan.nodes, args.node_timeout, plan)
+    if args.results_dir:
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(args.results_dir / "bootstrap.json",
+                    {"ray_address": address, "nodes_expected": plan.nodes, "nodes": nodes,
+                     "nodes_wait_s": round(waited, 2), "launcher": "ray",
+                     "command": list(cmd)})
+    _log(plan, f"all {plan.nodes} nodes are up; running: {' '.join(cmd)}")
+    return run_command(cmd, dict(os.environ))
+
+
 def _default_ip() -> str:
     """The IP Ray would give this node (the one it reaches the outside world from)."""
     import ray._private.services as services
@@ -322,10 +374,18 @@ def _head_address(plan: NodeRole, args: argparse.Namespace) -> str:
 
 
 def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
-    """Ranks > 0: join the head; stop the node and exit soon after the head is gone."""
-    token = _token(os.environ)
+    """Ranks > 0: join the head; stop the node and exit soon after the head is gone.
+
+    A node that fails to start, or dies while the head is up, is started again, up to
+    ``--start-attempts`` in all. A worker that gives up exits 0 all the same: an MPI job
+    ends every rank when one exits non-zero (Open MPI's default), so a lost worker would end
+    the sweep that the head runs; the head's wait for its nodes and the sweep's own trial
+    retries handle the missing node instead.
+    """
     address = _head_address(plan, args)
     host, port = split_address(address)
+    if args.temp_dir is None and is_loopback(host):  # a head found through the rendezvous
+        args.temp_dir = _own_temp_dir(args, plan)
     deadline = time.monotonic() + args.node_timeout
     while not port_open(host, port, timeout_s=2.0):
         if time.monotonic() > deadline:
@@ -334,12 +394,35 @@ def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
                 EXIT_NODES_MISSING,
             )
         time.sleep(PROBE_INTERVAL_S)
+    attempts = 0
+    while True:
+        attempts += 1
+        outcome = _run_worker_node(plan, args, address, attempts)
+        if outcome == "head gone":
+            return 0
+        if attempts >= args.start_attempts:
+            _log(plan, f"{outcome}; giving up after {attempts} attempt(s) and leaving the "
+                       "missing node to the sweep (exit 0, so the MPI job goes on)")
+            return 0
+        if not port_open(host, port, timeout_s=2.0):
+            _log(plan, f"{outcome}, and the Ray head is gone")
+            return 0
+        _log(plan, f"{outcome}; starting it again (attempt {attempts + 1} of "
+                   f"{args.start_attempts})")
+        time.sleep(RETRY_PAUSE_S)
+
+
+def _run_worker_node(plan: NodeRole, args: argparse.Namespace, address: str,
+                     attempt: int) -> str:
+    """Start one worker node and keep it until the head is gone or the node dies; returns
+    ``"head gone"`` or a one-line reason the node is down."""
+    host, port = split_address(address)
     node = RayNode(
         head=False,
         num_cpus=args.num_cpus,
         num_gpus=args.num_gpus,
         address=address,
-        token=token,
+        token=_token(os.environ),
         temp_dir=args.temp_dir,
         object_store_memory=args.object_store_bytes,
         log_path=args.log_dir / f"ray-worker-rank{plan.rank}.log" if args.log_dir else None,
@@ -347,25 +430,30 @@ def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
     try:
         node.start()
         node.wait_up(NODE_START_TIMEOUT_S)
-        _log(plan, f"joined the Ray head at {address}")
+        _log(plan, f"joined the Ray head at {address} (node pid {node.pid}, attempt {attempt})")
         failures = 0
         while True:
             time.sleep(PROBE_INTERVAL_S)
             if not node.alive():
-                raise BootstrapError(
-                    f"the Ray worker node exited with code {node.proc.returncode}",
-                    EXIT_NODE_FAILED,
-                )
+                return f"the Ray worker node exited with code {node.proc.returncode}"
             failures = 0 if port_open(host, port, timeout_s=2.0) else failures + 1
             if failures >= HEAD_GONE_PROBES:
                 _log(plan, "the Ray head is gone; stopping this node")
-                return 0
+                return "head gone"
     except NodeStartError as exc:
-        raise BootstrapError(str(exc), EXIT_NODE_FAILED) from None
+        return str(exc)
     finally:
         survivors = node.stop()
         if survivors:
             _log(plan, f"warning: Ray worker processes {survivors} survived SIGKILL")
+
+
+def _own_temp_dir(args: argparse.Namespace, plan: NodeRole) -> str:
+    """A fresh Ray temp dir for this node, removed when the bootstrap exits: several nodes on
+    one machine (loopback) must not share Ray's session folders (a short path: Ray's Unix
+    sockets live under it)."""
+    args.own_temp_dir = tempfile.mkdtemp(prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp")
+    return args.own_temp_dir
 
 
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -420,16 +508,24 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     parser.add_argument("--log-dir", type=Path, default=None, help="Ray node logs go here")
     parser.add_argument(
+        "--start-attempts",
+        type=int,
+        default=WORKER_START_ATTEMPTS,
+        help="a worker's attempts to start its Ray node, at the start and after the node dies "
+        f"(default {WORKER_START_ATTEMPTS})",
+    )
+    parser.add_argument(
         "--role",
         default="auto",
-        choices=["auto", "head", "worker"],
-        help="auto: from OMPI_COMM_WORLD_RANK; head/worker: two-job layouts",
+        choices=["auto", "head", "worker", "driver"],
+        help="auto: from OMPI_COMM_WORLD_RANK; head/worker: two-job layouts; driver: wait "
+        "for --nodes nodes of a running cluster ($RAY_ADDRESS, else auto), then run the command",
     )
     parser.add_argument(
         "--head-host",
         default=None,
-        help=f"host of the Ray head (default ${MASTER_VAR}; with --rendezvous and no MPI "
-        "master: the head's outward IP)",
+        help=f"host of the Ray head (default: ${MASTER_VARS[0]}'s host, else ${MASTER_VARS[1]}; "
+        "with --rendezvous the MPI variables are not read: the head's outward IP)",
     )
     parser.add_argument(
         "--rendezvous",
@@ -440,13 +536,16 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     args = parser.parse_args(own)
     if not cmd and args.role != "worker":
         parser.error("no command: put it after --, e.g. -- python -m sweeps.run FILE")
-    for name in ("nodes", "num_cpus", "num_gpus", "object_store_mb"):
+    for name in ("nodes", "num_cpus", "num_gpus", "object_store_mb", "start_attempts"):
         value = getattr(args, name)
-        if value is not None and value < (1 if name in ("nodes", "object_store_mb") else 0):
+        if value is not None and value < (
+            1 if name in ("nodes", "object_store_mb", "start_attempts") else 0
+        ):
             parser.error(f"--{name.replace('_', '-')} must be positive, got {value}")
     if args.node_timeout <= 0:
         parser.error(f"--node-timeout must be positive, got {args.node_timeout}")
     args.object_store_bytes = args.object_store_mb * 2**20 if args.object_store_mb else None
+    args.own_temp_dir = None
     if args.num_cpus is None:
         args.num_cpus = os.cpu_count() or 1
     return args, cmd
@@ -456,7 +555,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the command's exit code on the head (0 on workers)."""
     args, cmd = _parse(sys.argv[1:] if argv is None else argv)
     plan: NodeRole | None = None
-    own_tmp: str | None = None
     try:
         plan = plan_from_env(
             os.environ,
@@ -472,15 +570,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(plan, "no MPI job variables: running the command on an embedded Ray")
             return run_command(cmd, dict(os.environ))
         if args.temp_dir is None and plan.head_host and is_loopback(_resolve(plan.head_host)):
-            # Several nodes on one machine must not share Ray's session folders (short path:
-            # Ray's Unix sockets live under it). Removed once the node is stopped.
-            args.temp_dir = own_tmp = tempfile.mkdtemp(
-                prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp"
-            )
+            args.temp_dir = _own_temp_dir(args, plan)
         if args.log_dir:
             args.log_dir.mkdir(parents=True, exist_ok=True)
         # SIGTERM (the job being cancelled) must stop our Ray node too: unwind via SystemExit.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        if plan.role == "driver":
+            return run_driver(plan, cmd, args)
         if plan.role == "head":
             return run_head(plan, cmd, args)
         return run_worker(plan, args)
@@ -493,8 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        if own_tmp:
-            shutil.rmtree(own_tmp, ignore_errors=True)
+        if args.own_temp_dir:
+            shutil.rmtree(args.own_temp_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,20 @@
 """The Azure ML bootstrap for real: local processes carrying the MPI variables of a job form a
 Ray cluster on 127.0.0.1, run a command on rank 0, and all exit soon after the head (three
-ranks running a real sweep of a user's env: tests/test_cluster_sweep_e2e.py)."""
+ranks running a real sweep of a user's env: tests/test_cluster_sweep_e2e.py; under a real
+``mpirun``, and the two-job GPU-head layout: tests/test_cluster_mpirun.py)."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from test_cluster_support import live_sessions, read_probe, write_probe
+from test_cluster_support import live_sessions
 
-from cluster.auth import new_token
 from cluster.nodes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,48 +106,29 @@ def test_head_reports_missing_nodes_and_stops(tmp_path):
     assert live_sessions([procs[0].pid]) == []
 
 
-def test_two_job_layout_meets_through_the_rendezvous_folder(tmp_path):
-    """GPU-head layout: a head job and a worker job (no shared MPI master) find each other
-    through a shared folder, as two Azure ML jobs do through the workspace datastore."""
-    probe, out, logs = write_probe(tmp_path), tmp_path / "outputs", tmp_path / "logs"
-    logs.mkdir()
-    rendezvous, token, port = tmp_path / "rendezvous", new_token(), free_port()
-    common = ["--rendezvous", str(rendezvous)]
-    env = {
-        "OMPI_COMM_WORLD_RANK": "0",
-        "OMPI_COMM_WORLD_SIZE": "1",
-        "AZ_BATCHAI_MPI_MASTER_NODE": "",
-    }
-    short_tmp = tempfile.mkdtemp(prefix="rls-w-", dir="/tmp")  # Ray's sockets: <= 107 chars
-    worker_args = [*common, "--role", "worker", "--temp-dir", short_tmp, "--node-timeout", "60"]
-    worker = start_rank(1, 1, port, worker_args, [], logs, token, env)
-    head = start_rank(
-        0,
-        1,
-        port,
-        [
-            *common,
-            "--role",
-            "head",
-            "--nodes",
-            "2",
-            "--head-host",
-            "127.0.0.1",
-            "--results-dir",
-            str(out),
-        ],
-        [sys.executable, str(probe), str(out)],
-        logs,
-        token,
-        env,
-    )
-    try:
-        wait_all({0: head, 1: worker}, timeout_s=180)
-    finally:
-        shutil.rmtree(short_tmp, ignore_errors=True)
-    text = (logs / "rank0.log").read_text() + (logs / "rank1.log").read_text()
-    assert (head.returncode, worker.returncode) == (0, 0), text
-    record = read_probe(out)
-    assert len(record["nodes"]) == 2 and len(record["task_nodes"]) == 2
-    assert not (rendezvous / "head.json").exists()  # the head withdrew its address
-    assert live_sessions(record["task_sessions"]) == []
+def test_the_driver_role_waits_for_the_nodes_of_a_cluster_it_did_not_form(tmp_path):
+    """``--launcher ray`` (Azure ML's RayDistribution starts Ray on every node and the command
+    on the head at once): the bootstrap's driver role runs the command once the cluster has
+    its ``--nodes``, and stops with one line and exit 3 when it never does."""
+    from cluster.local_multinode import LoopbackCluster
+
+    out = tmp_path / "outputs"
+    count = ("import ray, sys; ray.init(); "
+             "open(sys.argv[1], 'w').write(str(len([n for n in ray.nodes() if n['Alive']])))")
+    with LoopbackCluster(nodes=2, cpus_per_node=1, log_dir=tmp_path / "logs") as cluster:
+        env = {k: v for k, v in cluster.client_env().items() if not k.startswith("OMPI_")}
+
+        def driver(nodes: int, *cmd: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [sys.executable, "-m", "cluster.bootstrap", "--role", "driver", "--nodes",
+                 str(nodes), "--node-timeout", "5", "--results-dir", str(out), "--", *cmd],
+                env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+        ran = driver(2, sys.executable, "-c", count, str(tmp_path / "seen"))
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        assert (tmp_path / "seen").read_text() == "2"
+        assert json.loads((out / "bootstrap.json").read_text())["launcher"] == "ray"
+        short = driver(3, "true")
+    assert short.returncode == 3, short.stderr[-3000:]
+    assert "error: only 2 of 3 Ray nodes joined the head" in short.stderr
+    assert "Traceback" not in short.stderr

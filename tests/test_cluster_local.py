@@ -133,6 +133,34 @@ def test_plan_from_mpi_variables():
     assert plan_from_env(env, nodes=2).nodes == 2
 
 
+def test_the_documented_master_variable_comes_first_and_loses_its_port():
+    mpi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"}
+    both = {**mpi, "AZ_BATCH_MASTER_NODE": "10.0.0.5:6105", "AZ_BATCHAI_MPI_MASTER_NODE": "x"}
+    assert plan_from_env(both).head_host == "10.0.0.5"
+    only_mpi = {**mpi, "AZ_BATCH_MASTER_NODE": "", "AZ_BATCHAI_MPI_MASTER_NODE": "10.0.0.6"}
+    assert plan_from_env(only_mpi).head_host == "10.0.0.6"
+    assert plan_from_env({**mpi, "AZ_BATCH_MASTER_NODE": "node-0"}).head_host == "node-0"
+
+
+def test_with_a_rendezvous_the_mpi_master_variables_are_not_the_head():
+    """A GPU-head layout's worker job is an MPI job of its own: its master variable names its
+    own rank 0, so its workers must wait for the head's address in the rendezvous folder."""
+    env = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
+           "AZ_BATCHAI_MPI_MASTER_NODE": "10.0.0.9", "AZ_BATCH_MASTER_NODE": "10.0.0.9:6105"}
+    worker = plan_from_env(env, role="worker", rendezvous=Path("/mnt/rendezvous"))
+    assert worker.role == "worker" and worker.head_host is None
+    head = plan_from_env(env, role="head", nodes=3, rendezvous=Path("/mnt/rendezvous"))
+    assert head.head_host is None  # its own outward IP, published in the folder
+    assert plan_from_env(env, role="worker", rendezvous=Path("/r"),
+                         head_host="10.0.0.1").head_host == "10.0.0.1"
+
+
+def test_a_head_with_other_nodes_and_no_master_variable_does_not_bind_loopback():
+    env = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "3"}
+    assert plan_from_env(env).head_host is None  # its outward IP, which workers can reach
+    assert plan_from_env({**env, "OMPI_COMM_WORLD_SIZE": "1"}).head_host == "127.0.0.1"
+
+
 @pytest.mark.parametrize(
     "env, kwargs, message",
     [
@@ -140,7 +168,7 @@ def test_plan_from_mpi_variables():
         (
             {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3"},
             {},
-            "AZ_BATCHAI_MPI_MASTER_NODE is not set",
+            "neither AZ_BATCH_MASTER_NODE nor AZ_BATCHAI_MPI_MASTER_NODE is set",
         ),
         ({}, {"role": "head"}, "needs the number of nodes"),
         ({}, {"role": "boss"}, "--role must be"),
@@ -154,6 +182,7 @@ def test_plan_rejects_bad_environments(env, kwargs, message):
 def test_bootstrap_cli_errors_are_one_line():
     env = {**os.environ, "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}
     env.pop("AZ_BATCHAI_MPI_MASTER_NODE", None)
+    env.pop("AZ_BATCH_MASTER_NODE", None)
     proc = subprocess.run(
         [sys.executable, "-m", "cluster.bootstrap", "--", "true"],
         env=env,
@@ -164,8 +193,8 @@ def test_bootstrap_cli_errors_are_one_line():
     )
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        "error: bootstrap: rank 1: no head to join: AZ_BATCHAI_MPI_MASTER_NODE is not set and "
-        "no --rendezvous folder"
+        "error: bootstrap: rank 1: no head to join: neither AZ_BATCH_MASTER_NODE nor "
+        "AZ_BATCHAI_MPI_MASTER_NODE is set, and no --rendezvous folder"
     )
 
 
