@@ -83,15 +83,23 @@ def _project_requirements() -> list[str]:
     return reqs
 
 
-def conda_spec(python: str | None = None) -> dict[str, Any]:
+#: pip option that makes ``torch==X`` resolve to PyTorch's CPU build ``X+cpu`` (a local
+#: version sorts above ``X``); without it pip takes PyPI's Linux wheel, the CUDA build, ~2 GiB
+#: of CUDA libraries a CPU node never uses. The Dockerfile installs with the same index.
+TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+
+
+def conda_spec(python: str | None = None, gpu: bool = False) -> dict[str, Any]:
     """The job's conda environment: Python and pip requirements pinned to installed versions.
 
     Each requirement of this project (main dependencies and the ``azure`` extra) is pinned to
     the version installed in this Python (``name[extras]==version``), so the cluster runs
-    what was tested here; a requirement not installed here keeps its own specifier.
+    what was tested here; a requirement not installed here keeps its own specifier. For CPU
+    nodes the pip list starts with :data:`TORCH_CPU_INDEX`, so torch is PyTorch's CPU build.
 
     Args:
         python: Python version for the job (default: this interpreter's ``major.minor``).
+        gpu: for GPU nodes: torch from PyPI, its CUDA build.
 
     Returns:
         A conda environment dict (``name``, ``channels``, ``dependencies``).
@@ -112,7 +120,8 @@ def conda_spec(python: str | None = None) -> dict[str, Any]:
     return {
         "name": "rl-scaling",
         "channels": ["conda-forge"],
-        "dependencies": [f"python={python}", "pip", {"pip": pins}],
+        "dependencies": [f"python={python}", "pip",
+                         {"pip": pins if gpu else [TORCH_CPU_INDEX, *pins]}],
     }
 
 
@@ -120,7 +129,7 @@ def environment_spec(gpu: bool = False):
     """An anonymous Azure ML ``Environment``: OpenMPI base image + :func:`conda_spec`."""
     from azure.ai.ml.entities import Environment
 
-    return Environment(image=GPU_IMAGE if gpu else CPU_IMAGE, conda_file=conda_spec())
+    return Environment(image=GPU_IMAGE if gpu else CPU_IMAGE, conda_file=conda_spec(gpu=gpu))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,8 +338,10 @@ def job_specs(
 
     if ray_distribution:
         job = _command_job(
-            # Azure ML starts Ray on every node and runs the command on the head.
-            command=f"{sweep_cmd} --address auto",
+            # Azure ML starts Ray on every node and runs the command on the head at once,
+            # without waiting for the other nodes: the bootstrap's driver role waits for them
+            command=f"python -m cluster.bootstrap --role driver --nodes {int(nodes)} "
+            f"--results-dir ${{{{outputs.results}}}} -- {sweep_cmd} --address auto",
             environment=environment_spec(),
             distribution=RayDistribution(include_dashboard=False),
             outputs=results,

@@ -184,7 +184,13 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         raise KubeRayError(f"--gpus-per-worker: must be >= 0, got {gpus_per_worker:g}")
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T)?", memory):
         raise KubeRayError(f"--memory: {memory!r} is not a Kubernetes quantity (e.g. 32Gi)")
-    plan = sweep_plan(file, cpus_per_worker, gpus_per_worker, workers)
+    # KubeRay gives Ray a pod's CPU limit rounded up (7.5 -> num-cpus 8), more than the pod
+    # has; Ray gets the whole CPUs instead, and the placement check counts those
+    ray_cpus = math.floor(cpus_per_worker)
+    if ray_cpus < 1:
+        raise KubeRayError(f"--cpus-per-worker {cpus_per_worker:g}: a Ray worker pod needs at "
+                           "least 1 whole CPU (Ray counts whole CPUs per node)")
+    plan = sweep_plan(file, ray_cpus, gpus_per_worker, workers)
     sweep = plan["sweep"]
     image = image or f"rl-scaling:{project_version()}"
     run_file, runtime_env = _code(sweep, file, working_dir, code_uri)
@@ -239,7 +245,7 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
                 "workerGroupSpecs": [{
                     "groupName": "workers",
                     "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
-                    "rayStartParams": {},
+                    "rayStartParams": {"num-cpus": str(ray_cpus)},
                     "template": {"spec": {"containers": [
                         _container(image, cpus_per_worker, memory, gpus_per_worker, [])]}},
                 }],

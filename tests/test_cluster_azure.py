@@ -21,7 +21,7 @@ from azure.ai.ml import MpiDistribution, RayDistribution, load_job  # noqa: E402
 from packaging.requirements import Requirement  # noqa: E402
 from test_envs_forms import user_folder, yaml_sweep  # noqa: E402
 
-from cluster import azure  # noqa: E402
+from cluster import azure, azure_specs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEP = "sweeps/cartpole_quick.py"
@@ -40,7 +40,9 @@ def test_conda_spec_pins_every_project_dependency_to_an_allowed_version():
     spec = azure.conda_spec()
     python = spec["dependencies"][0]
     assert python == f"python={sys.version_info.major}.{sys.version_info.minor}"
-    pins = {Requirement(p).name: Requirement(p) for p in spec["dependencies"][2]["pip"]}
+    pip = spec["dependencies"][2]["pip"]
+    assert pip[0] == azure_specs.TORCH_CPU_INDEX  # CPU nodes: torch's CPU build
+    pins = {Requirement(p).name: Requirement(p) for p in pip[1:]}
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # the same parser, as a package, for Python 3.10 (the dev extra installs it)
@@ -58,6 +60,14 @@ def test_conda_spec_pins_every_project_dependency_to_an_allowed_version():
         assert req.specifier.contains(spec_.version), f"{pin} violates {req}"
         assert "+" not in spec_.version  # no local build labels such as +cpu
     assert "pytest" not in pins  # dev tools stay off the cluster
+    gpu_pip = azure.conda_spec(gpu=True)["dependencies"][2]["pip"]
+    assert gpu_pip == pip[1:]  # GPU nodes: the same pins, torch from PyPI (its CUDA build)
+    assert azure_specs.environment_spec(gpu=True).conda_file["dependencies"][2]["pip"] == gpu_pip
+
+
+def test_the_default_vm_is_in_the_price_table_so_the_default_path_checks_placement():
+    size = azure_specs.DEFAULT_CPU_VM
+    assert azure_specs.target_shape(3, None) == "3x8:0", size  # Standard_F8s_v2: 8 vCPUs
 
 
 # -- compute ----------------------------------------------------------------------------------
@@ -211,9 +221,11 @@ def test_ray_distribution_job():
     d = job_dict(job)
     assert d["distribution"]["type"] == "ray"
     assert d["distribution"]["include_dashboard"] is False
-    assert d["command"].startswith("python -m sweeps.run sweeps/cartpole_quick.py")
+    # the command waits for the 3 nodes Azure ML starts, then runs the sweep on them
+    assert d["command"].startswith("python -m cluster.bootstrap --role driver --nodes 3 "
+                                   "--results-dir ${{outputs.results}} -- python -m sweeps.run "
+                                   "sweeps/cartpole_quick.py")
     assert d["command"].endswith("--address auto")
-    assert "cluster.bootstrap" not in d["command"]
 
 
 @pytest.mark.parametrize(

@@ -161,6 +161,17 @@ def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job
     text = (ROOT / "cluster" / "Dockerfile").read_text()
     assert f"FROM rayproject/ray:{ray.__version__}-" in text
     assert f"WORKDIR {PROJECT_DIR}" in text
+    # ray owns the WORKDIR before its `pip install -e .` (the classic builder makes it root's)
+    assert text.index(f"chown ray:users {PROJECT_DIR}") < text.index(f"\nWORKDIR {PROJECT_DIR}")
+    # the build context is the project root: .dockerignore sends what COPY takes and nothing
+    # else (not .venv, .git or results/)
+    ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert ignore[0] == "*"  # everything out, then what the image needs back in
+    copied = {name for line in text.splitlines() if line.startswith("COPY")
+              for name in line.split()[2:-1]}
+    allowed = {entry[1:].rstrip("/") for entry in ignore if entry.startswith("!")}
+    assert copied == allowed, (copied, allowed)
 
 
 def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
@@ -223,3 +234,21 @@ def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema
     code, _, err = cli("pack", str(ROOT / "sweeps" / "cartpole_quick.py"), "-o",
                        str(tmp_path / "x.zip"))
     assert code == 2 and "nothing to pack" in err, err
+
+
+def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_counted(
+        rayjob_schema):
+    """KubeRay rounds a pod's CPU limit up for Ray (7.5 -> 8); the manifest sets Ray's CPUs to
+    the whole CPUs of the pod instead, and a pod of under one CPU is refused in one line."""
+    from cluster.kuberay import KubeRayError, rayjob_manifest, sweep_plan
+
+    manifest = rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=7.5)
+    jsonschema.validate(manifest, rayjob_schema)
+    (group,) = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["rayStartParams"] == {"num-cpus": "7"}
+    limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert str(limits["cpu"]) in ("7.5", "7500m")  # the pod keeps what it asked for
+    assert sweep_plan("sweeps/cartpole_quick.py", 7, 0, 2)["deadline_s"] == \
+        manifest["spec"]["activeDeadlineSeconds"]
+    with pytest.raises(KubeRayError, match="needs at least 1 whole CPU"):
+        rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=0.5)
