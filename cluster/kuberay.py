@@ -161,7 +161,8 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         memory: memory per worker pod, a Kubernetes quantity (``32Gi``).
         gpus_per_worker: ``nvidia.com/gpu`` per worker pod.
         image: container image with the project at :data:`PROJECT_DIR` (default
-            ``rl-scaling:<version>``, built from cluster/Dockerfile).
+            ``rl-scaling:<version>``, or ``rl-scaling:<version>-gpu`` with GPUs, built from
+            cluster/Dockerfile; ``--apply`` needs the registry's name of it).
         results_pvc: a PersistentVolumeClaim mounted at :data:`RESULTS_DIR` on the head.
         results: an object-store URI for the results (``sweeps.run --results URI``).
         working_dir: a zip URI of the project for the runtime env (default: the image's copy).
@@ -192,8 +193,9 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
                            "least 1 whole CPU (Ray counts whole CPUs per node)")
     plan = sweep_plan(file, ray_cpus, gpus_per_worker, workers)
     sweep = plan["sweep"]
-    image = image or f"rl-scaling:{project_version()}"
-    run_file, runtime_env = _code(sweep, file, working_dir, code_uri)
+    custom_image = image is not None
+    image = image or f"rl-scaling:{project_version()}{'-gpu' if gpus_per_worker else ''}"
+    run_file, runtime_env = _code(sweep, file, working_dir, code_uri, custom_image)
     entry = ["python", "-m", "sweeps.run", run_file, "--address", "auto"]
     head_mounts, head_volumes = [], []
     if results and results_pvc:
@@ -246,16 +248,35 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
                     "groupName": "workers",
                     "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
                     "rayStartParams": {"num-cpus": str(ray_cpus)},
-                    "template": {"spec": {"containers": [
-                        _container(image, cpus_per_worker, memory, gpus_per_worker, [])]}},
+                    "template": {"spec": {
+                        "containers": [
+                            _container(image, cpus_per_worker, memory, gpus_per_worker, [])],
+                        **({"tolerations": GPU_TOLERATIONS} if gpus_per_worker else {})}},
                 }],
             },
         },
     }
 
 
-def _code(sweep, file: str, working_dir: str | None,
-          code_uri: str | None) -> tuple[str, dict[str, Any]]:
+#: Packages Ray's runtime env needs to fetch a ``working_dir`` of each object-store scheme
+#: (``ray/_private/runtime_env/protocol.py``); https needs only smart_open, which Ray's image
+#: has (``ray[default]``).
+CODE_URI_PACKAGES = {"s3": "smart_open[s3] and boto3",
+                     "gs": "smart_open[gcs] and google-cloud-storage",
+                     "azure": "azure-storage-blob, azure-identity and smart_open[azure]",
+                     "abfss": "adlfs and azure-identity"}
+
+#: Tolerations of a GPU worker pod: AKS's GPU node pools are created with the taint
+#: ``sku=gpu:NoSchedule`` in Microsoft's GPU guide, and NVIDIA's GPU operator taints with
+#: ``nvidia.com/gpu``; without a toleration the pod never schedules on either.
+GPU_TOLERATIONS = [
+    {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+]
+
+
+def _code(sweep, file: str, working_dir: str | None, code_uri: str | None,
+          custom_image: bool = False) -> tuple[str, dict[str, Any]]:
     """The sweep file's path in the job's working directory, and the job's runtime env."""
     from sweeps.engine.sweep_file import SpecError, code_root
 
@@ -280,6 +301,13 @@ def _code(sweep, file: str, working_dir: str | None,
     if "://" not in code_uri or not code_uri.endswith(".zip"):
         raise KubeRayError(f"--code-uri {code_uri!r}: needs the URI of a .zip Ray can fetch "
                            "(https://, s3://, gs://, abfss://)")
+    scheme = code_uri.split("://", 1)[0].lower()
+    if scheme in CODE_URI_PACKAGES and not custom_image:
+        raise KubeRayError(
+            f"--code-uri {code_uri!r}: Ray fetches {scheme}:// URIs with "
+            f"{CODE_URI_PACKAGES[scheme]}, which the project's image (cluster/Dockerfile) "
+            "lacks: upload the zip where https reaches it (a Blob SAS URL), or pass --image "
+            "with an image that has them")
     return path.relative_to(root).as_posix(), {"working_dir": code_uri}
 
 
@@ -395,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
             results_pvc=args.results_pvc, working_dir=args.working_dir, results=args.results,
             code_uri=args.code_uri, namespace=args.namespace, name=args.name)
         if args.apply:
+            if args.image is None:
+                raise KubeRayError(
+                    "--apply needs --image REGISTRY/rl-scaling:TAG: a cluster pulls the image "
+                    "from a registry (build and push cluster/Dockerfile, see docs/cluster.md)")
             if shutil.which("kubectl") is None:
                 raise KubeRayError("--apply: kubectl is not on PATH (print the manifest "
                                    "without --apply and apply it where kubectl is)")

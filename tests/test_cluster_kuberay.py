@@ -146,7 +146,8 @@ def test_apply_without_a_kubeconfig_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["HOME"] = str(tmp_path)  # no ~/.kube/config
     proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "1", "--cpus-per-worker",
-                "4", "--results-pvc", "r", "--apply", env=env)
+                "4", "--results-pvc", "r", "--image", "myacr.azurecr.io/rl-scaling:0.1.0",
+                "--apply", env=env)
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--apply:" in lines[0], lines
@@ -159,7 +160,8 @@ def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job
     from cluster.kuberay import PROJECT_DIR
 
     text = (ROOT / "cluster" / "Dockerfile").read_text()
-    assert f"FROM rayproject/ray:{ray.__version__}-" in text
+    assert f"ARG RAY_IMAGE=rayproject/ray:{ray.__version__}-" in text and "FROM ${RAY_IMAGE}" in text
+    assert f"RAY_IMAGE=rayproject/ray:{ray.__version__}-py311-gpu" in text  # the GPU recipe
     assert f"WORKDIR {PROJECT_DIR}" in text
     # ray owns the WORKDIR before its `pip install -e .` (the classic builder makes it root's)
     assert text.index(f"chown ray:users {PROJECT_DIR}") < text.index(f"\nWORKDIR {PROJECT_DIR}")
@@ -234,6 +236,38 @@ def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema
     code, _, err = cli("pack", str(ROOT / "sweeps" / "cartpole_quick.py"), "-o",
                        str(tmp_path / "x.zip"))
     assert code == 2 and "nothing to pack" in err, err
+
+
+def test_gpu_workers_tolerate_gpu_taints_and_default_to_the_gpu_image(rayjob_schema):
+    from cluster.kuberay import GPU_TOLERATIONS, rayjob_manifest
+
+    gpu = rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=6,
+                          gpus_per_worker=1)
+    jsonschema.validate(gpu, rayjob_schema)
+    (group,) = gpu["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["template"]["spec"]["tolerations"] == GPU_TOLERATIONS
+    assert group["template"]["spec"]["containers"][0]["image"].endswith("-gpu")
+    cpu = rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=6)
+    (group,) = cpu["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert "tolerations" not in group["template"]["spec"]
+    assert not group["template"]["spec"]["containers"][0]["image"].endswith("-gpu")
+
+
+def test_apply_needs_a_registry_image_and_object_store_code_uris_their_packages(tmp_path,
+                                                                             clean_imports):
+    from test_envs_forms import user_folder, yaml_sweep
+
+    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "1", "--cpus-per-worker",
+                "4", "--results-pvc", "r", "--apply")
+    assert proc.returncode == 2 and "--apply needs --image REGISTRY/" in proc.stderr, proc.stderr
+    path = str(yaml_sweep(user_folder(tmp_path), "corridor_env:Corridor-v0"))
+    common = ["--workers", "2", "--cpus-per-worker", "2", "--results-pvc", "r"]
+    proc = _cli("rayjob", path, *common, "--code-uri", "s3://bucket/corridor.zip")
+    assert proc.returncode == 2 and "smart_open[s3] and boto3" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    proc = _cli("rayjob", path, *common, "--code-uri", "abfss://c@a.dfs.core.windows.net/x.zip",
+                "--image", "myacr.azurecr.io/rl-scaling-adlfs:1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_counted(
