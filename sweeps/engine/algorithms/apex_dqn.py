@@ -74,7 +74,7 @@ from ray.rllib.utils.metrics import (
 )
 from ray.rllib.utils.schedules.scheduler import Scheduler
 
-from sweeps.engine.algorithms.apex import APEX_ALGO_DEFAULTS
+from sweeps.engine.algorithms.apex_defaults import APEX_ALGO_DEFAULTS
 from sweeps.engine.algorithms.apex_replay import ReplayShard, n_step_td_errors
 from sweeps.engine.algorithms.replay_dqn import (
     REPLAY_RESULTS,
@@ -202,7 +202,7 @@ class ApexDQNConfig(ReplayDQNConfig):
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ApexDQN)
-        # ALGO LOGIC defaults: the paper's (sweeps.engine.algorithms.apex.APEX_ALGO_DEFAULTS).
+        # ALGO LOGIC defaults: the paper's (sweeps.engine.algorithms.apex_defaults).
         d = APEX_ALGO_DEFAULTS
         self.epsilon = d["epsilon"]
         self.epsilon_alpha = d["epsilon_alpha"]
