@@ -1,5 +1,5 @@
 """APEX's learner as actors are added: learner updates per second, env steps sampled per second
-and the replay ratio at N env runners, for both replay layouts.
+and the replay ratio at N env runners.
 
 The env is the latency-bound study's (docs/latency_scaling.md): Contoso Cabs whose every env
 step waits 4 ms, 8 envs and 1/16 CPU per env runner, 64-transition minibatches. Each point
@@ -7,16 +7,15 @@ builds APEX (the suite's config, :func:`sweeps.engine.algorithms.build_config`) 
 Ray of ``--num-cpus`` CPUs (default 2) with the project's Ray settings
 (:data:`cluster.nodes.RAY_SYSTEM_CONFIG`: the actors at the driver's priority, as in a sweep),
 the learner in the driver (on ``--learner-gpus`` GPUs if given), trains until learning starts,
-then ``--seconds`` more, and reads the ``replay`` results RLlib reports. Layouts:
-
-- ``driver`` (``num_replay_shards=0``, the default): replay and learner in the driver's thread;
-- ``shard`` (``num_replay_shards=1``): the actors add to a replay shard actor, a learner thread
-  samples it (the paper's layout, :class:`sweeps.engine.algorithms.apex_dqn.LearnerThread`).
+then ``--seconds`` more, and reads the ``replay`` results RLlib reports. Replay and learner
+run in the driver's thread (layout ``driver``, the only one the suite carries; the saved
+results of earlier runs also hold ``shard``, the paper's layout of a replay actor and a
+learner thread, which lost at every N and was removed).
 
     python benchmarks/bench_apex_actors.py [--env-runners 1,2,4,8,16] [--reps 2] [--seconds 5]
         [--min-replay-ratio R] [--num-cpus 2] [--learner-gpus 0] [--out FILE]
 
-Prints one line per point and a table (medians and ranges over ``--reps``; the layouts and N
+Prints one line per point and a table (medians and ranges over ``--reps``; the values of N
 alternate within each rep, so machine noise spreads over all of them) and saves
 ``benchmarks/results/bench_apex_actors.json``. A Ray workload: run it alone.
 """
@@ -38,10 +37,10 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's packages
 
 from sweeps.engine.cli import EXIT_BAD_INPUT  # noqa: E402
 
-LAYOUTS = {"driver": 0, "shard": 1}
+LAYOUTS = ("driver",)
 
 
-def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
+def measure(num_env_runners: int, seconds: float,
             min_replay_ratio: float | None = None, learner_gpus: float = 0) -> dict:
     """One point: APEX with ``num_env_runners`` actors on the latency-bound Cabs (and
     ``min_replay_ratio``, the lower bound on replayed / sampled transitions, if given; with
@@ -57,7 +56,6 @@ def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
     config = build_config({"algorithm": "APEX", "num_env_runners": num_env_runners,
                            "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
                            "num_steps_sampled_before_learning_starts": 256, "seed": 0,
-                           "num_replay_shards": num_replay_shards,
                            "min_replay_ratio": min_replay_ratio,
                            "num_learners": 0, "num_gpus_per_learner": learner_gpus},
                           "ContosoCabs-v0", {"step_latency_ms": 4})
@@ -88,7 +86,7 @@ def measure(num_env_runners: int, num_replay_shards: int, seconds: float,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env-runners", default="1,2,4,8,16", help="N values, comma-separated")
-    p.add_argument("--layouts", default="driver,shard", help="driver, shard or both")
+    p.add_argument("--layouts", default="driver", help="driver (the only layout)")
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0, help="measured window per point (s)")
     p.add_argument("--min-replay-ratio", type=float, default=None,
@@ -120,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.reps):
             for layout in layouts if rep % 2 == 0 else layouts[::-1]:
                 for n in ns:
-                    m = measure(n, LAYOUTS[layout], args.seconds, args.min_replay_ratio,
+                    m = measure(n, args.seconds, args.min_replay_ratio,
                                 args.learner_gpus)
                     points.setdefault(f"{layout}/{n}", []).append(m)
                     print(f"rep {rep} {layout:6} N={n:2}: {m['learner_updates_per_s']:6.0f} "

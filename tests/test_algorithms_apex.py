@@ -97,12 +97,11 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
         assert want[1] == pytest.approx(0.4) and want[3] == pytest.approx(0.4**8)
         result = algo.train()
         assert result["apex"]["actor_epsilons"] == pytest.approx(want)
-        # each actor prices its own transitions (initial priorities from its network); told
-        # no replay shard, it hands them back instead of adding them to one
+        # each actor prices its own transitions (initial priorities from its network)
         priced = algo.env_runner_group.foreach_env_runner(
             lambda er: (lambda t: (len(t["td_errors"]), len(t["actions"]),
                                    bool(np.isfinite(t["td_errors"]).all())))(
-                (er.set_replay_shards([]), er.sample_transitions()[0])[1]),
+                er.sample_transitions()[0]),
             local_env_runner=False)
         assert all(n == m > 0 and finite for n, m, finite in priced), priced
     finally:
@@ -110,14 +109,11 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("num_replay_shards", [0, 1])
-def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local, num_replay_shards):
+def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local):
     """Env runner 1 needs ≥ 3.2 s per sample() call; env runner 2 needs ~0.05 s. A synchronous
     learner (RLlib's DQN) would do at most one round of updates per 3.2 s; Ape-X's must grow
-    every ~1 s iteration from env runner 2's samples alone, with replay and learning in the
-    driver's thread or apart (a replay shard and a learner thread)."""
-    algo = _two_runners_one_slow("APEX", num_steps_sampled_before_learning_starts=256,
-                                 num_replay_shards=num_replay_shards)
+    every ~1 s iteration from env runner 2's samples alone."""
+    algo = _two_runners_one_slow("APEX", num_steps_sampled_before_learning_starts=256)
     try:
         updates, steps, walls = _train_for(algo, "APEX", 7.0)
         # After warm-up, every ~1 s iteration adds learner updates ...
@@ -134,8 +130,7 @@ def test_learner_keeps_updating_while_one_env_runner_is_slow(ray_local, num_repl
         algo.stop()
 
 
-def _learner_updates_per_s(num_env_runners: int, seconds: float, num_replay_shards: int = 0
-                           ) -> tuple[float, object]:
+def _learner_updates_per_s(num_env_runners: int, seconds: float) -> tuple[float, object]:
     """APEX with ``num_env_runners`` actors on a latency-bound Cabs (every env step waits 4 ms,
     8 envs and 1/16 CPU per actor: the latency study's settings): its learner's updates per
     second over ``seconds`` of training once learning started, and the ``replay`` results of
@@ -144,13 +139,10 @@ def _learner_updates_per_s(num_env_runners: int, seconds: float, num_replay_shar
 
     config = build_config({"algorithm": "APEX", "num_env_runners": num_env_runners,
                            "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
-                           "num_steps_sampled_before_learning_starts": 256, "seed": 0,
-                           "num_replay_shards": num_replay_shards},
+                           "num_steps_sampled_before_learning_starts": 256, "seed": 0},
                           "ContosoCabs-v0", {"step_latency_ms": 4})
     algo = config.build_algo()
     try:
-        assert len(algo.replay_shards) == num_replay_shards
-        assert (algo.learner_thread is not None) == (num_replay_shards > 0)
         result = algo.train()
         while result["replay"]["learner_updates_lifetime"] == 0:
             result = algo.train()
@@ -158,8 +150,6 @@ def _learner_updates_per_s(num_env_runners: int, seconds: float, num_replay_shar
         while time.perf_counter() - t0 < seconds:
             result = algo.train()
         rate = (result["replay"]["learner_updates_lifetime"] - u0) / (time.perf_counter() - t0)
-        if num_replay_shards:  # the actors' transitions went to the shard, not the driver
-            assert len(algo.replay) == 0 and result["replay"]["replay_size"] > 256, result["replay"]
         return rate, result["replay"]
     finally:
         algo.stop()
@@ -181,20 +171,16 @@ def test_apex_learner_keeps_its_pace_when_env_runners_are_added(ray_local):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("num_replay_shards", [0, 1])
-def test_min_replay_ratio_keeps_the_replay_ratio_up(ray_local, num_replay_shards):
+def test_min_replay_ratio_keeps_the_replay_ratio_up(ray_local):
     """With ``min_replay_ratio`` r, replayed / sampled transitions stay near r where they would
-    otherwise be ~5: with a replay shard the actors wait (at most the requests already in
-    flight, 2 × 64 env steps, beyond it); in the driver's thread the learner catches up."""
+    otherwise be ~5: the learner catches up before the driver collects again."""
     from sweeps.engine.algorithms import build_config
 
     config = build_config({"algorithm": "APEX", "num_env_runners": 1, "min_replay_ratio": 12.0,
-                           "num_replay_shards": num_replay_shards,
                            "num_steps_sampled_before_learning_starts": 256, "seed": 0},
                           "ContosoCabs-v0")
     algo = config.build_algo()
     try:
-        assert len(algo.replay_shards) == num_replay_shards
         ratios = []
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 5.0:

@@ -327,3 +327,12 @@ def test_the_sampling_layout_is_a_parameter_of_every_rllib_based_algorithm(name)
     c = build_config({"algorithm": name, "num_env_runners": 0, "num_envs_per_env_runner": 4}, CABS)
     assert sampling_layout(c) == {"vectorize_mode": "sync", "concurrent_envs": 1,
                                   "env_processes": 0}
+
+
+def test_a_removed_parameter_says_why_in_one_line():
+    from sweeps.engine.algorithms.vocabulary import UnknownParameterError
+
+    with pytest.raises(UnknownParameterError, match="'num_replay_shards' of algorithm APEX was "
+                       "removed: .*ran fewer learner updates/s.*delete the key") as error:
+        build_config({"algorithm": "APEX", "num_replay_shards": 1}, "ContosoCabs-v0")
+    assert "\n" not in str(error.value)

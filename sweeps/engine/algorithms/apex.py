@@ -32,8 +32,6 @@ APEX_PARAMS: dict[str, OwnParam] = {
     "min_replay_ratio": OwnParam(
         "training", "lower bound on replayed / sampled transitions: actors wait for the learner "
                     "below it (None = unbounded)"),
-    "num_replay_shards": OwnParam(
-        "training", "replay shard actors (0 = replay and learning in the driver's thread)"),
 }
 
 #: A sweep's APEX trial: the sample shape, network and optimiser tuned on Contoso Cabs

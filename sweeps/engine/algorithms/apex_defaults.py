@@ -25,11 +25,6 @@ APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "updates_per_learner_call": 8,
     "training_intensity": None,
     "min_replay_ratio": None,
-    # replay and learning in the driver's thread: its learner ran more updates/s than with a
-    # replay actor and a learner thread, the paper's layout (num_replay_shards >= 1), at every
-    # N on 2 cores (docs/benchmarks.md) and at 1 and 15 actors on a 16-core node with the
-    # learner on a GPU (docs/device_16cpu.md)
-    "num_replay_shards": 0,
     "prioritized_replay": True,
     "buffer_size": 100_000,
     "prioritized_replay_alpha": 0.6,

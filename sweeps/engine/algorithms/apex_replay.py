@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PrioritizedReplay", "ReplayShard", "TRANSITION_KEYS", "n_step_td_errors",
+__all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_td_errors",
            "n_step_transitions"]
 
 #: Columns of a transition batch, by RLlib's names (``Columns``): observation, action, n-step
@@ -273,42 +273,3 @@ class PrioritizedReplay:
             nodes = np.where(go_right, left + 1, left)
         # a leaf past the stored transitions has p = 0 and is reached only by rounding
         return np.minimum(nodes - self._leaves, self.size - 1)
-
-
-class ReplayShard:
-    """One shard of Ape-X's replay, meant to run as its own Ray actor (Horgan et al. 2018,
-    section 3: "replay memory" beside the actors and the learner): the actors add their
-    transitions to it directly, the learner samples prioritized minibatches from it and sends
-    back their new priorities. :class:`~sweeps.engine.algorithms.apex_dqn.ApexDQN` starts
-    ``num_replay_shards`` of them with ``ray.remote(num_cpus=0)``: a shard is numpy work
-    between messages, not a CPU of its own.
-
-    A minibatch's indices can be overwritten by newer transitions before their priorities come
-    back; their update then lands on the newer transitions, as in the paper's asynchronous
-    design.
-
-    Args: as :class:`PrioritizedReplay`.
-    """
-
-    def __init__(self, capacity: int, *, alpha: float = 0.6, beta: float = 0.4,
-                 seed: int | None = None):
-        self.replay = PrioritizedReplay(capacity, alpha=alpha, beta=beta, seed=seed)
-
-    def add(self, transitions: dict[str, np.ndarray],
-            td_errors: np.ndarray | None = None) -> int:
-        """:meth:`PrioritizedReplay.add`; returns the transitions stored after it."""
-        self.replay.add(transitions, td_errors)
-        return len(self.replay)
-
-    def sample(self, batch_size: int
-               ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
-        """:meth:`PrioritizedReplay.sample`, or None while the shard is empty."""
-        return self.replay.sample(batch_size) if len(self.replay) else None
-
-    def update_priorities(self, indices: np.ndarray, td_errors: np.ndarray) -> None:
-        """:meth:`PrioritizedReplay.update_priorities`."""
-        self.replay.update_priorities(indices, td_errors)
-
-    def size(self) -> int:
-        """Transitions stored now."""
-        return len(self.replay)

@@ -333,7 +333,7 @@ class ReplayDQN(DQN):
                         agent_steps_sampled: dict) -> tuple[list[dict], np.ndarray]:
         """One call of RLlib's DQN learner on a replayed batch of k × ``train_batch_size``
         transitions (``indices`` and importance ``weights``, shape (k·batch,)), k minibatches in
-        order. Touches neither replay nor ``self.metrics``, so Ape-X's learner thread can call it.
+        order. Touches neither replay nor ``self.metrics``.
 
         Returns:
             (the learner group's results, TD errors removed; the TD errors, shape (k·batch,), in

@@ -28,6 +28,7 @@ __all__ = [
     "OwnParam",
     "UnknownParameterError",
     "DEPRECATED_NAMES",
+    "REMOVED_PARAMS",
     "VECTORIZE_MODES",
     "apply_params",
     "canonical_params",
@@ -44,12 +45,25 @@ class UnknownParameterError(ValueError):
         import difflib
 
         self.key, self.algorithm, self.known = key, algorithm, known
+        if key in REMOVED_PARAMS:
+            super().__init__(f"parameter {key!r} of algorithm {algorithm} was removed: "
+                             f"{REMOVED_PARAMS[key]}")
+            return
         close = difflib.get_close_matches(str(key), sorted(known), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         super().__init__(
             f"unknown parameter {key!r} for algorithm {algorithm} ({hint}known: "
             f"{', '.join(sorted(known))})"
         )
+
+
+#: Parameters the suite once took and no longer does → why, and what to do instead.
+REMOVED_PARAMS: dict[str, str] = {
+    "num_replay_shards": "APEX's replay-shard layout (the paper's replay actors and a learner "
+    "thread) ran fewer learner updates/s than replay and learner in the driver's thread at "
+    "every actor count measured (docs/benchmarks.md, \"APEX's learner as actors are added\"); "
+    "delete the key",
+}
 
 
 #: The shared vocabulary: key → (one-line meaning, RLlib equivalent).
