@@ -36,8 +36,16 @@ import pandas as pd
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
 
-__all__ = ["BatchSizeCheck", "batch_advice", "batch_size_check", "check_lines", "fit_critical_batch", "main",
-           "steps_at", "trial_batch"]
+__all__ = [
+    "BatchSizeCheck",
+    "batch_advice",
+    "batch_size_check",
+    "check_lines",
+    "fit_critical_batch",
+    "main",
+    "steps_at",
+    "trial_batch",
+]
 
 
 def steps_at(b: np.ndarray | float, s_min: float, b_noise: float) -> np.ndarray:
@@ -81,15 +89,23 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                     last = float(known["grad_noise_scale"].iloc[-1])
             lu = float(row["learner_updates"])
             spu = float(row["env_steps"]) / lu if lu > 0 else math.nan
-        rows.append({"trial_id": t["trial_id"], "config_id": t["config_id"],
-                     "algorithm": t["algorithm"],
-                     "num_env_runners": float(t.get("num_env_runners", math.nan)),
-                     "train_batch_size": float(t.get("train_batch_size", math.nan)),
-                     "reached": bool(t["reached"]), "updates": upd,
-                     "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
-                     "b_simple": bns, "b_simple_last": last, "steps_per_update": spu,
-                     "ttt": float(t["time_to_target_s"]) if t["reached"] else math.nan,
-                     "startup": float(startup.get(t["trial_id"], math.nan))})
+        rows.append(
+            {
+                "trial_id": t["trial_id"],
+                "config_id": t["config_id"],
+                "algorithm": t["algorithm"],
+                "num_env_runners": float(t.get("num_env_runners", math.nan)),
+                "train_batch_size": float(t.get("train_batch_size", math.nan)),
+                "reached": bool(t["reached"]),
+                "updates": upd,
+                "steps": float(t["steps_to_target"]) if t["reached"] else math.nan,
+                "b_simple": bns,
+                "b_simple_last": last,
+                "steps_per_update": spu,
+                "ttt": float(t["time_to_target_s"]) if t["reached"] else math.nan,
+                "startup": float(startup.get(t["trial_id"], math.nan)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -137,19 +153,31 @@ def _one_env_runner_count(g: pd.DataFrame, alg: str, notes: list[str]) -> pd.Dat
     the configuration fixed, and more env runners change both the env steps per update and
     the seconds per env step. The count with the most batch sizes (then trials, then the
     smallest) is kept, and a note says so when there were several."""
-    if ("num_env_runners" not in g or g["num_env_runners"].nunique() <= 1
-            or g["train_batch_size"].nunique() <= 1):
+    if (
+        "num_env_runners" not in g
+        or g["num_env_runners"].nunique() <= 1
+        or g["train_batch_size"].nunique() <= 1
+    ):
         return g
-    by_n = g.groupby("num_env_runners").agg(sizes=("train_batch_size", "nunique"),
-                                            trials=("train_batch_size", "size"))
+    by_n = g.groupby("num_env_runners").agg(
+        sizes=("train_batch_size", "nunique"), trials=("train_batch_size", "size")
+    )
     n = sorted(by_n.itertuples(), key=lambda r: (-r.sizes, -r.trials, r.Index))[0].Index
-    notes.append(f"{alg}: batch sizes compared at {n:g} env runner(s), the count measured at "
-                 "the most batch sizes (other counts change the env steps per update)")
+    notes.append(
+        f"{alg}: batch sizes compared at {n:g} env runner(s), the count measured at "
+        "the most batch sizes (other counts change the env steps per update)"
+    )
     return g[g["num_env_runners"] == n]
 
 
-def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float | None = None,
-                     n_resamples: int = 1000, seed: int = 0) -> BatchSizeCheck:
+def batch_size_check(
+    tm: pd.DataFrame,
+    progress: pd.DataFrame,
+    *,
+    pilot: float | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> BatchSizeCheck:
     """Predict steps-to-target at every batch size from one pilot batch size and compare.
 
     Args:
@@ -179,12 +207,15 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
         p = g[(g["train_batch_size"] == b0) & g["reached"]]
         p = p[np.isfinite(p["updates"]) & np.isfinite(p["b_simple"])]
         if len(p) == 0:
-            notes.append(f"{alg}: no seed of the pilot batch size {b0:g} reached the target "
-                         "with a measured noise scale")
+            notes.append(
+                f"{alg}: no seed of the pilot batch size {b0:g} reached the target "
+                "with a measured noise scale"
+            )
             continue
 
-        def predict(pp: pd.DataFrame, bs: np.ndarray, b0: float = b0
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def predict(
+            pp: pd.DataFrame, bs: np.ndarray, b0: float = b0
+        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             s0, bn = float(pp["updates"].median()), float(pp["b_simple"].median())
             spu0 = float(pp["steps_per_update"].median())
             s_min = s0 / (1.0 + bn / b0)
@@ -197,46 +228,87 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
 
         bs = np.array(sizes, float)
         s_pred, e_pred, t_pred = predict(p, bs)
-        boots = [predict(p.iloc[rng.integers(0, len(p), size=len(p))], bs)
-                 for _ in range(n_resamples)]
+        boots = [
+            predict(p.iloc[rng.integers(0, len(p), size=len(p))], bs) for _ in range(n_resamples)
+        ]
         s_lo, s_hi = np.quantile(np.array([b[0] for b in boots]), [0.025, 0.975], axis=0)
         e_lo, e_hi = np.quantile(np.array([b[1] for b in boots]), [0.025, 0.975], axis=0)
         t_boot = np.array([b[2] for b in boots])  # NaN where a resample has no start-up
-        t_lo, t_hi = (np.nanquantile(t_boot, [0.025, 0.975], axis=0) if np.isfinite(t_boot).any()
-                      else np.full((2, len(sizes)), math.nan))
+        t_lo, t_hi = (
+            np.nanquantile(t_boot, [0.025, 0.975], axis=0)
+            if np.isfinite(t_boot).any()
+            else np.full((2, len(sizes)), math.nan)
+        )
         med = []
         for i, b in enumerate(sizes):
             gb = g[g["train_batch_size"] == b]
             r = gb[gb["reached"]]
             m_upd, m_steps, m_ttt = (median_or_nan(r[c]) for c in ("updates", "steps", "ttt"))
             med.append((b, m_upd))
-            rows.append({
-                "algorithm": alg, "train_batch_size": b,
-                "role": "pilot" if b == b0 else "checked",
-                "n_reached": int(len(r)), "n_trials": int(len(gb)),
-                "updates": m_upd, "steps": m_steps,
-                "b_simple": median_or_nan(gb["b_simple"]),
-                "updates_pred": float(s_pred[i]), "updates_low": float(s_lo[i]),
-                "updates_high": float(s_hi[i]), "steps_pred": float(e_pred[i]),
-                "steps_low": float(e_lo[i]), "steps_high": float(e_hi[i]),
-                "ttt": m_ttt, "ttt_pred": float(t_pred[i]), "ttt_low": float(t_lo[i]),
-                "ttt_high": float(t_hi[i]),
-                "ttt_error": float(t_pred[i] / m_ttt - 1.0) if m_ttt > 0 else math.nan,
-                "updates_error": float(s_pred[i] / m_upd - 1.0) if m_upd > 0 else math.nan,
-                "steps_error": float(e_pred[i] / m_steps - 1.0) if m_steps > 0 else math.nan})
+            rows.append(
+                {
+                    "algorithm": alg,
+                    "train_batch_size": b,
+                    "role": "pilot" if b == b0 else "checked",
+                    "n_reached": int(len(r)),
+                    "n_trials": int(len(gb)),
+                    "updates": m_upd,
+                    "steps": m_steps,
+                    "b_simple": median_or_nan(gb["b_simple"]),
+                    "updates_pred": float(s_pred[i]),
+                    "updates_low": float(s_lo[i]),
+                    "updates_high": float(s_hi[i]),
+                    "steps_pred": float(e_pred[i]),
+                    "steps_low": float(e_lo[i]),
+                    "steps_high": float(e_hi[i]),
+                    "ttt": m_ttt,
+                    "ttt_pred": float(t_pred[i]),
+                    "ttt_low": float(t_lo[i]),
+                    "ttt_high": float(t_hi[i]),
+                    "ttt_error": float(t_pred[i] / m_ttt - 1.0) if m_ttt > 0 else math.nan,
+                    "updates_error": float(s_pred[i] / m_upd - 1.0) if m_upd > 0 else math.nan,
+                    "steps_error": float(e_pred[i] / m_steps - 1.0) if m_steps > 0 else math.nan,
+                }
+            )
             if len(r) * 2 < len(gb):
-                notes.append(f"{alg} B={b:g}: {len(r)} of {len(gb)} seeds reached the target; "
-                             "its measured medians are over those only (biased low)")
-        s_min_fit, b_crit = fit_critical_batch(np.array([m[0] for m in med]),
-                                               np.array([m[1] for m in med]))
+                notes.append(
+                    f"{alg} B={b:g}: {len(r)} of {len(gb)} seeds reached the target; "
+                    "its measured medians are over those only (biased low)"
+                )
+        s_min_fit, b_crit = fit_critical_batch(
+            np.array([m[0] for m in med]), np.array([m[1] for m in med])
+        )
         bn0 = float(p["b_simple"].median())
-        fits[alg] = {"pilot": float(b0), "b_simple": bn0,
-                     "s_min": float(p["updates"].median()) / (1.0 + bn0 / b0),
-                     "b_crit": b_crit, "s_min_fit": s_min_fit}
-    cols = ["algorithm", "train_batch_size", "role", "n_reached", "n_trials", "updates", "steps",
-            "b_simple", "updates_pred", "updates_low", "updates_high", "steps_pred", "steps_low",
-            "steps_high", "ttt", "ttt_pred", "ttt_low", "ttt_high", "updates_error",
-            "steps_error", "ttt_error"]
+        fits[alg] = {
+            "pilot": float(b0),
+            "b_simple": bn0,
+            "s_min": float(p["updates"].median()) / (1.0 + bn0 / b0),
+            "b_crit": b_crit,
+            "s_min_fit": s_min_fit,
+        }
+    cols = [
+        "algorithm",
+        "train_batch_size",
+        "role",
+        "n_reached",
+        "n_trials",
+        "updates",
+        "steps",
+        "b_simple",
+        "updates_pred",
+        "updates_low",
+        "updates_high",
+        "steps_pred",
+        "steps_low",
+        "steps_high",
+        "ttt",
+        "ttt_pred",
+        "ttt_low",
+        "ttt_high",
+        "updates_error",
+        "steps_error",
+        "ttt_error",
+    ]
     return BatchSizeCheck(pd.DataFrame(rows, columns=cols), fits, notes)
 
 
@@ -245,8 +317,9 @@ def batch_size_check(tm: pd.DataFrame, progress: pd.DataFrame, *, pilot: float |
 _REPLAY_ALGORITHMS = ("DQN", "APEX", "RLLIB-DQN")
 
 
-def batch_advice(tm: pd.DataFrame, progress: pd.DataFrame,
-                 check: BatchSizeCheck | None = None) -> list[str]:
+def batch_advice(
+    tm: pd.DataFrame, progress: pd.DataFrame, check: BatchSizeCheck | None = None
+) -> list[str]:
     """What the measured gradient noise scale says about batch size, per algorithm: one line
     each, for the capacity plan (``analysis.plan`` and the report).
 
@@ -277,29 +350,35 @@ def batch_advice(tm: pd.DataFrame, progress: pd.DataFrame,
         if not math.isfinite(bn) or not sizes:
             continue
         pen = ", ".join(f"B={b:g}: {1 + bn / b:.2f}" for b in sizes)
-        line = (f"Batch size for {alg}: measured gradient noise scale B_simple ~ {bn:,.0f} "
-                f"(median over {int(g['b_simple'].notna().sum())} trials); learner updates "
-                f"needed relative to the minimum, 1 + B_simple/B: {pen}. ")
+        line = (
+            f"Batch size for {alg}: measured gradient noise scale B_simple ~ {bn:,.0f} "
+            f"(median over {int(g['b_simple'].notna().sum())} trials); learner updates "
+            f"needed relative to the minimum, 1 + B_simple/B: {pen}. "
+        )
         bmax = sizes[-1]
         fewer = 1.0 - (1.0 + bn / (2 * bmax)) / (1.0 + bn / bmax)
         more = (1.0 + 2 * bmax / bn) / (1.0 + bmax / bn) - 1.0
-        samples = ("replayed transitions" if alg in _REPLAY_ALGORITHMS else "env steps")
-        line += (f"Doubling the largest batch (B={bmax:g}) is predicted to need {fewer:.0%} fewer "
-                 f"learner updates and {more:.0%} more {samples} (above ~B_simple a larger "
-                 "batch, or more env runners feeding one, spends samples rather than saving "
-                 "updates)")
+        samples = "replayed transitions" if alg in _REPLAY_ALGORITHMS else "env steps"
+        line += (
+            f"Doubling the largest batch (B={bmax:g}) is predicted to need {fewer:.0%} fewer "
+            f"learner updates and {more:.0%} more {samples} (above ~B_simple a larger "
+            "batch, or more env runners feeding one, spends samples rather than saving "
+            "updates)"
+        )
         f = (check.fits.get(alg) if check is not None else None) or None
-        rows = (check.rows[check.rows["algorithm"] == alg] if check is not None
-                else pd.DataFrame())
+        rows = check.rows[check.rows["algorithm"] == alg] if check is not None else pd.DataFrame()
         if f is not None and len(rows) and rows["ttt_pred"].notna().any():
             best = rows.loc[rows["ttt_pred"].idxmin()]
             errs = rows.loc[rows["role"] == "checked", "ttt_error"].dropna()
-            line += (f"; fastest predicted batch B={best['train_batch_size']:g} (TTT "
-                     f"{best['ttt_pred']:,.1f} s [{best['ttt_low']:,.1f}, {best['ttt_high']:,.1f}]"
-                     f", from pilot B={f['pilot']:g})")
+            line += (
+                f"; fastest predicted batch B={best['train_batch_size']:g} (TTT "
+                f"{best['ttt_pred']:,.1f} s [{best['ttt_low']:,.1f}, {best['ttt_high']:,.1f}]"
+                f", from pilot B={f['pilot']:g})"
+            )
             if len(errs):
-                line += ("; the model's TTT error at the checked batch sizes: "
-                         + ", ".join(f"{e:+.0%}" for e in errs))
+                line += "; the model's TTT error at the checked batch sizes: " + ", ".join(
+                    f"{e:+.0%}" for e in errs
+                )
         out.append(line + ".")
     return out
 
@@ -308,10 +387,13 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
     """The check as plain lines (the CLI's output)."""
     out = []
     for alg, f in check.fits.items():
-        out.append(f"{alg}: pilot B={f['pilot']:g}: measured B_simple {f['b_simple']:,.1f}, "
-                   f"S_min {f['s_min']:,.1f} learner updates; the outcomes at every B imply "
-                   f"B_crit {f['b_crit']:,.1f} (S_min {f['s_min_fit']:,.1f}) by least squares")
+        out.append(
+            f"{alg}: pilot B={f['pilot']:g}: measured B_simple {f['b_simple']:,.1f}, "
+            f"S_min {f['s_min']:,.1f} learner updates; the outcomes at every B imply "
+            f"B_crit {f['b_crit']:,.1f} (S_min {f['s_min_fit']:,.1f}) by least squares"
+        )
     for _, r in check.rows.iterrows():
+
         def err(x: float) -> str:
             return f"{x:+.0%}" if math.isfinite(x) else "n/a"
 
@@ -323,7 +405,8 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
             f"{r['steps']:,.0f}, predicted {r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, "
             f"{r['steps_high']:,.0f}] ({err(r['steps_error'])}); TTT measured {r['ttt']:,.1f} s, "
             f"predicted {r['ttt_pred']:,.1f} s [{r['ttt_low']:,.1f}, {r['ttt_high']:,.1f}] "
-            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}")
+            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
+        )
     return out + check.notes
 
 
@@ -336,9 +419,11 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.metrics import trial_metrics
     from sweeps.engine.cli import OneLineParser
 
-    p = OneLineParser(prog="python -m analysis.batch_size",
-                description="Predicted vs measured steps-to-target across batch sizes, from "
-                            "the gradient noise scale of a pilot batch size.")
+    p = OneLineParser(
+        prog="python -m analysis.batch_size",
+        description="Predicted vs measured steps-to-target across batch sizes, from "
+        "the gradient noise scale of a pilot batch size.",
+    )
     p.add_argument("results_dir")
     p.add_argument("--pilot", type=float, help="pilot batch size (default: the middle one)")
     p.add_argument("--target", help="override the target: absolute value or percent of optimum")

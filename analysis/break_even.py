@@ -41,12 +41,31 @@ from analysis.plan_check import trial_components
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
-__all__ = ["Parts", "break_even_s", "measured_parts", "predict_ttt", "break_even_rows",
-           "step_cost_ms", "held_out_rows", "HELD_OUT_HEADERS", "held_out_table_rows",
-           "held_out_verdict", "break_even_headers", "break_even_table_rows",
-           "break_even_words", "cost_kind", "predict_interval", "limiting_part", "PART_NAMES",
-           "plan_at_cost", "run_table", "break_even_interval", "fmt_break_even_ms", "shared_seeds",
-           "shared_seed_note"]
+__all__ = [
+    "Parts",
+    "break_even_s",
+    "measured_parts",
+    "predict_ttt",
+    "break_even_rows",
+    "step_cost_ms",
+    "held_out_rows",
+    "HELD_OUT_HEADERS",
+    "held_out_table_rows",
+    "held_out_verdict",
+    "break_even_headers",
+    "break_even_table_rows",
+    "break_even_words",
+    "cost_kind",
+    "predict_interval",
+    "limiting_part",
+    "PART_NAMES",
+    "plan_at_cost",
+    "run_table",
+    "break_even_interval",
+    "fmt_break_even_ms",
+    "shared_seeds",
+    "shared_seed_note",
+]
 
 
 @dataclass(frozen=True)
@@ -85,14 +104,15 @@ class Parts:
     def layout(self) -> str:
         """What its name adds to ``"<algorithm>, <N> env runner(s)"``: ``" x 32 async envs"``
         for an async layout, ``""`` for a sync one."""
-        return (f" x {self.envs_per_env_runner} async envs" if self.vectorize_mode == "async"
-                else "")
+        return f" x {self.envs_per_env_runner} async envs" if self.vectorize_mode == "async" else ""
 
     @property
     def layout_words(self) -> str:
         """The whole sampling layout in words: ``"2 env runner(s) x 32 envs each, async"``."""
-        return (f"{self.num_env_runners} env runner(s) x {self.envs_per_env_runner} env(s) "
-                f"each, {self.vectorize_mode}")
+        return (
+            f"{self.num_env_runners} env runner(s) x {self.envs_per_env_runner} env(s) "
+            f"each, {self.vectorize_mode}"
+        )
 
 
 def predict_ttt(p: Parts, cost_s: float) -> float:
@@ -101,8 +121,9 @@ def predict_ttt(p: Parts, cost_s: float) -> float:
     return p.startup_s + p.steps * (p.overhead_s + cost_s) / p.lanes
 
 
-def predict_interval(p: Parts, cost_s: float, *, n_resamples: int = 1000, seed: int = 0,
-                     confidence: float = 0.95) -> tuple[float, float]:
+def predict_interval(
+    p: Parts, cost_s: float, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
     """A percentile-bootstrap interval (seconds) of :func:`predict_ttt` at ``cost_s``: each
     resample draws the configuration's seeds with replacement and re-estimates every part
     (:func:`_resampled_parts`; a resample where no drawn seed reached the target predicts
@@ -110,11 +131,17 @@ def predict_interval(p: Parts, cost_s: float, *, n_resamples: int = 1000, seed: 
     if _usable_seeds(p) < 2:
         return math.nan, math.nan
     rng = np.random.default_rng(seed)
-    out = np.array([math.inf if (q := _resampled_parts(p, rng)) is None
-                    else predict_ttt(q, cost_s) for _ in range(n_resamples)])
+    out = np.array(
+        [
+            math.inf if (q := _resampled_parts(p, rng)) is None else predict_ttt(q, cost_s)
+            for _ in range(n_resamples)
+        ]
+    )
     a = (1.0 - confidence) / 2.0
-    return (float(np.quantile(out, a, method="inverted_cdf")),
-            float(np.quantile(out, 1.0 - a, method="inverted_cdf")))
+    return (
+        float(np.quantile(out, a, method="inverted_cdf")),
+        float(np.quantile(out, 1.0 - a, method="inverted_cdf")),
+    )
 
 
 def _usable_seeds(p: Parts) -> int:
@@ -123,17 +150,22 @@ def _usable_seeds(p: Parts) -> int:
 
 
 #: The parts of a predicted TTT that :func:`limiting_part` names.
-PART_NAMES = {"startup": "start-up (its processes, module build, first weights)",
-              "env": "the env's own cost per step (sampling)",
-              "overhead": "the rest of each env step (inference, connectors, learning)"}
+PART_NAMES = {
+    "startup": "start-up (its processes, module build, first weights)",
+    "env": "the env's own cost per step (sampling)",
+    "overhead": "the rest of each env step (inference, connectors, learning)",
+}
 
 
 def limiting_part(p: Parts, cost_s: float) -> tuple[str, float]:
     """``(key of PART_NAMES, its share of the predicted TTT)`` for the largest of the three
     terms of :func:`predict_ttt` at ``cost_s``: start-up, ``steps * cost / lanes`` and
     ``steps * overhead / lanes``."""
-    terms = {"startup": p.startup_s, "env": p.steps * cost_s / p.lanes,
-             "overhead": p.steps * max(p.overhead_s, 0.0) / p.lanes}
+    terms = {
+        "startup": p.startup_s,
+        "env": p.steps * cost_s / p.lanes,
+        "overhead": p.steps * max(p.overhead_s, 0.0) / p.lanes,
+    }
     total = sum(terms.values())
     key = max(terms, key=terms.get)
     return key, (terms[key] / total if total > 0 else math.nan)
@@ -145,8 +177,9 @@ def break_even_s(p: Parts, ref: Parts) -> float:
     denominator = ref.steps - p.steps / p.lanes
     if not denominator > 0:
         return math.inf
-    numerator = (p.startup_s - ref.startup_s + p.steps * p.overhead_s / p.lanes
-                 - ref.steps * ref.overhead_s)
+    numerator = (
+        p.startup_s - ref.startup_s + p.steps * p.overhead_s / p.lanes - ref.steps * ref.overhead_s
+    )
     return max(numerator / denominator, 0.0)
 
 
@@ -162,13 +195,23 @@ def _resampled_parts(p: Parts, rng: np.random.Generator) -> Parts | None:
         return None
     startup = float(np.median([t[0] for t in drawn]))
     rate = float(np.median([t[1] for t in drawn]))
-    return Parts(p.algorithm, p.num_env_runners, p.lanes, startup, float(np.median(steps)),
-                 p.lanes / rate - p.run_cost_s, p.ttt_s, p.run_cost_s,
-                 envs_per_env_runner=p.envs_per_env_runner, vectorize_mode=p.vectorize_mode)
+    return Parts(
+        p.algorithm,
+        p.num_env_runners,
+        p.lanes,
+        startup,
+        float(np.median(steps)),
+        p.lanes / rate - p.run_cost_s,
+        p.ttt_s,
+        p.run_cost_s,
+        envs_per_env_runner=p.envs_per_env_runner,
+        vectorize_mode=p.vectorize_mode,
+    )
 
 
-def break_even_interval(p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: int = 0,
-                        confidence: float = 0.95) -> tuple[float, float]:
+def break_even_interval(
+    p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
     """A seed-level percentile-bootstrap interval (seconds per env step) of
     :func:`break_even_s`: each resample draws the configuration's seeds and the reference's
     seeds with replacement, independently, and recomputes both sets of parts (as
@@ -184,14 +227,16 @@ def break_even_interval(p: Parts, ref: Parts, *, n_resamples: int = 1000, seed: 
         q, r = _resampled_parts(p, rng), _resampled_parts(ref, rng)
         out[i] = math.inf if q is None or r is None else break_even_s(q, r)
     a = (1.0 - confidence) / 2.0
-    return (float(np.quantile(out, a, method="inverted_cdf")),
-            float(np.quantile(out, 1.0 - a, method="inverted_cdf")))
+    return (
+        float(np.quantile(out, a, method="inverted_cdf")),
+        float(np.quantile(out, 1.0 - a, method="inverted_cdf")),
+    )
 
 
-def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan,
-                      high_ms: float = math.nan) -> str:
+def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan, high_ms: float = math.nan) -> str:
     """A break-even cost with its interval, as every table prints it: ``"42.0 [35.1, 60.2]"``,
     ``"93.4 [31.0, never]"``, ``"never"``; the point alone where the interval is NaN."""
+
     def one(x: float) -> str:
         return "never" if x == math.inf else f"{x:.1f}"
 
@@ -205,6 +250,7 @@ def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan,
 def shared_seeds(fit: Study, held: Study) -> list[int]:
     """The seeds ``held`` shares with ``fit`` (sorted; the references' included): a held-out
     check on them is not on fresh seeds."""
+
     def seeds(data: Study) -> set[int]:
         return {int(x) for x in pd.to_numeric(data.tm["seed"], errors="coerce").dropna()}
 
@@ -217,8 +263,10 @@ def shared_seed_note(fit: Study, held: list[Study]) -> str:
     shared = sorted({s for h in held for s in shared_seeds(fit, h)})
     if not shared:
         return ""
-    return (f"Not on fresh seeds: the held-out runs share seeds {', '.join(map(str, shared))} "
-            "with the fit run, so these cells check the model on seeds it was fitted on.")
+    return (
+        f"Not on fresh seeds: the held-out runs share seeds {', '.join(map(str, shared))} "
+        "with the fit run, so these cells check the model on seeds it was fitted on."
+    )
 
 
 def step_cost_ms(data: Study) -> float:
@@ -250,18 +298,36 @@ def measured_parts(data: Study) -> tuple[Parts | None, list[Parts]]:
         reached = g[g["reached"]]
         mode = str(row.get("vectorize_mode") or "sync")
         envs = int(row.get("num_envs_per_env_runner") or 1)
-        lanes = (max(int(row["num_env_runners"]), 1) * envs if mode == "async"
-                 else max(int(row["num_env_runners"]), 1))
+        lanes = (
+            max(int(row["num_env_runners"]), 1) * envs
+            if mode == "async"
+            else max(int(row["num_env_runners"]), 1)
+        )
         rate, startup = finite_median(g["rate"]), finite_median(g["startup_s"])
         steps = finite_median(reached["steps_to_target"])
         ttt = float(row["ttt_s"])
         if not all(math.isfinite(x) for x in (rate, startup, steps, ttt)) or rate <= 0:
             return None
-        trials = tuple((float(a), float(b), float(c), bool(d)) for a, b, c, d in zip(
-            g["startup_s"], g["rate"], g["steps_to_target"], g["reached"], strict=True))
-        return Parts(str(row["algorithm"]), int(row["num_env_runners"]), lanes, startup, steps,
-                     lanes / rate - cost_s, ttt, cost_s, trials, str(row["config_id"]),
-                     envs, mode)
+        trials = tuple(
+            (float(a), float(b), float(c), bool(d))
+            for a, b, c, d in zip(
+                g["startup_s"], g["rate"], g["steps_to_target"], g["reached"], strict=True
+            )
+        )
+        return Parts(
+            str(row["algorithm"]),
+            int(row["num_env_runners"]),
+            lanes,
+            startup,
+            steps,
+            lanes / rate - cost_s,
+            ttt,
+            cost_s,
+            trials,
+            str(row["config_id"]),
+            envs,
+            mode,
+        )
 
     s = data.summary
     ref_rows = s[s["is_reference"]]
@@ -290,14 +356,20 @@ def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
     rows = []
     for p in ([ref] if ref is not None else []) + parts:
         is_ref = p is ref
-        low, high = ((math.nan, math.nan) if is_ref or ref is None
-                     else break_even_interval(p, ref))
-        row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
-               "layout": p.layout, "reference": is_ref, "startup_s": p.startup_s, "steps": p.steps,
-               "overhead_ms": p.overhead_s * 1000.0, "ttt_s": p.ttt_s,
-               "break_even_ms": (math.nan if is_ref or ref is None
-                                 else break_even_s(p, ref) * 1000.0),
-               "break_even_low_ms": low * 1000.0, "break_even_high_ms": high * 1000.0}
+        low, high = (math.nan, math.nan) if is_ref or ref is None else break_even_interval(p, ref)
+        row = {
+            "algorithm": p.algorithm,
+            "num_env_runners": p.num_env_runners,
+            "layout": p.layout,
+            "reference": is_ref,
+            "startup_s": p.startup_s,
+            "steps": p.steps,
+            "overhead_ms": p.overhead_s * 1000.0,
+            "ttt_s": p.ttt_s,
+            "break_even_ms": (math.nan if is_ref or ref is None else break_even_s(p, ref) * 1000.0),
+            "break_even_low_ms": low * 1000.0,
+            "break_even_high_ms": high * 1000.0,
+        }
         for c in costs_ms:
             row[f"ttt_at_{c:g}ms"] = predict_ttt(p, c / 1000.0)
         rows.append(row)
@@ -306,9 +378,15 @@ def break_even_rows(data: Study, costs_ms: list[float] = ()) -> pd.DataFrame:
 
 def break_even_headers(costs_ms: list[float]) -> list[str]:
     """Column headers of :func:`break_even_table_rows` for predictions at ``costs_ms``."""
-    return ["configuration", "start-up (s)", "env steps to target", "overhead (ms/step)",
-            "measured TTT", "break-even (ms/step) [95% CI]",
-            *(f"predicted TTT at {c:g} ms" for c in costs_ms)]
+    return [
+        "configuration",
+        "start-up (s)",
+        "env steps to target",
+        "overhead (ms/step)",
+        "measured TTT",
+        "break-even (ms/step) [95% CI]",
+        *(f"predicted TTT at {c:g} ms" for c in costs_ms),
+    ]
 
 
 def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[list[str]]:
@@ -317,13 +395,22 @@ def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[lis
     out = []
     for _, r in rows.iterrows():
         be = r["break_even_ms"]
-        out.append([
-            f"{r['algorithm']}, {r['num_env_runners']} env runner(s){r.get('layout', '')}"
-            + (" (reference)" if r["reference"] else ""),
-            f"{r['startup_s']:.1f}", f"{r['steps']:,.0f}", f"{r['overhead_ms']:.1f}",
-            fmt_s(r["ttt_s"]), "-" if r["reference"] else fmt_break_even_ms(
-                be, r.get("break_even_low_ms", math.nan), r.get("break_even_high_ms", math.nan)),
-            *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs_ms)])
+        out.append(
+            [
+                f"{r['algorithm']}, {r['num_env_runners']} env runner(s){r.get('layout', '')}"
+                + (" (reference)" if r["reference"] else ""),
+                f"{r['startup_s']:.1f}",
+                f"{r['steps']:,.0f}",
+                f"{r['overhead_ms']:.1f}",
+                fmt_s(r["ttt_s"]),
+                "-"
+                if r["reference"]
+                else fmt_break_even_ms(
+                    be, r.get("break_even_low_ms", math.nan), r.get("break_even_high_ms", math.nan)
+                ),
+                *(fmt_s(r[f"ttt_at_{c:g}ms"]) for c in costs_ms),
+            ]
+        )
     return out
 
 
@@ -342,19 +429,28 @@ def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
     dist = rows[~rows["reference"].astype(bool)]
     dist = dist[np.isfinite(dist["break_even_ms"].astype(float))]
     if not len(dist):
-        return (f"On this machine, with {kind} envs, no configuration measured is predicted to "
-                "beat one process at any env cost.")
+        return (
+            f"On this machine, with {kind} envs, no configuration measured is predicted to "
+            "beat one process at any env cost."
+        )
     first = dist.loc[dist["break_even_ms"].astype(float).idxmin()]
-    low, high = (float(first.get("break_even_low_ms", math.nan)),
-                 float(first.get("break_even_high_ms", math.nan)))
+    low, high = (
+        float(first.get("break_even_low_ms", math.nan)),
+        float(first.get("break_even_high_ms", math.nan)),
+    )
     interval = ""
     if not math.isnan(low) and not math.isnan(high):
-        interval = (f" (95 % interval {low:.0f} to "
-                    + ("never" if high == math.inf else f"{high:.0f} ms") + ")")
-    return (f"On this machine, with {kind} envs, {first['algorithm']} with "
-            f"{int(first['num_env_runners'])} env runners{first.get('layout', '') or ''} is "
-            "predicted to beat one process "
-            f"from ~{first['break_even_ms']:.0f} ms per env step{interval}.")
+        interval = (
+            f" (95 % interval {low:.0f} to "
+            + ("never" if high == math.inf else f"{high:.0f} ms")
+            + ")"
+        )
+    return (
+        f"On this machine, with {kind} envs, {first['algorithm']} with "
+        f"{int(first['num_env_runners'])} env runners{first.get('layout', '') or ''} is "
+        "predicted to beat one process "
+        f"from ~{first['break_even_ms']:.0f} ms per env step{interval}."
+    )
 
 
 def run_table(data: Study) -> tuple[list[str], list[list[str]], str] | None:
@@ -366,8 +462,11 @@ def run_table(data: Study) -> tuple[list[str], list[list[str]], str] | None:
     rows = break_even_rows(data, costs)
     if rows.empty or not rows["reference"].any():
         return None
-    return (break_even_headers(costs), break_even_table_rows(rows, costs),
-            break_even_words(rows, cost_kind(data)))
+    return (
+        break_even_headers(costs),
+        break_even_table_rows(rows, costs),
+        break_even_words(rows, cost_kind(data)),
+    )
 
 
 def cost_kind(data: Study) -> str:
@@ -409,44 +508,72 @@ def held_out_rows(fit: Study, held_out: list[Study]) -> pd.DataFrame:
         refs = s[s["is_reference"]]
         measured = {("reference", 0): refs.iloc[0]} if len(refs) else {}
         best = best_configs(s[~s["is_reference"]], _layout_keys(s))
-        measured.update({(str(r["algorithm"]), int(r["num_env_runners"]),
-                          str(r.get("vectorize_mode") or "sync")): r
-                         for _, r in best.iterrows()})
+        measured.update(
+            {
+                (
+                    str(r["algorithm"]),
+                    int(r["num_env_runners"]),
+                    str(r.get("vectorize_mode") or "sync"),
+                ): r
+                for _, r in best.iterrows()
+            }
+        )
         ref_ttt = predict_ttt(ref, cost_ms / 1000.0)
         for p in [ref] + parts:
             is_ref = p is ref
-            m = measured.get(("reference", 0) if is_ref
-                             else (p.algorithm, p.num_env_runners, p.vectorize_mode))
+            m = measured.get(
+                ("reference", 0) if is_ref else (p.algorithm, p.num_env_runners, p.vectorize_mode)
+            )
             if m is None:
                 continue
             predicted = predict_ttt(p, cost_ms / 1000.0)
             ttt = float(m["ttt_s"])
-            row = {"env_cost_ms": cost_ms, "algorithm": p.algorithm,
-                   "num_env_runners": p.num_env_runners, "layout": p.layout,
-                   "reference": is_ref, "predicted_ttt_s": predicted, "ttt_s": ttt,
-                   "ttt_low_s": float(m["ttt_low_s"]), "ttt_high_s": float(m["ttt_high_s"]),
-                   "n_reached": int(m["n_reached"]),
-                   "n": int(m["n_reached"] + m["n_censored"]),
-                   "ttt_error": predicted / ttt - 1.0 if math.isfinite(ttt) else math.nan,
-                   "break_even_ms": math.nan if is_ref else break_even_s(p, ref) * 1000.0,
-                   "predicted_abs_speedup": math.nan if is_ref else ref_ttt / predicted}
+            row = {
+                "env_cost_ms": cost_ms,
+                "algorithm": p.algorithm,
+                "num_env_runners": p.num_env_runners,
+                "layout": p.layout,
+                "reference": is_ref,
+                "predicted_ttt_s": predicted,
+                "ttt_s": ttt,
+                "ttt_low_s": float(m["ttt_low_s"]),
+                "ttt_high_s": float(m["ttt_high_s"]),
+                "n_reached": int(m["n_reached"]),
+                "n": int(m["n_reached"] + m["n_censored"]),
+                "ttt_error": predicted / ttt - 1.0 if math.isfinite(ttt) else math.nan,
+                "break_even_ms": math.nan if is_ref else break_even_s(p, ref) * 1000.0,
+                "predicted_abs_speedup": math.nan if is_ref else ref_ttt / predicted,
+            }
             r = sp.loc[m["config_id"]] if not is_ref and m["config_id"] in sp.index else None
             for key in ("abs_speedup", "abs_speedup_low", "abs_speedup_high"):
                 row[key] = float(r[key]) if r is not None and key in r else math.nan
             row["predicted_beats"] = (not is_ref) and row["predicted_abs_speedup"] > 1.0
             low, high = row["abs_speedup_low"], row["abs_speedup_high"]
-            row["measured_beats"] = ("" if is_ref or not math.isfinite(row["abs_speedup"])
-                                     else "yes" if low > 1.0 else "no" if high < 1.0
-                                     else "undecided")
+            row["measured_beats"] = (
+                ""
+                if is_ref or not math.isfinite(row["abs_speedup"])
+                else "yes"
+                if low > 1.0
+                else "no"
+                if high < 1.0
+                else "undecided"
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 #: Column headers of :func:`held_out_table_rows`.
-HELD_OUT_HEADERS = ["env cost (ms/step)", "configuration", "reached", "predicted TTT",
-                    "measured TTT [95% CI]", "error", "predicted absolute speedup",
-                    "measured absolute speedup [95% CI]", "beats one process: predicted / "
-                    "measured"]
+HELD_OUT_HEADERS = [
+    "env cost (ms/step)",
+    "configuration",
+    "reached",
+    "predicted TTT",
+    "measured TTT [95% CI]",
+    "error",
+    "predicted absolute speedup",
+    "measured absolute speedup [95% CI]",
+    "beats one process: predicted / measured",
+]
 
 
 def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
@@ -454,21 +581,40 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     report and the pages print the same cells)."""
     out = []
     for _, r in rows.iterrows():
-        name = (f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
-                + str(r.get("layout", "") or "") + (" (reference)" if r["reference"] else ""))
-        ttt = (f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
-               if math.isfinite(r["ttt_s"]) else f"> budget ({r['n_reached']}/{r['n']} reached)")
+        name = (
+            f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
+            + str(r.get("layout", "") or "")
+            + (" (reference)" if r["reference"] else "")
+        )
+        ttt = (
+            f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
+            if math.isfinite(r["ttt_s"])
+            else f"> budget ({r['n_reached']}/{r['n']} reached)"
+        )
         err = f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a"
         if r["reference"]:
             speed, verdict, predicted = "-", "-", "-"
         else:
             predicted = f"{r['predicted_abs_speedup']:.2f}x"
-            speed = (f"{r['abs_speedup']:.2f}x [{r['abs_speedup_low']:.2f}, "
-                     f"{r['abs_speedup_high']:.2f}]" if math.isfinite(r["abs_speedup"])
-                     else "n/a")
+            speed = (
+                f"{r['abs_speedup']:.2f}x [{r['abs_speedup_low']:.2f}, {r['abs_speedup_high']:.2f}]"
+                if math.isfinite(r["abs_speedup"])
+                else "n/a"
+            )
             verdict = f"{'yes' if r['predicted_beats'] else 'no'} / {r['measured_beats'] or 'n/a'}"
-        out.append([f"{r['env_cost_ms']:g}", name, f"{r['n_reached']}/{r['n']}",
-                    fmt_s(r["predicted_ttt_s"]), ttt, err, predicted, speed, verdict])
+        out.append(
+            [
+                f"{r['env_cost_ms']:g}",
+                name,
+                f"{r['n_reached']}/{r['n']}",
+                fmt_s(r["predicted_ttt_s"]),
+                ttt,
+                err,
+                predicted,
+                speed,
+                verdict,
+            ]
+        )
     return out
 
 
@@ -482,27 +628,34 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
     parts = [_earliest_words(rows, kind)]
     decided = dist[dist["measured_beats"].isin(["yes", "no"])]
     agree = int((decided["predicted_beats"] == (decided["measured_beats"] == "yes")).sum())
-    parts.append(f"Of {len(dist)} held-out cells, {len(decided)} have a measured absolute "
-                 f"speedup whose interval excludes 1, and the prediction's side of 1 agrees in "
-                 f"{agree} of them.")
+    parts.append(
+        f"Of {len(dist)} held-out cells, {len(decided)} have a measured absolute "
+        f"speedup whose interval excludes 1, and the prediction's side of 1 agrees in "
+        f"{agree} of them."
+    )
     errs = dist["ttt_error"].abs().dropna()
     if len(errs):
-        parts.append(f"The predicted TTT misses the measured median by {errs.median():.0%} "
-                     f"(median over cells; at most {errs.max():.0%}).")
+        parts.append(
+            f"The predicted TTT misses the measured median by {errs.median():.0%} "
+            f"(median over cells; at most {errs.max():.0%})."
+        )
     yes = dist[dist["measured_beats"] == "yes"].sort_values("env_cost_ms")
     if len(yes):
         y = yes.iloc[0]
-        parts.append(f"The first measured absolute speedup above 1 whose interval excludes 1: "
-                     f"{y['algorithm']} with {int(y['num_env_runners'])} env runners at "
-                     f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x "
-                     f"[{y['abs_speedup_low']:.2f}, {y['abs_speedup_high']:.2f}].")
+        parts.append(
+            f"The first measured absolute speedup above 1 whose interval excludes 1: "
+            f"{y['algorithm']} with {int(y['num_env_runners'])} env runners at "
+            f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x "
+            f"[{y['abs_speedup_low']:.2f}, {y['abs_speedup_high']:.2f}]."
+        )
     else:
         parts.append("No measured absolute speedup has an interval above 1.")
     return " ".join(parts)
 
 
-def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
-                 vms: Sequence[VMSize] = ()) -> list[str]:
+def plan_at_cost(
+    data: Study, cost_ms: float, deadline_s: float | None = None, vms: Sequence[VMSize] = ()
+) -> list[str]:
     """The break-even model read for a user at one env cost: per configuration (the reference
     first), its predicted TTT with a seed-bootstrap interval, its CPUs and, given ``vms``,
     the cheapest way to rent them for one run (VM count x size, dollars at pay-as-you-go
@@ -522,24 +675,33 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
         t = predict_ttt(p, c)
         lo, hi = predict_interval(p, c)
         part, share = limiting_part(p, c)
-        name = (f"{p.algorithm} (single-process reference)" if p is ref
-                else f"{p.algorithm} with {p.num_env_runners} env runner(s){p.layout}")
+        name = (
+            f"{p.algorithm} (single-process reference)"
+            if p is ref
+            else f"{p.algorithm} with {p.num_env_runners} env runner(s){p.layout}"
+        )
         n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
-        line = (f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
-                + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
-                + _rent_words(n_cpu, t, vms)
-                + f"; limited by {PART_NAMES[part]} ({share:.0%} of it)")
+        line = (
+            f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
+            + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
+            + _rent_words(n_cpu, t, vms)
+            + f"; limited by {PART_NAMES[part]} ({share:.0%} of it)"
+        )
         if p is not ref and ref is not None:
-            line += (f"; absolute speedup {ref_ttt / t:.2f}x; it needs {p.steps / ref.steps:.1f}x "
-                     f"the reference's env steps ({p.steps / p.lanes / ref.steps:.2f}x per "
-                     "concurrent env)")
+            line += (
+                f"; absolute speedup {ref_ttt / t:.2f}x; it needs {p.steps / ref.steps:.1f}x "
+                f"the reference's env steps ({p.steps / p.lanes / ref.steps:.2f}x per "
+                "concurrent env)"
+            )
         lines.append(line)
         options.append((t, n_cpu, name, p is ref, p, lo, hi, part, share))
     ok = [o for o in options if deadline_s is None or o[0] <= deadline_s]
     if not ok:
-        lines.append(f"Answer: nothing is predicted to reach the target within "
-                     f"{fmt_s(deadline_s)} at {cost_ms:g} ms per env step (fastest: "
-                     f"{fmt_s(min(o[0] for o in options))}).")
+        lines.append(
+            f"Answer: nothing is predicted to reach the target within "
+            f"{fmt_s(deadline_s)} at {cost_ms:g} ms per env step (fastest: "
+            f"{fmt_s(min(o[0] for o in options))})."
+        )
         return lines
     if deadline_s is None:
         pick = min(ok, key=lambda o: o[0])
@@ -547,14 +709,22 @@ def plan_at_cost(data: Study, cost_ms: float, deadline_s: float | None = None,
     else:
         pick = min(ok, key=lambda o: (o[1] if math.isfinite(o[1]) else math.inf, o[0]))
         how = f"fewest CPUs within {fmt_s(deadline_s)}"
-    verdict = ("it is one process" if pick[3] else
-               "it beats one process" if ref is not None and pick[0] < ref_ttt
-               else "one process is faster" if ref is not None else "no reference measured")
+    verdict = (
+        "it is one process"
+        if pick[3]
+        else "it beats one process"
+        if ref is not None and pick[0] < ref_ttt
+        else "one process is faster"
+        if ref is not None
+        else "no reference measured"
+    )
     p, lo, hi, part, share = pick[4:]
     layout = "" if pick[3] else f" ({p.layout_words})"
-    lines.append(f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}{layout}, predicted "
-                 f"{fmt_s(pick[0])} [95% {fmt_s(lo)}, {fmt_s(hi)}], limited by "
-                 f"{PART_NAMES[part]} ({share:.0%} of it); {verdict}.")
+    lines.append(
+        f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}{layout}, predicted "
+        f"{fmt_s(pick[0])} [95% {fmt_s(lo)}, {fmt_s(hi)}], limited by "
+        f"{PART_NAMES[part]} ({share:.0%} of it); {verdict}."
+    )
     return lines
 
 

@@ -15,9 +15,19 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["DEFAULT_LAUNCHER", "LAUNCHERS", "Launcher", "USABLE_MEMORY_FRACTION", "VMSize",
-           "billed_seconds", "load_vm_sizes", "nodes_for", "parse_duration", "parse_money",
-           "run_cost_usd"]
+__all__ = [
+    "DEFAULT_LAUNCHER",
+    "LAUNCHERS",
+    "Launcher",
+    "USABLE_MEMORY_FRACTION",
+    "VMSize",
+    "billed_seconds",
+    "load_vm_sizes",
+    "nodes_for",
+    "parse_duration",
+    "parse_money",
+    "run_cost_usd",
+]
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,9 @@ class VMSize:
 
     def hourly_usd(self, low_priority: bool = False) -> float:
         """Price per VM-hour in US dollars, after the low-priority discount if asked."""
-        return self.price_per_hour_usd * ((1.0 - self.low_priority_discount) if low_priority
-                                          else 1.0)
+        return self.price_per_hour_usd * (
+            (1.0 - self.low_priority_discount) if low_priority else 1.0
+        )
 
 
 def load_vm_sizes(path: str | Path | None = None) -> dict[str, VMSize]:
@@ -68,25 +79,32 @@ def load_vm_sizes(path: str | Path | None = None) -> dict[str, VMSize]:
     for i, row in enumerate(csv.DictReader(text.splitlines()), start=2):
         try:
             vm = VMSize(
-                name=row["name"].strip(), vcpus=int(row["vcpus"]),
-                memory_gib=float(row["memory_gib"]), gpus=int(row["gpus"] or 0),
+                name=row["name"].strip(),
+                vcpus=int(row["vcpus"]),
+                memory_gib=float(row["memory_gib"]),
+                gpus=int(row["gpus"] or 0),
                 gpu_model=row.get("gpu_model") or "",
                 price_per_hour_usd=float(row["price_per_hour_usd"]),
                 low_priority_discount=float(row["low_priority_discount"] or 0.0),
-                region=row.get("region") or "", price_source=row.get("price_source") or "",
+                region=row.get("region") or "",
+                price_source=row.get("price_source") or "",
                 price_date=row.get("price_date") or "",
-                discount_source=row.get("discount_source") or "")
+                discount_source=row.get("discount_source") or "",
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{where} line {i}: bad or missing field ({exc})") from None
         if vm.vcpus < 1 or vm.price_per_hour_usd < 0 or not 0 <= vm.low_priority_discount < 1:
-            raise ValueError(f"{where} line {i}: {vm.name}: vcpus must be >= 1, price >= 0 and "
-                             "0 <= low_priority_discount < 1")
+            raise ValueError(
+                f"{where} line {i}: {vm.name}: vcpus must be >= 1, price >= 0 and "
+                "0 <= low_priority_discount < 1"
+            )
         out[vm.name] = vm
     return out
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(hours?|hr|h|minutes?|min|m|seconds?|sec|s)",
-                       re.IGNORECASE)
+_DURATION = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(hours?|hr|h|minutes?|min|m|seconds?|sec|s)", re.IGNORECASE
+)
 
 
 def parse_duration(text: str) -> float:
@@ -110,8 +128,9 @@ def parse_duration(text: str) -> float:
             value += float(m.group(1)) * {"h": 3600.0, "m": 60.0, "s": 1.0}[unit]
             pos = m.end()
         if pos != len(s) or pos == 0:
-            raise ValueError(f"deadline {text!r}: expected a duration like 10m, 90s, 1h30m "
-                             "or seconds") from None
+            raise ValueError(
+                f"deadline {text!r}: expected a duration like 10m, 90s, 1h30m or seconds"
+            ) from None
     if not value > 0 or not math.isfinite(value):
         raise ValueError(f"deadline {text!r}: must be a positive duration")
     return value
@@ -193,12 +212,18 @@ class Launcher:
 #: the MPI bootstrap); an AKS node pool that must scale up, likewise; Azure bills Linux VMs
 #: by the minute here (change ``--billing`` to your agreement's unit).
 LAUNCHERS = {
-    "azure-ml": Launcher("azure-ml", 300.0, 60.0,
-                         "assumed: compute cluster scaling from 0 nodes, image pull, Ray start"),
-    "aks": Launcher("aks", 180.0, 60.0,
-                    "assumed: node pool scale-up, image pull, KubeRay's Ray cluster start"),
-    "ray-cluster": Launcher("ray-cluster", 0.0, 0.0,
-                            "an already running Ray cluster: no start-up, no billing unit"),
+    "azure-ml": Launcher(
+        "azure-ml",
+        300.0,
+        60.0,
+        "assumed: compute cluster scaling from 0 nodes, image pull, Ray start",
+    ),
+    "aks": Launcher(
+        "aks", 180.0, 60.0, "assumed: node pool scale-up, image pull, KubeRay's Ray cluster start"
+    ),
+    "ray-cluster": Launcher(
+        "ray-cluster", 0.0, 0.0, "an already running Ray cluster: no start-up, no billing unit"
+    ),
     "none": Launcher("none", 0.0, 0.0, "TTT only, as if machines appeared instantly"),
 }
 

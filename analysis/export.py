@@ -21,12 +21,19 @@ from typing import Any
 
 __all__ = ["ExportError", "export_png", "find_browser"]
 
-_BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
-                  "chrome")
-_CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                   "--disable-background-networking", "--disable-component-update",
-                   "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
-                   "--mute-audio")
+_BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+_CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 
 
 class ExportError(RuntimeError):
@@ -51,27 +58,37 @@ def find_browser() -> str:
         found = shutil.which(name)
         if found:
             return found
-    raise ExportError("no Chromium/Chrome for PNG export: install Debian's chromium "
-                      "(apt-get install -y chromium) or set BROWSER_PATH")
+    raise ExportError(
+        "no Chromium/Chrome for PNG export: install Debian's chromium "
+        "(apt-get install -y chromium) or set BROWSER_PATH"
+    )
 
 
-def _export_kaleido(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
-                    timeout_s: float) -> None:
+def _export_kaleido(
+    jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str, timeout_s: float
+) -> None:
     import kaleido
 
-    specs = [{"fig": fig.to_dict(), "path": str(path),
-              "opts": {"format": "png", "width": width, "height": height, "scale": scale}}
-             for fig, path, width, height in jobs]
+    specs = [
+        {
+            "fig": fig.to_dict(),
+            "path": str(path),
+            "opts": {"format": "png", "width": width, "height": height, "scale": scale},
+        }
+        for fig, path, width, height in jobs
+    ]
     # mathjax=False: no CDN fetch (offline); plotly.js is the plotly package's own copy.
     errors = kaleido.write_fig_from_object_sync(
-        specs, kopts={"path": browser, "mathjax": False, "timeout": timeout_s})
+        specs, kopts={"path": browser, "mathjax": False, "timeout": timeout_s}
+    )
     if errors:
         exc = errors[0]
         raise ExportError(f"kaleido: {type(exc).__name__}: {str(exc).splitlines()[0]}")
 
 
-def _export_chromium(jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str,
-                     timeout_s: float) -> None:
+def _export_chromium(
+    jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str, timeout_s: float
+) -> None:
     import plotly.graph_objects as go
 
     with tempfile.TemporaryDirectory(prefix="rl-scaling-publish-") as tmp:
@@ -79,30 +96,53 @@ def _export_chromium(jobs: list[tuple[Any, Path, int, int]], scale: float, brows
             fig = go.Figure(fig)
             fig.update_layout(width=width, height=height)
             page = Path(tmp) / f"figure{i}.html"
-            html = fig.to_html(full_html=True, include_plotlyjs=True,
-                               config={"staticPlot": True, "displayModeBar": False})
-            html = html.replace("<head>", "<head><style>html, body { margin: 0; padding: 0; "
-                                "overflow: hidden; background: #fff; }</style>", 1)
+            html = fig.to_html(
+                full_html=True,
+                include_plotlyjs=True,
+                config={"staticPlot": True, "displayModeBar": False},
+            )
+            html = html.replace(
+                "<head>",
+                "<head><style>html, body { margin: 0; padding: 0; "
+                "overflow: hidden; background: #fff; }</style>",
+                1,
+            )
             page.write_text(html, encoding="utf-8")
             profile = Path(tmp) / f"profile{i}"
             shot = Path(tmp) / f"figure{i}.png"
-            cmd = [browser, *_CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                   f"--window-size={width},{height}", f"--force-device-scale-factor={scale:g}",
-                   "--virtual-time-budget=10000", f"--screenshot={shot}", page.as_uri()]
+            cmd = [
+                browser,
+                *_CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                f"--force-device-scale-factor={scale:g}",
+                "--virtual-time-budget=10000",
+                f"--screenshot={shot}",
+                page.as_uri(),
+            ]
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                raise ExportError(f"{browser}: no screenshot of {path.name} within "
-                                  f"{timeout_s:g} s") from None
+                raise ExportError(
+                    f"{browser}: no screenshot of {path.name} within {timeout_s:g} s"
+                ) from None
             if proc.returncode != 0 or not shot.is_file() or shot.stat().st_size == 0:
                 tail = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:]
-                raise ExportError(f"{browser} exited {proc.returncode} without a screenshot of "
-                                  f"{path.name}" + (f" ({tail[0][:200]})" if tail else ""))
+                raise ExportError(
+                    f"{browser} exited {proc.returncode} without a screenshot of "
+                    f"{path.name}" + (f" ({tail[0][:200]})" if tail else "")
+                )
             shutil.move(str(shot), path)
 
 
-def export_png(figures: dict[Path, tuple[Any, int]], *, width: int = 1000, scale: float = 2.0,
-               engine: str = "auto", timeout_s: float = 120.0) -> str:
+def export_png(
+    figures: dict[Path, tuple[Any, int]],
+    *,
+    width: int = 1000,
+    scale: float = 2.0,
+    engine: str = "auto",
+    timeout_s: float = 120.0,
+) -> str:
     """Write plotly figures as PNG files.
 
     Args:
@@ -134,18 +174,23 @@ def export_png(figures: dict[Path, tuple[Any, int]], *, width: int = 1000, scale
         jobs.append((fig, path, int(width), int(height)))
     has_kaleido = importlib.util.find_spec("kaleido") is not None
     if engine == "kaleido" and not has_kaleido:
-        raise ExportError("engine kaleido: the kaleido package is not installed "
-                          "(pip install 'kaleido>=1'), or use --engine chromium")
+        raise ExportError(
+            "engine kaleido: the kaleido package is not installed "
+            "(pip install 'kaleido>=1'), or use --engine chromium"
+        )
     if engine in ("auto", "kaleido") and has_kaleido:
         try:
             _export_kaleido(jobs, scale, browser, timeout_s)
             return "kaleido"
         except Exception as exc:  # kaleido/choreographer raise many types
             if engine == "kaleido":
-                raise ExportError(str(exc).splitlines()[0] if str(exc) else
-                                  type(exc).__name__) from None
-            sys.stderr.write(f"analysis.publish: kaleido failed ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}); falling back "
-                             "to a chromium screenshot\n")
+                raise ExportError(
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                ) from None
+            sys.stderr.write(
+                f"analysis.publish: kaleido failed ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); falling back "
+                "to a chromium screenshot\n"
+            )
     _export_chromium(jobs, scale, browser, timeout_s)
     return "chromium"

@@ -40,8 +40,15 @@ class FigureUnavailable(Exception):
     """A figure cannot be drawn from these results; the message (one line) says why."""
 
 
-FIGURE_HEIGHT = {"learning_curves": 460, "ttt": 430, "speedup": 470, "efficiency": 430,
-                 "throughput": 430, "plan_check": 430, "batch_size": 430}
+FIGURE_HEIGHT = {
+    "learning_curves": 460,
+    "ttt": 430,
+    "speedup": 470,
+    "efficiency": 430,
+    "throughput": 430,
+    "plan_check": 430,
+    "batch_size": 430,
+}
 """Height in CSS pixels of each figure, in the report and in exported images."""
 
 
@@ -50,19 +57,27 @@ def style_figure(fig: Any, height: int = 430) -> Any:
 
     Returns the same figure (modified in place), so calls can be chained.
     """
-    fig.update_layout(template="plotly_white", height=height,
-                      margin={"l": 64, "r": 24, "t": 56, "b": 56},
-                      font={"size": 13}, legend={"font": {"size": 12}})
+    fig.update_layout(
+        template="plotly_white",
+        height=height,
+        margin={"l": 64, "r": 24, "t": 56, "b": 56},
+        font={"size": 13},
+        legend={"font": {"size": 12}},
+    )
     return fig
 
 
-_METRIC_AXIS = {"evaluation": "evaluation return (greedy, fixed seeds)",
-                "training": "training return (exploring episodes)",
-                "episode_return_mean": "training return (exploring episodes)"}
+_METRIC_AXIS = {
+    "evaluation": "evaluation return (greedy, fixed seeds)",
+    "training": "training return (exploring episodes)",
+    "episode_return_mean": "training return (exploring episodes)",
+}
 
 
-_CURVE_AXES = {"wall_time_s": ("wall-clock since trial start (s)", "Episode return vs wall-clock"),
-               "env_steps": ("env steps sampled", "Episode return vs env steps")}
+_CURVE_AXES = {
+    "wall_time_s": ("wall-clock since trial start (s)", "Episode return vs wall-clock"),
+    "env_steps": ("env steps sampled", "Episode return vs env steps"),
+}
 
 
 def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
@@ -95,36 +110,67 @@ def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
     fig = go.Figure()
     for key in sorted(data.colors):
         name = f"{key[0]}, {key[1]} env runner(s)"
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=name,
-                                 legendgroup=name, line={"color": data.colors[key],
-                                                         "width": 2.5}))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                line={"color": data.colors[key], "width": 2.5},
+            )
+        )
     trials = prog[prog["trial_id"].isin(info.index)]
-    order = sorted(trials["trial_id"].unique(), key=lambda tid: (
-        info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid))
+    order = sorted(
+        trials["trial_id"].unique(),
+        key=lambda tid: (info.at[tid, "algorithm"], info.at[tid, "num_env_runners"], tid),
+    )
     groups = dict(tuple(trials.groupby("trial_id", sort=False)))
     for tid in order:
         g, t = groups[tid], info.loc[tid]
         key = (t["algorithm"], int(t["num_env_runners"]))
         name = f"{key[0]}, {key[1]} env runner(s)"
-        fig.add_trace(go.Scatter(
-            x=g[x], y=g[col], mode="lines", name=name, legendgroup=name,
-            connectgaps=True,  # an iteration in which no episode ended has no return (NaN)
-            showlegend=False, line={"color": data.colors[key], "width": 1.5,
-                                    "dash": "dot" if t["status"] != "reached"
-                                    else "solid"},
-            hovertemplate=f"{html.escape(str(tid))}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
-                          f"{t['status']}</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=g[x],
+                y=g[col],
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                connectgaps=True,  # an iteration in which no episode ended has no return (NaN)
+                showlegend=False,
+                line={
+                    "color": data.colors[key],
+                    "width": 1.5,
+                    "dash": "dot" if t["status"] != "reached" else "solid",
+                },
+                hovertemplate=f"{html.escape(str(tid))}<br>%{{x:.4g}}, return %{{y:.4g}}<extra>"
+                f"{t['status']}</extra>",
+            )
+        )
     reached = tm[tm["reached"]]
     if len(reached):
         xs = reached["time_to_target_s" if x == "wall_time_s" else "steps_to_target"]
-        fig.add_trace(go.Scatter(x=xs, y=[data.target.value] * len(reached), mode="markers",
-                                 name="reached target", marker={"symbol": "x", "size": 8,
-                                                                "color": "#222"}))
-    fig.add_hline(y=data.target.value, line={"color": "#d62728", "dash": "dash"},
-                  annotation_text=f"target {data.target.value:g}",
-                  annotation_position="top left")
-    fig.update_layout(title=title, xaxis_title=xlabel,
-                      yaxis_title=_METRIC_AXIS.get(data.target.metric, data.target.metric))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[data.target.value] * len(reached),
+                mode="markers",
+                name="reached target",
+                marker={"symbol": "x", "size": 8, "color": "#222"},
+            )
+        )
+    fig.add_hline(
+        y=data.target.value,
+        line={"color": "#d62728", "dash": "dash"},
+        annotation_text=f"target {data.target.value:g}",
+        annotation_position="top left",
+    )
+    fig.update_layout(
+        title=title,
+        xaxis_title=xlabel,
+        yaxis_title=_METRIC_AXIS.get(data.target.metric, data.target.metric),
+    )
     return fig
 
 
@@ -136,8 +182,11 @@ def log_ticks(values: Any, prefix: str = "") -> dict[str, Any]:
     if v.size == 0:
         return {}
     lo, hi = v.min(), v.max()
-    ticks = [m * 10.0**k for k in range(math.floor(math.log10(lo)) - 1,
-                                        math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
+    ticks = [
+        m * 10.0**k
+        for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+        for m in (1, 2, 5)
+    ]
     ticks = [t for t in ticks if lo / 2.5 <= t <= hi * 2.5]
     if sum(lo <= t <= hi for t in ticks) < 2:
         return {}  # a range narrower than 1-2-5 steps: plotly's own ticks label it
@@ -150,8 +199,12 @@ def _n_axis(ns: list[int]) -> dict[str, Any]:
     if not ns:
         return {"title": "env runners (N)"}
     kind = "linear" if ns[0] < 1 else "log"
-    return {"type": kind, "tickvals": ns, "ticktext": [str(n) for n in ns],
-            "title": "env runners (N)" + (" (0 = sampling in the driver)" if ns[0] < 1 else "")}
+    return {
+        "type": kind,
+        "tickvals": ns,
+        "ticktext": [str(n) for n in ns],
+        "title": "env runners (N)" + (" (0 = sampling in the driver)" if ns[0] < 1 else ""),
+    }
 
 
 def best_per_n(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[int], dict[str, Any]]:
@@ -184,21 +237,39 @@ def ttt_figure(data: Study) -> Any:
         fin = g[np.isfinite(g["ttt_s"].astype(float))]
         lo = (fin["ttt_s"] - fin["ttt_low_s"]).clip(lower=0)
         hi = (fin["ttt_high_s"] - fin["ttt_s"]).replace(np.inf, np.nan)
-        fig.add_trace(go.Scatter(
-            x=fin["num_env_runners"], y=fin["ttt_s"], mode="lines+markers", name=alg,
-            line={"color": data.alg_color[alg]},
-            error_y={"type": "data", "array": hi.fillna(0), "arrayminus": lo.fillna(0),
-                     "visible": True},
-            hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=fin["num_env_runners"],
+                y=fin["ttt_s"],
+                mode="lines+markers",
+                name=alg,
+                line={"color": data.alg_color[alg]},
+                error_y={
+                    "type": "data",
+                    "array": hi.fillna(0),
+                    "arrayminus": lo.fillna(0),
+                    "visible": True,
+                },
+                hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>",
+            )
+        )
         inf = g[~np.isfinite(g["ttt_s"].astype(float))]
         if len(inf):
-            fig.add_trace(go.Scatter(
-                x=inf["num_env_runners"], y=inf["max_censor_s"], mode="markers",
-                name=f"{alg}: not reached (> budget)", marker={
-                    "symbol": "triangle-up", "size": 11, "color": data.alg_color[alg]}))
-    fig.update_layout(title="Time-to-target vs env runners (median, 95% CI; target metric: "
-                            f"{data.target.metric})", xaxis=axis,
-                      yaxis_title="time-to-target (s)")
+            fig.add_trace(
+                go.Scatter(
+                    x=inf["num_env_runners"],
+                    y=inf["max_censor_s"],
+                    mode="markers",
+                    name=f"{alg}: not reached (> budget)",
+                    marker={"symbol": "triangle-up", "size": 11, "color": data.alg_color[alg]},
+                )
+            )
+    fig.update_layout(
+        title="Time-to-target vs env runners (median, 95% CI; target metric: "
+        f"{data.target.metric})",
+        xaxis=axis,
+        yaxis_title="time-to-target (s)",
+    )
     return fig
 
 
@@ -221,15 +292,18 @@ def fit_line_name(alg: str, f: Any) -> str | None:
 
 def untestable_fit_note(fits: list[tuple[str, str, Any]]) -> str | None:
     """One line for the fits not drawn because the measured N determine them exactly."""
-    short = sorted({(alg, f.n_distinct) for alg, _, f in fits
-                    if f.ok and fit_line_name(alg, f) is None})
+    short = sorted(
+        {(alg, f.n_distinct) for alg, _, f in fits if f.ok and fit_line_name(alg, f) is None}
+    )
     if not short:
         return None
     which = ", ".join(f"{alg} ({n} env runner counts)" for alg, n in short)
-    return (f"No scaling model is drawn for {which}: as many distinct N as a model has "
-            "parameters determine it exactly, so the data cannot test it; measure at least "
-            f"{N_PARAMS['amdahl'] + 1} env runner counts to fit Amdahl, {N_PARAMS['usl'] + 1} "
-            "for the USL.")
+    return (
+        f"No scaling model is drawn for {which}: as many distinct N as a model has "
+        "parameters determine it exactly, so the data cannot test it; measure at least "
+        f"{N_PARAMS['amdahl'] + 1} env runner counts to fit Amdahl, {N_PARAMS['usl'] + 1} "
+        "for the USL."
+    )
 
 
 @dataclass
@@ -273,22 +347,34 @@ def speedup_figures(data: Study) -> SpeedupFigures:
         if b is None:
             why = "there are no baseline trials"
         else:
-            why = (f"the baseline ({b['algorithm']}, {b['num_env_runners']} env runner(s)) "
-                   f"did not reach the target in half its seeds; speedups are only bounded "
-                   f"(see the tables)")
+            why = (
+                f"the baseline ({b['algorithm']}, {b['num_env_runners']} env runner(s)) "
+                f"did not reach the target in half its seeds; speedups are only bounded "
+                f"(see the tables)"
+            )
         raise FigureUnavailable(f"No speedup curve: {why}.")
     notes: list[str] = []
     nb = int(b["num_env_runners"])
     fig = go.Figure()
-    grid = np.unique(np.concatenate([np.geomspace(1, max(ns_all + [2]), 60),
-                                     np.array(ns_all, float)]))
+    grid = np.unique(
+        np.concatenate([np.geomspace(1, max(ns_all + [2]), 60), np.array(ns_all, float)])
+    )
     grid = grid[grid >= 1]
     if nb >= 1:
-        fig.add_trace(go.Scatter(x=grid, y=grid / nb, mode="lines", name="ideal (linear)",
-                                 line={"color": "#888", "dash": "dash"}))
+        fig.add_trace(
+            go.Scatter(
+                x=grid,
+                y=grid / nb,
+                mode="lines",
+                name="ideal (linear)",
+                line={"color": "#888", "dash": "dash"},
+            )
+        )
     else:
-        notes.append("The baseline samples in the driver (0 env runners): there is no ideal "
-                     "linear-speedup line in env runners.")
+        notes.append(
+            "The baseline samples in the driver (0 env runners): there is no ideal "
+            "linear-speedup line in env runners."
+        )
     nb = max(nb, 1)
     eff = go.Figure()
     for alg, g in best.groupby("algorithm"):
@@ -300,35 +386,69 @@ def speedup_figures(data: Study) -> SpeedupFigures:
         gg, rr = g[ok], r[ok]
         # Error bars only for bounded intervals (an unbounded one is said in the tables).
         bounded = np.isfinite(rr["speedup_high"].astype(float)) & (
-            rr["speedup_low"].astype(float) > 0)
+            rr["speedup_low"].astype(float) > 0
+        )
         hi = (rr["speedup_high"] - rr["speedup"]).where(bounded, 0.0).fillna(0)
         lo = (rr["speedup"] - rr["speedup_low"]).where(bounded, 0.0).fillna(0)
-        fig.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["speedup"], mode="markers", name=f"{alg} measured",
-            marker={"color": data.alg_color[alg], "size": 9},
-            error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()}))
+        fig.add_trace(
+            go.Scatter(
+                x=gg["num_env_runners"],
+                y=rr["speedup"],
+                mode="markers",
+                name=f"{alg} measured",
+                marker={"color": data.alg_color[alg], "size": 9},
+                error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()},
+            )
+        )
         fits = data.models[alg].fits  # 1/TTT of the best configuration per N >= 1
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
             name = fit_line_name(alg, f)
             if name is not None:
-                fig.add_trace(go.Scatter(
-                    x=grid, y=f.predict(grid) * float(b["ttt_s"]), mode="lines", name=name,
-                    line={"color": data.alg_color[alg], "dash": dash, "width": 1.5}))
-        eff.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["efficiency_per_runner"], mode="lines+markers",
-            name=f"{alg} per env runner", line={"color": data.alg_color[alg]}))
-        eff.add_trace(go.Scatter(
-            x=gg["num_env_runners"], y=rr["efficiency_per_cpu"], mode="lines+markers",
-            name=f"{alg} per CPU", line={"color": data.alg_color[alg], "dash": "dash"},
-            marker={"symbol": "square"}))
-    fig.update_layout(title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
-                            f"{b['num_env_runners']} env runner(s))", xaxis=axis,
-                      yaxis={"title": "speedup S = TTT(baseline) / TTT", "type": "log",
-                             **log_ticks([0.5, *data.speed["speedup"], max(ns_all) / nb])})
+                fig.add_trace(
+                    go.Scatter(
+                        x=grid,
+                        y=f.predict(grid) * float(b["ttt_s"]),
+                        mode="lines",
+                        name=name,
+                        line={"color": data.alg_color[alg], "dash": dash, "width": 1.5},
+                    )
+                )
+        eff.add_trace(
+            go.Scatter(
+                x=gg["num_env_runners"],
+                y=rr["efficiency_per_runner"],
+                mode="lines+markers",
+                name=f"{alg} per env runner",
+                line={"color": data.alg_color[alg]},
+            )
+        )
+        eff.add_trace(
+            go.Scatter(
+                x=gg["num_env_runners"],
+                y=rr["efficiency_per_cpu"],
+                mode="lines+markers",
+                name=f"{alg} per CPU",
+                line={"color": data.alg_color[alg], "dash": "dash"},
+                marker={"symbol": "square"},
+            )
+        )
+    fig.update_layout(
+        title=f"Speedup vs env runners (baseline: {b['algorithm']}, "
+        f"{b['num_env_runners']} env runner(s))",
+        xaxis=axis,
+        yaxis={
+            "title": "speedup S = TTT(baseline) / TTT",
+            "type": "log",
+            **log_ticks([0.5, *data.speed["speedup"], max(ns_all) / nb]),
+        },
+    )
     eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
-    eff.update_layout(title="Parallel efficiency E = S / resources ratio", xaxis=axis,
-                      yaxis_title="parallel efficiency")
+    eff.update_layout(
+        title="Parallel efficiency E = S / resources ratio",
+        xaxis=axis,
+        yaxis_title="parallel efficiency",
+    )
     return SpeedupFigures(speedup=fig, efficiency=eff, fits=data.speedup_fits(), notes=notes)
 
 
@@ -355,19 +475,35 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
         t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
         if t.empty:
             continue
-        fig.add_trace(go.Scatter(x=t["num_env_runners"], y=t["env_steps_per_s"], mode="markers",
-                                 name=f"{alg} trials", marker={"color": data.alg_color[alg],
-                                                               "size": 7, "opacity": 0.7}))
+        fig.add_trace(
+            go.Scatter(
+                x=t["num_env_runners"],
+                y=t["env_steps_per_s"],
+                mode="markers",
+                name=f"{alg} trials",
+                marker={"color": data.alg_color[alg], "size": 7, "opacity": 0.7},
+            )
+        )
         fits = data.throughput_fits[alg]
         grid = np.geomspace(1, max(ns_all + [2]), 60)
         for m, dash in (("amdahl", "dot"), ("usl", "solid")):
             f = fits[m]
             name = fit_line_name(alg, f)
             if name is not None:
-                fig.add_trace(go.Scatter(x=grid, y=f.predict(grid), mode="lines", name=name,
-                                         line={"color": data.alg_color[alg], "dash": dash}))
-    fig.update_layout(title="Throughput vs env runners (env steps per second of wall-clock, "
-                            "start-up included)", xaxis=axis, yaxis_title="env steps / s")
+                fig.add_trace(
+                    go.Scatter(
+                        x=grid,
+                        y=f.predict(grid),
+                        mode="lines",
+                        name=name,
+                        line={"color": data.alg_color[alg], "dash": dash},
+                    )
+                )
+    fig.update_layout(
+        title="Throughput vs env runners (env steps per second of wall-clock, start-up included)",
+        xaxis=axis,
+        yaxis_title="env steps / s",
+    )
     return fig, data.throughput_fit_rows()
 
 
@@ -387,33 +523,57 @@ def plan_check_figure(data: Study) -> Any:
     for alg, g in best[best["num_env_runners"] >= 1].groupby("algorithm"):
         g = g[np.isfinite(g["ttt_s"].astype(float))].sort_values("num_env_runners")
         held = set(rows[rows["algorithm"] == alg]["num_env_runners"])
-        for part, sym in ((g[~g["num_env_runners"].isin(held)], "circle"),
-                          (g[g["num_env_runners"].isin(held)], "diamond")):
+        for part, sym in (
+            (g[~g["num_env_runners"].isin(held)], "circle"),
+            (g[g["num_env_runners"].isin(held)], "diamond"),
+        ):
             if part.empty:
                 continue
-            fig.add_trace(go.Scatter(
-                x=part["num_env_runners"], y=part["ttt_s"], mode="markers",
-                name=f"{alg} measured" + (" (held out)" if sym == "diamond" else " (fitted)"),
-                marker={"symbol": sym, "size": 10, "color": data.alg_color[alg]},
-                error_y={"type": "data", "visible": True,
-                         "array": (part["ttt_high_s"] - part["ttt_s"]).replace(np.inf, np.nan)
-                         .fillna(0), "arrayminus": (part["ttt_s"] - part["ttt_low_s"]).clip(
-                             lower=0).fillna(0)}))
+            fig.add_trace(
+                go.Scatter(
+                    x=part["num_env_runners"],
+                    y=part["ttt_s"],
+                    mode="markers",
+                    name=f"{alg} measured" + (" (held out)" if sym == "diamond" else " (fitted)"),
+                    marker={"symbol": sym, "size": 10, "color": data.alg_color[alg]},
+                    error_y={
+                        "type": "data",
+                        "visible": True,
+                        "array": (part["ttt_high_s"] - part["ttt_s"])
+                        .replace(np.inf, np.nan)
+                        .fillna(0),
+                        "arrayminus": (part["ttt_s"] - part["ttt_low_s"]).clip(lower=0).fillna(0),
+                    },
+                )
+            )
         for k, (model, mg) in enumerate(rows[rows["algorithm"] == alg].groupby("model")):
             mg = mg[np.isfinite(mg["predicted"])]
             if mg.empty:
                 continue
-            fig.add_trace(go.Scatter(
-                x=mg["num_env_runners"] * (1.06 + 0.06 * k), y=mg["predicted"],
-                mode="markers", name=f"{alg} predicted: {model}",
-                marker={"symbol": "x" if model == "pipeline" else "star", "size": 10,
-                        "color": data.alg_color[alg]},
-                error_y={"type": "data", "visible": True,
-                         "array": (mg["high"] - mg["predicted"]).replace(np.inf, np.nan)
-                         .fillna(0), "arrayminus": (mg["predicted"] - mg["low"]).fillna(0)}))
-    fig.update_layout(title="Plan check: TTT predicted without the held-out N vs measured "
-                            "(95% intervals)", xaxis=axis, yaxis={"title": "time-to-target (s)",
-                                                                  "type": "log"})
+            fig.add_trace(
+                go.Scatter(
+                    x=mg["num_env_runners"] * (1.06 + 0.06 * k),
+                    y=mg["predicted"],
+                    mode="markers",
+                    name=f"{alg} predicted: {model}",
+                    marker={
+                        "symbol": "x" if model == "pipeline" else "star",
+                        "size": 10,
+                        "color": data.alg_color[alg],
+                    },
+                    error_y={
+                        "type": "data",
+                        "visible": True,
+                        "array": (mg["high"] - mg["predicted"]).replace(np.inf, np.nan).fillna(0),
+                        "arrayminus": (mg["predicted"] - mg["low"]).fillna(0),
+                    },
+                )
+            )
+    fig.update_layout(
+        title="Plan check: TTT predicted without the held-out N vs measured (95% intervals)",
+        xaxis=axis,
+        yaxis={"title": "time-to-target (s)", "type": "log"},
+    )
     return fig
 
 
@@ -432,36 +592,64 @@ def batch_size_figure(data: Study) -> Any:
 
     if data.batch is None or data.batch.rows.empty:
         raise FigureUnavailable("No batch-size check.")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(
-        "learner updates to the target", "env steps to the target"))
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=("learner updates to the target", "env steps to the target")
+    )
     for alg, g in data.batch.rows.groupby("algorithm"):
         f = data.batch.fits[alg]
         color = data.alg_color.get(alg, "#333")
-        bs = np.geomspace(g["train_batch_size"].min() / 1.5, g["train_batch_size"].max() * 1.5,
-                          60)
+        bs = np.geomspace(g["train_batch_size"].min() / 1.5, g["train_batch_size"].max() * 1.5, 60)
         s_curve = steps_at(bs, f["s_min"], f["b_simple"])
         pilot = g[g["role"] == "pilot"].iloc[0]
         spu = pilot["steps_pred"] / pilot["updates_pred"] / pilot["train_batch_size"]
         for col, y_meas, y_curve, lo, hi in (
-                (1, g["updates"], s_curve, g["updates_low"], g["updates_high"]),
-                (2, g["steps"], s_curve * spu * bs, g["steps_low"], g["steps_high"])):
-            fig.add_trace(go.Scatter(
-                x=bs, y=y_curve, mode="lines", line={"color": color, "dash": "dash"},
-                name=f"{alg} predicted from B={f['pilot']:g} (B_simple {f['b_simple']:.3g})",
-                showlegend=col == 1), row=1, col=col)
-            fig.add_trace(go.Scatter(
-                x=g["train_batch_size"], y=y_meas, mode="markers", name=f"{alg} measured",
-                marker={"color": color, "size": 10,
-                        "symbol": ["circle" if r == "pilot" else "circle-open"
-                                   for r in g["role"]]},
-                showlegend=col == 1), row=1, col=col)
-            fig.add_trace(go.Scatter(
-                x=g["train_batch_size"], y=(lo + hi) / 2, mode="markers",
-                marker={"size": 1, "color": color}, showlegend=False,
-                error_y={"type": "data", "array": (hi - lo) / 2, "visible": True}),
-                row=1, col=col)
+            (1, g["updates"], s_curve, g["updates_low"], g["updates_high"]),
+            (2, g["steps"], s_curve * spu * bs, g["steps_low"], g["steps_high"]),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    x=bs,
+                    y=y_curve,
+                    mode="lines",
+                    line={"color": color, "dash": "dash"},
+                    name=f"{alg} predicted from B={f['pilot']:g} (B_simple {f['b_simple']:.3g})",
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=g["train_batch_size"],
+                    y=y_meas,
+                    mode="markers",
+                    name=f"{alg} measured",
+                    marker={
+                        "color": color,
+                        "size": 10,
+                        "symbol": ["circle" if r == "pilot" else "circle-open" for r in g["role"]],
+                    },
+                    showlegend=col == 1,
+                ),
+                row=1,
+                col=col,
+            )
+            fig.add_trace(
+                go.Scatter(
+                    x=g["train_batch_size"],
+                    y=(lo + hi) / 2,
+                    mode="markers",
+                    marker={"size": 1, "color": color},
+                    showlegend=False,
+                    error_y={"type": "data", "array": (hi - lo) / 2, "visible": True},
+                ),
+                row=1,
+                col=col,
+            )
     fig.update_xaxes(type="log", title_text="train batch size B")
     fig.update_yaxes(type="log")
-    fig.update_layout(title="Batch size: predicted from the pilot's noise scale (dashed) vs "
-                            "measured (filled: pilot)")
+    fig.update_layout(
+        title="Batch size: predicted from the pilot's noise scale (dashed) vs "
+        "measured (filled: pilot)"
+    )
     return fig

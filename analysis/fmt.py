@@ -116,7 +116,8 @@ def fmt_ci(v: float, lo: float, hi: float, fmt: Callable[[float], str]) -> str:
     if math.isnan(v):
         return "-"
     return (fmt(v) if math.isfinite(v) else "unbounded") + fmt_interval(
-        as_float(lo), as_float(hi), fmt)
+        as_float(lo), as_float(hi), fmt
+    )
 
 
 def few_seeds(n: int, base_n: int | None = None) -> str:
@@ -136,17 +137,25 @@ def fmt_ttt(c: pd.Series) -> str:
         return "n/a (every trial failed)"
     if math.isinf(t):
         cens = as_float(c["max_censor_s"])
-        return (f"> {fmt_s(cens)} (median not reached)" if math.isfinite(cens)
-                else "not reached")
+        return f"> {fmt_s(cens)} (median not reached)" if math.isfinite(cens) else "not reached"
     km = "KM " if c["estimator"] == "KM median" else ""
-    ci = (few_seeds(n) if n < MIN_SEEDS_FOR_CI
-          else fmt_interval(as_float(c["ttt_low_s"]), as_float(c["ttt_high_s"]), fmt_s))
+    ci = (
+        few_seeds(n)
+        if n < MIN_SEEDS_FOR_CI
+        else fmt_interval(as_float(c["ttt_low_s"]), as_float(c["ttt_high_s"]), fmt_s)
+    )
     return f"{km}{fmt_s(t)}{ci}"
 
 
-def fmt_speedup(r: pd.Series | None, n: int | None = None, base_n: int | None = None,
-                key: str = "speedup", ratio: float = 1.0, unit: str = "×",
-                why: bool = True) -> str:
+def fmt_speedup(
+    r: pd.Series | None,
+    n: int | None = None,
+    base_n: int | None = None,
+    key: str = "speedup",
+    ratio: float = 1.0,
+    unit: str = "×",
+    why: bool = True,
+) -> str:
     """A speedup cell (a row of :func:`analysis.stats.speedup_table`): ``key`` ``speedup``
     (vs the baseline), ``abs_speedup`` (vs the reference) or a parallel efficiency (then
     ``ratio`` = the resources ratio its bounds are divided by).
@@ -165,8 +174,9 @@ def fmt_speedup(r: pd.Series | None, n: int | None = None, base_n: int | None = 
     who = "reference" if key == "abs_speedup" else "baseline"
     lb, ub = as_float(r[f"{bound}_lower_bound"]), as_float(r[f"{bound}_upper_bound"])
     if math.isinf(v) and math.isfinite(lb):
-        return (f"> {floor_to(lb / ratio, 2):.2f}{unit}"
-                + (f" ({who} median not reached)" if why else ""))
+        return f"> {floor_to(lb / ratio, 2):.2f}{unit}" + (
+            f" ({who} median not reached)" if why else ""
+        )
     if v == 0.0 and math.isfinite(ub):
         return f"< {ceil_to(ub / ratio, 2):.2f}{unit}" + (" (median not reached)" if why else "")
     if math.isnan(v):
@@ -179,8 +189,9 @@ def fmt_speedup(r: pd.Series | None, n: int | None = None, base_n: int | None = 
     return f"{fmt(v)}{unit}{ci}"
 
 
-def fmt_efficiency(r: pd.Series | None, n: int | None, base_n: int | None, which: str,
-                   same_algorithm: bool = True) -> str:
+def fmt_efficiency(
+    r: pd.Series | None, n: int | None, base_n: int | None, which: str, same_algorithm: bool = True
+) -> str:
     """A parallel-efficiency cell, ``which`` = ``"runner"`` (per env runner) or ``"cpu"``
     (per CPU); n/a with the reason when it is not defined."""
     if r is None:
@@ -189,7 +200,6 @@ def fmt_efficiency(r: pd.Series | None, n: int | None, base_n: int | None, which
         return "n/a (not the baseline's algorithm)"
     ratio = as_float(r[f"{which}_ratio"])
     if not math.isfinite(ratio) or ratio <= 0:
-        return ("n/a (baseline samples in the driver)" if which == "runner"
-                else "n/a (no CPU count)")
+        return "n/a (baseline samples in the driver)" if which == "runner" else "n/a (no CPU count)"
     key = "efficiency_per_runner" if which == "runner" else "efficiency_per_cpu"
     return fmt_speedup(r, n, base_n, key=key, ratio=ratio, unit="", why=False)

@@ -41,8 +41,16 @@ __all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
 # Column names, defaults and the version check: sweeps.engine.rundir.schema (one owner for the schema).
 # Progress columns every run since the first has had (filled with NaN if absent); the later
 # ones (evaluation, noise scale) stay absent in older runs, so the analysis can tell.
-_PROGRESS_COLUMNS = ("trial_id", "iteration", "wall_time_s", "env_steps", "episodes",
-                     "episode_return_mean", "learner_updates", "env_steps_per_s")
+_PROGRESS_COLUMNS = (
+    "trial_id",
+    "iteration",
+    "wall_time_s",
+    "env_steps",
+    "episodes",
+    "episode_return_mean",
+    "learner_updates",
+    "env_steps_per_s",
+)
 
 
 class ResultsError(ValueError):
@@ -104,13 +112,13 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         raise ResultsError(f"{path}: cannot read parquet ({type(exc).__name__}: {exc})") from None
 
 
-def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
-                 warnings: list[str]) -> pd.DataFrame:
+def _fill_trials(
+    trials: pd.DataFrame, spec: dict[str, Any], where: Path, warnings: list[str]
+) -> pd.DataFrame:
     missing = [c for c in REQUIRED_TRIAL_COLUMNS if c not in trials.columns]
     if missing:
         raise ResultsError(
-            f"{where}: trials.parquet lacks column(s) {', '.join(missing)} "
-            "(see docs/results.md)"
+            f"{where}: trials.parquet lacks column(s) {', '.join(missing)} (see docs/results.md)"
         )
     trials = trials.copy()
     for col, default in TRIAL_DEFAULTS.items():
@@ -121,8 +129,9 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
     trials["num_env_runners"] = pd.to_numeric(trials["num_env_runners"]).astype(int)
     trials["status"] = trials["status"].astype(str)
     trials["censor_reason"] = trials["censor_reason"].fillna("").astype(str)
-    trials.loc[(trials["status"] == "censored") & (trials["censor_reason"] == ""),
-               "censor_reason"] = "budget"
+    trials.loc[
+        (trials["status"] == "censored") & (trials["censor_reason"] == ""), "censor_reason"
+    ] = "budget"
     trials["oversubscribed"] = trials["oversubscribed"].fillna(False).astype(bool)
     trials["num_gpus"] = pd.to_numeric(trials["num_gpus"]).fillna(0.0)
     trials["vectorize_mode"] = trials["vectorize_mode"].fillna("sync").astype(str)
@@ -130,10 +139,14 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
     if unknown.any():  # recorded before the layout was: derived from it
         trials["concurrent_envs"] = pd.to_numeric(trials["concurrent_envs"], errors="coerce")
         trials.loc[unknown, "concurrent_envs"] = [
-            concurrent_envs(max(int(t.num_env_runners), 0),
-                            int(t.num_envs_per_env_runner) if pd.notna(t.num_envs_per_env_runner) else 1,
-                            t.vectorize_mode, bool(t.is_reference))
-            for t in trials[unknown].itertuples()]
+            concurrent_envs(
+                max(int(t.num_env_runners), 0),
+                int(t.num_envs_per_env_runner) if pd.notna(t.num_envs_per_env_runner) else 1,
+                t.vectorize_mode,
+                bool(t.is_reference),
+            )
+            for t in trials[unknown].itertuples()
+        ]
     trials["concurrent_envs"] = trials["concurrent_envs"].astype(int)
     bad = sorted(set(trials["status"]) - {"reached", "censored", "error"})
     if bad:
@@ -146,12 +159,20 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
         raise ResultsError(f"{where}: trials.parquet lists trial_id {dup!r} more than once")
     if "config_id" not in trials.columns:
         params = [c for c in trials.columns if c.startswith("param_")]
-        keys = ["algorithm", "num_env_runners", "num_envs_per_env_runner", "train_batch_size",
-                "rollout_fragment_length", "lr", *params]
+        keys = [
+            "algorithm",
+            "num_env_runners",
+            "num_envs_per_env_runner",
+            "train_batch_size",
+            "rollout_fragment_length",
+            "lr",
+            *params,
+        ]
         keys = [k for k in keys if k in trials.columns]
         trials["config_id"] = trials[keys].astype(str).agg("|".join, axis=1)
-        warnings.append("trials.parquet has no config_id: configurations grouped by their "
-                        "parameter values")
+        warnings.append(
+            "trials.parquet has no config_id: configurations grouped by their parameter values"
+        )
     trials["config_id"] = trials["config_id"].astype(str)
     if "is_baseline" not in trials.columns:
         base = spec.get("baseline") or {}
@@ -159,9 +180,12 @@ def _fill_trials(trials: pd.DataFrame, spec: dict[str, Any], where: Path,
         n = base.get("num_env_runners")
         if alg is not None and n is not None:
             trials["is_baseline"] = (trials["algorithm"] == alg) & (
-                trials["num_env_runners"] == int(n))
-            warnings.append("trials.parquet has no is_baseline: baseline taken from "
-                            f"spec.json ({alg}, {n} env runner(s))")
+                trials["num_env_runners"] == int(n)
+            )
+            warnings.append(
+                "trials.parquet has no is_baseline: baseline taken from "
+                f"spec.json ({alg}, {n} env runner(s))"
+            )
         else:
             trials["is_baseline"] = False
     trials["is_baseline"] = trials["is_baseline"].fillna(False).astype(bool)
@@ -176,8 +200,7 @@ def _fill_progress(progress: pd.DataFrame, where: Path) -> pd.DataFrame:
     missing = [c for c in REQUIRED_PROGRESS_COLUMNS if c not in progress.columns]
     if missing:
         raise ResultsError(
-            f"{where}: progress.parquet lacks column(s) {', '.join(missing)} "
-            "(see docs/results.md)"
+            f"{where}: progress.parquet lacks column(s) {', '.join(missing)} (see docs/results.md)"
         )
     progress = progress.copy()
     for col in _PROGRESS_COLUMNS:
@@ -208,8 +231,9 @@ def _load_study(db: Path, name: str | None, warnings: list[str]) -> Any:
     try:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage=storage)]
     except Exception as exc:  # an old/foreign schema raises several types
-        warnings.append(f"optuna.db cannot be opened by Optuna ({type(exc).__name__}): "
-                        "study left out")
+        warnings.append(
+            f"optuna.db cannot be opened by Optuna ({type(exc).__name__}): study left out"
+        )
         return None
     if not names:
         warnings.append("optuna.db holds no study")
@@ -219,8 +243,7 @@ def _load_study(db: Path, name: str | None, warnings: list[str]) -> Any:
         if len(names) == 1:
             chosen = names[0]
             if name:
-                warnings.append(f"optuna.db has no study {name!r}; using its only study "
-                                f"{chosen!r}")
+                warnings.append(f"optuna.db has no study {name!r}; using its only study {chosen!r}")
         else:
             warnings.append(f"optuna.db has no study {name!r} (it has {names}): study left out")
             return None
@@ -273,8 +296,10 @@ def load_results(path: str | Path) -> Results:
         raise ResultsError(f"{path}: not a directory (give a results/<sweep>/<run_id>/ folder)")
     trials_file = path / rundir.TRIALS
     if not trials_file.is_file():
-        raise ResultsError(f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
-                           "folder? see docs/results.md)")
+        raise ResultsError(
+            f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
+            "folder? see docs/results.md)"
+        )
     warnings: list[str] = []
     spec = _current_names(_read_json(path / rundir.SPEC, warnings))
     environment = _read_json(path / rundir.ENVIRONMENT, warnings)
@@ -283,10 +308,19 @@ def load_results(path: str | Path) -> Results:
     if progress_file.is_file():
         progress = _fill_progress(_read_parquet(progress_file), path)
     else:
-        warnings.append("progress.parquet is missing: time-to-target taken from trials.parquet "
-                        "and no learning curves")
+        warnings.append(
+            "progress.parquet is missing: time-to-target taken from trials.parquet "
+            "and no learning curves"
+        )
         progress = pd.DataFrame({c: pd.Series(dtype=float) for c in _PROGRESS_COLUMNS})
         progress["trial_id"] = progress["trial_id"].astype(str)
     study = _load_study(path / rundir.OPTUNA_DB, spec.get("name"), warnings)
-    return Results(path=path, trials=trials, progress=progress, spec=spec,
-                   environment=environment, study=study, warnings=warnings)
+    return Results(
+        path=path,
+        trials=trials,
+        progress=progress,
+        spec=spec,
+        environment=environment,
+        study=study,
+        warnings=warnings,
+    )

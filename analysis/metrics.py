@@ -43,8 +43,13 @@ __all__ = [
 ]
 
 # Parameter columns that describe a configuration (besides param_*), in display order.
-CONFIG_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
-                  "rollout_fragment_length", "lr")
+CONFIG_COLUMNS = (
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "train_batch_size",
+    "rollout_fragment_length",
+    "lr",
+)
 
 
 @dataclass(frozen=True)
@@ -82,8 +87,10 @@ def describe_metric(metric: str, spec: dict[str, Any]) -> str:
     if metric == "evaluation":
         ev = spec.get("evaluation") or {}
         n, seed = ev.get("episodes", "?"), ev.get("seed", "?")
-        return (f"greedy evaluation return (mean of {n} episodes, seeds {seed}..; "
-                "the same protocol for every algorithm)")
+        return (
+            f"greedy evaluation return (mean of {n} episodes, seeds {seed}..; "
+            "the same protocol for every algorithm)"
+        )
     if metric in ("training", "episode_return_mean"):
         return "training return (exploring episodes, as each implementation explores)"
     return f"RLlib metric {metric}"
@@ -96,8 +103,11 @@ def metric_column(metric: str) -> str:
     map to ``episode_return_mean``; any other metric is stored in ``target_metric_value``
     (docs/results.md).
     """
-    return "episode_return_mean" if str(metric).endswith("episode_return_mean") else (
-        "target_metric_value")
+    return (
+        "episode_return_mean"
+        if str(metric).endswith("episode_return_mean")
+        else ("target_metric_value")
+    )
 
 
 def parse_target(text: str | float, spec: dict[str, Any]) -> float:
@@ -122,19 +132,23 @@ def parse_target(text: str | float, spec: dict[str, Any]) -> float:
             try:
                 frac = float(s[:-1]) / 100.0
             except ValueError:
-                raise ValueError(f"--target {text!r}: expected a number or a percentage like "
-                                 "95%") from None
+                raise ValueError(
+                    f"--target {text!r}: expected a number or a percentage like 95%"
+                ) from None
             opt = (spec.get("target") or {}).get("optimal_return")
             if opt is None or not math.isfinite(float(opt)):
-                raise ValueError(f"--target {text!r}: a percentage needs the env's optimal "
-                                 "return, and spec.json has no target.optimal_return")
+                raise ValueError(
+                    f"--target {text!r}: a percentage needs the env's optimal "
+                    "return, and spec.json has no target.optimal_return"
+                )
             value = frac * float(opt)
         else:
             try:
                 value = float(s)
             except ValueError:
-                raise ValueError(f"--target {text!r}: expected a number or a percentage like "
-                                 "95%") from None
+                raise ValueError(
+                    f"--target {text!r}: expected a number or a percentage like 95%"
+                ) from None
     if not math.isfinite(value):
         raise ValueError(f"--target {text!r}: must be finite")
     return value
@@ -160,14 +174,24 @@ def resolve_target(res: Results, override: str | float | None = None) -> Resolve
         source = rundir.TRIALS
     original = float(original) if original is not None else math.nan
     if override is not None:
-        return ResolvedTarget(metric=str(metric), column=metric_column(metric),
-                      value=parse_target(override, res.spec), source="--target",
-                      original=original)
+        return ResolvedTarget(
+            metric=str(metric),
+            column=metric_column(metric),
+            value=parse_target(override, res.spec),
+            source="--target",
+            original=original,
+        )
     if not math.isfinite(original):
-        raise ValueError(f"{res.path}: no target value in spec.json or trials.parquet; "
-                         "give one with --target")
-    return ResolvedTarget(metric=str(metric), column=metric_column(metric), value=original,
-                  source=source, original=original)
+        raise ValueError(
+            f"{res.path}: no target value in spec.json or trials.parquet; give one with --target"
+        )
+    return ResolvedTarget(
+        metric=str(metric),
+        column=metric_column(metric),
+        value=original,
+        source=source,
+        original=original,
+    )
 
 
 def _describe(row: pd.Series, param_cols: list[str]) -> str:
@@ -193,8 +217,9 @@ def _float(value: Any, default: float) -> float:
     return default if math.isnan(v) else v
 
 
-def trial_metrics(res: Results, target: str | float | None = None
-                  ) -> tuple[pd.DataFrame, ResolvedTarget, list[str]]:
+def trial_metrics(
+    res: Results, target: str | float | None = None
+) -> tuple[pd.DataFrame, ResolvedTarget, list[str]]:
     """Per-trial time-to-target, censoring, throughput and returns.
 
     Args:
@@ -233,8 +258,10 @@ def trial_metrics(res: Results, target: str | float | None = None
     if col not in prog.columns:
         prog = prog.assign(**{col: np.nan})
         if len(prog):
-            warnings.append(f"progress.parquet has no {col!r} column: target metric "
-                            f"{tgt.metric!r} cannot be recomputed")
+            warnings.append(
+                f"progress.parquet has no {col!r} column: target metric "
+                f"{tgt.metric!r} cannot be recomputed"
+            )
     groups = {tid: g for tid, g in prog.groupby("trial_id", sort=False)}
     param_cols = sorted(c for c in trials.columns if c.startswith("param_"))
     rows = []
@@ -286,24 +313,36 @@ def trial_metrics(res: Results, target: str | float | None = None
         if not math.isfinite(tput) and math.isfinite(total_steps) and elapsed > 0:
             tput = total_steps / elapsed
         row = {
-            "trial_id": t["trial_id"], "config_id": t["config_id"],
-            "algorithm": t["algorithm"], "num_env_runners": int(t["num_env_runners"]),
-            "seed": t["seed"], "is_baseline": bool(t["is_baseline"]),
-            "is_reference": bool(t["is_reference"]), "status": status,
+            "trial_id": t["trial_id"],
+            "config_id": t["config_id"],
+            "algorithm": t["algorithm"],
+            "num_env_runners": int(t["num_env_runners"]),
+            "seed": t["seed"],
+            "is_baseline": bool(t["is_baseline"]),
+            "is_reference": bool(t["is_reference"]),
+            "status": status,
             # why a censored trial stopped: "budget", or "capped" by adaptive capping
-            "censor_reason": (str(t["censor_reason"]) or "budget") if status == "censored"
-            else "",
-            "reached": reached, "time_to_target_s": ttt if reached else math.nan,
-            "steps_to_target": steps if reached else math.nan, "duration_s": duration,
+            "censor_reason": (str(t["censor_reason"]) or "budget") if status == "censored" else "",
+            "reached": reached,
+            "time_to_target_s": ttt if reached else math.nan,
+            "steps_to_target": steps if reached else math.nan,
+            "duration_s": duration,
             # the gap between the evaluation that crossed the target and the one before
             "ttt_resolution_s": resolution if reached else math.nan,
-            "env_steps_per_s": tput, "best_return": best, "final_return": final,
-            "has_episodes": has_episodes, "n_iterations": n_iter,
-            "num_cpus": float(t["num_cpus"]), "num_gpus": float(t["num_gpus"]),
-            "oversubscribed": bool(t["oversubscribed"]), "budget_s": t["budget_s"],
-            "elapsed_s": elapsed, "total_env_steps": total_steps,
+            "env_steps_per_s": tput,
+            "best_return": best,
+            "final_return": final,
+            "has_episodes": has_episodes,
+            "n_iterations": n_iter,
+            "num_cpus": float(t["num_cpus"]),
+            "num_gpus": float(t["num_gpus"]),
+            "oversubscribed": bool(t["oversubscribed"]),
+            "budget_s": t["budget_s"],
+            "elapsed_s": elapsed,
+            "total_env_steps": total_steps,
             "eval_time_s": float(t["eval_time_s"]) if pd.notna(t["eval_time_s"]) else math.nan,
-            "node_count": t["node_count"], "error": t["error"],
+            "node_count": t["node_count"],
+            "error": t["error"],
             # "stalled" (sweeps.engine.trainable.StallDetector) or "exception"; never censored evidence
             "error_kind": (str(t.get("error_kind") or "exception")) if status == "error" else "",
             "config_label": _describe(t, param_cols),
@@ -324,24 +363,49 @@ def trial_metrics(res: Results, target: str | float | None = None
         rows.append(row)
     tm = pd.DataFrame(rows)
     if tm.empty:
-        tm = pd.DataFrame(columns=["trial_id", "config_id", "algorithm", "num_env_runners",
-                                   "seed", "is_baseline", "is_reference", "status", "reached",
-                                   "time_to_target_s", "steps_to_target", "duration_s",
-                                   "env_steps_per_s", "best_return", "final_return",
-                                   "has_episodes", "n_iterations", "num_cpus", "num_gpus",
-                                   "oversubscribed", "config_label"])
+        tm = pd.DataFrame(
+            columns=[
+                "trial_id",
+                "config_id",
+                "algorithm",
+                "num_env_runners",
+                "seed",
+                "is_baseline",
+                "is_reference",
+                "status",
+                "reached",
+                "time_to_target_s",
+                "steps_to_target",
+                "duration_s",
+                "env_steps_per_s",
+                "best_return",
+                "final_return",
+                "has_episodes",
+                "n_iterations",
+                "num_cpus",
+                "num_gpus",
+                "oversubscribed",
+                "config_label",
+            ]
+        )
         warnings.append("trials.parquet has no trials yet")
     if no_progress and len(prog):
-        warnings.append(f"{len(no_progress)} trial(s) have no rows in progress.parquet; their "
-                        "time-to-target is taken from trials.parquet")
+        warnings.append(
+            f"{len(no_progress)} trial(s) have no rows in progress.parquet; their "
+            "time-to-target is taken from trials.parquet"
+        )
     if inconsistent:
-        warnings.append(f"{len(inconsistent)} trial(s) marked reached in trials.parquet never "
-                        f"cross the target in progress.parquet (e.g. {inconsistent[0]}); "
-                        "progress.parquet wins")
+        warnings.append(
+            f"{len(inconsistent)} trial(s) marked reached in trials.parquet never "
+            f"cross the target in progress.parquet (e.g. {inconsistent[0]}); "
+            "progress.parquet wins"
+        )
     if tgt.overridden and tgt.value > tgt.original:
-        warnings.append(f"target {tgt.value:g} is above the one the sweep ran with "
-                        f"({tgt.original:g}): trials that stopped at the old target are "
-                        "censored at their stop time")
+        warnings.append(
+            f"target {tgt.value:g} is above the one the sweep ran with "
+            f"({tgt.original:g}): trials that stopped at the old target are "
+            "censored at their stop time"
+        )
     n_missing = int((~tm["has_episodes"]).sum()) if len(tm) else 0
     if n_missing:
         warnings.append(f"{n_missing} trial(s) finished no episode, so have no return")

@@ -64,17 +64,29 @@ from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
-__all__ = ["REGIONS", "MULTI_RUN_REGIONS", "BENCHMARK_REGIONS", "cached_study", "fill_page", "regions_of", "render",
-           "stale_regions", "main"]
+__all__ = [
+    "REGIONS",
+    "MULTI_RUN_REGIONS",
+    "BENCHMARK_REGIONS",
+    "cached_study",
+    "fill_page",
+    "regions_of",
+    "render",
+    "stale_regions",
+    "main",
+]
 
 _REGION = re.compile(
     r"<!-- generated: (?P<name>[a-z_]+) from (?P<run>\S+) -->\n(?P<body>.*?)"
-    r"<!-- end generated -->", re.S)
+    r"<!-- end generated -->",
+    re.S,
+)
 
 
 def _answer(data: Study) -> str:
     verdict = reference_verdict(data.summary, data.speed) or (
-        "This run has no single-process reference: no absolute speedup is stated.")
+        "This run has no single-process reference: no absolute speedup is stated."
+    )
     return verdict + (f" {data.stage_note}" if data.stage_note else "")
 
 
@@ -87,28 +99,44 @@ def _headline(data: Study) -> str:
     varying = varying_params(s[~s["is_reference"]], with_batch=True)
     s = s.assign(_ref=~s["is_reference"], _t=s["ttt_s"].astype(float).fillna(np.inf))
     s = s.sort_values(["_ref", "_t", "algorithm", "num_env_runners"], kind="stable")
-    rows = ["| configuration | reached | median TTT [95% CI] | olympic mean | TTT resolution "
-            "| absolute speedup [95% CI] | speedup [95% CI] |",
-            "| --- | ---: | --- | ---: | ---: | --- | --- |"]
+    rows = [
+        "| configuration | reached | median TTT [95% CI] | olympic mean | TTT resolution "
+        "| absolute speedup [95% CI] | speedup [95% CI] |",
+        "| --- | ---: | --- | ---: | ---: | --- | --- |",
+    ]
     for _, c in s.iterrows():
         n = int(c["n_reached"] + c["n_censored"])
         r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
-        params = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}"
-                           for col in varying if not c["is_reference"])
-        name = (f"{c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
-                + (f", {params}" if params else "")
-                + (" (baseline)" if c["is_baseline"] else "")
-                + (" (reference)" if c["is_reference"] else ""))
+        params = ", ".join(
+            f"{col.removeprefix('param_')}={fmt_value(c[col])}"
+            for col in varying
+            if not c["is_reference"]
+        )
+        name = (
+            f"{c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
+            + (f", {params}" if params else "")
+            + (" (baseline)" if c["is_baseline"] else "")
+            + (" (reference)" if c["is_reference"] else "")
+        )
         olympic = float(c["ttt_olympic_s"])
         resolution = float(c["ttt_resolution_s"])
         rows.append(
             f"| {name} | {int(c['n_reached'])}/{n} | {fmt_ttt(c)} | "
             f"{fmt_s(olympic) if np.isfinite(olympic) else 'n/a'} | "
             f"{fmt_s(resolution) if np.isfinite(resolution) else 'n/a'} | "
-            + ("-" if c["is_reference"] or r is None or not len(ref)
-               else fmt_speedup(r, n, ref_n, key="abs_speedup"))
-            + " | " + ("-" if c["is_reference"] or r is None or data.baseline is None
-                       else fmt_speedup(r, n, base_n)) + " |")
+            + (
+                "-"
+                if c["is_reference"] or r is None or not len(ref)
+                else fmt_speedup(r, n, ref_n, key="abs_speedup")
+            )
+            + " | "
+            + (
+                "-"
+                if c["is_reference"] or r is None or data.baseline is None
+                else fmt_speedup(r, n, base_n)
+            )
+            + " |"
+        )
     return "\n".join(rows)
 
 
@@ -117,10 +145,12 @@ def _run(data: Study) -> str:
     seeds = spec.get("seeds") or {}
     stages = ", ".join(f"{stage} seeds {v[0]}-{v[-1]}" for stage, v in seeds.items() if v)
     trials = data.res.trials
-    return (f"Run `{data.res.name}/{data.res.path.name}`: {len(trials)} trials"
-            + (f" ({stages})" if stages else "")
-            + f", git `{str(env.get('git_revision', '?'))[:12]}`, "
-            f"from {env.get('started_at', '?')} to {env.get('finished_at', '?')}.")
+    return (
+        f"Run `{data.res.name}/{data.res.path.name}`: {len(trials)} trials"
+        + (f" ({stages})" if stages else "")
+        + f", git `{str(env.get('git_revision', '?'))[:12]}`, "
+        f"from {env.get('started_at', '?')} to {env.get('finished_at', '?')}."
+    )
 
 
 def _median(values: pd.Series, spec: str) -> str:
@@ -143,24 +173,30 @@ def _components(data: Study) -> str:
     t = tm.set_index("trial_id").join(parts[["startup_s", "rate", "steps"]])
     t["updates_per_s"] = (trials["learner_updates"] / trials["elapsed_s"]).reindex(t.index)
     summary = data.summary.set_index("config_id")
-    rows = ["| configuration | start-up (s) | steady env steps/s | env steps to target | "
-            "learner updates/s | peak RSS (MiB) | evaluation share | TTT |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    rows = [
+        "| configuration | start-up (s) | steady env steps/s | env steps to target | "
+        "learner updates/s | peak RSS (MiB) | evaluation share | TTT |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     t = t.assign(_ref=t["is_reference"]).sort_values(["_ref", "algorithm", "num_env_runners"])
     for cid, g in t.groupby("config_id", sort=False):
         c = summary.loc[cid]
         reached = g[g["reached"]]
-        steps = (f"{np.median(reached['steps']):,.0f}" if len(reached) else
-                 f"> {np.median(g['steps']):,.0f}") + (
-            f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
+        steps = (
+            f"{np.median(reached['steps']):,.0f}"
+            if len(reached)
+            else f"> {np.median(g['steps']):,.0f}"
+        ) + (f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
         rows.append(
             f"| {c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
             + (" (baseline)" if c["is_baseline"] else "")
-            + (" (reference)" if c["is_reference"] else "") + " | "
+            + (" (reference)" if c["is_reference"] else "")
+            + " | "
             f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
             f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
             f"{format(c['eval_share'], '.1%') if np.isfinite(c['eval_share']) else 'n/a'} | "
-            f"{fmt_ttt(c)} |")
+            f"{fmt_ttt(c)} |"
+        )
     return "\n".join(rows)
 
 
@@ -213,9 +249,12 @@ def _break_even_check(data: Study, held: list[Study]) -> str:
     if rows.empty:
         return held_out_verdict(rows)
     note = shared_seed_note(data, held)
-    return (md_table(HELD_OUT_HEADERS, held_out_table_rows(rows), right=(0, 2, 3, 5, 6))
-            + "\n\n"
-            + held_out_verdict(rows, cost_kind(data)) + (f"\n\n{note}" if note else ""))
+    return (
+        md_table(HELD_OUT_HEADERS, held_out_table_rows(rows), right=(0, 2, 3, 5, 6))
+        + "\n\n"
+        + held_out_verdict(rows, cost_kind(data))
+        + (f"\n\n{note}" if note else "")
+    )
 
 
 def _transfer_check(data: Study, measured: list[Study]) -> str:
@@ -236,8 +275,11 @@ def _transfer_check(data: Study, measured: list[Study]) -> str:
     target = measured[0]
     machine = Machine(source_cores(target))
     rows = check_rows(transfer(data, machine, cpu_cost_ms=env_costs_ms(target)[0]), target)
-    return (md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 2, 3, 5, 6, 7, 9))
-            + "\n\n" + check_words(rows, source_cores(data), machine))
+    return (
+        md_table(CHECK_HEADERS, check_table_rows(rows), right=(1, 2, 3, 5, 6, 7, 9))
+        + "\n\n"
+        + check_words(rows, source_cores(data), machine)
+    )
 
 
 def _cpu_break_even(data: Study) -> str:
@@ -249,12 +291,21 @@ def _cpu_break_even(data: Study) -> str:
     rows = break_even_on(data, machine)
     if rows.empty:
         return break_even_on_words(rows, machine)
-    cells = [[f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)",
-              "never" if r["break_even_ms"] == np.inf else f"{r['break_even_ms']:.0f}",
-              f"{r['steps_ratio']:.1f}x", f"{r['speedup_bound']:.2f}x"]
-             for _, r in rows.iterrows()]
-    head = ["configuration", "CPU-bound break-even (ms/step)",
-            "env steps against the reference's", "absolute speedup as the cost grows"]
+    cells = [
+        [
+            f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)",
+            "never" if r["break_even_ms"] == np.inf else f"{r['break_even_ms']:.0f}",
+            f"{r['steps_ratio']:.1f}x",
+            f"{r['speedup_bound']:.2f}x",
+        ]
+        for _, r in rows.iterrows()
+    ]
+    head = [
+        "configuration",
+        "CPU-bound break-even (ms/step)",
+        "env steps against the reference's",
+        "absolute speedup as the cost grows",
+    ]
     return md_table(head, cells, right=(1, 2, 3)) + "\n\n" + break_even_on_words(rows, machine)
 
 
@@ -271,14 +322,22 @@ def _batch_size(data: Study) -> str:
 
 #: Region name -> its renderer (a :class:`Study` in, Markdown out).
 REGIONS: dict[str, Callable[[Study], str]] = {
-    "answer": _answer, "headline": _headline, "run": _run, "components": _components,
-    "plan_check": _plan_check, "break_even": _break_even, "cpu_break_even": _cpu_break_even,
-    "batch_size": _batch_size}
+    "answer": _answer,
+    "headline": _headline,
+    "run": _run,
+    "components": _components,
+    "plan_check": _plan_check,
+    "break_even": _break_even,
+    "cpu_break_even": _cpu_break_even,
+    "batch_size": _batch_size,
+}
 
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
-    "break_even_check": _break_even_check, "transfer_check": _transfer_check}
+    "break_even_check": _break_even_check,
+    "transfer_check": _transfer_check,
+}
 
 
 def _sampling_layout(bench: dict) -> str:
@@ -287,41 +346,74 @@ def _sampling_layout(bench: dict) -> str:
         algo, shape, mode = layout.split(":")
         runners, envs = (int(x) for x in shape.split("x"))
         if "error" in r:
-            rows.append([algo, str(runners), str(envs), mode, "-", "-", "-", "failed", "-",
-                         "-", "-"])
+            rows.append(
+                [algo, str(runners), str(envs), mode, "-", "-", "-", "failed", "-", "-", "-"]
+            )
             continue
         done.append((layout, r))
         processes = runners + r.get("env_processes", 0)
         ideal = r.get("env_steps_per_s_ideal")
-        rows.append([algo, str(runners), str(envs), mode, str(r["concurrent_envs"]),
-                     str(processes), f"{r['first_step_s']:.1f}", f"{r['env_steps_per_s']:,.0f}",
-                     f"{r['env_steps_per_s'] / ideal:.0%}" if ideal else "-",
-                     f"{r['cpu_busy']:.0%}", f"{r['peak_memory_mib'] / 1024:.1f}"])
-    table = md_table(["algorithm", "env runners", "envs per env runner", "vectorize mode",
-                      "concurrent envs", "sampling processes", "first env step (s)",
-                      "env steps/s", "of the env's bound", "CPU busy", "peak memory (GiB)"],
-                     rows, right=(1, 2, *range(4, 11)))
+        rows.append(
+            [
+                algo,
+                str(runners),
+                str(envs),
+                mode,
+                str(r["concurrent_envs"]),
+                str(processes),
+                f"{r['first_step_s']:.1f}",
+                f"{r['env_steps_per_s']:,.0f}",
+                f"{r['env_steps_per_s'] / ideal:.0%}" if ideal else "-",
+                f"{r['cpu_busy']:.0%}",
+                f"{r['peak_memory_mib'] / 1024:.1f}",
+            ]
+        )
+    table = md_table(
+        [
+            "algorithm",
+            "env runners",
+            "envs per env runner",
+            "vectorize mode",
+            "concurrent envs",
+            "sampling processes",
+            "first env step (s)",
+            "env steps/s",
+            "of the env's bound",
+            "CPU busy",
+            "peak memory (GiB)",
+        ],
+        rows,
+        right=(1, 2, *range(4, 11)),
+    )
     if not done:
         return table
     best_layout, best = max(done, key=lambda d: d[1]["env_steps_per_s"])
-    lean_layout, lean = min(((lay, r) for lay, r in done
-                             if r["env_steps_per_s"] >= 0.9 * best["env_steps_per_s"]),
-                            key=lambda d: d[1]["peak_memory_mib"])
-    words = (f"\nIn plain words: the fastest layout is {best_layout} at "
-             f"{best['env_steps_per_s']:,.0f} env steps/s, its first env step "
-             f"{best['first_step_s']:.1f} s after the start, {best['peak_memory_mib'] / 1024:.1f} "
-             "GiB at peak")
+    lean_layout, lean = min(
+        ((lay, r) for lay, r in done if r["env_steps_per_s"] >= 0.9 * best["env_steps_per_s"]),
+        key=lambda d: d[1]["peak_memory_mib"],
+    )
+    words = (
+        f"\nIn plain words: the fastest layout is {best_layout} at "
+        f"{best['env_steps_per_s']:,.0f} env steps/s, its first env step "
+        f"{best['first_step_s']:.1f} s after the start, {best['peak_memory_mib'] / 1024:.1f} "
+        "GiB at peak"
+    )
     if lean_layout != best_layout:
-        words += (f"; {lean_layout} comes within 10 % of it "
-                  f"({lean['env_steps_per_s']:,.0f} env steps/s) on "
-                  f"{lean['peak_memory_mib'] / 1024:.1f} GiB")
-    most_layout, most = max(done, key=lambda d: (int(d[0].split(":")[1].split("x")[0]),
-                                                  -d[1]["env_steps_per_s"]))
+        words += (
+            f"; {lean_layout} comes within 10 % of it "
+            f"({lean['env_steps_per_s']:,.0f} env steps/s) on "
+            f"{lean['peak_memory_mib'] / 1024:.1f} GiB"
+        )
+    most_layout, most = max(
+        done, key=lambda d: (int(d[0].split(":")[1].split("x")[0]), -d[1]["env_steps_per_s"])
+    )
     if most_layout not in (best_layout, lean_layout):
-        words += (f". The most env runners, {most_layout}, take "
-                  f"{most['first_step_s']:.1f} s to their first env step and "
-                  f"{most['peak_memory_mib'] / 1024:.1f} GiB for "
-                  f"{most['env_steps_per_s']:,.0f} env steps/s")
+        words += (
+            f". The most env runners, {most_layout}, take "
+            f"{most['first_step_s']:.1f} s to their first env step and "
+            f"{most['peak_memory_mib'] / 1024:.1f} GiB for "
+            f"{most['env_steps_per_s']:,.0f} env steps/s"
+        )
     by_runners: dict[tuple[str, int], list[tuple[int, dict]]] = {}
     for layout, r in done:
         algo, shape, mode = layout.split(":")
@@ -331,9 +423,14 @@ def _sampling_layout(bench: dict) -> str:
     for (_algo, runners), cells in sorted(by_runners.items()):
         if len(cells) > 1:
             cells.sort(key=lambda c: c[0])
-            words += (f". With {runners} sync env runners, "
-                      + ", ".join(f"{e} env(s) each reach {r['env_steps_per_s'] / r['env_steps_per_s_ideal']:.0%}"
-                                  for e, r in cells) + " of the env's bound")
+            words += (
+                f". With {runners} sync env runners, "
+                + ", ".join(
+                    f"{e} env(s) each reach {r['env_steps_per_s'] / r['env_steps_per_s_ideal']:.0%}"
+                    for e, r in cells
+                )
+                + " of the env's bound"
+            )
     return table + "\n" + words + ".\n"
 
 
@@ -354,8 +451,7 @@ def cached_study(path: str | Path, studies: dict[Path, Study]) -> Study:
     return studies[key]
 
 
-def render(name: str, run_dir: str | Path,
-           studies: dict[Path, Study] | None = None) -> str:
+def render(name: str, run_dir: str | Path, studies: dict[Path, Study] | None = None) -> str:
     """Region ``name`` of the run in ``run_dir``, as a page holds it (ending in a newline).
     For a region of :data:`MULTI_RUN_REGIONS`, ``run_dir`` is ``RUN+RUN2+...``: the run, then
     the names of its held-out sibling runs. ``studies``: runs already analysed, by resolved
@@ -430,11 +526,15 @@ def fill_page(page: str | Path, studies: dict[Path, Study] | None = None) -> int
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m analysis.pages PAGE... [--check]``: fill (or check) generated regions."""
-    p = argparse.ArgumentParser(prog="python -m analysis.pages", description=__doc__.split(
-        "\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.pages", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("pages", nargs="+", help="Markdown pages, e.g. docs/cabs_scaling.md")
-    p.add_argument("--check", action="store_true",
-                   help="change nothing; exit 1 when a region differs from its run")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 when a region differs from its run",
+    )
     args = p.parse_args(argv)
     bad = 0
     studies: dict[Path, Study] = {}  # pages that cite one run analyse it once

@@ -55,11 +55,33 @@ from analysis.plan_text import (
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
-    "DEFAULT_LAUNCHER", "LAUNCHERS", "USABLE_MEMORY_FRACTION", "AlgorithmModel", "Launcher",
-    "Plan", "PlanAnswer", "Resources", "VMSize", "billed_seconds", "describe_row",
-    "launch_lines", "load_vm_sizes", "main", "make_plan", "model_algorithms", "nodes_for",
-    "parse_duration", "parse_money", "per_runner_throughput", "plan_answer", "plan_text",
-    "predict_ttt", "run_cost_usd", "steps_plan", "sweep_file_of", "trial_resources",
+    "DEFAULT_LAUNCHER",
+    "LAUNCHERS",
+    "USABLE_MEMORY_FRACTION",
+    "AlgorithmModel",
+    "Launcher",
+    "Plan",
+    "PlanAnswer",
+    "Resources",
+    "VMSize",
+    "billed_seconds",
+    "describe_row",
+    "launch_lines",
+    "load_vm_sizes",
+    "main",
+    "make_plan",
+    "model_algorithms",
+    "nodes_for",
+    "parse_duration",
+    "parse_money",
+    "per_runner_throughput",
+    "plan_answer",
+    "plan_text",
+    "predict_ttt",
+    "run_cost_usd",
+    "steps_plan",
+    "sweep_file_of",
+    "trial_resources",
 ]
 
 
@@ -78,16 +100,31 @@ def _print_table(plan: Plan, console: Any) -> None:
     from rich.table import Table
 
     t = Table(title="Pareto front: fastest run for each cost (one run to the target)")
-    for c in ("algorithm", "env runners", "VM size", "nodes", "TTT", "TTT 95%", "cost",
-              "cost 95%", "from"):
+    for c in (
+        "algorithm",
+        "env runners",
+        "VM size",
+        "nodes",
+        "TTT",
+        "TTT 95%",
+        "cost",
+        "cost 95%",
+        "from",
+    ):
         t.add_column(c, justify="right" if c not in ("algorithm", "VM size", "from") else "left")
     front = plan.candidates[plan.candidates["pareto"]].sort_values("cost_usd")
     for _, r in front.iterrows():
-        t.add_row(r["algorithm"], str(r["num_env_runners"]), r["vm"], str(r["nodes"]),
-                  fmt_s(r["ttt_s"]), _bounds(r["ttt_low_s"], r["ttt_high_s"], fmt_s),
-                  fmt_usd(r["cost_usd"]),
-                  _bounds(r["cost_low_usd"], r["cost_high_usd"], fmt_usd),
-                  r["source"] + (" (extrapolated)" if r["extrapolated"] else ""))
+        t.add_row(
+            r["algorithm"],
+            str(r["num_env_runners"]),
+            r["vm"],
+            str(r["nodes"]),
+            fmt_s(r["ttt_s"]),
+            _bounds(r["ttt_low_s"], r["ttt_high_s"], fmt_s),
+            fmt_usd(r["cost_usd"]),
+            _bounds(r["cost_low_usd"], r["cost_high_usd"], fmt_usd),
+            r["source"] + (" (extrapolated)" if r["extrapolated"] else ""),
+        )
     console.print(t)
 
 
@@ -100,15 +137,23 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     startup = parse_duration(args.startup) if args.startup else LAUNCHERS[args.launcher].startup_s
     billing = parse_duration(args.billing) if args.billing else LAUNCHERS[args.launcher].billing_s
     gpus = float(tm["num_gpus"].max() or 0.0)
-    plan = steps_plan(args.steps_to_target, median, vms, startup_s=startup, learner_gpus=gpus,
-                      low_priority=args.low_priority, billing_s=billing,
-                      candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128)
-                                       if n <= args.max_env_runners))
-    console.print(f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
-                  f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
-                  f"start-up "
-                  f"{fmt_s(startup)}, billing unit {fmt_s(billing) if billing else 'none'}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
-                  " prices")
+    plan = steps_plan(
+        args.steps_to_target,
+        median,
+        vms,
+        startup_s=startup,
+        learner_gpus=gpus,
+        low_priority=args.low_priority,
+        billing_s=billing,
+        candidates=tuple(n for n in (*DEFAULT_CANDIDATE_N, 128) if n <= args.max_env_runners),
+    )
+    console.print(
+        f"[bold]Plan from a sample budget[/bold]: {args.steps_to_target:,.0f} env "
+        f"steps to the target at {median:,.0f} env steps/s per env runner ({source}), "
+        f"start-up "
+        f"{fmt_s(startup)}, billing unit {fmt_s(billing) if billing else 'none'}; {'low-priority' if args.low_priority else 'pay-as-you-go'}"
+        " prices"
+    )
     if plan.empty:
         console.print("No VM size in the table fits these runs.")
         return 0
@@ -116,27 +161,36 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     console.print(f"{'env runners':>11} {'VM size':<22} {'nodes':>5} {'TTT':>10} {'cost':>9}")
     for _, r in plan.sort_values(["num_env_runners", "cost_usd"]).iterrows():
         mark = "" if deadline is None or r["ttt_s"] <= deadline else "  misses the deadline"
-        console.print(f"{r['num_env_runners']:>11} {r['vm']:<22} {r['nodes']:>5} "
-                      f"{fmt_s(r['ttt_s']):>10} {fmt_usd(r['cost_usd']):>9}{mark}",
-                      highlight=False)
+        console.print(
+            f"{r['num_env_runners']:>11} {r['vm']:<22} {r['nodes']:>5} "
+            f"{fmt_s(r['ttt_s']):>10} {fmt_usd(r['cost_usd']):>9}{mark}",
+            highlight=False,
+        )
     if len(fits):
         c = fits.sort_values(["cost_usd", "ttt_s"]).iloc[0]
-        console.print(f"Cheapest{' within the deadline' if deadline else ''}: "
-                      f"{c['num_env_runners']} env runners on {c['nodes']} x {c['vm']}: "
-                      f"{fmt_s(c['ttt_s'])}, {fmt_usd(c['cost_usd'])}", highlight=False)
+        console.print(
+            f"Cheapest{' within the deadline' if deadline else ''}: "
+            f"{c['num_env_runners']} env runners on {c['nodes']} x {c['vm']}: "
+            f"{fmt_s(c['ttt_s'])}, {fmt_usd(c['cost_usd'])}",
+            highlight=False,
+        )
     else:
         console.print("No candidate meets the deadline.")
-    console.print("Assumes: sampling throughput linear in env runners at the measured rate per "
-                  "runner, a learner that keeps up, sample efficiency independent of N, a VM "
-                  "vCPU as fast as the measured machine's. Predicted, not measured.",
-                  highlight=False)
+    console.print(
+        "Assumes: sampling throughput linear in env runners at the measured rate per "
+        "runner, a learner that keeps up, sample efficiency independent of N, a VM "
+        "vCPU as fast as the measured machine's. Predicted, not measured.",
+        highlight=False,
+    )
     return 0
 
 
 def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
     check = plan_check(tm, summary, res.progress, holdout)
-    console.print(f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
-                  f"{target.value:g}; held out N={','.join(map(str, holdout))}")
+    console.print(
+        f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
+        f"{target.value:g}; held out N={','.join(map(str, holdout))}"
+    )
     for w in [*res.warnings, *warns]:
         console.print(f"[yellow]warning:[/yellow] {w}")
     for line in check_text(check):
@@ -148,72 +202,121 @@ def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
-    p = OneLineParser(prog="python -m analysis.plan",
-                description="Capacity plan: predicted time-to-target and cost per env runner "
-                            "count and Azure VM size, from a results directory.")
+    p = OneLineParser(
+        prog="python -m analysis.plan",
+        description="Capacity plan: predicted time-to-target and cost per env runner "
+        "count and Azure VM size, from a results directory.",
+    )
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
     p.add_argument("--deadline", help="wall-clock limit for one run, e.g. 10m, 90s, 1h30m")
     p.add_argument("--budget", help="dollars one run may cost, e.g. 5usd")
-    p.add_argument("--vm", action="append",
-                   help="VM size to consider (repeatable; default: all in vm_sizes.csv)")
-    p.add_argument("--low-priority", action="store_true",
-                   help="price low-priority (spot) capacity")
+    p.add_argument(
+        "--vm",
+        action="append",
+        help="VM size to consider (repeatable; default: all in vm_sizes.csv)",
+    )
+    p.add_argument("--low-priority", action="store_true", help="price low-priority (spot) capacity")
     p.add_argument("--target", help="override the target: absolute value or percent of optimum")
-    p.add_argument("--max-env-runners", "--max-workers", type=int, default=64,
-                   help="largest env runner count considered (default 64)")
+    p.add_argument(
+        "--max-env-runners",
+        "--max-workers",
+        type=int,
+        default=64,
+        help="largest env runner count considered (default 64)",
+    )
     p.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
-    p.add_argument("--steps-to-target", type=float,
-                   help="plan from a known sample budget instead of the run's TTTs: env steps a "
-                        "run needs (e.g. from a published tuned example); the run supplies its "
-                        "measured env steps/s per env runner")
-    p.add_argument("--launcher", choices=sorted(LAUNCHERS), default=DEFAULT_LAUNCHER,
-                   help="where the run would start: its assumed start-up and billing unit "
-                        f"(default {DEFAULT_LAUNCHER}: 5 min, per minute)")
-    p.add_argument("--startup", help="seconds before the first trial starts, e.g. 5m (node "
-                                     "provisioning, image pull, Ray start-up); overrides the "
-                                     "launcher's")
-    p.add_argument("--billing", help="billing granularity, e.g. 1m or 1s; overrides the "
-                                     "launcher's")
-    p.add_argument("--env-steps-per-s-per-runner", type=float,
-                   help="with --steps-to-target: the sampling rate per env runner to assume "
-                        "instead of the run's measured end-to-end rate (e.g. the sampler's own "
-                        "rate when the measured run was learner-bound)")
-    p.add_argument("--holdout", help="check the plan instead of making one: fit the scaling "
-                                     "models without these env runner counts (e.g. 8,16), "
-                                     "predict them, and compare with what was measured "
-                                     "(analysis.plan_check)")
-    p.add_argument("--break-even", action="store_true",
-                   help="instead of a plan: per configuration, the env cost per step above "
-                        "which it beats the single-process reference, from the run's measured "
-                        "parts (analysis.break_even)")
-    p.add_argument("--env-cost-ms", default="",
-                   help="with --break-even: env costs (ms per step, comma-separated) at which "
-                        "to predict every configuration's TTT, e.g. 10,40")
-    p.add_argument("--held-out", default="", metavar="RUN[,RUN]",
-                   help="with --break-even: runs of the same study at other env costs "
-                        "(sweeps.run FILE --env-config step_latency_ms=C); each "
-                        "configuration's TTT there is predicted from this run's parts and "
-                        "compared with what was measured")
-    p.add_argument("--allow-shared-seeds", action="store_true",
-                   help="with --held-out: check the model on held-out runs that share seeds "
-                        "with this run (refused by default: a model is checked on seeds it "
-                        "was not fitted on); the table says so")
-    p.add_argument("--transfer", action="store_true",
-                   help="instead of a plan: predict another machine from the run's measured "
-                        "parts (CPU per env step, start-up, env steps to the target) and the "
-                        "machine's --cores and --core-speed, as a roofline (analysis.transfer)")
-    p.add_argument("--cores", type=float,
-                   help="with --transfer: the target machine's usable cores")
-    p.add_argument("--core-speed", type=float, default=1.0,
-                   help="with --transfer: the target's per-core speed over the measured "
-                        "machine's (default 1: the same cores)")
-    p.add_argument("--source-cores", type=float,
-                   help="with --transfer: the cores the run could use (default: its "
-                        "environment.json's usable_cores, else cpu_count)")
-    p.add_argument("--check", metavar="RUN",
-                   help="with --transfer: the same study measured on the target machine, "
-                        "compared with the prediction made at its env CPU cost per step (none "
-                        "of its parts enters it)")
+    p.add_argument(
+        "--steps-to-target",
+        type=float,
+        help="plan from a known sample budget instead of the run's TTTs: env steps a "
+        "run needs (e.g. from a published tuned example); the run supplies its "
+        "measured env steps/s per env runner",
+    )
+    p.add_argument(
+        "--launcher",
+        choices=sorted(LAUNCHERS),
+        default=DEFAULT_LAUNCHER,
+        help="where the run would start: its assumed start-up and billing unit "
+        f"(default {DEFAULT_LAUNCHER}: 5 min, per minute)",
+    )
+    p.add_argument(
+        "--startup",
+        help="seconds before the first trial starts, e.g. 5m (node "
+        "provisioning, image pull, Ray start-up); overrides the "
+        "launcher's",
+    )
+    p.add_argument("--billing", help="billing granularity, e.g. 1m or 1s; overrides the launcher's")
+    p.add_argument(
+        "--env-steps-per-s-per-runner",
+        type=float,
+        help="with --steps-to-target: the sampling rate per env runner to assume "
+        "instead of the run's measured end-to-end rate (e.g. the sampler's own "
+        "rate when the measured run was learner-bound)",
+    )
+    p.add_argument(
+        "--holdout",
+        help="check the plan instead of making one: fit the scaling "
+        "models without these env runner counts (e.g. 8,16), "
+        "predict them, and compare with what was measured "
+        "(analysis.plan_check)",
+    )
+    p.add_argument(
+        "--break-even",
+        action="store_true",
+        help="instead of a plan: per configuration, the env cost per step above "
+        "which it beats the single-process reference, from the run's measured "
+        "parts (analysis.break_even)",
+    )
+    p.add_argument(
+        "--env-cost-ms",
+        default="",
+        help="with --break-even: env costs (ms per step, comma-separated) at which "
+        "to predict every configuration's TTT, e.g. 10,40",
+    )
+    p.add_argument(
+        "--held-out",
+        default="",
+        metavar="RUN[,RUN]",
+        help="with --break-even: runs of the same study at other env costs "
+        "(sweeps.run FILE --env-config step_latency_ms=C); each "
+        "configuration's TTT there is predicted from this run's parts and "
+        "compared with what was measured",
+    )
+    p.add_argument(
+        "--allow-shared-seeds",
+        action="store_true",
+        help="with --held-out: check the model on held-out runs that share seeds "
+        "with this run (refused by default: a model is checked on seeds it "
+        "was not fitted on); the table says so",
+    )
+    p.add_argument(
+        "--transfer",
+        action="store_true",
+        help="instead of a plan: predict another machine from the run's measured "
+        "parts (CPU per env step, start-up, env steps to the target) and the "
+        "machine's --cores and --core-speed, as a roofline (analysis.transfer)",
+    )
+    p.add_argument("--cores", type=float, help="with --transfer: the target machine's usable cores")
+    p.add_argument(
+        "--core-speed",
+        type=float,
+        default=1.0,
+        help="with --transfer: the target's per-core speed over the measured "
+        "machine's (default 1: the same cores)",
+    )
+    p.add_argument(
+        "--source-cores",
+        type=float,
+        help="with --transfer: the cores the run could use (default: its "
+        "environment.json's usable_cores, else cpu_count)",
+    )
+    p.add_argument(
+        "--check",
+        metavar="RUN",
+        help="with --transfer: the same study measured on the target machine, "
+        "compared with the prediction made at its env CPU cost per step (none "
+        "of its parts enters it)",
+    )
     args = p.parse_args(argv)
 
     from rich.console import Console
@@ -230,8 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.vm:
             unknown = [v for v in args.vm if v not in table]
             if unknown:
-                raise ValueError(f"--vm {unknown[0]}: unknown VM size; known: "
-                                 f"{', '.join(table)}")
+                raise ValueError(f"--vm {unknown[0]}: unknown VM size; known: {', '.join(table)}")
             vms = [table[v] for v in args.vm]
         else:
             vms = list(table.values())
@@ -240,29 +342,35 @@ def main(argv: list[str] | None = None) -> int:
         if args.steps_to_target is not None and not args.steps_to_target > 0:
             raise ValueError(f"--steps-to-target {args.steps_to_target:g}: must be > 0")
         if args.env_steps_per_s_per_runner is not None and not args.env_steps_per_s_per_runner > 0:
-            raise ValueError(f"--env-steps-per-s-per-runner {args.env_steps_per_s_per_runner:g}: "
-                             "must be > 0")
+            raise ValueError(
+                f"--env-steps-per-s-per-runner {args.env_steps_per_s_per_runner:g}: must be > 0"
+            )
         base = LAUNCHERS[args.launcher]
         launcher = Launcher(
             base.name,
             parse_duration(args.startup) if args.startup else base.startup_s,
             parse_duration(args.billing) if args.billing else base.billing_s,
-            base.source if not (args.startup or args.billing) else "given on the command line")
+            base.source if not (args.startup or args.billing) else "given on the command line",
+        )
         holdout = parse_holdout(args.holdout) if args.holdout is not None else None
         costs = _parse_costs(args.env_cost_ms)
         if costs and not (args.break_even or args.transfer):
             raise ValueError("--env-cost-ms: only with --break-even or --transfer")
         if args.transfer and len(costs) > 1:
-            raise ValueError(f"--env-cost-ms {args.env_cost_ms!r}: --transfer predicts at one "
-                             "env cost")
+            raise ValueError(
+                f"--env-cost-ms {args.env_cost_ms!r}: --transfer predicts at one env cost"
+            )
         held_dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
         if held_dirs and not args.break_even:
             raise ValueError("--held-out: only with --break-even")
         held = [load_results(d) for d in held_dirs]
         if args.allow_shared_seeds and not held:
             raise ValueError("--allow-shared-seeds: only with --held-out")
-        transfer_opts = [("--cores", args.cores), ("--source-cores", args.source_cores),
-                         ("--check", args.check)]
+        transfer_opts = [
+            ("--cores", args.cores),
+            ("--source-cores", args.source_cores),
+            ("--check", args.check),
+        ]
         if not args.transfer:
             given = [name for name, v in transfer_opts if v is not None]
             if given or args.core_speed != 1.0:
@@ -274,15 +382,18 @@ def main(argv: list[str] | None = None) -> int:
         elif args.source_cores is not None and not args.source_cores > 0:
             raise ValueError(f"--source-cores {args.source_cores:g}: must be > 0")
         if args.check and costs:
-            raise ValueError("--check predicts at the checked run's own env cost: leave out "
-                             "--env-cost-ms")
+            raise ValueError(
+                "--check predicts at the checked run's own env cost: leave out --env-cost-ms"
+            )
         checked = load_results(args.check) if args.check else None
         if holdout is not None and args.steps_to_target is not None:
-            raise ValueError("--holdout and --steps-to-target: choose one (the check fits the "
-                             "run's own TTTs)")
+            raise ValueError(
+                "--holdout and --steps-to-target: choose one (the check fits the run's own TTTs)"
+            )
         res = load_results(args.results_dir)
-        shared = {d: sorted(_run_seeds(res) & _run_seeds(h))
-                  for d, h in zip(held_dirs, held, strict=True)}
+        shared = {
+            d: sorted(_run_seeds(res) & _run_seeds(h)) for d, h in zip(held_dirs, held, strict=True)
+        }
         shared = {d: seeds for d, seeds in shared.items() if seeds}
         if shared and not args.allow_shared_seeds:
             d, seeds = next(iter(shared.items()))
@@ -290,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
                 f"{args.results_dir}, the run the model is fitted on; a held-out check "
                 "needs seeds the fit did not use (re-run it with --seeds/first_seed "
-                "beyond the fit's, or pass --allow-shared-seeds to check anyway)")
+                "beyond the fit's, or pass --allow-shared-seeds to check anyway)"
+            )
         tm, target, warns = trial_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{prog}: error: {exc}\n")
@@ -298,14 +410,16 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=max(Console().width, 120))
     if args.transfer:
         try:
-            return _transfer_main(res, args.target, args, checked, console,
-                                  costs[0] if costs else None)
+            return _transfer_main(
+                res, args.target, args, checked, console, costs[0] if costs else None
+            )
         except ValueError as exc:
             sys.stderr.write(f"{prog}: error: {exc}\n")
             return EXIT_BAD_INPUT
     if args.break_even:
-        return _break_even_main(res, args.target, costs, console, held, deadline, vms,
-                                shared_seeds=shared)
+        return _break_even_main(
+            res, args.target, costs, console, held, deadline, vms, shared_seeds=shared
+        )
     if args.steps_to_target is not None:
         try:
             return _steps_main(args, res, tm, vms, deadline, console)
@@ -315,13 +429,23 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize_configs(tm)
     if holdout is not None:
         return _check_main(res, tm, summary, holdout, target, warns, console)
-    plan = make_plan(tm, summary, deadline_s=deadline, budget_usd=budget, vms=vms,
-                     low_priority=args.low_priority, max_env_runners=args.max_env_runners,
-                     cpu_model=str(res.environment.get("cpu_model", "")), launcher=launcher,
-                     progress=res.progress)
-    console.print(f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
-                  f"{target.value:g} ({target.source}); "
-                  f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices")
+    plan = make_plan(
+        tm,
+        summary,
+        deadline_s=deadline,
+        budget_usd=budget,
+        vms=vms,
+        low_priority=args.low_priority,
+        max_env_runners=args.max_env_runners,
+        cpu_model=str(res.environment.get("cpu_model", "")),
+        launcher=launcher,
+        progress=res.progress,
+    )
+    console.print(
+        f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
+        f"{target.value:g} ({target.source}); "
+        f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices"
+    )
     for w in [*res.warnings, *warns]:
         console.print(f"[yellow]warning:[/yellow] {w}")
     if plan.candidates.empty:
@@ -364,9 +488,16 @@ def _run_seeds(res) -> set[int]:
     return {int(x) for x in res.trials["seed"].dropna()}
 
 
-def _break_even_main(res, target, costs: list[float], console, held: list | None = None,
-                     deadline_s: float | None = None, vms: list | None = None,
-                     shared_seeds: dict[str, list[int]] | None = None) -> int:
+def _break_even_main(
+    res,
+    target,
+    costs: list[float],
+    console,
+    held: list | None = None,
+    deadline_s: float | None = None,
+    vms: list | None = None,
+    shared_seeds: dict[str, list[int]] | None = None,
+) -> int:
     """``--break-even``: the measured parts, the break-even env cost per configuration and
     the predicted TTT at each of ``costs`` (ms per env step), then at each cost the plan
     read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``,
@@ -385,17 +516,22 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
 
     fit = analyse(res, target)
     rows = break_even_rows(fit, costs)
-    console.print(f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
-                  "steps x (overhead + c) / concurrent envs, from the run's measured parts "
-                  "(analysis/break_even.py)")
+    console.print(
+        f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
+        "steps x (overhead + c) / concurrent envs, from the run's measured parts "
+        "(analysis/break_even.py)"
+    )
     if rows.empty or not rows["reference"].any():
-        console.print("No break-even: the run needs a single-process reference and "
-                      "configurations that reached the target in two iterations or more.")
+        console.print(
+            "No break-even: the run needs a single-process reference and "
+            "configurations that reached the target in two iterations or more."
+        )
         return 0
     table = Table(show_lines=False)
     for c in break_even_headers(costs):
-        table.add_column(c, justify="left" if c == "configuration" else "right",
-                         no_wrap=c == "configuration")
+        table.add_column(
+            c, justify="left" if c == "configuration" else "right", no_wrap=c == "configuration"
+        )
     for cells in break_even_table_rows(rows, costs):
         table.add_row(*cells)
     console.print(table)
@@ -406,10 +542,12 @@ def _break_even_main(res, target, costs: list[float], console, held: list | None
     if held:
         _print_held_out(fit, [analyse(h, target) for h in held], console)
         for d, seeds in (shared_seeds or {}).items():
-            console.print(f"[yellow]Not on fresh seeds: {d} shares seeds "
-                          f"{', '.join(map(str, seeds))} with the fit run, so its cells check "
-                          "the model on seeds it was fitted on (--allow-shared-seeds).[/yellow]",
-                          soft_wrap=True)
+            console.print(
+                f"[yellow]Not on fresh seeds: {d} shares seeds "
+                f"{', '.join(map(str, seeds))} with the fit run, so its cells check "
+                "the model on seeds it was fitted on (--allow-shared-seeds).[/yellow]",
+                soft_wrap=True,
+            )
     return 0
 
 
@@ -449,42 +587,69 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     if measured is not None:
         cost_ms = env_costs_ms(measured)[0]
     predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
-    console.print(f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
-                  f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
-                  "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
-                  f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms")
-    console.print("From the measured machine: CPU per env step and the driver's and the "
-                  "learner's updates' shares of it, "
-                  "start-up (serial part and per env runner), env steps to the "
-                  "target. From the target: its cores and per-core speed.", highlight=False,
-                  soft_wrap=True)
+    console.print(
+        f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
+        f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
+        "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
+        f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms"
+    )
+    console.print(
+        "From the measured machine: CPU per env step and the driver's and the "
+        "learner's updates' shares of it, "
+        "start-up (serial part and per env runner), env steps to the "
+        "target. From the target: its cores and per-core speed.",
+        highlight=False,
+        soft_wrap=True,
+    )
     if not predicted:
-        console.print("No prediction: no configuration reached the target in two iterations "
-                      "or more.")
+        console.print(
+            "No prediction: no configuration reached the target in two iterations or more."
+        )
         return 0
     table = Table(show_lines=False)
-    for c in ("configuration", "CPU per env step (ms)", "of it the driver's (ms)",
-              "of it the learner's updates (ms)", "binding ceiling", "env steps/s", "start-up",
-              "env steps to target", "predicted TTT [95%]"):
+    for c in (
+        "configuration",
+        "CPU per env step (ms)",
+        "of it the driver's (ms)",
+        "of it the learner's updates (ms)",
+        "binding ceiling",
+        "env steps/s",
+        "start-up",
+        "env steps to target",
+        "predicted TTT [95%]",
+    ):
         table.add_column(c, justify="left" if c == "configuration" else "right")
     for p in predicted:
-        name = (f"{p.algorithm} (reference)" if p.reference
-                else f"{p.algorithm}, {p.num_env_runners} env runner(s)")
-        table.add_row(name, f"{p.cpu_ms_per_step:.1f}",
-                      driver_cell(p.reference, p.driver_ms_per_step),
-                      learner_cell(p.reference, p.learner_ms_per_step), p.ceiling,
-                      f"{p.rate:.0f}",
-                      fmt_s(p.startup_s), f"{p.steps:,.0f}",
-                      escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"))
+        name = (
+            f"{p.algorithm} (reference)"
+            if p.reference
+            else f"{p.algorithm}, {p.num_env_runners} env runner(s)"
+        )
+        table.add_row(
+            name,
+            f"{p.cpu_ms_per_step:.1f}",
+            driver_cell(p.reference, p.driver_ms_per_step),
+            learner_cell(p.reference, p.learner_ms_per_step),
+            p.ceiling,
+            f"{p.rate:.0f}",
+            fmt_s(p.startup_s),
+            f"{p.steps:,.0f}",
+            escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"),
+        )
     console.print(table)
     be = break_even_on(data, machine, cores=k0)
     for _, r in be.iterrows():
-        console.print(f"- {r['algorithm']} with {int(r['num_env_runners'])} env runner(s): "
-                      + ("never beats one process" if r["break_even_ms"] == float("inf")
-                         else f"beats one process from ~{r['break_even_ms']:.0f} ms of CPU "
-                              "per env step")
-                      + f" (absolute speedup bound {r['speedup_bound']:.2f}x; "
-                      f"{r['steps_ratio']:.1f}x the reference's env steps)", highlight=False)
+        console.print(
+            f"- {r['algorithm']} with {int(r['num_env_runners'])} env runner(s): "
+            + (
+                "never beats one process"
+                if r["break_even_ms"] == float("inf")
+                else f"beats one process from ~{r['break_even_ms']:.0f} ms of CPU per env step"
+            )
+            + f" (absolute speedup bound {r['speedup_bound']:.2f}x; "
+            f"{r['steps_ratio']:.1f}x the reference's env steps)",
+            highlight=False,
+        )
     console.print(break_even_on_words(be, machine), highlight=False, soft_wrap=True)
     if measured is not None:
         rows = check_rows(predicted, measured)
@@ -513,8 +678,10 @@ def _print_held_out(fit, held: list, console) -> None:
     )
 
     rows = held_out_rows(fit, held)
-    console.print("[bold]Held-out env costs[/bold]: each run's TTT predicted from "
-                  f"{fit.res.path.name}'s parts alone")
+    console.print(
+        "[bold]Held-out env costs[/bold]: each run's TTT predicted from "
+        f"{fit.res.path.name}'s parts alone"
+    )
     if rows.empty:
         console.print(held_out_verdict(rows))
         return

@@ -80,11 +80,33 @@ parameters)."""
 MAX_HOLDOUT = 2
 """Env runner counts the report and the pages hold out, at most: the largest ones."""
 
-CHECK_COLUMNS = ["algorithm", "num_env_runners", "model", "quantity", "predicted", "low", "high",
-                 "measured", "measured_low", "measured_high", "error", "inside", "fit_n"]
+CHECK_COLUMNS = [
+    "algorithm",
+    "num_env_runners",
+    "model",
+    "quantity",
+    "predicted",
+    "low",
+    "high",
+    "measured",
+    "measured_low",
+    "measured_high",
+    "error",
+    "inside",
+    "fit_n",
+]
 
-FIT_COLUMNS = ["algorithm", "model", "quantity", "num_env_runners", "predicted", "measured",
-               "residual", "cv_predicted", "cv_error"]
+FIT_COLUMNS = [
+    "algorithm",
+    "model",
+    "quantity",
+    "num_env_runners",
+    "predicted",
+    "measured",
+    "residual",
+    "cv_predicted",
+    "cv_error",
+]
 
 #: The throughput models checked beside the TTT models (on env steps/s), by their fit's name.
 THROUGHPUT_MODELS = {"usl": "USL on throughput", "amdahl": "Amdahl on throughput"}
@@ -150,7 +172,7 @@ def auto_holdout(summary: pd.DataFrame) -> list[int]:
     out: list[int] = []
     for _, g in best.groupby("algorithm"):
         ns = sorted(int(n) for n in g["num_env_runners"].unique())
-        held = ns[max(MIN_FIT_N, len(ns) - MAX_HOLDOUT):]
+        held = ns[max(MIN_FIT_N, len(ns) - MAX_HOLDOUT) :]
         if len(held) > len(out):
             out = held
     return out
@@ -187,9 +209,15 @@ def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                 rate = (s[-1] - s[0]) / (w[-1] - w[0])
                 startup = float(np.clip(w[0] - s[0] / rate, 0.0, w[0]))
         steps = t["steps_to_target"] if t["reached"] else t["total_env_steps"]
-        rows.append({"trial_id": t["trial_id"], "startup_s": startup, "rate": rate,
-                     "steps": float(steps) if pd.notna(steps) else math.nan,
-                     "reached": bool(t["reached"])})
+        rows.append(
+            {
+                "trial_id": t["trial_id"],
+                "startup_s": startup,
+                "rate": rate,
+                "steps": float(steps) if pd.notna(steps) else math.nan,
+                "reached": bool(t["reached"]),
+            }
+        )
     return pd.DataFrame(rows, columns=["trial_id", "startup_s", "rate", "steps", "reached"])
 
 
@@ -280,8 +308,9 @@ def _rate_of(f: ScalingFit | None, n: float) -> float:
     return math.nan if f is None else float(f.predict(np.array([float(n)]))[0])
 
 
-def _bootstrap_rates(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
-                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _bootstrap_rates(
+    comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """95 % interval of each throughput model's (:data:`THROUGHPUT_MODELS`) prediction at
     ``cand``: each resample draws every N's trials with replacement and refits both models."""
     rng = np.random.default_rng(seed)
@@ -296,8 +325,9 @@ def _bootstrap_rates(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, see
     return {key: _band(np.array(v), n_resamples) for key, v in preds.items()}
 
 
-def _bootstrap_pipeline(comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _bootstrap_pipeline(
+    comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     groups = [g for _, g in comp.groupby("num_env_runners")]
     ttts, rates = [], []
@@ -329,8 +359,9 @@ def _fit_ttt(rows: pd.DataFrame) -> ScalingFit | None:
     rows = rows[np.isfinite(rows["ttt_s"].astype(float))]
     if rows["num_env_runners"].nunique() < 2:
         return None
-    return preferred(fit_scaling(rows["num_env_runners"].to_numpy(float),
-                                 1.0 / rows["ttt_s"].to_numpy(float)))
+    return preferred(
+        fit_scaling(rows["num_env_runners"].to_numpy(float), 1.0 / rows["ttt_s"].to_numpy(float))
+    )
 
 
 def _ttt_of(f: ScalingFit | None, n: float) -> float:
@@ -344,8 +375,14 @@ def _pipeline_ttt_of(p: _Pipeline | None, n: float) -> float:
     return math.nan if p is None else float(p.predict(np.array([float(n)]))[0][0])
 
 
-def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | None,
-               pc: pd.DataFrame, pipe: _Pipeline | None) -> list[dict]:
+def _fit_range(
+    alg: str,
+    fit_rows: pd.DataFrame,
+    usl_name: str,
+    f: ScalingFit | None,
+    pc: pd.DataFrame,
+    pipe: _Pipeline | None,
+) -> list[dict]:
     """Residuals and leave-one-N-out errors at every fitted N (:data:`FIT_COLUMNS`): of both
     TTT models, and of USL and Amdahl on the trials' throughput."""
     out = []
@@ -354,13 +391,26 @@ def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | 
         measured = float(r["ttt_s"])
         others = fit_rows[fit_rows["num_env_runners"] != n]
         for model, pred, cv in (
-                (usl_name, _ttt_of(f, n), _ttt_of(_fit_ttt(others), n)),
-                ("pipeline", _pipeline_ttt_of(pipe, n), _pipeline_ttt_of(
-                    _fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n))):
-            out.append({"algorithm": alg, "model": model, "quantity": "TTT",
-                        "num_env_runners": n, "predicted": pred, "measured": measured,
-                        "residual": _relative_error(pred, measured), "cv_predicted": cv,
-                        "cv_error": _relative_error(cv, measured)})
+            (usl_name, _ttt_of(f, n), _ttt_of(_fit_ttt(others), n)),
+            (
+                "pipeline",
+                _pipeline_ttt_of(pipe, n),
+                _pipeline_ttt_of(_fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n),
+            ),
+        ):
+            out.append(
+                {
+                    "algorithm": alg,
+                    "model": model,
+                    "quantity": "TTT",
+                    "num_env_runners": n,
+                    "predicted": pred,
+                    "measured": measured,
+                    "residual": _relative_error(pred, measured),
+                    "cv_predicted": cv,
+                    "cv_error": _relative_error(cv, measured),
+                }
+            )
     # the throughput models, on every trial's steady env steps/s
     rates = _rate_trials(pc)
     fits = _rate_fits(pc)
@@ -369,10 +419,19 @@ def _fit_range(alg: str, fit_rows: pd.DataFrame, usl_name: str, f: ScalingFit | 
         left = _rate_fits(pc[pc["num_env_runners"] != n])
         for key, model in THROUGHPUT_MODELS.items():
             pred, cv = _rate_of(fits.get(key), n), _rate_of(left.get(key), n)
-            out.append({"algorithm": alg, "model": model, "quantity": "env steps/s",
-                        "num_env_runners": n, "predicted": pred, "measured": measured,
-                        "residual": _relative_error(pred, measured), "cv_predicted": cv,
-                        "cv_error": _relative_error(cv, measured)})
+            out.append(
+                {
+                    "algorithm": alg,
+                    "model": model,
+                    "quantity": "env steps/s",
+                    "num_env_runners": n,
+                    "predicted": pred,
+                    "measured": measured,
+                    "residual": _relative_error(pred, measured),
+                    "cv_predicted": cv,
+                    "cv_error": _relative_error(cv, measured),
+                }
+            )
     return out
 
 
@@ -386,16 +445,21 @@ def _choose(alg: str, fit: pd.DataFrame) -> tuple[str | None, str]:
         if len(e) >= 2:
             scores[model] = (float(e.median()), len(e))
     if not scores:
-        return None, (f"{alg}: no model chosen: cross-validation on the fit range needs at least "
-                      "two fitted N that can each be left out and predicted")
+        return None, (
+            f"{alg}: no model chosen: cross-validation on the fit range needs at least "
+            "two fitted N that can each be left out and predicted"
+        )
     best = min(scores, key=lambda m: scores[m][0])
     told = "; ".join(f"{m} {v:.0%} over {k} N" for m, (v, k) in scores.items())
-    return best, (f"{alg}: leave-one-N-out cross-validation on the fit range prefers {best} "
-                  f"(median |error|: {told}); the held-out N play no part in it")
+    return best, (
+        f"{alg}: leave-one-N-out cross-validation on the fit range prefers {best} "
+        f"(median |error|: {told}); the held-out N play no part in it"
+    )
 
 
-def fit_range_choice(alg: str, fit_rows: pd.DataFrame, comp: pd.DataFrame
-                     ) -> tuple[str | None, str, _Pipeline | None]:
+def fit_range_choice(
+    alg: str, fit_rows: pd.DataFrame, comp: pd.DataFrame
+) -> tuple[str | None, str, _Pipeline | None]:
     """The model the fit range's cross-validation prefers for one algorithm, as the capacity
     plan uses it: ``(chosen, note, pipeline)``.
 
@@ -420,9 +484,9 @@ def fit_range_choice(alg: str, fit_rows: pd.DataFrame, comp: pd.DataFrame
     return chosen, note.replace("; the held-out N play no part in it", ""), pipe
 
 
-def pipeline_prediction(pipe: _Pipeline, comp: pd.DataFrame, n: Sequence[int], *,
-                        n_resamples: int = 200, seed: int = 0
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pipeline_prediction(
+    pipe: _Pipeline, comp: pd.DataFrame, n: Sequence[int], *, n_resamples: int = 200, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(TTT, low, high)`` in seconds at each of ``n``: the pipeline ``pipe`` and its 95 %
     interval from a bootstrap over the seeds of ``comp`` (the trials it was fitted on,
     :func:`trial_components` with ``num_env_runners``), each resample refitting every part."""
@@ -432,8 +496,15 @@ def pipeline_prediction(pipe: _Pipeline, comp: pd.DataFrame, n: Sequence[int], *
     return ttt, lo, hi
 
 
-def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
-               holdout: Sequence[int], *, n_resamples: int = 300, seed: int = 0) -> PlanCheck:
+def plan_check(
+    tm: pd.DataFrame,
+    summary: pd.DataFrame,
+    progress: pd.DataFrame,
+    holdout: Sequence[int],
+    *,
+    n_resamples: int = 300,
+    seed: int = 0,
+) -> PlanCheck:
     """Fit on the N not in ``holdout``, predict at ``holdout``, compare with the measurements.
 
     Args:
@@ -450,7 +521,8 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
     """
     hold = sorted(set(int(n) for n in holdout))
     comp = trial_components(tm, progress).merge(
-        tm[["trial_id", "config_id", "algorithm", "num_env_runners", "status"]], on="trial_id")
+        tm[["trial_id", "config_id", "algorithm", "num_env_runners", "status"]], on="trial_id"
+    )
     comp = comp[comp["status"] != "error"]
     best = best_configs(summary, ("algorithm", "num_env_runners"))
     best = best[best["num_env_runners"] >= 1]
@@ -461,23 +533,30 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
         fit_n = sorted(int(n) for n in fit_rows["num_env_runners"])
         label = ",".join(map(str, fit_n))
         if test_rows.empty:
-            notes.append(f"{alg}: no held-out N was measured (measured N="
-                         f"{','.join(str(int(n)) for n in sorted(g['num_env_runners']))})")
+            notes.append(
+                f"{alg}: no held-out N was measured (measured N="
+                f"{','.join(str(int(n)) for n in sorted(g['num_env_runners']))})"
+            )
             continue
         if len(fit_n) < 2:
-            notes.append(f"{alg}: {len(fit_n)} env runner count(s) left to fit on; the check "
-                         "needs at least 2 (3 for the USL)")
+            notes.append(
+                f"{alg}: {len(fit_n)} env runner count(s) left to fit on; the check "
+                "needs at least 2 (3 for the USL)"
+            )
             continue
         cand = test_rows["num_env_runners"].to_numpy(float)
         # 1. USL (or Amdahl) on 1/TTT, the capacity plan's own model
         usable = fit_rows[np.isfinite(fit_rows["ttt_s"].astype(float))]
-        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
-                           1.0 / usable["ttt_s"].to_numpy(float))
+        fits = fit_scaling(
+            usable["num_env_runners"].to_numpy(float), 1.0 / usable["ttt_s"].to_numpy(float)
+        )
         f = preferred(fits)
         usl_n = ",".join(str(int(n)) for n in usable["num_env_runners"])
         if len(usable) < len(fit_rows):
-            notes.append(f"{alg}: N={','.join(str(int(n)) for n in fit_rows['num_env_runners'] if n not in set(usable['num_env_runners']))} "
-                         "left out of the fit of 1/TTT (median TTT not reached)")
+            notes.append(
+                f"{alg}: N={','.join(str(int(n)) for n in fit_rows['num_env_runners'] if n not in set(usable['num_env_runners']))} "
+                "left out of the fit of 1/TTT (median TTT not reached)"
+            )
         usl_pred = usl_lo = usl_hi = np.full(cand.shape, np.nan)
         model_name = "USL on 1/TTT"
         if f is None:
@@ -489,28 +568,41 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             samples = {}
             for _, r in usable.iterrows():
                 t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
-                samples[int(r["num_env_runners"])] = (t["duration_s"].to_numpy(float),
-                                                      t["reached"].to_numpy(bool))
+                samples[int(r["num_env_runners"])] = (
+                    t["duration_s"].to_numpy(float),
+                    t["reached"].to_numpy(bool),
+                )
             usl_lo, usl_hi, _ = bootstrap_ttt_prediction(
-                samples, cand, f.model, n_resamples=n_resamples, seed=seed,
-                p0=[f.gamma, f.alpha, f.beta])
+                samples,
+                cand,
+                f.model,
+                n_resamples=n_resamples,
+                seed=seed,
+                p0=[f.gamma, f.alpha, f.beta],
+            )
         # 2. the pipeline model on the same configurations' trials
         pc = comp[comp["config_id"].isin(fit_rows["config_id"])]
         pipe = _fit_pipeline(pc)
-        pipe_n = ",".join(str(int(n)) for n in sorted(
-            pc.loc[np.isfinite(pc["rate"]), "num_env_runners"].unique()))
+        pipe_n = ",".join(
+            str(int(n)) for n in sorted(pc.loc[np.isfinite(pc["rate"]), "num_env_runners"].unique())
+        )
         if pipe is None:
-            notes.append(f"{alg}: no pipeline fit on N={label} (too few trials with two "
-                         "iterations or a sampling rate)")
+            notes.append(
+                f"{alg}: no pipeline fit on N={label} (too few trials with two "
+                "iterations or a sampling rate)"
+            )
             p_ttt = p_lo = p_hi = np.full(cand.shape, np.nan)
         else:
             if pipe.steps is None:
-                notes.append(f"{alg}: the pipeline predicts no TTT: no fitted N has a median "
-                             "env steps to the target (most seeds censored)")
+                notes.append(
+                    f"{alg}: the pipeline predicts no TTT: no fitted N has a median "
+                    "env steps to the target (most seeds censored)"
+                )
             p_ttt, _ = pipe.predict(cand)
             p_lo, p_hi, _, _ = _bootstrap_pipeline(pc, cand, n_resamples, seed)
-            notes.append(f"{alg}: the pipeline's throughput is the "
-                         f"{THROUGHPUT_MODELS[pipe.rate.model]}")
+            notes.append(
+                f"{alg}: the pipeline's throughput is the {THROUGHPUT_MODELS[pipe.rate.model]}"
+            )
         # 3. USL and Amdahl on the trials' throughput, each with its own seed bootstrap
         rate_fits = _rate_fits(pc)
         bands = _bootstrap_rates(pc, cand, n_resamples, seed) if rate_fits else {}
@@ -523,8 +615,9 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
                 continue
             throughput.append((label_t, f_r.predict(cand), *bands[key]))
         # 4. how each model fits its own N, and the one cross-validation prefers
-        alg_fit = pd.DataFrame(_fit_range(alg, fit_rows, model_name, f, pc, pipe),
-                               columns=FIT_COLUMNS)
+        alg_fit = pd.DataFrame(
+            _fit_range(alg, fit_rows, model_name, f, pc, pipe), columns=FIT_COLUMNS
+        )
         fit.append(alg_fit)
         chosen[alg], note = _choose(alg, alg_fit)
         notes.append(note)
@@ -532,32 +625,60 @@ def plan_check(tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame,
             n = int(t["num_env_runners"])
             meas = (float(t["ttt_s"]), float(t["ttt_low_s"]), float(t["ttt_high_s"]))
             tc = comp[comp["config_id"] == t["config_id"]]["rate"].dropna()
-            rate_meas = ((float(tc.median()), float(tc.min()), float(tc.max())) if len(tc)
-                         else (math.nan,) * 3)
+            rate_meas = (
+                (float(tc.median()), float(tc.min()), float(tc.max()))
+                if len(tc)
+                else (math.nan,) * 3
+            )
             for model, q, pred, lo, hi, m, used in (
-                    (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas, usl_n),
-                    ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas, pipe_n),
-                    *((label_t, "env steps/s", pr[i], lo_r[i], hi_r[i], rate_meas, pipe_n)
-                      for label_t, pr, lo_r, hi_r in throughput)):
-                rows.append({
-                    "algorithm": alg, "num_env_runners": n, "model": model, "quantity": q,
-                    "predicted": float(pred), "low": float(lo), "high": float(hi),
-                    "measured": m[0], "measured_low": m[1], "measured_high": m[2],
-                    "error": _relative_error(float(pred), m[0]),
-                    "inside": (None if not (math.isfinite(m[0]) and np.isfinite(lo)
-                                            and not np.isnan(hi)) else bool(lo <= m[0] <= hi)),
-                    "fit_n": used})
+                (model_name, "TTT", usl_pred[i], usl_lo[i], usl_hi[i], meas, usl_n),
+                ("pipeline", "TTT", p_ttt[i], p_lo[i], p_hi[i], meas, pipe_n),
+                *(
+                    (label_t, "env steps/s", pr[i], lo_r[i], hi_r[i], rate_meas, pipe_n)
+                    for label_t, pr, lo_r, hi_r in throughput
+                ),
+            ):
+                rows.append(
+                    {
+                        "algorithm": alg,
+                        "num_env_runners": n,
+                        "model": model,
+                        "quantity": q,
+                        "predicted": float(pred),
+                        "low": float(lo),
+                        "high": float(hi),
+                        "measured": m[0],
+                        "measured_low": m[1],
+                        "measured_high": m[2],
+                        "error": _relative_error(float(pred), m[0]),
+                        "inside": (
+                            None
+                            if not (math.isfinite(m[0]) and np.isfinite(lo) and not np.isnan(hi))
+                            else bool(lo <= m[0] <= hi)
+                        ),
+                        "fit_n": used,
+                    }
+                )
             if not math.isfinite(meas[0]):
-                notes.append(f"{alg} N={n}: the measured median TTT is not known (most seeds "
-                             "censored): the TTT predictions cannot be checked there")
-    fit_df = (pd.concat(fit, ignore_index=True) if fit
-              else pd.DataFrame(columns=FIT_COLUMNS))
+                notes.append(
+                    f"{alg} N={n}: the measured median TTT is not known (most seeds "
+                    "censored): the TTT predictions cannot be checked there"
+                )
+    fit_df = pd.concat(fit, ignore_index=True) if fit else pd.DataFrame(columns=FIT_COLUMNS)
     return PlanCheck(pd.DataFrame(rows, columns=CHECK_COLUMNS), comp, notes, fit_df, chosen)
 
 
-TABLE_HEADERS = ["algorithm", "held-out N", "quantity", "model", "fitted on N",
-                 "predicted [95 % interval]", "measured [95 % CI or range over seeds]", "error",
-                 "measured inside"]
+TABLE_HEADERS = [
+    "algorithm",
+    "held-out N",
+    "quantity",
+    "model",
+    "fitted on N",
+    "predicted [95 % interval]",
+    "measured [95 % CI or range over seeds]",
+    "error",
+    "measured inside",
+]
 
 
 def _quantity(x: float, ttt: bool) -> str:
@@ -577,13 +698,19 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
 
         num = partial(_quantity, ttt=ttt)
 
-        rows.append([r["algorithm"], str(r["num_env_runners"]),
-                     "TTT (s)" if ttt else "env steps/s", r["model"], r["fit_n"],
-                     f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
-                     f"{num(r['measured'])} [{num(r['measured_low'])}, "
-                     f"{num(r['measured_high'])}]",
-                     f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
-                     {True: "yes", False: "no"}.get(r["inside"], "n/a")])
+        rows.append(
+            [
+                r["algorithm"],
+                str(r["num_env_runners"]),
+                "TTT (s)" if ttt else "env steps/s",
+                r["model"],
+                r["fit_n"],
+                f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
+                f"{num(r['measured'])} [{num(r['measured_low'])}, {num(r['measured_high'])}]",
+                f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
+                {True: "yes", False: "no"}.get(r["inside"], "n/a"),
+            ]
+        )
     return rows
 
 
@@ -596,12 +723,23 @@ def _pct(x: float) -> str:
 
 
 #: What the fit-range table shows, in one sentence (the report, the published tables, pages).
-FIT_CAPTION = ("On the fitted env runner counts: each model's residual, and its error there "
-               "when refitted without that count (leave-one-N-out cross-validation, which "
-               "chooses the model).")
+FIT_CAPTION = (
+    "On the fitted env runner counts: each model's residual, and its error there "
+    "when refitted without that count (leave-one-N-out cross-validation, which "
+    "chooses the model)."
+)
 
-FIT_HEADERS = ["algorithm", "model", "quantity", "fitted N", "predicted", "measured",
-               "residual", "left out: predicted", "left out: error"]
+FIT_HEADERS = [
+    "algorithm",
+    "model",
+    "quantity",
+    "fitted N",
+    "predicted",
+    "measured",
+    "residual",
+    "left out: predicted",
+    "left out: error",
+]
 
 
 def fit_table_rows(check: PlanCheck) -> list[list[str]]:
@@ -612,9 +750,19 @@ def fit_table_rows(check: PlanCheck) -> list[list[str]]:
     for _, r in check.fit.iterrows():
         ttt = r["quantity"] == "TTT"
         num = partial(_quantity, ttt=ttt)
-        rows.append([r["algorithm"], r["model"], "TTT (s)" if ttt else "env steps/s",
-                     str(r["num_env_runners"]), num(r["predicted"]), num(r["measured"]),
-                     _pct(r["residual"]), num(r["cv_predicted"]), _pct(r["cv_error"])])
+        rows.append(
+            [
+                r["algorithm"],
+                r["model"],
+                "TTT (s)" if ttt else "env steps/s",
+                str(r["num_env_runners"]),
+                num(r["predicted"]),
+                num(r["measured"]),
+                _pct(r["residual"]),
+                num(r["cv_predicted"]),
+                _pct(r["cv_error"]),
+            ]
+        )
     return rows
 
 
@@ -628,17 +776,26 @@ def check_text(check: PlanCheck) -> list[str]:
 
         num = partial(_quantity, ttt=ttt)
 
-        pred = "n/a" if not math.isfinite(r["predicted"]) else (
-            f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")
+        pred = (
+            "n/a"
+            if not math.isfinite(r["predicted"])
+            else (f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")
+        )
         meas = num(r["measured"]) + (unit if math.isfinite(r["measured"]) else "")
         err = f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a"
         verdict = {True: "inside the interval", False: "outside the interval"}.get(
-            r["inside"], "not checkable")
-        out.append(f"{r['algorithm']} N={r['num_env_runners']} {r['quantity']} by "
-                   f"{r['model']} (fit on N={r['fit_n']}): predicted {pred}, measured {meas}, "
-                   f"error {err}, {verdict}")
+            r["inside"], "not checkable"
+        )
+        out.append(
+            f"{r['algorithm']} N={r['num_env_runners']} {r['quantity']} by "
+            f"{r['model']} (fit on N={r['fit_n']}): predicted {pred}, measured {meas}, "
+            f"error {err}, {verdict}"
+        )
     for (alg, model), g in check.fit.groupby(["algorithm", "model"], sort=False):
-        parts = [f"N={int(r['num_env_runners'])} residual {_pct(r['residual'])}, left out "
-                 f"{_pct(r['cv_error'])}" for _, r in g.iterrows()]
+        parts = [
+            f"N={int(r['num_env_runners'])} residual {_pct(r['residual'])}, left out "
+            f"{_pct(r['cv_error'])}"
+            for _, r in g.iterrows()
+        ]
         out.append(f"{alg} fit range, {model}: " + "; ".join(parts))
     return out + check.notes

@@ -73,8 +73,17 @@ from analysis.scaling import (
 )
 from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
 
-__all__ = ["AlgorithmModel", "Plan", "Resources", "make_plan", "model_algorithms",
-           "per_runner_throughput", "predict_ttt", "steps_plan", "trial_resources"]
+__all__ = [
+    "AlgorithmModel",
+    "Plan",
+    "Resources",
+    "make_plan",
+    "model_algorithms",
+    "per_runner_throughput",
+    "predict_ttt",
+    "steps_plan",
+    "trial_resources",
+]
 
 
 DEFAULT_CANDIDATE_N = (1, 2, 4, 8, 16, 32, 64)
@@ -109,13 +118,14 @@ class Resources:
 
     def describe(self) -> str:
         """One line for the plan's notes."""
-        cpu = (f"{self.driver_cpus:g} + N x {self.cpus_per_env_runner:g} CPUs (as the trials "
-               "asked)")
+        cpu = f"{self.driver_cpus:g} + N x {self.cpus_per_env_runner:g} CPUs (as the trials asked)"
         if not math.isfinite(self.per_env_runner_mib):
             return cpu + "; memory not recorded, so not sized"
-        return (f"{cpu}; memory {self.base_mib:,.0f} + N x {self.per_env_runner_mib:,.0f} MiB "
-                f"(fitted to the trials' peak RSS), at most {USABLE_MEMORY_FRACTION:.0%} of a "
-                "node's memory (the rest is Ray's object store)")
+        return (
+            f"{cpu}; memory {self.base_mib:,.0f} + N x {self.per_env_runner_mib:,.0f} MiB "
+            f"(fitted to the trials' peak RSS), at most {USABLE_MEMORY_FRACTION:.0%} of a "
+            "node's memory (the rest is Ray's object store)"
+        )
 
 
 def trial_resources(tm: pd.DataFrame) -> Resources:
@@ -128,8 +138,7 @@ def trial_resources(tm: pd.DataFrame) -> Resources:
     t = tm[~tm["is_reference"]] if "is_reference" in tm else tm
     if t.empty:
         return Resources()
-    per = (float(t["cpus_per_env_runner"].median()) if "cpus_per_env_runner" in t
-           else 1.0)
+    per = float(t["cpus_per_env_runner"].median()) if "cpus_per_env_runner" in t else 1.0
     n = t["num_env_runners"].to_numpy(float)
     driver = float(np.median(t["num_cpus"].to_numpy(float) - n * per))
     out = Resources(driver_cpus=max(driver, 0.0), cpus_per_env_runner=per)
@@ -185,8 +194,9 @@ class AlgorithmModel:
         return float(max(self.samples)) if self.samples else math.nan
 
 
-def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame,
-                     progress: pd.DataFrame | None = None) -> dict[str, AlgorithmModel]:
+def model_algorithms(
+    tm: pd.DataFrame, summary: pd.DataFrame, progress: pd.DataFrame | None = None
+) -> dict[str, AlgorithmModel]:
     """Per algorithm: its best configuration per N, USL/Amdahl fits of 1/TTT against N and,
     with ``progress`` (the run's ``progress.parquet`` rows) and at least 3 fitted N, the
     model the fit range's cross-validation prefers (:func:`analysis.plan_check.fit_range_choice`):
@@ -202,23 +212,29 @@ def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame,
     if progress is not None and len(progress) and len(tm):
         ok = tm[tm["status"] != "error"]
         comp = trial_components(ok, progress).merge(
-            ok[["trial_id", "config_id", "num_env_runners"]], on="trial_id")
+            ok[["trial_id", "config_id", "num_env_runners"]], on="trial_id"
+        )
     best = best_configs(summary, ("algorithm", "num_env_runners"))
     for alg, g in best.groupby("algorithm", sort=True):
         g = g.sort_values("num_env_runners")
         usable = g[(g["num_env_runners"] >= 1) & np.isfinite(g["ttt_s"].astype(float))]
-        fits = fit_scaling(usable["num_env_runners"].to_numpy(float),
-                           1.0 / usable["ttt_s"].to_numpy(float))
+        fits = fit_scaling(
+            usable["num_env_runners"].to_numpy(float), 1.0 / usable["ttt_s"].to_numpy(float)
+        )
         samples = {}
         for _, r in usable.iterrows():
             t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
-            samples[int(r["num_env_runners"])] = (t["duration_s"].to_numpy(float),
-                                                  t["reached"].to_numpy(bool))
+            samples[int(r["num_env_runners"])] = (
+                t["duration_s"].to_numpy(float),
+                t["reached"].to_numpy(bool),
+            )
         notes = []
         left = g[~g.index.isin(usable.index)]
         if len(left):
-            notes.append(f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
-                         "the fit (0 env runners, or median TTT not reached)")
+            notes.append(
+                f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
+                "the fit (0 env runners, or median TTT not reached)"
+            )
         pipeline = components = None
         choice = ""
         if comp is not None and usable["num_env_runners"].nunique() >= 3:
@@ -228,16 +244,24 @@ def model_algorithms(tm: pd.DataFrame, summary: pd.DataFrame,
                 pipeline, components = pipe, pc
         # a fit exactly determined by its points predicts whatever passes through them: the
         # plan extrapolates only from one the data could have contradicted
-        out[alg] = AlgorithmModel(algorithm=alg, measured=g, fits=fits,
-                                  fit=preferred(fits, testable=True),
-                                  samples=samples, gpus=float(g["num_gpus"].max()),
-                                  note="; ".join(notes), pipeline=pipeline,
-                                  components=components, choice=choice)
+        out[alg] = AlgorithmModel(
+            algorithm=alg,
+            measured=g,
+            fits=fits,
+            fit=preferred(fits, testable=True),
+            samples=samples,
+            gpus=float(g["num_gpus"].max()),
+            note="; ".join(notes),
+            pipeline=pipeline,
+            components=components,
+            choice=choice,
+        )
     return out
 
 
-def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: int = 200,
-                seed: int = 0) -> pd.DataFrame:
+def predict_ttt(
+    model: AlgorithmModel, candidates: list[int], *, n_resamples: int = 200, seed: int = 0
+) -> pd.DataFrame:
     """Predicted TTT (seconds) with interval at each candidate N for one algorithm.
 
     At an unmeasured N the model is the pipeline when the fit range's cross-validation chose
@@ -258,12 +282,17 @@ def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: in
     lows = highs = None
     if fit is not None and pred_n:
         enough = len(model.samples) >= 2 and all(
-            len(d) >= MIN_SEEDS_FOR_CI for d, _ in model.samples.values())
+            len(d) >= MIN_SEEDS_FOR_CI for d, _ in model.samples.values()
+        )
         if enough:
-            lows, highs, _ = bootstrap_ttt_prediction(model.samples, np.array(pred_n, float),
-                                                      fit.model, n_resamples=n_resamples,
-                                                      seed=seed,
-                                                      p0=[fit.gamma, fit.alpha, fit.beta])
+            lows, highs, _ = bootstrap_ttt_prediction(
+                model.samples,
+                np.array(pred_n, float),
+                fit.model,
+                n_resamples=n_resamples,
+                seed=seed,
+                p0=[fit.gamma, fit.alpha, fit.beta],
+            )
         if lows is None or not np.isfinite(lows).any():
             xl, xh = fit.predict_interval(np.array(pred_n, float))
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -278,31 +307,63 @@ def predict_ttt(model: AlgorithmModel, candidates: list[int], *, n_resamples: in
             if not x > 0:
                 continue
             i = pred_n.index(n)
-            rows.append({"num_env_runners": n, "ttt_s": 1.0 / x,
-                         "ttt_low_s": float(lows[i]), "ttt_high_s": float(highs[i]),
-                         "source": f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit",
-                         "extrapolated": fit.extrapolates(n), "config_id": ""})
-    return pd.DataFrame(rows, columns=["num_env_runners", "ttt_s", "ttt_low_s", "ttt_high_s",
-                                       "source", "extrapolated", "config_id"])
+            rows.append(
+                {
+                    "num_env_runners": n,
+                    "ttt_s": 1.0 / x,
+                    "ttt_low_s": float(lows[i]),
+                    "ttt_high_s": float(highs[i]),
+                    "source": f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit",
+                    "extrapolated": fit.extrapolates(n),
+                    "config_id": "",
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "num_env_runners",
+            "ttt_s",
+            "ttt_low_s",
+            "ttt_high_s",
+            "source",
+            "extrapolated",
+            "config_id",
+        ],
+    )
 
 
 def _measured_row(n: int, r: pd.Series) -> dict[str, Any]:
-    return {"num_env_runners": n, "ttt_s": float(r["ttt_s"]),
-            "ttt_low_s": float(r["ttt_low_s"]), "ttt_high_s": float(r["ttt_high_s"]),
-            "source": "measured", "extrapolated": False, "config_id": r["config_id"]}
+    return {
+        "num_env_runners": n,
+        "ttt_s": float(r["ttt_s"]),
+        "ttt_low_s": float(r["ttt_low_s"]),
+        "ttt_high_s": float(r["ttt_high_s"]),
+        "source": "measured",
+        "extrapolated": False,
+        "config_id": r["config_id"],
+    }
 
 
-def _predict_pipeline(model: AlgorithmModel, candidates: list[int], meas: dict,
-                      pred_n: list[int], n_resamples: int, seed: int) -> pd.DataFrame:
+def _predict_pipeline(
+    model: AlgorithmModel,
+    candidates: list[int],
+    meas: dict,
+    pred_n: list[int],
+    n_resamples: int,
+    seed: int,
+) -> pd.DataFrame:
     """:func:`predict_ttt` with the pipeline model at the unmeasured N."""
     from analysis.plan_check import pipeline_prediction
 
     pred: dict[int, tuple[float, float, float]] = {}
     if pred_n:
-        ttt, lo, hi = pipeline_prediction(model.pipeline, model.components, pred_n,
-                                          n_resamples=n_resamples, seed=seed)
-        pred = {n: (float(t), float(a), float(b)) for n, t, a, b in
-                zip(pred_n, ttt, lo, hi, strict=True)}
+        ttt, lo, hi = pipeline_prediction(
+            model.pipeline, model.components, pred_n, n_resamples=n_resamples, seed=seed
+        )
+        pred = {
+            n: (float(t), float(a), float(b))
+            for n, t, a, b in zip(pred_n, ttt, lo, hi, strict=True)
+        }
     fitted = sorted(model.samples)
     rows = []
     for n in candidates:
@@ -311,11 +372,29 @@ def _predict_pipeline(model: AlgorithmModel, candidates: list[int], meas: dict,
                 rows.append(_measured_row(n, meas[n]))
         elif n >= 1 and n in pred and math.isfinite(pred[n][0]) and pred[n][0] > 0:
             t, lo, hi = pred[n]
-            rows.append({"num_env_runners": n, "ttt_s": t, "ttt_low_s": lo, "ttt_high_s": hi,
-                         "source": "pipeline fit",
-                         "extrapolated": not fitted[0] <= n <= fitted[-1], "config_id": ""})
-    return pd.DataFrame(rows, columns=["num_env_runners", "ttt_s", "ttt_low_s", "ttt_high_s",
-                                       "source", "extrapolated", "config_id"])
+            rows.append(
+                {
+                    "num_env_runners": n,
+                    "ttt_s": t,
+                    "ttt_low_s": lo,
+                    "ttt_high_s": hi,
+                    "source": "pipeline fit",
+                    "extrapolated": not fitted[0] <= n <= fitted[-1],
+                    "config_id": "",
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "num_env_runners",
+            "ttt_s",
+            "ttt_low_s",
+            "ttt_high_s",
+            "source",
+            "extrapolated",
+            "config_id",
+        ],
+    )
 
 
 def pareto_front(df: pd.DataFrame, x: str = "ttt_s", y: str = "cost_usd") -> pd.Series:
@@ -394,13 +473,22 @@ class Plan:
         return self.cheapest if self.deadline_s is not None else self.fastest
 
 
-def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | None = None,
-              budget_usd: float | None = None, vms: list[VMSize] | None = None,
-              low_priority: bool = False, max_env_runners: int = 64, n_resamples: int = 200,
-              seed: int = 0, cpu_model: str = "",
-              launcher: Launcher | None = None,
-              models: dict[str, AlgorithmModel] | None = None,
-              progress: pd.DataFrame | None = None) -> Plan:
+def make_plan(
+    tm: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    vms: list[VMSize] | None = None,
+    low_priority: bool = False,
+    max_env_runners: int = 64,
+    n_resamples: int = 200,
+    seed: int = 0,
+    cpu_model: str = "",
+    launcher: Launcher | None = None,
+    models: dict[str, AlgorithmModel] | None = None,
+    progress: pd.DataFrame | None = None,
+) -> Plan:
     """Build the capacity plan.
 
     Args:
@@ -442,19 +530,29 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
             if math.isfinite(peak) and peak <= horizon:
                 cand |= {max(1, math.floor(peak)), math.ceil(peak)}
             if horizon < max_env_runners:
-                notes.append(f"{alg}: predictions stop at N={horizon} "
-                             f"({EXTRAPOLATION_FACTOR} x the largest measured N)")
+                notes.append(
+                    f"{alg}: predictions stop at N={horizon} "
+                    f"({EXTRAPOLATION_FACTOR} x the largest measured N)"
+                )
         else:
             why = m.fits["amdahl"].reason if m.fits else "no data"
             if m.fits and m.fits["amdahl"].ok:
-                why = (f"{m.fits['amdahl'].n_distinct} distinct N determine Amdahl exactly; "
-                       f"measure at least {N_PARAMS['amdahl'] + 1} env runner counts")
+                why = (
+                    f"{m.fits['amdahl'].n_distinct} distinct N determine Amdahl exactly; "
+                    f"measure at least {N_PARAMS['amdahl'] + 1} env runner counts"
+                )
             notes.append(f"{alg}: no scaling fit ({why}); only measured N are planned")
         if m.note:
             notes.append(f"{alg}: {m.note}")
         if m.choice:
-            notes.append(m.choice + (": the plan predicts its unmeasured N with the pipeline"
-                                     if m.pipeline is not None else ""))
+            notes.append(
+                m.choice
+                + (
+                    ": the plan predicts its unmeasured N with the pipeline"
+                    if m.pipeline is not None
+                    else ""
+                )
+            )
         pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
         need = needs[alg] = trial_resources(tm[tm["algorithm"] == alg])
         for _, p in pred.iterrows():
@@ -466,32 +564,65 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
                     continue
                 price = vm.hourly_usd(low_priority)
                 up = launcher.startup_s
-                rows.append({
-                    "algorithm": alg, "num_env_runners": n, "vm": vm.name, "nodes": nodes,
-                    "cpus": cpus, "gpus": gpus, "memory_gib": mem / 1024.0,
-                    "ttt_s": up + p["ttt_s"],
-                    "ttt_low_s": up + p["ttt_low_s"], "ttt_high_s": up + p["ttt_high_s"],
-                    "cost_usd": nodes * price * launcher.billed_s(p["ttt_s"]) / 3600.0,
-                    "cost_low_usd": nodes * price * launcher.billed_s(p["ttt_low_s"]) / 3600.0,
-                    "cost_high_usd": nodes * price * launcher.billed_s(p["ttt_high_s"]) / 3600.0,
-                    "source": p["source"], "extrapolated": bool(p["extrapolated"]),
-                    "config_id": p["config_id"]})
-    cols = ["algorithm", "num_env_runners", "vm", "nodes", "cpus", "gpus", "memory_gib", "ttt_s",
-            "ttt_low_s",
-            "ttt_high_s", "cost_usd", "cost_low_usd", "cost_high_usd", "source",
-            "extrapolated", "config_id"]
+                rows.append(
+                    {
+                        "algorithm": alg,
+                        "num_env_runners": n,
+                        "vm": vm.name,
+                        "nodes": nodes,
+                        "cpus": cpus,
+                        "gpus": gpus,
+                        "memory_gib": mem / 1024.0,
+                        "ttt_s": up + p["ttt_s"],
+                        "ttt_low_s": up + p["ttt_low_s"],
+                        "ttt_high_s": up + p["ttt_high_s"],
+                        "cost_usd": nodes * price * launcher.billed_s(p["ttt_s"]) / 3600.0,
+                        "cost_low_usd": nodes * price * launcher.billed_s(p["ttt_low_s"]) / 3600.0,
+                        "cost_high_usd": nodes
+                        * price
+                        * launcher.billed_s(p["ttt_high_s"])
+                        / 3600.0,
+                        "source": p["source"],
+                        "extrapolated": bool(p["extrapolated"]),
+                        "config_id": p["config_id"],
+                    }
+                )
+    cols = [
+        "algorithm",
+        "num_env_runners",
+        "vm",
+        "nodes",
+        "cpus",
+        "gpus",
+        "memory_gib",
+        "ttt_s",
+        "ttt_low_s",
+        "ttt_high_s",
+        "cost_usd",
+        "cost_low_usd",
+        "cost_high_usd",
+        "source",
+        "extrapolated",
+        "config_id",
+    ]
     cands = pd.DataFrame(rows, columns=cols)
     fits = {alg: m.fit for alg, m in models.items()}
     gpu_free = bool((tm["num_gpus"] == 0).all() and any(vm.gpus for vm in vms))
-    extra = {"launcher": launcher, "resources": needs, "cpu_model": cpu_model,
-             "gpu_free": gpu_free,
-             "pipeline": tuple(a for a, m in models.items() if m.pipeline is not None)}
+    extra = {
+        "launcher": launcher,
+        "resources": needs,
+        "cpu_model": cpu_model,
+        "gpu_free": gpu_free,
+        "pipeline": tuple(a for a, m in models.items() if m.pipeline is not None),
+    }
     if cands.empty:
-        notes.append("nothing to plan: no configuration reached the target in at least half "
-                     "of its seeds")
+        notes.append(
+            "nothing to plan: no configuration reached the target in at least half of its seeds"
+        )
         cands["pareto"] = pd.Series(dtype=bool)
-        return Plan(cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes,
-                    **extra)
+        return Plan(
+            cands, None, None, None, fits, deadline_s, budget_usd, low_priority, notes, **extra
+        )
     cands["pareto"] = pareto_front(cands)
 
     def pick(df: pd.DataFrame, key: list[str]) -> dict[str, Any] | None:
@@ -502,34 +633,46 @@ def make_plan(tm: pd.DataFrame, summary: pd.DataFrame, *, deadline_s: float | No
     ok_budget = cands if budget_usd is None else cands[cands["cost_usd"] <= budget_usd]
     fastest = pick(ok_budget, ["ttt_s", "cost_usd"])
     if deadline_s is not None and cheapest is None:
-        notes.append(f"no candidate is predicted to reach the target within "
-                     f"{fmt_s(deadline_s)} (fastest: {fmt_s(cands['ttt_s'].min())})")
+        notes.append(
+            f"no candidate is predicted to reach the target within "
+            f"{fmt_s(deadline_s)} (fastest: {fmt_s(cands['ttt_s'].min())})"
+        )
     if budget_usd is not None and fastest is None:
-        notes.append(f"no candidate is predicted to cost under ${budget_usd:.2f} "
-                     f"(cheapest: ${cands['cost_usd'].min():.4f})")
+        notes.append(
+            f"no candidate is predicted to cost under ${budget_usd:.2f} "
+            f"(cheapest: ${cands['cost_usd'].min():.4f})"
+        )
     best_alg = (fastest or cheapest or cands.sort_values("ttt_s").iloc[0].to_dict())["algorithm"]
     knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg], launcher.startup_s)
     if knee is None:
         notes.append(f"{best_alg}: no knee (fewer than 3 env runner counts >= 1 on its curve)")
     elif knee["strength"] < 0.05:
-        notes.append(f"{best_alg}: no clear knee in the speedup curve up to N="
-                     f"{knee['num_env_runners']} (near-linear or too few points)")
+        notes.append(
+            f"{best_alg}: no clear knee in the speedup curve up to N="
+            f"{knee['num_env_runners']} (near-linear or too few points)"
+        )
     unknown = cands[~(np.isfinite(cands["ttt_low_s"]) | np.isfinite(cands["ttt_high_s"]))]
     if len(unknown):
-        notes.append(f"{unknown[['algorithm', 'num_env_runners']].drop_duplicates().shape[0]} "
-                     f"(algorithm, N) point(s) have no interval: measured with fewer than "
-                     f"{MIN_SEEDS_FOR_CI} seeds, or predicted from an exactly determined fit")
+        notes.append(
+            f"{unknown[['algorithm', 'num_env_runners']].drop_duplicates().shape[0]} "
+            f"(algorithm, N) point(s) have no interval: measured with fewer than "
+            f"{MIN_SEEDS_FOR_CI} seeds, or predicted from an exactly determined fit"
+        )
     if cands["extrapolated"].any():
         ex = cands[cands["extrapolated"]]
-        notes.append(f"extrapolated beyond measured N for {', '.join(sorted(ex['algorithm'].unique()))}"
-                     f" (N={', '.join(str(n) for n in sorted(ex['num_env_runners'].unique()))}):"
-                     " model predictions, not measurements")
-    return Plan(cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes,
-                **extra)
+        notes.append(
+            f"extrapolated beyond measured N for {', '.join(sorted(ex['algorithm'].unique()))}"
+            f" (N={', '.join(str(n) for n in sorted(ex['num_env_runners'].unique()))}):"
+            " model predictions, not measurements"
+        )
+    return Plan(
+        cands, cheapest, fastest, knee, fits, deadline_s, budget_usd, low_priority, notes, **extra
+    )
 
 
-def _knee(model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
-          ) -> dict[str, Any] | None:
+def _knee(
+    model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
+) -> dict[str, Any] | None:
     # the scaling curve itself: the launcher's start-up is the same at every N
     curve = (cands.groupby("num_env_runners")["ttt_s"].first() - startup_s).sort_index()
     curve = curve[curve.index >= 1]
@@ -541,10 +684,15 @@ def _knee(model: AlgorithmModel, cands: pd.DataFrame, startup_s: float = 0.0
     speed = curve.iloc[0] / curve.to_numpy()
     n_knee, strength = kneedle(curve.index.to_numpy(float), speed)
     s_knee = float(speed[list(curve.index).index(int(n_knee))])
-    return {"algorithm": model.algorithm, "num_env_runners": int(n_knee),
-            "speedup": s_knee, "efficiency": s_knee / (n_knee / n0), "strength": strength,
-            "relative_to_n": int(n0),
-            "extrapolated": bool(model.fit is not None and model.fit.extrapolates(n_knee))}
+    return {
+        "algorithm": model.algorithm,
+        "num_env_runners": int(n_knee),
+        "speedup": s_knee,
+        "efficiency": s_knee / (n_knee / n0),
+        "strength": strength,
+        "relative_to_n": int(n0),
+        "extrapolated": bool(model.fit is not None and model.fit.extrapolates(n_knee)),
+    }
 
 
 def per_runner_throughput(tm: pd.DataFrame) -> tuple[float, float, float]:
@@ -562,10 +710,17 @@ def per_runner_throughput(tm: pd.DataFrame) -> tuple[float, float, float]:
     return float(per.median()), float(per.min()), float(per.max())
 
 
-def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
-               startup_s: float = 0.0, learner_gpus: float = 0.0,
-               candidates: tuple[int, ...] = DEFAULT_CANDIDATE_N, low_priority: bool = False,
-               billing_s: float = 0.0) -> pd.DataFrame:
+def steps_plan(
+    steps_to_target: float,
+    per_runner: float,
+    vms: list[VMSize],
+    *,
+    startup_s: float = 0.0,
+    learner_gpus: float = 0.0,
+    candidates: tuple[int, ...] = DEFAULT_CANDIDATE_N,
+    low_priority: bool = False,
+    billing_s: float = 0.0,
+) -> pd.DataFrame:
     """Plan from a known sample budget: TTT(N) = startup + steps / (N x per-runner throughput).
 
     For a study measured elsewhere (e.g. RLlib's tuned Pong IMPALA examples record the env steps
@@ -596,7 +751,14 @@ def steps_plan(steps_to_target: float, per_runner: float, vms: list[VMSize], *,
             nodes = nodes_for(1 + n, learner_gpus, vm)
             if nodes is None:
                 continue
-            rows.append({"num_env_runners": n, "vm": vm.name, "nodes": nodes, "cpus": 1 + n,
-                         "ttt_s": ttt,
-                         "cost_usd": run_cost_usd(billed, nodes, vm, low_priority)})
+            rows.append(
+                {
+                    "num_env_runners": n,
+                    "vm": vm.name,
+                    "nodes": nodes,
+                    "cpus": 1 + n,
+                    "ttt_s": ttt,
+                    "cost_usd": run_cost_usd(billed, nodes, vm, low_priority),
+                }
+            )
     return pd.DataFrame(rows)

@@ -15,8 +15,16 @@ from analysis.catalogue import VMSize, load_vm_sizes
 from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_model import Plan
 
-__all__ = ["PlanAnswer", "command_parts", "describe_row", "launch_lines", "plan_answer",
-           "plan_text", "planned_short", "sweep_file_of"]
+__all__ = [
+    "PlanAnswer",
+    "command_parts",
+    "describe_row",
+    "launch_lines",
+    "plan_answer",
+    "plan_text",
+    "planned_short",
+    "sweep_file_of",
+]
 
 
 def _bounds(lo: float, hi: float, fmt) -> str:
@@ -33,11 +41,13 @@ def _interval(lo: float, hi: float, fmt) -> str:
 def describe_row(r: dict[str, Any]) -> str:
     """One line for a candidate: algorithm, N, VM, TTT and cost with intervals."""
     tag = " [extrapolated]" if r["extrapolated"] else ""
-    return (f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
-            f"{r['vm']}: TTT {fmt_s(r['ttt_s'])} "
-            f"({_interval(r['ttt_low_s'], r['ttt_high_s'], fmt_s)}), cost "
-            f"{fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], fmt_usd)})"
-            f", {r['source']}{tag}")
+    return (
+        f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
+        f"{r['vm']}: TTT {fmt_s(r['ttt_s'])} "
+        f"({_interval(r['ttt_low_s'], r['ttt_high_s'], fmt_s)}), cost "
+        f"{fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], fmt_usd)})"
+        f", {r['source']}{tag}"
+    )
 
 
 def plan_text(plan: Plan) -> list[str]:
@@ -46,13 +56,26 @@ def plan_text(plan: Plan) -> list[str]:
     asks for, and the caveats. The answer and its assumptions are :func:`plan_answer`."""
     lines = []
     for row, head, limit, key, fmt, what in (
-            (plan.cheapest, "Cheapest", plan.deadline_s, "ttt_high_s", fmt_s,
-             ("meeting the deadline", "meets the deadline", "deadline")),
-            (plan.fastest, "Fastest", plan.budget_usd, "cost_high_usd", fmt_usd,
-             ("within the budget", "fits the budget", "budget"))):
+        (
+            plan.cheapest,
+            "Cheapest",
+            plan.deadline_s,
+            "ttt_high_s",
+            fmt_s,
+            ("meeting the deadline", "meets the deadline", "deadline"),
+        ),
+        (
+            plan.fastest,
+            "Fastest",
+            plan.budget_usd,
+            "cost_high_usd",
+            fmt_usd,
+            ("within the budget", "fits the budget", "budget"),
+        ),
+    ):
         if row is None:
             continue
-        line = (f"{head} {what[0]} {fmt(limit)}" if limit is not None else head)
+        line = f"{head} {what[0]} {fmt(limit)}" if limit is not None else head
         line += f": {describe_row(row)}"
         if limit is not None and math.isnan(row[key]):
             line += f" -- no interval: cannot tell how safely it {what[1]}"
@@ -62,25 +85,32 @@ def plan_text(plan: Plan) -> list[str]:
     if plan.knee is not None:
         k = plan.knee
         if k["num_env_runners"] == k["relative_to_n"]:
-            lines.append(f"Knee of the efficiency curve ({k['algorithm']}): "
-                         f"{k['num_env_runners']} env runner(s) -- more env runners are not "
-                         "predicted to reach the target sooner")
+            lines.append(
+                f"Knee of the efficiency curve ({k['algorithm']}): "
+                f"{k['num_env_runners']} env runner(s) -- more env runners are not "
+                "predicted to reach the target sooner"
+            )
         else:
-            lines.append(f"Knee of the efficiency curve ({k['algorithm']}): "
-                         f"{k['num_env_runners']} env runner(s), speedup {k['speedup']:.2f}x "
-                         f"over {k['relative_to_n']} env runner(s), parallel efficiency "
-                         f"{k['efficiency']:.0%} per env runner"
-                         + (" [extrapolated]" if k["extrapolated"] else ""))
+            lines.append(
+                f"Knee of the efficiency curve ({k['algorithm']}): "
+                f"{k['num_env_runners']} env runner(s), speedup {k['speedup']:.2f}x "
+                f"over {k['relative_to_n']} env runner(s), parallel efficiency "
+                f"{k['efficiency']:.0%} per env runner"
+                + (" [extrapolated]" if k["extrapolated"] else "")
+            )
     for alg, fit in plan.fits.items():
         if alg in plan.pipeline:
-            lines.append(f"Scaling model for {alg}: the pipeline (start-up + env steps to the "
-                         "target / throughput, each part fitted in N), chosen by "
-                         "cross-validation on the fitted N")
+            lines.append(
+                f"Scaling model for {alg}: the pipeline (start-up + env steps to the "
+                "target / throughput, each part fitted in N), chosen by "
+                "cross-validation on the fitted N"
+            )
             continue
-        lines.append(f"Scaling model for {alg}: " + (fit.describe() if fit is not None else
-                                                      "none (measured points only)"))
-    lines.extend(f"{alg}: a run asks for {need.describe()}"
-                 for alg, need in plan.resources.items())
+        lines.append(
+            f"Scaling model for {alg}: "
+            + (fit.describe() if fit is not None else "none (measured points only)")
+        )
+    lines.extend(f"{alg}: a run asks for {need.describe()}" for alg, need in plan.resources.items())
     lines.extend(f"Note: {n}" for n in plan.notes)
     return lines
 
@@ -133,13 +163,18 @@ def _planned(plan: Plan, r: dict[str, Any]) -> str:
         where = f"predicted by the {r['source']}"
         if len(seen):
             best = seen.sort_values("ttt_s").iloc[0]
-            parts.append(("extrapolated from " if r["extrapolated"] else "best measured: ")
-                         + f"{fmt_s(best['ttt_s'] - up)} measured here at N="
-                         f"{best['num_env_runners']}")
+            parts.append(
+                ("extrapolated from " if r["extrapolated"] else "best measured: ")
+                + f"{fmt_s(best['ttt_s'] - up)} measured here at N="
+                f"{best['num_env_runners']}"
+            )
     if parts:
         where += f" ({'; '.join(parts)})"
-    start = (f"{fmt_s(up)} start-up assumed for {plan.launcher.name}" if up > 0 else
-             f"no start-up ({plan.launcher.name}: {plan.launcher.source})")
+    start = (
+        f"{fmt_s(up)} start-up assumed for {plan.launcher.name}"
+        if up > 0
+        else f"no start-up ({plan.launcher.name}: {plan.launcher.source})"
+    )
     return f"planned TTT {fmt_s(r['ttt_s'])} = {fmt_s(own)} {where} + {start}"
 
 
@@ -149,8 +184,9 @@ def planned_short(plan: Plan, r: dict[str, Any]) -> str:
     up = plan.launcher.startup_s
     if up <= 0:
         return f"TTT {fmt_s(r['ttt_s'])}"
-    return (f"{fmt_s(r['ttt_s'])} planned ({fmt_s(r['ttt_s'] - up)} TTT + "
-            f"{fmt_s(up)} assumed start-up)")
+    return (
+        f"{fmt_s(r['ttt_s'])} planned ({fmt_s(r['ttt_s'] - up)} TTT + {fmt_s(up)} assumed start-up)"
+    )
 
 
 def command_parts(line: str) -> tuple[str, str, str]:
@@ -162,8 +198,9 @@ def command_parts(line: str) -> tuple[str, str, str]:
     return label, command, (sep + note) if sep else ""
 
 
-def plan_answer(plan: Plan, sweep_file: str = "FILE",
-                vms: list[VMSize] | None = None) -> PlanAnswer:
+def plan_answer(
+    plan: Plan, sweep_file: str = "FILE", vms: list[VMSize] | None = None
+) -> PlanAnswer:
     """The answer, its commands, its assumptions and the details of ``plan``.
 
     Args:
@@ -177,52 +214,85 @@ def plan_answer(plan: Plan, sweep_file: str = "FILE",
     lc = plan.launcher
     if r is not None:
         ref = " (the single-process reference)" if str(r["algorithm"]).startswith("SB3-") else ""
-        sentence = (f"{_question(plan)}: {r['algorithm']}{ref} with {r['num_env_runners']} env "
-                    f"runner(s) on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
-                    f"{fmt_usd(r['cost_usd'])} a run.")
+        sentence = (
+            f"{_question(plan)}: {r['algorithm']}{ref} with {r['num_env_runners']} env "
+            f"runner(s) on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
+            f"{fmt_usd(r['cost_usd'])} a run."
+        )
     elif plan.candidates.empty:
         sentence = ("No plan: " + "; ".join(plan.notes) + ".") if plan.notes else "No plan."
     else:
         best = plan.candidates.sort_values(["ttt_s", "cost_usd"], kind="stable").iloc[0]
-        sentence = ("No run is predicted to reach the target within the "
-                    + (f"{fmt_s(plan.deadline_s)} deadline" if plan.deadline_s is not None
-                       else f"{fmt_usd(plan.budget_usd)} budget")
-                    + f": the fastest, {best['algorithm']} with {best['num_env_runners']} env "
-                    f"runner(s) on {best['nodes']} x {best['vm']}, has "
-                    f"{_planned(plan, best.to_dict())}; {fmt_usd(best['cost_usd'])} a run.")
+        sentence = (
+            "No run is predicted to reach the target within the "
+            + (
+                f"{fmt_s(plan.deadline_s)} deadline"
+                if plan.deadline_s is not None
+                else f"{fmt_usd(plan.budget_usd)} budget"
+            )
+            + f": the fastest, {best['algorithm']} with {best['num_env_runners']} env "
+            f"runner(s) on {best['nodes']} x {best['vm']}, has "
+            f"{_planned(plan, best.to_dict())}; {fmt_usd(best['cost_usd'])} a run."
+        )
         r = best.to_dict()
     assumptions: list[tuple[str, str]] = [
-        ("Start-up and billing",
-         f"{lc.name}: {fmt_s(lc.startup_s)} before the first trial, added to every planned "
-         "TTT; billed " + (f"in {fmt_s(lc.billing_s)} units" if lc.billing_s > 0
-                           else "continuously")
-         + f" ({lc.source}); change with --launcher, --startup, --billing")]
-    assumptions.append(("vCPU speed", "a VM's vCPU is as fast as the measured machine's"
-                        + (f" ({plan.cpu_model})" if plan.cpu_model else "")))
+        (
+            "Start-up and billing",
+            f"{lc.name}: {fmt_s(lc.startup_s)} before the first trial, added to every planned "
+            "TTT; billed "
+            + (f"in {fmt_s(lc.billing_s)} units" if lc.billing_s > 0 else "continuously")
+            + f" ({lc.source}); change with --launcher, --startup, --billing",
+        )
+    ]
+    assumptions.append(
+        (
+            "vCPU speed",
+            "a VM's vCPU is as fast as the measured machine's"
+            + (f" ({plan.cpu_model})" if plan.cpu_model else ""),
+        )
+    )
     if r is not None:
         need = plan.resources.get(r["algorithm"])
         if need is not None:
-            assumptions.append(("CPUs and memory per run",
-                                f"{r['algorithm']}: {need.describe()}"))
+            assumptions.append(("CPUs and memory per run", f"{r['algorithm']}: {need.describe()}"))
         if r["source"] == "measured":
             what = f"nothing: {r['num_env_runners']} env runner(s) were measured"
         elif r["extrapolated"]:
-            what = (f"N={r['num_env_runners']} lies beyond the measured env runner counts: "
-                    f"the {r['source']}'s prediction, not a measurement")
+            what = (
+                f"N={r['num_env_runners']} lies beyond the measured env runner counts: "
+                f"the {r['source']}'s prediction, not a measurement"
+            )
         else:
-            what = (f"nothing: N={r['num_env_runners']} lies inside the measured range "
-                    f"(interpolated by the {r['source']})")
+            what = (
+                f"nothing: N={r['num_env_runners']} lies inside the measured range "
+                f"(interpolated by the {r['source']})"
+            )
         assumptions.append(("Extrapolated", what))
-        assumptions.append(("Several nodes", "no communication cost is added between nodes "
-                            "unless such runs were measured" if r["nodes"] > 1 else
-                            "one node: no communication between nodes"))
+        assumptions.append(
+            (
+                "Several nodes",
+                "no communication cost is added between nodes unless such runs were measured"
+                if r["nodes"] > 1
+                else "one node: no communication between nodes",
+            )
+        )
     if plan.gpu_free:
-        assumptions.append(("GPUs", "the measured learners used none: GPU sizes are costed "
-                            "for their vCPUs only (a GPU learner might be faster)"))
-    assumptions.append(("Prices", "low-priority: the documented upper-bound discount ('up to "
-                        "80%'); evictions and restarts are not modelled" if plan.low_priority
-                        else "pay-as-you-go Linux, analysis/vm_sizes.csv (source and date per "
-                        "row)"))
+        assumptions.append(
+            (
+                "GPUs",
+                "the measured learners used none: GPU sizes are costed "
+                "for their vCPUs only (a GPU learner might be faster)",
+            )
+        )
+    assumptions.append(
+        (
+            "Prices",
+            "low-priority: the documented upper-bound discount ('up to "
+            "80%'); evictions and restarts are not modelled"
+            if plan.low_priority
+            else "pay-as-you-go Linux, analysis/vm_sizes.csv (source and date per row)",
+        )
+    )
     commands = launch_lines(r, vms, sweep_file) if r is not None else []
     return PlanAnswer(sentence, commands, assumptions, plan_text(plan))
 

@@ -102,7 +102,7 @@ FIGURES: dict[str, str] = {
     "throughput": "Throughput (env steps/s) vs env runners, with Amdahl/USL fits",
     "plan_check": "Plan check: TTT at held-out env runner counts, predicted vs measured",
     "batch_size": "Updates and env steps to the target vs batch size, predicted from the "
-                  "gradient noise scale vs measured",
+    "gradient noise scale vs measured",
 }
 """Figures that can be exported: file suffix -> caption."""
 
@@ -110,32 +110,32 @@ DEFAULT_FIGURES = ("learning_curves", "speedup", "ttt_vs_env_runners")
 
 _HOW_TO_READ = {
     "learning_curves": "The target metric of every trial against wall-clock since its start; "
-                       "dotted: censored or failed; crosses: where a trial first reached the "
-                       "target (dashed red line).",
+    "dotted: censored or failed; crosses: where a trial first reached the "
+    "target (dashed red line).",
     "learning_curves_steps": "The target metric of every trial against env steps sampled; "
-                             "dotted: censored or failed; crosses: where a trial first reached "
-                             "the target (dashed red line).",
+    "dotted: censored or failed; crosses: where a trial first reached "
+    "the target (dashed red line).",
     "ttt_vs_env_runners": "Median time-to-target (Kaplan-Meier median when seeds were censored) of "
-                      "each algorithm's best configuration at each env runner count. Error "
-                      f"bars: 95 % CI, only with >= {MIN_SEEDS_FOR_CI} seeds; an unbounded "
-                      "upper limit is not drawn. Triangles: median not reached, drawn at the "
-                      "longest censored time.",
+    "each algorithm's best configuration at each env runner count. Error "
+    f"bars: 95 % CI, only with >= {MIN_SEEDS_FOR_CI} seeds; an unbounded "
+    "upper limit is not drawn. Triangles: median not reached, drawn at the "
+    "longest censored time.",
     "speedup": "Speedup S = TTT(baseline) / TTT of each algorithm's best configuration per env "
-               "runner count (bars: bounded 95 % CIs only); dashed grey: ideal linear speedup; "
-               "dotted / solid: Amdahl / USL fits of 1/TTT.",
+    "runner count (bars: bounded 95 % CIs only); dashed grey: ideal linear speedup; "
+    "dotted / solid: Amdahl / USL fits of 1/TTT.",
     "efficiency": "Parallel efficiency E = S / resources ratio, per env runner (solid) and per "
-                  "CPU (dashed); 1 = ideal.",
+    "CPU (dashed); 1 = ideal.",
     "throughput": "Env steps per second of wall-clock (start-up included), one marker per "
-                  "trial of each algorithm's best configurations; dotted / solid: Amdahl / USL "
-                  "fits.",
+    "trial of each algorithm's best configurations; dotted / solid: Amdahl / USL "
+    "fits.",
     "plan_check": "Circles: median TTT (95 % CI) at the env runner counts the models were "
-                  "fitted on; diamonds: at the held-out ones. Stars: USL on 1/TTT; crosses: the "
-                  "pipeline model (start-up + env steps / sampling rate); bars: 95 % bootstrap "
-                  "intervals of the predictions.",
+    "fitted on; diamonds: at the held-out ones. Stars: USL on 1/TTT; crosses: the "
+    "pipeline model (start-up + env steps / sampling rate); bars: 95 % bootstrap "
+    "intervals of the predictions.",
     "batch_size": "Markers: median learner updates (left) and env steps (right) to the target "
-                  "per batch size, the pilot filled; dashed: S(B) = S_min (1 + B_simple / B) and "
-                  "its env steps, predicted from the pilot's measured noise scale alone; bars: "
-                  "95 % bootstrap intervals over the pilot's seeds.",
+    "per batch size, the pilot filled; dashed: S(B) = S_min (1 + B_simple / B) and "
+    "its env steps, predicted from the pilot's measured noise scale alone; bars: "
+    "95 % bootstrap intervals over the pilot's seeds.",
 }
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -144,8 +144,9 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
-def build_figures(data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGURES
-                  ) -> tuple[dict[str, tuple[Any, int]], dict[str, str]]:
+def build_figures(
+    data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGURES
+) -> tuple[dict[str, tuple[Any, int]], dict[str, str]]:
     """The report's figures, by export name (see :data:`FIGURES`).
 
     Args:
@@ -163,10 +164,11 @@ def build_figures(data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGU
     if unknown:
         raise ValueError(f"figure {unknown[0]!r}: unknown; choose from {', '.join(FIGURES)}")
     builders = {
-        "learning_curves": (lambda: learning_curve_figure(data, "wall_time_s"),
-                            "learning_curves"),
-        "learning_curves_steps": (lambda: learning_curve_figure(data, "env_steps"),
-                                  "learning_curves"),
+        "learning_curves": (lambda: learning_curve_figure(data, "wall_time_s"), "learning_curves"),
+        "learning_curves_steps": (
+            lambda: learning_curve_figure(data, "env_steps"),
+            "learning_curves",
+        ),
         "ttt_vs_env_runners": (lambda: ttt_figure(data), "ttt"),
         "speedup": (lambda: speedup_figures(data).speedup, "speedup"),
         "efficiency": (lambda: speedup_figures(data).efficiency, "efficiency"),
@@ -188,9 +190,6 @@ def build_figures(data: Study, names: tuple[str, ...] | list[str] = DEFAULT_FIGU
     return figures, unavailable
 
 
-
-
-
 # ---------------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------------
@@ -200,10 +199,17 @@ def _caption(name: str, data: Study) -> str:
     s = data.summary
     over = s[s["oversubscribed"]] if len(s) else s
     if len(over):
-        pairs = sorted({(str(a), int(n)) for a, n in zip(over["algorithm"],
-                                                          over["num_env_runners"], strict=True)})
-        text += (" Oversubscribed, timings not trustworthy (not marked in the figure): "
-                 + ", ".join(f"{a} with {n} env runner(s)" for a, n in pairs) + ".")
+        pairs = sorted(
+            {
+                (str(a), int(n))
+                for a, n in zip(over["algorithm"], over["num_env_runners"], strict=True)
+            }
+        )
+        text += (
+            " Oversubscribed, timings not trustworthy (not marked in the figure): "
+            + ", ".join(f"{a} with {n} env runner(s)" for a, n in pairs)
+            + "."
+        )
     return text
 
 
@@ -215,16 +221,9 @@ def md_table(headers: list[str], rows: list[list[str]], right: tuple[int, ...] =
     """A Markdown table: ``headers`` and ``rows`` of text cells (``|`` escaped, newlines
     flattened), the columns whose indices are in ``right`` right-aligned."""
     sep = ["---:" if i in right else "---" for i in range(len(headers))]
-    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |",
-             "| " + " | ".join(sep) + " |"]
+    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
-
-
-
-
-
-
 
 
 def _fmt_param(spec: dict[str, Any]) -> str:
@@ -235,14 +234,17 @@ def _fmt_param(spec: dict[str, Any]) -> str:
         word = "log-uniform" if kind == "loguniform" else "uniform"
         return f"{word} [{fmt_value(spec.get('low'))}, {fmt_value(spec.get('high'))})"
     if kind == "int":
-        return (f"integer [{spec.get('low')}, {spec.get('high')}]"
-                + (" (log)" if spec.get("log") else ""))
+        return f"integer [{spec.get('low')}, {spec.get('high')}]" + (
+            " (log)" if spec.get("log") else ""
+        )
     return json.dumps(spec)
 
 
 def _space(space: dict[str, Any]) -> str:
-    return "; ".join(f"{k} {_fmt_param(v)}" if isinstance(v, dict) and "kind" in v
-                     else f"{k}={fmt_value(v)}" for k, v in space.items())
+    return "; ".join(
+        f"{k} {_fmt_param(v)}" if isinstance(v, dict) and "kind" in v else f"{k}={fmt_value(v)}"
+        for k, v in space.items()
+    )
 
 
 def _scrub_paths(text: str) -> str:
@@ -261,12 +263,16 @@ def _what_was_run(data: Study) -> list[str]:
     res, spec, env, tgt, tm = data.res, data.res.spec, data.res.environment, data.target, data.tm
     lines = ["## What was run", ""]
     item = lines.append
-    item(f"- **Sweep**: `{res.name}`, run `{res.path.name}`"
-         + (f" (sweep file `{spec['source_file']}`)" if spec.get("source_file") else ""))
+    item(
+        f"- **Sweep**: `{res.name}`, run `{res.path.name}`"
+        + (f" (sweep file `{spec['source_file']}`)" if spec.get("source_file") else "")
+    )
     if spec.get("env"):
         cfg = spec.get("env_config") or {}
-        item(f"- **Environment**: `{spec['env']}`"
-             + (f" with `{json.dumps(cfg, sort_keys=True)}`" if cfg else ""))
+        item(
+            f"- **Environment**: `{spec['env']}`"
+            + (f" with `{json.dumps(cfg, sort_keys=True)}`" if cfg else "")
+        )
     algs = spec.get("algorithms") or (sorted(tm["algorithm"].unique()) if len(tm) else [])
     item(f"- **Algorithms**: {', '.join(map(str, algs)) or 'n/a'}")
     if spec.get("search_space") or spec.get("per_algorithm"):
@@ -276,22 +282,33 @@ def _what_was_run(data: Study) -> list[str]:
     fixed = {**(spec.get("fixed") or {})}
     per_fixed = {a: f for a, f in (spec.get("per_algorithm_fixed") or {}).items() if f}
     if fixed or per_fixed:
-        item("- **Fixed**: " + "; ".join(
-            [_space(fixed)] * bool(fixed) + [f"{a}: {_space(f)}" for a, f in per_fixed.items()]))
+        item(
+            "- **Fixed**: "
+            + "; ".join(
+                [_space(fixed)] * bool(fixed) + [f"{a}: {_space(f)}" for a, f in per_fixed.items()]
+            )
+        )
     search = spec.get("search") or {}
     if search:
         conc = search.get("max_concurrent")
-        item(f"- **Search**: {str(search.get('sampler', '?')).upper()} sampler, "
-             f"{search.get('num_samples', '?')} sampled configuration(s) plus the baseline, "
-             f"{search.get('seeds', '?')} seed(s) each"
-             + (f", {conc} trial(s) at a time" if conc else ""))
+        item(
+            f"- **Search**: {str(search.get('sampler', '?')).upper()} sampler, "
+            f"{search.get('num_samples', '?')} sampled configuration(s) plus the baseline, "
+            f"{search.get('seeds', '?')} seed(s) each"
+            + (f", {conc} trial(s) at a time" if conc else "")
+        )
     base = spec.get("baseline") or {}
     if base:
-        extra = ", ".join(f"{k}={fmt_value(v)}" for k, v in base.items()
-                          if k not in ("algorithm", "num_env_runners"))
+        extra = ", ".join(
+            f"{k}={fmt_value(v)}"
+            for k, v in base.items()
+            if k not in ("algorithm", "num_env_runners")
+        )
         n = base.get("num_env_runners", "?")
-        item(f"- **Baseline** (speedups are relative to it): {base.get('algorithm', '?')}, "
-             f"{n} env runner(s)" + (f", {extra}" if extra else ""))
+        item(
+            f"- **Baseline** (speedups are relative to it): {base.get('algorithm', '?')}, "
+            f"{n} env runner(s)" + (f", {extra}" if extra else "")
+        )
     st = spec.get("target") or {}
     opt = as_float(st.get("optimal_return"))
     frac = as_float(st.get("fraction_of_optimal"))
@@ -311,28 +328,40 @@ def _what_was_run(data: Study) -> list[str]:
     if not parts and len(tm):
         b = pd.to_numeric(tm["budget_s"], errors="coerce").dropna()
         parts = [f"{fmt_s(float(b.iloc[0]))} wall-clock"] if len(b) else []
-    item(f"- **Budget per trial**: {' or '.join(parts) if parts else 'n/a'}"
-         " (a trial that spends it first is censored)")
+    item(
+        f"- **Budget per trial**: {' or '.join(parts) if parts else 'n/a'}"
+        " (a trial that spends it first is censored)"
+    )
     if len(tm):
         st_counts = tm["status"].value_counts()
         seeds = data.summary["n_trials"]
-        item(f"- **Trials**: {len(tm)} in {len(data.summary)} configuration(s) "
-             f"({seeds.min()}" + (f"-{seeds.max()}" if seeds.max() != seeds.min() else "")
-             + f" seed(s) each): {int(st_counts.get('reached', 0))} reached the target, "
-             f"{int(st_counts.get('censored', 0))} censored, "
-             f"{int(st_counts.get('error', 0))} error(s)")
+        item(
+            f"- **Trials**: {len(tm)} in {len(data.summary)} configuration(s) "
+            f"({seeds.min()}"
+            + (f"-{seeds.max()}" if seeds.max() != seeds.min() else "")
+            + f" seed(s) each): {int(st_counts.get('reached', 0))} reached the target, "
+            f"{int(st_counts.get('censored', 0))} censored, "
+            f"{int(st_counts.get('error', 0))} error(s)"
+        )
     else:
         item("- **Trials**: none yet")
     if data.stage_note:
         item(f"- **Stages**: {data.stage_note}")
     if env:
         nodes = env.get("nodes") or []
-        mach = (f"{env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs"
-                + (f", {env['memory_gib']} GiB memory" if env.get("memory_gib") else ""))
+        mach = f"{env.get('cpu_model', '?')}, {env.get('cpu_count', '?')} CPUs" + (
+            f", {env['memory_gib']} GiB memory" if env.get("memory_gib") else ""
+        )
         if nodes:
-            mach += f"; {len(nodes)} node(s) in the Ray cluster (" + ", ".join(
-                f"{fmt_value(n.get('num_cpus', '?'))} CPUs, {fmt_value(n.get('num_gpus', 0))}"
-                " GPUs" for n in nodes) + ")"
+            mach += (
+                f"; {len(nodes)} node(s) in the Ray cluster ("
+                + ", ".join(
+                    f"{fmt_value(n.get('num_cpus', '?'))} CPUs, {fmt_value(n.get('num_gpus', 0))}"
+                    " GPUs"
+                    for n in nodes
+                )
+                + ")"
+            )
         if env.get("platform"):
             mach += f"; {env['platform']}"
         item(f"- **Machine**: {mach}")
@@ -343,13 +372,21 @@ def _what_was_run(data: Study) -> list[str]:
             item(f"- **Git revision**: `{env['git_revision']}`")
         t0, t1 = _iso(env.get("started_at")), _iso(env.get("finished_at"))
         if t0 and t1:
-            item(f"- **Ran**: {env['started_at']} to {env['finished_at']} "
-                 f"(total wall-clock {fmt_s((t1 - t0).total_seconds())}"
-                 + (f"; the trials themselves ran {fmt_s(float(tm['elapsed_s'].sum()))}"
-                    if len(tm) and tm["elapsed_s"].notna().any() else "") + ")")
+            item(
+                f"- **Ran**: {env['started_at']} to {env['finished_at']} "
+                f"(total wall-clock {fmt_s((t1 - t0).total_seconds())}"
+                + (
+                    f"; the trials themselves ran {fmt_s(float(tm['elapsed_s'].sum()))}"
+                    if len(tm) and tm["elapsed_s"].notna().any()
+                    else ""
+                )
+                + ")"
+            )
         else:
-            item(f"- **Ran**: started {env.get('started_at', 'n/a')}, finished "
-                 f"{env.get('finished_at', 'n/a (unfinished, or not recorded)')}")
+            item(
+                f"- **Ran**: started {env.get('started_at', 'n/a')}, finished "
+                f"{env.get('finished_at', 'n/a (unfinished, or not recorded)')}"
+            )
         if env.get("command"):
             item(f"- **Command**: `{_scrub_paths(str(env['command']))}`")
         if env.get("synthetic"):
@@ -359,20 +396,20 @@ def _what_was_run(data: Study) -> list[str]:
     return lines
 
 
-
-
-
-
-
-
-
-
-
-
-_SAID_IN_CELLS = frozenset({
-    "too_few_seeds", "base_not_reached", "not_reached", "neither_reached",
-    "abs_base_not_reached", "abs_not_reached", "abs_neither_reached", "oversubscribed",
-    "no_sample_efficiency", "median_not_reached"})
+_SAID_IN_CELLS = frozenset(
+    {
+        "too_few_seeds",
+        "base_not_reached",
+        "not_reached",
+        "neither_reached",
+        "abs_base_not_reached",
+        "abs_not_reached",
+        "abs_neither_reached",
+        "oversubscribed",
+        "no_sample_efficiency",
+        "median_not_reached",
+    }
+)
 """Codes of the notes of analysis.stats (:class:`analysis.stats.Note`) that a table cell
 already shows (CI n/a, bounds, flags)."""
 
@@ -381,8 +418,11 @@ def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]
     """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
     between the configurations of ``summary``."""
     cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
-    cols += [c for c in ("num_envs_per_env_runner", "vectorize_mode", "rollout_fragment_length",
-                         "lr") if c in summary.columns]
+    cols += [
+        c
+        for c in ("num_envs_per_env_runner", "vectorize_mode", "rollout_fragment_length", "lr")
+        if c in summary.columns
+    ]
     cols += sorted(c for c in summary.columns if c.startswith("param_"))
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 
@@ -393,11 +433,24 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     Rows follow the sweep's algorithm order, then env runners, batch size and TTT.
     """
     s = data.summary
-    headers = ["algorithm", "env runners", "CPUs", "batch", "other params", "seeds",
-               "success", "TTT [95% CI]", "speedup [95% CI]", "absolute speedup [95% CI]",
-               "efficiency per env runner",
-               "efficiency per CPU", "env steps/s", "steps-to-target", "oversubscribed",
-               "notes"]
+    headers = [
+        "algorithm",
+        "env runners",
+        "CPUs",
+        "batch",
+        "other params",
+        "seeds",
+        "success",
+        "TTT [95% CI]",
+        "speedup [95% CI]",
+        "absolute speedup [95% CI]",
+        "efficiency per env runner",
+        "efficiency per CPU",
+        "env steps/s",
+        "steps-to-target",
+        "oversubscribed",
+        "notes",
+    ]
     if s.empty:
         return headers, [], []
     sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
@@ -406,23 +459,26 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
     rank = {a: i for i, a in enumerate(order)}
-    s = s.assign(_alg=s["algorithm"].map(lambda a: rank.get(a, len(rank))),
-                 _b=pd.to_numeric(s.get("train_batch_size", np.nan), errors="coerce"),
-                 _t=s["ttt_s"].astype(float).fillna(np.inf), _nb=~s["is_baseline"])
-    s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"],
-                      kind="stable")
+    s = s.assign(
+        _alg=s["algorithm"].map(lambda a: rank.get(a, len(rank))),
+        _b=pd.to_numeric(s.get("train_batch_size", np.nan), errors="coerce"),
+        _t=s["ttt_s"].astype(float).fillna(np.inf),
+        _nb=~s["is_baseline"],
+    )
+    s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"], kind="stable")
     varying = varying_params(data.summary)
     notes: list[str] = []
     rows = []
     for _, c in s.iterrows():
         n = int(c["n_reached"] + c["n_censored"])
         r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
-        other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}"
-                          for col in varying)
-        seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"]
-                                           else "")
-        success = (f"{int(c['n_reached'])}/{n} ({c['success_rate']:.0%})" if n else
-                   "n/a (every trial failed)")
+        other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}" for col in varying)
+        seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"] else "")
+        success = (
+            f"{int(c['n_reached'])}/{n} ({c['success_rate']:.0%})"
+            if n
+            else "n/a (every trial failed)"
+        )
         row_notes = list(c["notes"])
         if r is not None and isinstance(r["speedup_notes"], list):
             row_notes += [x for x in r["speedup_notes"] if x not in row_notes]
@@ -432,22 +488,44 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
             if x not in notes:
                 notes.append(x)
             refs.append(f"[{notes.index(x) + 1}]")
-        rows.append([
-            str(c["algorithm"]) + (" (baseline)" if c["is_baseline"] else "")
-            + (" (reference)" if c["is_reference"] else ""),
-            str(int(c["num_env_runners"])), fmt_value(as_float(c["num_cpus"])),
-            fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
-            other or "-", seeds, success, fmt_ttt(c),
-            fmt_speedup(r, n, base_n) if base is not None and not c["is_reference"]
-            else "n/a (no baseline)" if base is None else "-",
-            ("-" if c["is_reference"] else fmt_speedup(r, n, ref_n, key="abs_speedup"))
-            if len(ref) else "n/a (no reference)",
-            *(["-", "-"] if c["is_reference"] else
-              [fmt_efficiency(r, n, base_n, w, c["algorithm"] == base["algorithm"])
-               if base is not None else "n/a (no baseline)" for w in ("runner", "cpu")]),
-            fmt_count(as_float(c["env_steps_per_s"])),
-            fmt_count(as_float(c["steps_to_target"])) if c["n_reached"] else "n/a (none reached)",
-            "**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"])
+        rows.append(
+            [
+                str(c["algorithm"])
+                + (" (baseline)" if c["is_baseline"] else "")
+                + (" (reference)" if c["is_reference"] else ""),
+                str(int(c["num_env_runners"])),
+                fmt_value(as_float(c["num_cpus"])),
+                fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
+                other or "-",
+                seeds,
+                success,
+                fmt_ttt(c),
+                fmt_speedup(r, n, base_n)
+                if base is not None and not c["is_reference"]
+                else "n/a (no baseline)"
+                if base is None
+                else "-",
+                ("-" if c["is_reference"] else fmt_speedup(r, n, ref_n, key="abs_speedup"))
+                if len(ref)
+                else "n/a (no reference)",
+                *(
+                    ["-", "-"]
+                    if c["is_reference"]
+                    else [
+                        fmt_efficiency(r, n, base_n, w, c["algorithm"] == base["algorithm"])
+                        if base is not None
+                        else "n/a (no baseline)"
+                        for w in ("runner", "cpu")
+                    ]
+                ),
+                fmt_count(as_float(c["env_steps_per_s"])),
+                fmt_count(as_float(c["steps_to_target"]))
+                if c["n_reached"]
+                else "n/a (none reached)",
+                "**yes**" if c["oversubscribed"] else "no",
+                " ".join(refs) or "-",
+            ]
+        )
     return headers, rows, notes
 
 
@@ -457,21 +535,28 @@ def _plan_check_lines(data: Study) -> list[str]:
         return []
     out = ["", "## Plan check (held-out env runner counts)", ""]
     held = ",".join(str(n) for n in sorted(check.rows["num_env_runners"].unique()))
-    out.append("The scaling models fitted without the held-out env runner counts, their "
-               "predictions there, and what was measured (`python -m analysis.plan "
-               f"{data.res.name}/{data.res.path.name} --holdout {held or 'N,...'}`). The "
-               "pipeline model predicts TTT = start-up(N) + env steps to target(N) / sampling "
-               "rate(N) (analysis/plan_check.py); the capacity plan uses, per algorithm, the "
-               "TTT model that leave-one-N-out cross-validation on the fitted N prefers (the "
-               "notes name it). Error = "
-               "predicted / measured - 1; intervals: 95 % bootstrap over seeds; measured: "
-               "median [95 % CI] (TTT) or median [range over seeds] (env steps/s).")
+    out.append(
+        "The scaling models fitted without the held-out env runner counts, their "
+        "predictions there, and what was measured (`python -m analysis.plan "
+        f"{data.res.name}/{data.res.path.name} --holdout {held or 'N,...'}`). The "
+        "pipeline model predicts TTT = start-up(N) + env steps to target(N) / sampling "
+        "rate(N) (analysis/plan_check.py); the capacity plan uses, per algorithm, the "
+        "TTT model that leave-one-N-out cross-validation on the fitted N prefers (the "
+        "notes name it). Error = "
+        "predicted / measured - 1; intervals: 95 % bootstrap over seeds; measured: "
+        "median [95 % CI] (TTT) or median [range over seeds] (env steps/s)."
+    )
     rows = table_rows(check)
     if rows:
         out += ["", md_table(TABLE_HEADERS, rows, right=(1, 5, 6, 7)), ""]
     fit = fit_table_rows(check)
     if fit:
-        out += [FIT_CAPTION, "", md_table(FIT_HEADERS, fit, right=tuple(range(3, len(FIT_HEADERS)))), ""]
+        out += [
+            FIT_CAPTION,
+            "",
+            md_table(FIT_HEADERS, fit, right=tuple(range(3, len(FIT_HEADERS)))),
+            "",
+        ]
     out += [f"- {_scrub_paths(n)}" for n in check.notes]
     return out
 
@@ -482,12 +567,17 @@ def _fit_lines(data: Study) -> list[str]:
     fits = [*data.speedup_fits(), *data.throughput_fit_rows()]
     if not fits:
         return []
-    out = ["", "## Scaling fits", "",
-           "X(N) = gamma N / (1 + alpha (N - 1) + beta N (N - 1)) (Gunther's Universal "
-           "Scalability Law; Amdahl: beta = 0), fitted to the capacity named (1/TTT of the best "
-           "configuration per N, or every trial's env steps/s) with 0 <= alpha <= 1, beta >= 0; "
-           "+- one standard error from the fit's covariance; peak N* = sqrt((1 - alpha) / "
-           "beta).", ""]
+    out = [
+        "",
+        "## Scaling fits",
+        "",
+        "X(N) = gamma N / (1 + alpha (N - 1) + beta N (N - 1)) (Gunther's Universal "
+        "Scalability Law; Amdahl: beta = 0), fitted to the capacity named (1/TTT of the best "
+        "configuration per N, or every trial's env steps/s) with 0 <= alpha <= 1, beta >= 0; "
+        "+- one standard error from the fit's covariance; peak N* = sqrt((1 - alpha) / "
+        "beta).",
+        "",
+    ]
     out += [f"- {alg}, {what}: {f.describe()}" for alg, what, f in fits]
     return out
 
@@ -498,39 +588,73 @@ def _batch_size_lines(data: Study) -> list[str]:
         return []
     from analysis.batch_size import check_lines
 
-    out = ["", "## Batch size and gradient noise scale", "",
-           "Predicted from the pilot batch size's measured learner updates to the target and its "
-           "gradient noise scale B_simple (McCandlish et al. 2018: S = S_min (1 + B_noise / B)), "
-           "against the measured medians (`python -m analysis.batch_size "
-           f"{data.res.name}/{data.res.path.name}`); error = predicted / measured - 1.", ""]
+    out = [
+        "",
+        "## Batch size and gradient noise scale",
+        "",
+        "Predicted from the pilot batch size's measured learner updates to the target and its "
+        "gradient noise scale B_simple (McCandlish et al. 2018: S = S_min (1 + B_noise / B)), "
+        "against the measured medians (`python -m analysis.batch_size "
+        f"{data.res.name}/{data.res.path.name}`); error = predicted / measured - 1.",
+        "",
+    ]
     rows = []
     for _, r in b.rows.iterrows():
+
         def e(x: float) -> str:
             return f"{x:+.0%}" if math.isfinite(x) else "n/a"
 
-        rows.append([r["algorithm"], f"{r['train_batch_size']:g}", r["role"],
-                     f"{r['n_reached']}/{r['n_trials']}", f"{r['b_simple']:.3g}",
-                     f"{r['updates']:,.0f}",
-                     f"{r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, "
-                     f"{r['updates_high']:,.0f}]", e(r["updates_error"]),
-                     f"{r['steps']:,.0f}",
-                     f"{r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, {r['steps_high']:,.0f}]",
-                     e(r["steps_error"]), f"{r['ttt']:.1f}",
-                     f"{r['ttt_pred']:.1f} [{r['ttt_low']:.1f}, {r['ttt_high']:.1f}]",
-                     e(r["ttt_error"])])
+        rows.append(
+            [
+                r["algorithm"],
+                f"{r['train_batch_size']:g}",
+                r["role"],
+                f"{r['n_reached']}/{r['n_trials']}",
+                f"{r['b_simple']:.3g}",
+                f"{r['updates']:,.0f}",
+                f"{r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, {r['updates_high']:,.0f}]",
+                e(r["updates_error"]),
+                f"{r['steps']:,.0f}",
+                f"{r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, {r['steps_high']:,.0f}]",
+                e(r["steps_error"]),
+                f"{r['ttt']:.1f}",
+                f"{r['ttt_pred']:.1f} [{r['ttt_low']:.1f}, {r['ttt_high']:.1f}]",
+                e(r["ttt_error"]),
+            ]
+        )
     if rows:
-        out += [md_table(["algorithm", "batch B", "role", "reached", "B_simple",
-                           "updates to target", "predicted [95 %]", "error",
-                           "env steps to target", "predicted [95 %]", "error", "TTT (s)",
-                           "predicted [95 %]", "error"], rows,
-                          right=(1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)), ""]
-    out += [f"- {_scrub_paths(x)}" for x in check_lines(b) if "B_crit" in x or not rows
-            or x in b.notes]
+        out += [
+            md_table(
+                [
+                    "algorithm",
+                    "batch B",
+                    "role",
+                    "reached",
+                    "B_simple",
+                    "updates to target",
+                    "predicted [95 %]",
+                    "error",
+                    "env steps to target",
+                    "predicted [95 %]",
+                    "error",
+                    "TTT (s)",
+                    "predicted [95 %]",
+                    "error",
+                ],
+                rows,
+                right=(1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
+            ),
+            "",
+        ]
+    out += [
+        f"- {_scrub_paths(x)}" for x in check_lines(b) if "B_crit" in x or not rows or x in b.notes
+    ]
     return out
 
 
-def markdown_tables(data: Study, figures: dict[str, str] | None = None,
-                    unavailable: dict[str, str] | None = None) -> str:
+def markdown_tables(
+    data: Study, figures: dict[str, str] | None = None, unavailable: dict[str, str] | None = None
+) -> str:
     """The Markdown summary of a study (see the module docstring for its parts).
 
     Args:
@@ -543,15 +667,21 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
     """
     figures, unavailable = figures or {}, unavailable or {}
     res = data.res
-    out = [f"<!-- Generated by `python -m analysis.publish` (rl-scaling) from run "
-           f"{res.name}/{res.path.name}; regenerate rather than edit. -->", ""]
+    out = [
+        f"<!-- Generated by `python -m analysis.publish` (rl-scaling) from run "
+        f"{res.name}/{res.path.name}; regenerate rather than edit. -->",
+        "",
+    ]
     out += _what_was_run(data)
     out += ["", "## Results per configuration", ""]
     headers, rows, notes = config_rows(data)
     base = data.baseline
     if rows:
-        bl = (f"{base['algorithm']} with {int(base['num_env_runners'])} env "
-              "runner(s)" if base is not None else "none (no baseline trials)")
+        bl = (
+            f"{base['algorithm']} with {int(base['num_env_runners'])} env runner(s)"
+            if base is not None
+            else "none (no baseline trials)"
+        )
         out.append(
             "TTT: wall-clock seconds from trial start (actor start-up included) to the end of "
             "the first iteration whose metric reached the target; median over seeds, or "
@@ -564,7 +694,8 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
             f"{describe_metric(data.target.metric, res.spec)}. Env steps/s: "
             "median over seeds of total env steps / trial wall-clock. Steps-to-target: median "
             "over the seeds that reached the target. Oversubscribed: the trial asked for more "
-            "CPUs than the cluster had, so its timings are not trustworthy.")
+            "CPUs than the cluster had, so its timings are not trustworthy."
+        )
         out += ["", md_table(headers, rows, right=(1, 2, 3, 5, 12, 13)), ""]
         if notes:
             out.append("Notes:")
@@ -575,21 +706,30 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
     plan = data.plan
     if plan is None or plan.candidates.empty:
         out.append("No recommendation:")
-        out += [""] + [f"- {_scrub_paths(x)}" for x in (plan.notes if plan is not None
-                                                        else ["no configurations yet"])]
+        out += [""] + [
+            f"- {_scrub_paths(x)}"
+            for x in (plan.notes if plan is not None else ["no configurations yet"])
+        ]
     else:
         answer = plan_answer(plan, sweep_file_of(res.environment))
         out.append(_scrub_paths(answer.sentence))
         if answer.commands:
-            out += [""] + [f"- {label}: `{cmd}`{note}"
-                           for label, cmd, note in map(command_parts, answer.commands)]
+            out += [""] + [
+                f"- {label}: `{cmd}`{note}"
+                for label, cmd, note in map(command_parts, answer.commands)
+            ]
         out += ["", "What the plan assumes:", "", "| assumption | the plan took |", "|---|---|"]
         out += [f"| {a} | {_scrub_paths(b).replace('|', '/')} |" for a, b in answer.assumptions]
-        out += ["", "<details><summary>Details: every recommendation, the scaling models, "
-                "caveats, batch size</summary>", "",
-                "From `analysis.plan` (no deadline or budget given; reproduce or constrain "
-                f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
-                "--budget 1usd`):", ""]
+        out += [
+            "",
+            "<details><summary>Details: every recommendation, the scaling models, "
+            "caveats, batch size</summary>",
+            "",
+            "From `analysis.plan` (no deadline or budget given; reproduce or constrain "
+            f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
+            "--budget 1usd`):",
+            "",
+        ]
         out += [f"- {_scrub_paths(x)}" for x in [*answer.details, *data.batch_advice]]
         out += ["", "</details>"]
     out += _fit_lines(data)
@@ -601,8 +741,7 @@ def markdown_tables(data: Study, figures: dict[str, str] | None = None,
         out += ["", "## Figures", ""]
         for name in [*figures, *[n for n in unavailable if n not in figures]]:
             if name in figures:
-                out += [f"![{FIGURES[name]}]({figures[name]})", "",
-                        f"*{_caption(name, data)}*", ""]
+                out += [f"![{FIGURES[name]}]({figures[name]})", "", f"*{_caption(name, data)}*", ""]
             else:
                 out += [f"*{FIGURES[name]}: not drawn. {unavailable[name]}*", ""]
     return "\n".join(out).rstrip("\n") + "\n"
@@ -634,10 +773,17 @@ class Published:
     warnings: list[str] = field(default_factory=list)
 
 
-def publish(results_dir: str | Path, out: str | Path, *, name: str | None = None,
-            target: str | float | None = None,
-            figures: tuple[str, ...] | list[str] = DEFAULT_FIGURES, engine: str = "auto",
-            width: int = 1000, scale: float = 2.0) -> Published:
+def publish(
+    results_dir: str | Path,
+    out: str | Path,
+    *,
+    name: str | None = None,
+    target: str | float | None = None,
+    figures: tuple[str, ...] | list[str] = DEFAULT_FIGURES,
+    engine: str = "auto",
+    width: int = 1000,
+    scale: float = 2.0,
+) -> Published:
     """Write the PNG figures and the Markdown tables of a results directory.
 
     Args:
@@ -659,70 +805,98 @@ def publish(results_dir: str | Path, out: str | Path, *, name: str | None = None
     if engine not in ("auto", "kaleido", "chromium"):
         raise ValueError(f"--engine {engine!r}: expected auto, kaleido or chromium")
     if not width >= 100 or not 0 < scale <= 8:
-        raise ValueError(f"--width {width} / --scale {scale}: need width >= 100 (CSS px) and "
-                         "0 < scale <= 8")
+        raise ValueError(
+            f"--width {width} / --scale {scale}: need width >= 100 (CSS px) and 0 < scale <= 8"
+        )
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
     res = load_results(results_dir)
     stem = name or res.name
     if not _NAME_RE.fullmatch(stem):
-        raise ValueError(f"--name {stem!r}: use letters, digits, '_', '.' or '-' (it names "
-                         "files)")
+        raise ValueError(f"--name {stem!r}: use letters, digits, '_', '.' or '-' (it names files)")
     data = analyse(res, target)
     built, unavailable = build_figures(data, list(figures))
     paths = {n: out / "figures" / f"{stem}_{n}.png" for n in built}
     export_error, used = None, ""
     if built:
         try:
-            used = export_png({paths[n]: built[n] for n in built}, width=width, scale=scale,
-                              engine=engine)
+            used = export_png(
+                {paths[n]: built[n] for n in built}, width=width, scale=scale, engine=engine
+            )
         except ExportError as exc:
             export_error = str(exc)
     written = {n: p for n, p in paths.items() if export_error is None and p.is_file()}
     for n in built:
         if n not in written:
             unavailable[n] = f"PNG export failed: {export_error or 'no file written'}"
-    md = markdown_tables(data, {n: f"figures/{p.name}" for n, p in written.items()},
-                         {n: unavailable[n] for n in figures if n in unavailable})
+    md = markdown_tables(
+        data,
+        {n: f"figures/{p.name}" for n, p in written.items()},
+        {n: unavailable[n] for n in figures if n in unavailable},
+    )
     out.mkdir(parents=True, exist_ok=True)
     md_path = out / f"{stem}_tables.md"
     md_path.write_text(md, encoding="utf-8")
-    return Published(markdown_path=md_path, markdown=md, figures=written,
-                     unavailable=unavailable, export_error=export_error, engine=used,
-                     warnings=list(data.warnings))
+    return Published(
+        markdown_path=md_path,
+        markdown=md,
+        figures=written,
+        unavailable=unavailable,
+        export_error=export_error,
+        engine=used,
+        warnings=list(data.warnings),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 1 figure export failed, 2 bad input)."""
-    p = OneLineParser(prog="python -m analysis.publish",
-                description="Export the report's figures as PNG and a Markdown summary "
-                            "(what was run, per-configuration table, recommendation) of a "
-                            "results directory, e.g. for docs/.")
+    p = OneLineParser(
+        prog="python -m analysis.publish",
+        description="Export the report's figures as PNG and a Markdown summary "
+        "(what was run, per-configuration table, recommendation) of a "
+        "results directory, e.g. for docs/.",
+    )
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
-    p.add_argument("--out", required=True, help="output folder, e.g. docs/ (figures go to "
-                                                "OUT/figures/)")
+    p.add_argument(
+        "--out", required=True, help="output folder, e.g. docs/ (figures go to OUT/figures/)"
+    )
     p.add_argument("--name", help="file name stem (default: the sweep's name)")
-    p.add_argument("--target", help="override the target: absolute value or percent of "
-                                    "optimum (e.g. 95%%)")
-    p.add_argument("--figures", default=",".join(DEFAULT_FIGURES),
-                   help=f"comma-separated, from {', '.join(FIGURES)} "
-                        f"(default {','.join(DEFAULT_FIGURES)})")
+    p.add_argument(
+        "--target", help="override the target: absolute value or percent of optimum (e.g. 95%%)"
+    )
+    p.add_argument(
+        "--figures",
+        default=",".join(DEFAULT_FIGURES),
+        help=f"comma-separated, from {', '.join(FIGURES)} (default {','.join(DEFAULT_FIGURES)})",
+    )
     p.add_argument("--no-figures", action="store_true", help="write the Markdown only")
-    p.add_argument("--engine", default="auto", choices=("auto", "kaleido", "chromium"),
-                   help="PNG export: kaleido (if installed), a chromium screenshot, or auto")
-    p.add_argument("--width", type=int, default=1000, help="figure width in CSS px "
-                                                           "(default 1000)")
-    p.add_argument("--scale", type=float, default=2.0,
-                   help="pixels per CSS px in the PNG (default 2)")
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=("auto", "kaleido", "chromium"),
+        help="PNG export: kaleido (if installed), a chromium screenshot, or auto",
+    )
+    p.add_argument("--width", type=int, default=1000, help="figure width in CSS px (default 1000)")
+    p.add_argument(
+        "--scale", type=float, default=2.0, help="pixels per CSS px in the PNG (default 2)"
+    )
     args = p.parse_args(argv)
     names = [] if args.no_figures else [f.strip() for f in args.figures.split(",") if f.strip()]
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         p.error(f"--figures {unknown[0]!r}: unknown; choose from {', '.join(FIGURES)}")
     try:
-        done = publish(args.results_dir, args.out, name=args.name, target=args.target,
-                       figures=names, engine=args.engine, width=args.width, scale=args.scale)
+        done = publish(
+            args.results_dir,
+            args.out,
+            name=args.name,
+            target=args.target,
+            figures=names,
+            engine=args.engine,
+            width=args.width,
+            scale=args.scale,
+        )
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
         return EXIT_BAD_INPUT

@@ -118,8 +118,9 @@ class ScalingFit:
         """True when ``n`` lies outside the measured range of N."""
         return bool(n < self.n_min - 1e-9 or n > self.n_max + 1e-9)
 
-    def predict_interval(self, n: np.ndarray, confidence: float = 0.95
-                         ) -> tuple[np.ndarray, np.ndarray]:
+    def predict_interval(
+        self, n: np.ndarray, confidence: float = 0.95
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Delta-method confidence band of the mean capacity at ``n``.
 
         ``X +- t(dof) * sqrt(g' C g)`` with ``g`` the gradient of X in (gamma, alpha, beta) and
@@ -127,12 +128,12 @@ class ScalingFit:
         """
         n = np.asarray(n, dtype=float)
         x = self.predict(n)
-        if not self.ok or self.cov is None or self.dof <= 0 or not np.all(
-                np.isfinite(self.cov)):
+        if not self.ok or self.cov is None or self.dof <= 0 or not np.all(np.isfinite(self.cov)):
             return np.full(n.shape, np.nan), np.full(n.shape, np.nan)
         d = 1.0 + self.alpha * (n - 1.0) + self.beta * n * (n - 1.0)
-        g = np.stack([n / d, -self.gamma * n * (n - 1.0) / d**2,
-                      -self.gamma * n * n * (n - 1.0) / d**2])
+        g = np.stack(
+            [n / d, -self.gamma * n * (n - 1.0) / d**2, -self.gamma * n * n * (n - 1.0) / d**2]
+        )
         var = np.einsum("i...,ij,j...->...", g, self.cov, g)
         half = sps.t.ppf(0.5 + confidence / 2.0, self.dof) * np.sqrt(np.maximum(var, 0.0))
         return x - half, x + half
@@ -142,13 +143,16 @@ class ScalingFit:
         if not self.ok:
             return f"{_NAMES[self.model]}: not fitted ({self.reason})"
         se = self.stderr
-        txt = (f"{_NAMES[self.model]}: gamma={self.gamma:.4g}, alpha={self.alpha:.3g}"
-               + (f" (+-{se[1]:.2g})" if math.isfinite(se[1]) else ""))
+        txt = f"{_NAMES[self.model]}: gamma={self.gamma:.4g}, alpha={self.alpha:.3g}" + (
+            f" (+-{se[1]:.2g})" if math.isfinite(se[1]) else ""
+        )
         if self.model == "usl":
-            txt += f", beta={self.beta:.3g}" + (f" (+-{se[2]:.2g})" if math.isfinite(se[2])
-                                                  else "")
-            txt += f", peak N*={self.peak_n:.3g}" if math.isfinite(self.peak_n) else (
-                ", no peak (beta=0)")
+            txt += f", beta={self.beta:.3g}" + (f" (+-{se[2]:.2g})" if math.isfinite(se[2]) else "")
+            txt += (
+                f", peak N*={self.peak_n:.3g}"
+                if math.isfinite(self.peak_n)
+                else (", no peak (beta=0)")
+            )
         txt += f"; R2={self.r2:.3f}" if math.isfinite(self.r2) else ""
         txt += f", {self.n_distinct} distinct N ({self.n_min:g}-{self.n_max:g})"
         if self.reason:
@@ -158,8 +162,9 @@ class ScalingFit:
 
 def _usl_jac(n: np.ndarray, gamma: float, alpha: float, beta: float) -> np.ndarray:
     d = 1.0 + alpha * (n - 1.0) + beta * n * (n - 1.0)
-    return np.stack([n / d, -gamma * n * (n - 1.0) / d**2, -gamma * n * n * (n - 1.0) / d**2],
-                    axis=-1)
+    return np.stack(
+        [n / d, -gamma * n * (n - 1.0) / d**2, -gamma * n * n * (n - 1.0) / d**2], axis=-1
+    )
 
 
 def _amdahl_jac(n: np.ndarray, gamma: float, alpha: float) -> np.ndarray:
@@ -180,18 +185,31 @@ def _clean(n: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return n[keep], x[keep], int((~keep).sum())
 
 
-def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
-             precise: bool = True, p0: list[float] | None = None) -> ScalingFit:
+def _fit_one(
+    model: str,
+    n: np.ndarray,
+    x: np.ndarray,
+    dropped: int,
+    precise: bool = True,
+    p0: list[float] | None = None,
+) -> ScalingFit:
     p = N_PARAMS[model]
     distinct = np.unique(n)
-    base = ScalingFit(model=model, ok=False, n_points=int(n.size),
-                      n_distinct=int(distinct.size), dropped=dropped,
-                      n_min=float(distinct.min()) if distinct.size else math.nan,
-                      n_max=float(distinct.max()) if distinct.size else math.nan)
+    base = ScalingFit(
+        model=model,
+        ok=False,
+        n_points=int(n.size),
+        n_distinct=int(distinct.size),
+        dropped=dropped,
+        n_min=float(distinct.min()) if distinct.size else math.nan,
+        n_max=float(distinct.max()) if distinct.size else math.nan,
+    )
     if distinct.size < p:
         names = "gamma, alpha, beta" if model == "usl" else "gamma, alpha"
-        base.reason = (f"{_NAMES[model]} has {p} parameters ({names}) but only "
-                       f"{distinct.size} distinct N measured; measure more env runner counts")
+        base.reason = (
+            f"{_NAMES[model]} has {p} parameters ({names}) but only "
+            f"{distinct.size} distinct N measured; measure more env runner counts"
+        )
         return base
     # Start: gamma from the smallest N, small contention/coherency.
     n0 = distinct[0]
@@ -203,15 +221,25 @@ def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
         f, jac, start = amdahl, _amdahl_jac, [gamma0, 0.05]
         bounds = ([0.0, 0.0], [np.inf, 1.0])
     if p0 is not None:
-        start = [min(max(v, lo), hi) for v, lo, hi in zip(p0[:len(start)], *bounds,
-                                                       strict=True)]
+        start = [min(max(v, lo), hi) for v, lo, hi in zip(p0[: len(start)], *bounds, strict=True)]
     try:
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", optimize.OptimizeWarning)
             tol = 1e-12 if precise else 1e-8
-            popt, pcov = optimize.curve_fit(f, n, x, p0=start, bounds=bounds, method="trf", jac=jac,
-                                            x_scale="jac", max_nfev=20000, ftol=tol,
-                                            xtol=tol, gtol=tol)
+            popt, pcov = optimize.curve_fit(
+                f,
+                n,
+                x,
+                p0=start,
+                bounds=bounds,
+                method="trf",
+                jac=jac,
+                x_scale="jac",
+                max_nfev=20000,
+                ftol=tol,
+                xtol=tol,
+                gtol=tol,
+            )
     except (RuntimeError, ValueError) as exc:
         base.reason = f"fit did not converge ({exc})"
         return base
@@ -231,8 +259,10 @@ def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
     ss_res = float(np.sum(resid**2))
     ss_tot = float(np.sum((x - x.mean()) ** 2))
     dof = int(n.size - p)
-    stderr = tuple(float(math.sqrt(v)) if dof > 0 and math.isfinite(v) and v >= 0 else math.nan
-                   for v in np.diag(cov))
+    stderr = tuple(
+        float(math.sqrt(v)) if dof > 0 and math.isfinite(v) and v >= 0 else math.nan
+        for v in np.diag(cov)
+    )
     if model == "amdahl":
         stderr = (stderr[0], stderr[1], math.nan)
     base.ok = True
@@ -243,8 +273,10 @@ def _fit_one(model: str, n: np.ndarray, x: np.ndarray, dropped: int,
     base.rmse = math.sqrt(ss_res / n.size)
     base.dof = dof
     if distinct.size == p:
-        base.reason = (f"exactly determined by {p} distinct N: no goodness of fit or interval "
-                       "from the fit itself")
+        base.reason = (
+            f"exactly determined by {p} distinct N: no goodness of fit or interval "
+            "from the fit itself"
+        )
     return base
 
 
@@ -277,11 +309,16 @@ def preferred(fits: dict[str, ScalingFit], testable: bool = False) -> ScalingFit
     return None
 
 
-def bootstrap_ttt_prediction(samples: dict[int, tuple[np.ndarray, np.ndarray]],
-                             candidates: np.ndarray, model: str, *, n_resamples: int = 200,
-                             confidence: float = 0.95, seed: int = 0,
-                             p0: list[float] | None = None
-                             ) -> tuple[np.ndarray, np.ndarray, float]:
+def bootstrap_ttt_prediction(
+    samples: dict[int, tuple[np.ndarray, np.ndarray]],
+    candidates: np.ndarray,
+    model: str,
+    *,
+    n_resamples: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    p0: list[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, float]:
     """Interval of predicted TTT at ``candidates`` carrying the seeds' uncertainty through.
 
     For each resample: resample the seeds at every measured N (independently), estimate TTT
@@ -325,5 +362,8 @@ def bootstrap_ttt_prediction(samples: dict[int, tuple[np.ndarray, np.ndarray]],
         return np.full(cand.shape, np.nan), np.full(cand.shape, np.nan), frac
     arr = np.array(preds)
     a = (1.0 - confidence) / 2.0
-    return (np.quantile(arr, a, axis=0, method="inverted_cdf"),
-            np.quantile(arr, 1 - a, axis=0, method="inverted_cdf"), frac)
+    return (
+        np.quantile(arr, a, axis=0, method="inverted_cdf"),
+        np.quantile(arr, 1 - a, axis=0, method="inverted_cdf"),
+        frac,
+    )

@@ -67,9 +67,14 @@ def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return sps.trim_mean(np.asarray(x, dtype=float), 0.25, axis=axis)
 
 
-def bootstrap_ci(x: np.ndarray, statistic: Callable[..., np.ndarray], *,
-                 confidence: float = 0.95, n_resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    x: np.ndarray,
+    statistic: Callable[..., np.ndarray],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of ``statistic`` over one sample.
 
     Args:
@@ -87,14 +92,21 @@ def bootstrap_ci(x: np.ndarray, statistic: Callable[..., np.ndarray], *,
         return math.nan, math.nan
     if np.all(x == x[0]):
         return float(x[0]), float(x[0])
-    res = sps.bootstrap((x,), statistic, confidence_level=confidence, n_resamples=n_resamples,
-                        method="percentile", vectorized=True,
-                        rng=np.random.default_rng(seed))
+    res = sps.bootstrap(
+        (x,),
+        statistic,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        vectorized=True,
+        rng=np.random.default_rng(seed),
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
-def km_median(durations: np.ndarray, reached: np.ndarray,
-              confidence: float = 0.95) -> tuple[float, float, float]:
+def km_median(
+    durations: np.ndarray, reached: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """Kaplan-Meier median time-to-target with its confidence interval (lifelines).
 
     Args:
@@ -187,8 +199,14 @@ def median_or_nan(values: pd.Series) -> float:
     return float(values.median()) if values.notna().any() else math.nan
 
 
-def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples: int = 2000,
-                      seed: int = 0, seeds: int | None = None) -> pd.DataFrame:
+def summarize_configs(
+    tm: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    seeds: int | None = None,
+) -> pd.DataFrame:
     """Time-to-target per configuration across seeds.
 
     Args:
@@ -221,38 +239,54 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         n = len(ok)
         notes: list[Note] = []
         row = {
-            "config_id": cid, "algorithm": g["algorithm"].iloc[0],
+            "config_id": cid,
+            "algorithm": g["algorithm"].iloc[0],
             "num_env_runners": int(g["num_env_runners"].iloc[0]),
             "is_baseline": bool(g["is_baseline"].any()),
             "is_reference": bool(g["is_reference"].any()) if "is_reference" in g else False,
-            "config_label": g["config_label"].iloc[0], "n_trials": len(g),
-            "n_reached": int(r.sum()), "n_censored": int((~r).sum()),
+            "config_label": g["config_label"].iloc[0],
+            "n_trials": len(g),
+            "n_reached": int(r.sum()),
+            "n_censored": int((~r).sum()),
             "n_error": int((g["status"] == "error").sum()),
             "n_skipped": skipped.get(cid, 0),
             "success_rate": float(r.mean()) if n else math.nan,
-            "estimator": "", "ttt_s": math.nan, "ttt_low_s": math.nan, "ttt_high_s": math.nan,
-            "ttt_iqm_s": math.nan, "ttt_iqm_low_s": math.nan, "ttt_iqm_high_s": math.nan,
+            "estimator": "",
+            "ttt_s": math.nan,
+            "ttt_low_s": math.nan,
+            "ttt_high_s": math.nan,
+            "ttt_iqm_s": math.nan,
+            "ttt_iqm_low_s": math.nan,
+            "ttt_iqm_high_s": math.nan,
             "ttt_olympic_s": math.nan,
             "max_censor_s": float(np.max(d[~r])) if (~r).any() else math.nan,
             "steps_to_target": median_or_nan(ok.loc[ok["reached"], "steps_to_target"]),
             # how finely the TTTs were measured (seconds between evaluations at the crossing)
             "ttt_resolution_s": median_or_nan(ok.loc[ok["reached"], "ttt_resolution_s"])
-            if "ttt_resolution_s" in ok else math.nan,
+            if "ttt_resolution_s" in ok
+            else math.nan,
             "env_steps_per_s": median_or_nan(ok["env_steps_per_s"]),
             # share of the trials' wall-clock spent in the evaluation protocol (median)
             "eval_share": median_or_nan(ok["eval_time_s"] / ok["elapsed_s"])
-            if "eval_time_s" in ok else math.nan,
+            if "eval_time_s" in ok
+            else math.nan,
             "num_cpus": median_or_nan(g["num_cpus"]),
             "num_gpus": median_or_nan(g["num_gpus"]),
             "cpus_per_env_runner": median_or_nan(g["cpus_per_env_runner"])
-            if "cpus_per_env_runner" in g else 1.0,
+            if "cpus_per_env_runner" in g
+            else 1.0,
             "peak_rss_mib": median_or_nan(g["peak_rss_mib"]) if "peak_rss_mib" in g else math.nan,
             "oversubscribed": bool(g["oversubscribed"].any()),
         }
         for c in g.columns:
-            if c.startswith("param_") or c in ("num_envs_per_env_runner", "train_batch_size",
-                                               "rollout_fragment_length", "lr",
-                                               "vectorize_mode", "concurrent_envs"):
+            if c.startswith("param_") or c in (
+                "num_envs_per_env_runner",
+                "train_batch_size",
+                "rollout_fragment_length",
+                "lr",
+                "vectorize_mode",
+                "concurrent_envs",
+            ):
                 row[c] = g[c].iloc[0]
         if n == 0:
             notes.append(Note("all_failed", "every trial failed with an error"))
@@ -263,9 +297,11 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             row["ttt_iqm_s"] = float(iqm(t))
             if n >= MIN_SEEDS_FOR_CI:
                 row["ttt_low_s"], row["ttt_high_s"] = bootstrap_ci(
-                    t, np.median, confidence=confidence, n_resamples=n_resamples, seed=seed)
+                    t, np.median, confidence=confidence, n_resamples=n_resamples, seed=seed
+                )
                 row["ttt_iqm_low_s"], row["ttt_iqm_high_s"] = bootstrap_ci(
-                    t, iqm, confidence=confidence, n_resamples=n_resamples, seed=seed)
+                    t, iqm, confidence=confidence, n_resamples=n_resamples, seed=seed
+                )
         else:
             row["estimator"] = "KM median"
             med, lo, hi = km_median(d, r, confidence)
@@ -275,21 +311,40 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
             if not r.any():
                 notes.append(Note("none_reached", "no seed reached the target"))
             elif math.isinf(med):
-                notes.append(Note("median_not_reached",
-                                  "median not reached: fewer than half the seeds reached the target"))
-            notes.append(Note("censored_km",
-                              f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM"))
+                notes.append(
+                    Note(
+                        "median_not_reached",
+                        "median not reached: fewer than half the seeds reached the target",
+                    )
+                )
+            notes.append(
+                Note(
+                    "censored_km", f"{int((~r).sum())} of {n} censored: Kaplan-Meier median, no IQM"
+                )
+            )
             n_capped = int((ok["censor_reason"] == "capped").sum()) if "censor_reason" in ok else 0
             if n_capped:
-                notes.append(Note("capped", f"{n_capped} of {n} capped: stopped when they could "
-                                  "no longer beat the fastest configuration (adaptive capping), "
-                                  "censored there"))
+                notes.append(
+                    Note(
+                        "capped",
+                        f"{n_capped} of {n} capped: stopped when they could "
+                        "no longer beat the fastest configuration (adaptive capping), "
+                        "censored there",
+                    )
+                )
             if row["n_skipped"]:
-                notes.append(Note("skipped", f"{row['n_skipped']} more seed(s) not run: with most "
-                                  "of its seeds capped, its median TTT is above the cap "
-                                  "whatever they give"))
+                notes.append(
+                    Note(
+                        "skipped",
+                        f"{row['n_skipped']} more seed(s) not run: with most "
+                        "of its seeds capped, its median TTT is above the cap "
+                        "whatever they give",
+                    )
+                )
         if 0 < n < MIN_SEEDS_FOR_CI:
-            notes.append(Note("too_few_seeds", f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})"))
+            notes.append(
+                Note("too_few_seeds", f"too few seeds for a CI (n={n} < {MIN_SEEDS_FOR_CI})")
+            )
         if n >= OLYMPIC_MIN_SEEDS:
             row["ttt_olympic_s"], why = olympic_mean(d, r)
             if why:
@@ -301,23 +356,49 @@ def summarize_configs(tm: pd.DataFrame, *, confidence: float = 0.95, n_resamples
         row["note"] = "; ".join(notes)
         row["notes"] = notes
         rows.append(row)
-    cols = ["config_id", "algorithm", "num_env_runners", "is_baseline", "is_reference",
-            "config_label",
-            "n_trials", "n_reached", "n_censored", "n_error", "n_skipped", "success_rate",
-            "estimator",
-            "ttt_s", "ttt_low_s", "ttt_high_s", "ttt_iqm_s", "ttt_iqm_low_s", "ttt_iqm_high_s",
-            "ttt_olympic_s", "max_censor_s", "steps_to_target", "ttt_resolution_s",
-            "env_steps_per_s", "num_cpus",
-            "num_gpus", "cpus_per_env_runner", "peak_rss_mib", "oversubscribed", "eval_share",
-            "note", "notes"]
+    cols = [
+        "config_id",
+        "algorithm",
+        "num_env_runners",
+        "is_baseline",
+        "is_reference",
+        "config_label",
+        "n_trials",
+        "n_reached",
+        "n_censored",
+        "n_error",
+        "n_skipped",
+        "success_rate",
+        "estimator",
+        "ttt_s",
+        "ttt_low_s",
+        "ttt_high_s",
+        "ttt_iqm_s",
+        "ttt_iqm_low_s",
+        "ttt_iqm_high_s",
+        "ttt_olympic_s",
+        "max_censor_s",
+        "steps_to_target",
+        "ttt_resolution_s",
+        "env_steps_per_s",
+        "num_cpus",
+        "num_gpus",
+        "cpus_per_env_runner",
+        "peak_rss_mib",
+        "oversubscribed",
+        "eval_share",
+        "note",
+        "notes",
+    ]
     out = pd.DataFrame(rows)
     if out.empty:
         return pd.DataFrame(columns=cols)
     return out[cols + [c for c in out.columns if c not in cols]]
 
 
-def best_configs(summary: pd.DataFrame, by: tuple[str, ...] = ("algorithm", "num_env_runners")
-                 ) -> pd.DataFrame:
+def best_configs(
+    summary: pd.DataFrame, by: tuple[str, ...] = ("algorithm", "num_env_runners")
+) -> pd.DataFrame:
     """The best configuration per group: lowest headline TTT, then highest success rate.
 
     Args:
@@ -329,11 +410,16 @@ def best_configs(summary: pd.DataFrame, by: tuple[str, ...] = ("algorithm", "num
     """
     if summary.empty:
         return summary
-    s = summary.assign(_ttt=summary["ttt_s"].fillna(np.inf),
-                       _succ=-summary["success_rate"].fillna(0.0))
+    s = summary.assign(
+        _ttt=summary["ttt_s"].fillna(np.inf), _succ=-summary["success_rate"].fillna(0.0)
+    )
     s = s.sort_values([*by, "_ttt", "_succ"], kind="stable")
-    return s.groupby(list(by), sort=True).head(1).drop(columns=["_ttt", "_succ"]).reset_index(
-        drop=True)
+    return (
+        s.groupby(list(by), sort=True)
+        .head(1)
+        .drop(columns=["_ttt", "_succ"])
+        .reset_index(drop=True)
+    )
 
 
 def _boot_stat(d: np.ndarray, r: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -350,9 +436,19 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where(both_inf, np.nan, out)
 
 
-def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: np.ndarray,
-            cr: np.ndarray, rng: np.random.Generator, *, confidence: float, n_resamples: int,
-            who: str) -> tuple[dict[str, float], list[Note]]:
+def _versus(
+    base: pd.Series,
+    bd: np.ndarray,
+    br: np.ndarray,
+    c: pd.Series,
+    cd: np.ndarray,
+    cr: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    confidence: float,
+    n_resamples: int,
+    who: str,
+) -> tuple[dict[str, float], list[Note]]:
     """S = TTT(base) / TTT(c) with its bootstrap CI, or a bound when a median is censored.
 
     Args:
@@ -368,17 +464,28 @@ def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: n
     s = float(_ratio(np.array(base["ttt_s"]), np.array(c["ttt_s"])))
     out["speedup"] = s
     if math.isnan(s):
-        notes.append(Note("neither_reached",
-                          f"neither this nor the {who} reached the target by median"))
+        notes.append(
+            Note("neither_reached", f"neither this nor the {who} reached the target by median")
+        )
     elif math.isinf(s):
         # the base's median TTT is beyond everything observed: only a lower bound
         out["lower_bound"] = float(np.max(bd)) / float(c["ttt_s"])
-        notes.append(Note("base_not_reached", f"{who} median not reached within "
-                          f"{np.max(bd):.0f} s: S > {floor_to(out['lower_bound'], 2):.2f}"))
+        notes.append(
+            Note(
+                "base_not_reached",
+                f"{who} median not reached within "
+                f"{np.max(bd):.0f} s: S > {floor_to(out['lower_bound'], 2):.2f}",
+            )
+        )
     elif s == 0.0:
         out["upper_bound"] = float(base["ttt_s"]) / float(np.max(cd))
-        notes.append(Note("not_reached", f"median not reached within {np.max(cd):.0f} s: "
-                          f"S < {ceil_to(out['upper_bound'], 2):.2f} against the {who}"))
+        notes.append(
+            Note(
+                "not_reached",
+                f"median not reached within {np.max(cd):.0f} s: "
+                f"S < {ceil_to(out['upper_bound'], 2):.2f} against the {who}",
+            )
+        )
     if len(bd) >= MIN_SEEDS_FOR_CI and len(cd) >= MIN_SEEDS_FOR_CI:
         ib = rng.integers(0, len(bd), size=(n_resamples, len(bd)))
         ic = rng.integers(0, len(cd), size=(n_resamples, len(cd)))
@@ -389,27 +496,36 @@ def _versus(base: pd.Series, bd: np.ndarray, br: np.ndarray, c: pd.Series, cd: n
             out["low"] = float(np.quantile(boot, a, method="inverted_cdf"))
             out["high"] = float(np.quantile(boot, 1 - a, method="inverted_cdf"))
             if not math.isfinite(out["high"]) or out["low"] == 0:
-                notes.append(Note("ci_unbounded", "CI unbounded: censored seeds (some "
-                                  "resamples never reach the target)"))
+                notes.append(
+                    Note(
+                        "ci_unbounded",
+                        "CI unbounded: censored seeds (some resamples never reach the target)",
+                    )
+                )
         else:
-            notes.append(Note("ci_undefined", "CI undefined: most resamples reach the target "
-                              f"in neither this nor the {who}"))
+            notes.append(
+                Note(
+                    "ci_undefined",
+                    f"CI undefined: most resamples reach the target in neither this nor the {who}",
+                )
+            )
     else:
-        notes.append(Note("too_few_seeds",
-                          f"too few seeds for a CI ({who} {len(bd)}, this {len(cd)})"))
+        notes.append(
+            Note("too_few_seeds", f"too few seeds for a CI ({who} {len(bd)}, this {len(cd)})")
+        )
     return out, notes
 
 
 def floor_to(x: float, digits: int) -> float:
     """``x`` rounded *down* to ``digits`` decimals: how a lower bound is printed (a bound
     rounded up would claim more than the data show: S > 3.07 must not read "> 3.1")."""
-    f = 10.0 ** digits
+    f = 10.0**digits
     return math.floor(x * f + 1e-9) / f  # 1e-9: 2.05 * 100 is 204.999... in binary
 
 
 def ceil_to(x: float, digits: int) -> float:
     """``x`` rounded *up* to ``digits`` decimals: how an upper bound is printed."""
-    f = 10.0 ** digits
+    f = 10.0**digits
     return math.ceil(x * f - 1e-9) / f
 
 
@@ -438,8 +554,9 @@ def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Se
     if rows.empty:
         return None
     if len(rows) > 1:
-        warns.append(f"{len(rows)} configurations are marked {who}; using the one with the "
-                     "most trials")
+        warns.append(
+            f"{len(rows)} configurations are marked {who}; using the one with the most trials"
+        )
     return rows.sort_values("n_trials", ascending=False).iloc[0]
 
 
@@ -455,8 +572,14 @@ def _durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.ndarray
     return t["duration_s"].to_numpy(dtype=float), t["reached"].to_numpy(dtype=bool)
 
 
-def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float = 0.95,
-                  n_resamples: int = 2000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+def speedup_table(
+    tm: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, list[str]]:
     """Speedup, parallel efficiency and its decomposition for every configuration.
 
     Args:
@@ -480,18 +603,38 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         mean "not computable" and the note says why.
     """
     warns: list[str] = []
-    cols = ["config_id", "speedup", "speedup_low", "speedup_high", "runner_ratio",
-            "efficiency_per_runner", "efficiency_per_runner_low", "efficiency_per_runner_high",
-            "cpu_ratio", "efficiency_per_cpu", "efficiency_per_cpu_low",
-            "efficiency_per_cpu_high", "throughput_ratio", "sample_efficiency_ratio",
-            "residual", "speedup_lower_bound", "speedup_upper_bound", "abs_speedup",
-            "abs_speedup_low", "abs_speedup_high", "abs_speedup_lower_bound",
-            "abs_speedup_upper_bound", "speedup_note", "speedup_notes"]
+    cols = [
+        "config_id",
+        "speedup",
+        "speedup_low",
+        "speedup_high",
+        "runner_ratio",
+        "efficiency_per_runner",
+        "efficiency_per_runner_low",
+        "efficiency_per_runner_high",
+        "cpu_ratio",
+        "efficiency_per_cpu",
+        "efficiency_per_cpu_low",
+        "efficiency_per_cpu_high",
+        "throughput_ratio",
+        "sample_efficiency_ratio",
+        "residual",
+        "speedup_lower_bound",
+        "speedup_upper_bound",
+        "abs_speedup",
+        "abs_speedup_low",
+        "abs_speedup_high",
+        "abs_speedup_lower_bound",
+        "abs_speedup_upper_bound",
+        "speedup_note",
+        "speedup_notes",
+    ]
     base = pick_baseline(summary, warns)
     ref = _pick(summary, "is_reference", "reference", warns)
     if base is None:
-        warns.append("no baseline trials (is_baseline): relative speedups and efficiencies are "
-                     "not shown")
+        warns.append(
+            "no baseline trials (is_baseline): relative speedups and efficiencies are not shown"
+        )
     if base is None and ref is None:
         return pd.DataFrame({"config_id": summary["config_id"]}).reindex(columns=cols), warns
     bd, br = _durations(tm, base["config_id"]) if base is not None else (None, None)
@@ -512,50 +655,80 @@ def speedup_table(tm: pd.DataFrame, summary: pd.DataFrame, *, confidence: float 
         is_ref = ref is not None and c["config_id"] == ref["config_id"]
         if ref is not None and len(rd) and not is_ref:
             v, n = _versus(ref, rd, rr, c, cd, cr, rng, who="reference", **kw)
-            row.update({"abs_speedup": v["speedup"], "abs_speedup_low": v["low"],
-                        "abs_speedup_high": v["high"],
-                        "abs_speedup_lower_bound": v["lower_bound"],
-                        "abs_speedup_upper_bound": v["upper_bound"]})
-            notes += [Note(f"abs_{x.code}", f"absolute: {x}") for x in n
-                      if x.code != "too_few_seeds"]
+            row.update(
+                {
+                    "abs_speedup": v["speedup"],
+                    "abs_speedup_low": v["low"],
+                    "abs_speedup_high": v["high"],
+                    "abs_speedup_lower_bound": v["lower_bound"],
+                    "abs_speedup_upper_bound": v["upper_bound"],
+                }
+            )
+            notes += [
+                Note(f"abs_{x.code}", f"absolute: {x}") for x in n if x.code != "too_few_seeds"
+            ]
         if base is None or len(bd) == 0 or is_ref:
             row["speedup_note"] = "; ".join(notes)
             row["speedup_notes"] = notes
             rows.append(row)
             continue
         v, n = _versus(base, bd, br, c, cd, cr, rng, who="baseline", **kw)
-        row.update({"speedup": v["speedup"], "speedup_low": v["low"], "speedup_high": v["high"],
-                    "speedup_lower_bound": v["lower_bound"],
-                    "speedup_upper_bound": v["upper_bound"]})
+        row.update(
+            {
+                "speedup": v["speedup"],
+                "speedup_low": v["low"],
+                "speedup_high": v["high"],
+                "speedup_lower_bound": v["lower_bound"],
+                "speedup_upper_bound": v["upper_bound"],
+            }
+        )
         notes = n + notes
         s = v["speedup"]
         if c["algorithm"] != base["algorithm"]:
-            notes.append(Note("other_algorithm", f"no parallel efficiency: {c['algorithm']} "
-                              f"is not the baseline's algorithm ({base['algorithm']})"))
+            notes.append(
+                Note(
+                    "other_algorithm",
+                    f"no parallel efficiency: {c['algorithm']} "
+                    f"is not the baseline's algorithm ({base['algorithm']})",
+                )
+            )
         else:
             nb, nc = float(base["num_env_runners"]), float(c["num_env_runners"])
             if nb > 0:
                 row["runner_ratio"] = nc / nb
                 for k in ("", "_low", "_high"):
-                    row[f"efficiency_per_runner{k}"] = row[f"speedup{k}"] / row["runner_ratio"] \
-                        if row["runner_ratio"] > 0 else math.nan
+                    row[f"efficiency_per_runner{k}"] = (
+                        row[f"speedup{k}"] / row["runner_ratio"]
+                        if row["runner_ratio"] > 0
+                        else math.nan
+                    )
             else:
-                notes.append(Note("baseline_in_driver", "per-runner efficiency undefined: the "
-                                  "baseline samples in the driver (0 env runners)"))
+                notes.append(
+                    Note(
+                        "baseline_in_driver",
+                        "per-runner efficiency undefined: the "
+                        "baseline samples in the driver (0 env runners)",
+                    )
+                )
             if base["num_cpus"] > 0:
                 row["cpu_ratio"] = float(c["num_cpus"]) / float(base["num_cpus"])
                 for k in ("", "_low", "_high"):
                     row[f"efficiency_per_cpu{k}"] = row[f"speedup{k}"] / row["cpu_ratio"]
-        row["throughput_ratio"] = float(c["env_steps_per_s"]) / float(base["env_steps_per_s"]) \
-            if base["env_steps_per_s"] > 0 else math.nan
+        row["throughput_ratio"] = (
+            float(c["env_steps_per_s"]) / float(base["env_steps_per_s"])
+            if base["env_steps_per_s"] > 0
+            else math.nan
+        )
         if c["n_reached"] and base["n_reached"]:
             row["sample_efficiency_ratio"] = float(base["steps_to_target"]) / float(
-                c["steps_to_target"])
+                c["steps_to_target"]
+            )
             prod = row["throughput_ratio"] * row["sample_efficiency_ratio"]
             row["residual"] = s / prod if prod > 0 and math.isfinite(s) else math.nan
         else:
-            notes.append(Note("no_sample_efficiency", "no reached seeds: sample efficiency "
-                              "unknown"))
+            notes.append(
+                Note("no_sample_efficiency", "no reached seeds: sample efficiency unknown")
+            )
         row["speedup_note"] = "; ".join(notes)
         row["speedup_notes"] = notes
         rows.append(row)

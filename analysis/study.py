@@ -101,8 +101,12 @@ class Study:
         speedup against the baseline (those the speedup figure shows), by name; empty without
         a baseline or a finite speedup. The fits are :attr:`models`'."""
         sp = self.speed.set_index("config_id") if len(self.speed) else pd.DataFrame()
-        if (self.baseline is None or sp.empty or self.summary.empty
-                or not np.isfinite(sp["speedup"].astype(float)).any()):
+        if (
+            self.baseline is None
+            or sp.empty
+            or self.summary.empty
+            or not np.isfinite(sp["speedup"].astype(float)).any()
+        ):
             return []
         best = best_configs(self.summary, ("algorithm", "num_env_runners"))
         rows = []
@@ -115,8 +119,11 @@ class Study:
     def throughput_fit_rows(self) -> list[tuple[str, str, ScalingFit]]:
         """``(algorithm, "env steps/s", fit)``, Amdahl then USL, for every algorithm in
         :attr:`throughput_fits` (those the throughput figure shows), by name."""
-        return [(alg, "env steps/s", fits[m]) for alg, fits in sorted(self.throughput_fits.items())
-                for m in ("amdahl", "usl")]
+        return [
+            (alg, "env steps/s", fits[m])
+            for alg, fits in sorted(self.throughput_fits.items())
+            for m in ("amdahl", "usl")
+        ]
 
     @property
     def baseline_seeds(self) -> int:
@@ -134,8 +141,9 @@ def throughput_fits(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, dict[s
         t = tm[tm["config_id"].isin(g["config_id"]) & (tm["status"] != "error")]
         t = t[np.isfinite(t["env_steps_per_s"].astype(float))]
         if len(t):
-            out[str(alg)] = fit_scaling(t["num_env_runners"].to_numpy(float),
-                                        t["env_steps_per_s"].to_numpy(float))
+            out[str(alg)] = fit_scaling(
+                t["num_env_runners"].to_numpy(float), t["env_steps_per_s"].to_numpy(float)
+            )
     return out
 
 
@@ -169,18 +177,27 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     value = f"{fmt_speedup(r, key='abs_speedup', unit='', why=False)}x"
     times = f"(TTT {fmt_s(float(top['ttt_s']))} against {fmt_s(float(ref['ttt_s']))})"
     if math.isnan(s):
-        return (f"Neither {ref_name} nor any distributed configuration reached the target by "
-                "median: no absolute speedup can be stated.")
+        return (
+            f"Neither {ref_name} nor any distributed configuration reached the target by "
+            "median: no absolute speedup can be stated."
+        )
     # an unbounded upper end (the reference's median censored in resamples) still contains 1
     if math.isfinite(s) and math.isfinite(low) and not math.isnan(high) and low <= 1 <= high:
-        return (f"The fastest configuration, {name}, cannot be told apart from {ref_name} "
-                f"on this hardware with these seeds: absolute speedup {value} {times}; its "
-                "95 % interval contains 1.")
-    if math.isfinite(s) and s > 1 or math.isinf(s) and lb > 1:  # inf: the reference's median not reached
+        return (
+            f"The fastest configuration, {name}, cannot be told apart from {ref_name} "
+            f"on this hardware with these seeds: absolute speedup {value} {times}; its "
+            "95 % interval contains 1."
+        )
+    if (
+        math.isfinite(s) and s > 1 or math.isinf(s) and lb > 1
+    ):  # inf: the reference's median not reached
         return f"{name} beats {ref_name}: absolute speedup {value}" + (
-            f" {times}." if math.isfinite(s) else "")
-    return (f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
-            f"{name}, has an absolute speedup of {value} {times}.")
+            f" {times}." if math.isfinite(s) else ""
+        )
+    return (
+        f"No configuration of the sweep beats {ref_name} on this hardware: the fastest, "
+        f"{name}, has an absolute speedup of {value} {times}."
+    )
 
 
 def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
@@ -190,60 +207,81 @@ def _colors(tm: pd.DataFrame) -> tuple[dict[tuple[str, int], str], dict[str, str
     for i, alg in enumerate(sorted(tm["algorithm"].unique()) if len(tm) else []):
         alg_color[alg] = ALG_COLORS[i % len(ALG_COLORS)]
         ns = sorted(tm.loc[tm["algorithm"] == alg, "num_env_runners"].unique())
-        shades = sample_colorscale(ALG_SCALES[i % len(ALG_SCALES)],
-                                   list(np.linspace(0.45, 0.95, len(ns))) if len(ns) > 1
-                                   else [0.75])
+        shades = sample_colorscale(
+            ALG_SCALES[i % len(ALG_SCALES)],
+            list(np.linspace(0.45, 0.95, len(ns))) if len(ns) > 1 else [0.75],
+        )
         for n, c in zip(ns, shades, strict=True):
             colors[(alg, int(n))] = c
     return colors, alg_color
 
 
-def _collect_warnings(res: Results, tm: pd.DataFrame, summary: pd.DataFrame,
-                      extra: list[str]) -> list[str]:
+def _collect_warnings(
+    res: Results, tm: pd.DataFrame, summary: pd.DataFrame, extra: list[str]
+) -> list[str]:
     w = list(res.warnings) + list(extra)
     if tm.empty:
         return w
     n_c = int((tm["status"] == "censored").sum())
     if n_c:
-        w.append(f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
-                 "'> time run'; medians use Kaplan-Meier, success rates are shown")
+        w.append(
+            f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
+            "'> time run'; medians use Kaplan-Meier, success rates are shown"
+        )
     few = summary[(summary["n_reached"] + summary["n_censored"]) < MIN_SEEDS_FOR_CI]
     if len(few):
-        w.append(f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
-                 "seeds: no confidence interval for them")
+        w.append(
+            f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
+            "seeds: no confidence interval for them"
+        )
     n_o = int(tm["oversubscribed"].sum())
     if n_o:
-        w.append(f"{n_o} oversubscribed trial(s) (asked for more CPUs than the cluster had): "
-                 "their timings are not trustworthy")
+        w.append(
+            f"{n_o} oversubscribed trial(s) (asked for more CPUs than the cluster had): "
+            "their timings are not trustworthy"
+        )
     n_capped = int((tm["censor_reason"] == "capped").sum()) if "censor_reason" in tm else 0
     if n_capped:
         n_skipped = int(summary["n_skipped"].sum())  # summarize_configs always has it
-        w.append(f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
-                 "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
-                 "so they could no longer be the fastest; counted as censored at that time"
-                 + (f"; {n_skipped} more seed(s) of configurations with most of their seeds "
-                    "capped were not run (their median is above the cap whatever those give)"
-                    if n_skipped else ""))
+        w.append(
+            f"{n_capped} trial(s) capped (censor_reason 'capped'): stopped once their "
+            "elapsed time exceeded the capping margin x the fastest configuration's TTT, "
+            "so they could no longer be the fastest; counted as censored at that time"
+            + (
+                f"; {n_skipped} more seed(s) of configurations with most of their seeds "
+                "capped were not run (their median is above the cap whatever those give)"
+                if n_skipped
+                else ""
+            )
+        )
     n_horizon = int((tm["censor_reason"] == "horizon").sum()) if "censor_reason" in tm else 0
     if n_horizon:
-        w.append(f"{n_horizon} trial(s) ended at the total_timesteps their sweep set "
-                 "(censor_reason 'horizon') before their budget or the target: a limit the "
-                 "budget did not set; leave total_timesteps unset to train until the budget")
+        w.append(
+            f"{n_horizon} trial(s) ended at the total_timesteps their sweep set "
+            "(censor_reason 'horizon') before their budget or the target: a limit the "
+            "budget did not set; leave total_timesteps unset to train until the budget"
+        )
     retried = res.trials[res.trials["attempts"] > 1] if "attempts" in res.trials else []
     if len(retried):
-        w.append(f"{len(retried)} trial(s) were retried after an error (attempts column): "
-                 "their time-to-target counts from the first attempt's start")
+        w.append(
+            f"{len(retried)} trial(s) were retried after an error (attempts column): "
+            "their time-to-target counts from the first attempt's start"
+        )
     errs = tm[tm["status"] == "error"]
     stalled = errs[errs["error_kind"] == "stalled"] if "error_kind" in errs else errs.iloc[:0]
     if len(stalled):
-        w.append(f"{len(stalled)} trial(s) stalled (their env steps or learner updates stopped "
-                 "moving; listed under 'Stalled trials') and are left out of TTT statistics: "
-                 "neither reached nor censored evidence")
+        w.append(
+            f"{len(stalled)} trial(s) stalled (their env steps or learner updates stopped "
+            "moving; listed under 'Stalled trials') and are left out of TTT statistics: "
+            "neither reached nor censored evidence"
+        )
     errs = errs.drop(stalled.index)
     if len(errs):
         first = str(errs["error"].iloc[0]) if "error" in errs else ""
-        w.append(f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"
-                 + (f" (e.g. {first})" if first else ""))
+        w.append(
+            f"{len(errs)} trial(s) ended in an error and are left out of TTT statistics"
+            + (f" (e.g. {first})" if first else "")
+        )
     if summary["num_env_runners"].nunique() < 2:
         w.append("only one env runner count measured: no scaling fit or extrapolation")
     w.extend(fault_warnings(res.trials[res.trials["trial_id"].isin(tm["trial_id"])]))
@@ -274,21 +312,34 @@ def fault_warnings(trials: pd.DataFrame) -> list[str]:
     t = trials.assign(faults=trials[cols].fillna(0).sum(axis=1))
     if not (t["faults"] > 0).any():
         return []
-    out = [f"{int((t['faults'] > 0).sum())} trial(s) recovered from env faults "
-           f"({int(t['faults'].sum())} restarts in all; env_restarts, env_runner_restarts): "
-           "the time they lost is inside their time-to-target"]
+    out = [
+        f"{int((t['faults'] > 0).sum())} trial(s) recovered from env faults "
+        f"({int(t['faults'].sum())} restarts in all; env_restarts, env_runner_restarts): "
+        "the time they lost is inside their time-to-target"
+    ]
     by = t.groupby("config_id", sort=False).agg(
-        algorithm=("algorithm", "first"), n=("num_env_runners", "first"),
-        faults=("faults", "sum"), steps=("total_env_steps", "sum"))
+        algorithm=("algorithm", "first"),
+        n=("num_env_runners", "first"),
+        faults=("faults", "sum"),
+        steps=("total_env_steps", "sum"),
+    )
     by = by[by["steps"] > 0]
     rate = 1000.0 * by["faults"] / by["steps"]
-    if len(rate) >= 2 and rate.max() > 0 and (
-            rate.min() == 0 or rate.max() / rate.min() > FAULT_RATE_RATIO):
-        parts = [f"{r.algorithm} N={int(r.n)}: {1000.0 * r.faults / r.steps:.2f}"
-                 for r in by.sort_values(["algorithm", "n"]).itertuples()]
-        out.append("env faults per 1,000 env steps differ between configurations ("
-                   + "; ".join(parts) + "): their times-to-target were measured under "
-                   "different fault loads")
+    if (
+        len(rate) >= 2
+        and rate.max() > 0
+        and (rate.min() == 0 or rate.max() / rate.min() > FAULT_RATE_RATIO)
+    ):
+        parts = [
+            f"{r.algorithm} N={int(r.n)}: {1000.0 * r.faults / r.steps:.2f}"
+            for r in by.sort_values(["algorithm", "n"]).itertuples()
+        ]
+        out.append(
+            "env faults per 1,000 env steps differ between configurations ("
+            + "; ".join(parts)
+            + "): their times-to-target were measured under "
+            "different fault loads"
+        )
     return out
 
 
@@ -317,43 +368,74 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
         seeds = sorted(int(x) for x in tm["seed"].unique())
         confirmed = tm.loc[~tm["is_baseline"] & ~tm["is_reference"], "config_id"].nunique()
         per = ((res.spec.get("search") or {}).get("confirm") or {}).get("per_env_runners")
-        varied = ("num_env_runners" in explored and explored[~explored["is_reference"]].groupby(
-            "algorithm")["num_env_runners"].nunique().max() > 1)
-        cells = per is True or (per is None and bool(varied) and "per_env_runners" in (
-            (res.spec.get("search") or {}).get("confirm") or {}))
-        what = [f"the search's fastest configuration of each algorithm at each env runner "
-                f"count ({confirmed} configurations)" if cells
-                else f"the search's best {confirmed} configuration(s)"] + [
-            name for name, col in (("the baseline", "is_baseline"), ("the reference",
-                                                                     "is_reference"))
-            if tm[col].any()]
+        varied = (
+            "num_env_runners" in explored
+            and explored[~explored["is_reference"]]
+            .groupby("algorithm")["num_env_runners"]
+            .nunique()
+            .max()
+            > 1
+        )
+        cells = per is True or (
+            per is None
+            and bool(varied)
+            and "per_env_runners" in ((res.spec.get("search") or {}).get("confirm") or {})
+        )
+        what = [
+            f"the search's fastest configuration of each algorithm at each env runner "
+            f"count ({confirmed} configurations)"
+            if cells
+            else f"the search's best {confirmed} configuration(s)"
+        ] + [
+            name
+            for name, col in (("the baseline", "is_baseline"), ("the reference", "is_reference"))
+            if tm[col].any()
+        ]
         stage_note = (
             f"Every number below comes from the confirmation stage: {len(tm)} trials of "
             f"{', '.join(what[:-1]) + ' and ' + what[-1] if len(what) > 1 else what[0]} on "
             f"seeds {seeds[0]}-{seeds[-1]}, none of which the search used; the search stage's "
-            f"{len(explored)} trials chose them and are exploratory only.")
+            f"{len(explored)} trials chose them and are exploratory only."
+        )
     summary = summarize_configs(tm, seeds=res.seeds)
     speed, w2 = speedup_table(tm, summary) if len(summary) else (pd.DataFrame(), [])
     plan, models = None, {}
     if len(summary):
         models = model_algorithms(tm, summary, res.progress)
-        plan = make_plan(tm, summary, cpu_model=str(res.environment.get("cpu_model", "")),
-                         models=models)
+        plan = make_plan(
+            tm, summary, cpu_model=str(res.environment.get("cpu_model", "")), models=models
+        )
     holdout = auto_holdout(summary) if len(summary) else []
     check = plan_check(tm, summary, res.progress, holdout) if holdout else None
     batch = None
     prog = res.progress
-    if ("grad_noise_scale" in prog and prog["grad_noise_scale"].notna().any()
-            and "train_batch_size" in tm
-            and tm.groupby([c for c in ("algorithm", "num_env_runners") if c in tm])[
-                "train_batch_size"].nunique().max() >= 2):
+    if (
+        "grad_noise_scale" in prog
+        and prog["grad_noise_scale"].notna().any()
+        and "train_batch_size" in tm
+        and tm.groupby([c for c in ("algorithm", "num_env_runners") if c in tm])["train_batch_size"]
+        .nunique()
+        .max()
+        >= 2
+    ):
         batch = batch_size_check(tm, prog)
     colors, alg_color = _colors(tm)
-    return Study(res=res, tm=tm, target=tgt, summary=summary, speed=speed, plan=plan,
-                 warnings=_collect_warnings(res, tm, summary, [*warns, *w2]), check=check,
-                 batch=batch, baseline=pick_baseline(summary) if len(summary) else None,
-                 models=models,
-                 throughput_fits=throughput_fits(tm, summary) if len(summary) else {},
-                 colors=colors, alg_color=alg_color,
-                 batch_advice=batch_advice(tm, prog, batch) if len(summary) else [],
-                 search_summary=search_summary, stage_note=stage_note)
+    return Study(
+        res=res,
+        tm=tm,
+        target=tgt,
+        summary=summary,
+        speed=speed,
+        plan=plan,
+        warnings=_collect_warnings(res, tm, summary, [*warns, *w2]),
+        check=check,
+        batch=batch,
+        baseline=pick_baseline(summary) if len(summary) else None,
+        models=models,
+        throughput_fits=throughput_fits(tm, summary) if len(summary) else {},
+        colors=colors,
+        alg_color=alg_color,
+        batch_advice=batch_advice(tm, prog, batch) if len(summary) else [],
+        search_summary=search_summary,
+        stage_note=stage_note,
+    )

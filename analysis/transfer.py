@@ -78,10 +78,24 @@ from analysis.fmt import fmt_s
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
-__all__ = ["Machine", "Transferred", "transfer", "check_rows", "CHECK_HEADERS",
-           "check_table_rows", "check_words", "source_cores", "env_costs_ms",
-           "driver_cpu_per_step", "learner_cpu_per_step", "roofline_rate", "driver_cell",
-           "learner_cell", "break_even_on", "break_even_on_words"]
+__all__ = [
+    "Machine",
+    "Transferred",
+    "transfer",
+    "check_rows",
+    "CHECK_HEADERS",
+    "check_table_rows",
+    "check_words",
+    "source_cores",
+    "env_costs_ms",
+    "driver_cpu_per_step",
+    "learner_cpu_per_step",
+    "roofline_rate",
+    "driver_cell",
+    "learner_cell",
+    "break_even_on",
+    "break_even_on_words",
+]
 
 
 @dataclass(frozen=True)
@@ -143,8 +157,11 @@ def env_costs_ms(data: Study) -> tuple[float, float]:
     """``(step_cpu_ms, step_latency_ms)`` of the run: medians over its trials, 0 when absent."""
     out = []
     for col in ("step_cpu_ms", "step_latency_ms"):
-        m = (finite_median(pd.to_numeric(data.tm[col], errors="coerce"))
-             if col in data.tm else math.nan)
+        m = (
+            finite_median(pd.to_numeric(data.tm[col], errors="coerce"))
+            if col in data.tm
+            else math.nan
+        )
         out.append(m if math.isfinite(m) else 0.0)
     return out[0], out[1]
 
@@ -214,9 +231,17 @@ def learner_cell(reference: bool, learner_ms: float) -> str:
     return f"{learner_ms:.2f}" if math.isfinite(learner_ms) else "not recorded"
 
 
-def roofline_rate(w: float, n: int, is_ref: bool, cpu_s: float, wait_s: float,
-                  target: Machine, run_cpu_s: float | None = None,
-                  driver_s: float = math.nan, learner_s: float = math.nan) -> tuple[float, str]:
+def roofline_rate(
+    w: float,
+    n: int,
+    is_ref: bool,
+    cpu_s: float,
+    wait_s: float,
+    target: Machine,
+    run_cpu_s: float | None = None,
+    driver_s: float = math.nan,
+    learner_s: float = math.nan,
+) -> tuple[float, str]:
     """The roofline's sampling rate of one configuration on ``target`` (module docstring).
 
     Args:
@@ -257,25 +282,37 @@ def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, fl
     return float(a), float(b)
 
 
-def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, float]],
-             k0: float, cpu_s: float, wait_s: float, target: Machine,
-             run_cpu_s: float, driver: list[float],
-             learner: list[float]) -> list[tuple[float, str, float, float, float]]:
+def _predict(
+    parts: list[tuple[Parts, bool]],
+    medians: list[tuple[float, float, float]],
+    k0: float,
+    cpu_s: float,
+    wait_s: float,
+    target: Machine,
+    run_cpu_s: float,
+    driver: list[float],
+    learner: list[float],
+) -> list[tuple[float, str, float, float, float]]:
     """Per configuration ``(rate, ceiling, start-up, TTT, w)`` from its ``(start-up, rate,
     steps)`` medians and its driver's and learner's CPU per env step (``driver``,
     ``learner``, seconds; NaN: unknown) on the source, at ``cpu_s`` env CPU per step on the
     target (``w``: the source's core-seconds per env step)."""
     lines: dict[str, tuple[float, float]] = {}
     for alg in {p.algorithm for p, ref in parts if not ref}:
-        pts = [(p.num_env_runners, m[0]) for (p, ref), m in zip(parts, medians, strict=True)
-               if not ref and p.algorithm == alg and math.isfinite(m[0])]
+        pts = [
+            (p.num_env_runners, m[0])
+            for (p, ref), m in zip(parts, medians, strict=True)
+            if not ref and p.algorithm == alg and math.isfinite(m[0])
+        ]
         lines[alg] = _startup_line(pts, k0) if pts else (math.nan, 0.0)
     out = []
-    for (p, ref), (startup0, rate0, steps), d, lrn in zip(parts, medians, driver, learner,
-                                                           strict=True):
+    for (p, ref), (startup0, rate0, steps), d, lrn in zip(
+        parts, medians, driver, learner, strict=True
+    ):
         w = min(k0, _processes(p.num_env_runners, ref)) / rate0 if rate0 > 0 else math.inf
-        rate, ceiling = roofline_rate(w, p.num_env_runners, ref, cpu_s, wait_s, target,
-                                      run_cpu_s, d, lrn)
+        rate, ceiling = roofline_rate(
+            w, p.num_env_runners, ref, cpu_s, wait_s, target, run_cpu_s, d, lrn
+        )
         if ref:
             startup = startup0 / target.core_speed
         else:
@@ -286,9 +323,15 @@ def _predict(parts: list[tuple[Parts, bool]], medians: list[tuple[float, float, 
     return out
 
 
-def transfer(data: Study, target: Machine, *, cores: float | None = None,
-             cpu_cost_ms: float | None = None, n_resamples: int = 1000,
-             seed: int = 0) -> list[Transferred]:
+def transfer(
+    data: Study,
+    target: Machine,
+    *,
+    cores: float | None = None,
+    cpu_cost_ms: float | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> list[Transferred]:
     """Predict each configuration of ``data`` (the reference first, then each algorithm's
     best configuration per env runner count with measured parts) on ``target``.
 
@@ -328,23 +371,24 @@ class _Source:
             raise ValueError("the source run's cores are unknown: pass cores= (--source-cores)")
         ref, found = measured_parts(data)
         parts = ([(ref, True)] if ref is not None else []) + [(p, False) for p in found]
-        medians = [(p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps)
-                   for p, _ in parts]
+        medians = [
+            (p.startup_s, p.lanes / (p.overhead_s + p.run_cost_s), p.steps) for p, _ in parts
+        ]
         cpu_ms, wait_ms = env_costs_ms(data)
         driver = [driver_cpu_per_step(data, p.config_id) for p, _ in parts]
         learner = [learner_cpu_per_step(data, p.config_id) for p, _ in parts]
         return cls(parts, medians, k0, cpu_ms / 1000.0, wait_ms / 1000.0, driver, learner)
 
 
-def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamples: int,
-              seed: int) -> list[Transferred]:
+def _transfer(
+    src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamples: int, seed: int
+) -> list[Transferred]:
     parts, medians, k0 = src.parts, src.medians, src.cores
     if not parts:
         return []
     run_cpu_s, wait_s = src.cpu_s, src.wait_s
     cpu_s = run_cpu_s if cpu_cost_ms is None else cpu_cost_ms / 1000.0
-    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s, src.driver,
-                     src.learner)
+    point = _predict(parts, medians, k0, cpu_s, wait_s, target, run_cpu_s, src.driver, src.learner)
     rng = np.random.default_rng(seed)
     draws = np.full((n_resamples, len(parts)), np.nan)
     trials = [np.array([t[:3] for t in p.trials], dtype=float) for p, _ in parts]
@@ -355,20 +399,49 @@ def _transfer(src: _Source, target: Machine, cpu_cost_ms: float | None, n_resamp
             for t, r in zip(trials, reached, strict=True):
                 k = rng.integers(0, len(t), size=len(t))
                 steps = t[k][r[k], 2]
-                meds.append((float(np.nanmedian(t[k, 0])), float(np.nanmedian(t[k, 1])),
-                             float(np.median(steps)) if len(steps) else math.inf))
-            draws[i] = [x[3] for x in _predict(parts, meds, k0, cpu_s, wait_s, target,
-                                               run_cpu_s, src.driver, src.learner)]
+                meds.append(
+                    (
+                        float(np.nanmedian(t[k, 0])),
+                        float(np.nanmedian(t[k, 1])),
+                        float(np.median(steps)) if len(steps) else math.inf,
+                    )
+                )
+            draws[i] = [
+                x[3]
+                for x in _predict(
+                    parts, meds, k0, cpu_s, wait_s, target, run_cpu_s, src.driver, src.learner
+                )
+            ]
     out = []
-    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w), d, lrn) in enumerate(zip(
-            parts, point, src.driver, src.learner, strict=True)):
+    for j, ((p, is_ref), (rate, ceiling, startup, ttt, w), d, lrn) in enumerate(
+        zip(parts, point, src.driver, src.learner, strict=True)
+    ):
         col = draws[:, j]
-        lo, hi = ((float(np.quantile(col, 0.025, method="inverted_cdf")),
-                   float(np.quantile(col, 0.975, method="inverted_cdf")))
-                  if not np.isnan(col).all() else (math.nan, math.nan))
-        out.append(Transferred(p.algorithm, p.num_env_runners, is_ref, w * 1000.0, rate,
-                               ceiling, startup, p.steps, ttt, lo, hi, d * 1000.0,
-                               lrn * 1000.0))
+        lo, hi = (
+            (
+                float(np.quantile(col, 0.025, method="inverted_cdf")),
+                float(np.quantile(col, 0.975, method="inverted_cdf")),
+            )
+            if not np.isnan(col).all()
+            else (math.nan, math.nan)
+        )
+        out.append(
+            Transferred(
+                p.algorithm,
+                p.num_env_runners,
+                is_ref,
+                w * 1000.0,
+                rate,
+                ceiling,
+                startup,
+                p.steps,
+                ttt,
+                lo,
+                hi,
+                d * 1000.0,
+                lrn * 1000.0,
+            )
+        )
     return out
 
 
@@ -413,9 +486,15 @@ def break_even_on(data: Study, target: Machine, *, cores: float | None = None) -
             while ttt_gap(hi, j) > 0 and hi < 1e7:
                 hi *= 2.0
             be = brentq(ttt_gap, 0.0, hi, args=(j,), xtol=1e-3) if hi < 1e7 else math.inf
-        rows.append({"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
-                     "break_even_ms": be, "speedup_bound": bound,
-                     "steps_ratio": p.steps / ref_steps})
+        rows.append(
+            {
+                "algorithm": p.algorithm,
+                "num_env_runners": p.num_env_runners,
+                "break_even_ms": be,
+                "speedup_bound": bound,
+                "steps_ratio": p.steps / ref_steps,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -428,16 +507,20 @@ def break_even_on_words(rows: pd.DataFrame, target: Machine) -> str:
     finite = rows[np.isfinite(rows["break_even_ms"].astype(float))]
     if len(finite):
         first = finite.loc[finite["break_even_ms"].astype(float).idxmin()]
-        return (f"{where}, {first['algorithm']} with {int(first['num_env_runners'])} env "
-                f"runners is predicted to beat one process from ~{first['break_even_ms']:.0f} "
-                f"ms of CPU per env step (its absolute speedup tends to "
-                f"{first['speedup_bound']:.2f}x as the cost grows).")
+        return (
+            f"{where}, {first['algorithm']} with {int(first['num_env_runners'])} env "
+            f"runners is predicted to beat one process from ~{first['break_even_ms']:.0f} "
+            f"ms of CPU per env step (its absolute speedup tends to "
+            f"{first['speedup_bound']:.2f}x as the cost grows)."
+        )
     best = rows.loc[rows["speedup_bound"].astype(float).idxmax()]
-    return (f"{where}, no configuration measured is predicted to beat one process at any env "
-            f"cost: the best, {best['algorithm']} with {int(best['num_env_runners'])} env "
-            f"runners, needs {best['steps_ratio']:.1f}x the reference's env steps and spreads "
-            f"them over {min(int(best['num_env_runners']), target.cores):g} core(s), so its "
-            f"absolute speedup tends to {best['speedup_bound']:.2f}x at most.")
+    return (
+        f"{where}, no configuration measured is predicted to beat one process at any env "
+        f"cost: the best, {best['algorithm']} with {int(best['num_env_runners'])} env "
+        f"runners, needs {best['steps_ratio']:.1f}x the reference's env steps and spreads "
+        f"them over {min(int(best['num_env_runners']), target.cores):g} core(s), so its "
+        f"absolute speedup tends to {best['speedup_bound']:.2f}x at most."
+    )
 
 
 def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
@@ -466,8 +549,9 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
     refs = s[s["is_reference"]]
     rows_by_key = {("reference", 0): refs.iloc[0]} if len(refs) else {}
     best = best_configs(s[~s["is_reference"]], ("algorithm", "num_env_runners"))
-    rows_by_key.update({(str(r["algorithm"]), int(r["num_env_runners"])): r
-                        for _, r in best.iterrows()})
+    rows_by_key.update(
+        {(str(r["algorithm"]), int(r["num_env_runners"])): r for _, r in best.iterrows()}
+    )
     sp = measured.speed.set_index("config_id") if len(measured.speed) else pd.DataFrame()
     ref_pred = next((p.ttt_s for p in predicted if p.reference), math.nan)
     rows = []
@@ -477,19 +561,28 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
             continue
         g = t[t["config_id"] == m["config_id"]]
         ttt = float(m["ttt_s"])
-        row = {"algorithm": p.algorithm, "num_env_runners": p.num_env_runners,
-               "reference": p.reference, "ceiling": p.ceiling,
-               "cpu_ms_per_step": p.cpu_ms_per_step,
-               "driver_ms_per_step": p.driver_ms_per_step,
-               "learner_ms_per_step": p.learner_ms_per_step, "predicted_rate": p.rate,
-               "rate": finite_median(g["rate"]), "predicted_startup_s": p.startup_s,
-               "startup_s": finite_median(g["startup_s"]), "predicted_ttt_s": p.ttt_s,
-               "predicted_low_s": p.ttt_low_s, "predicted_high_s": p.ttt_high_s,
-               "ttt_s": ttt, "ttt_low_s": float(m["ttt_low_s"]),
-               "ttt_high_s": float(m["ttt_high_s"]),
-               "ttt_error": p.ttt_s / ttt - 1.0 if math.isfinite(ttt) else math.nan,
-               "inside": bool(p.ttt_low_s <= ttt <= p.ttt_high_s),
-               "predicted_abs_speedup": math.nan if p.reference else ref_pred / p.ttt_s}
+        row = {
+            "algorithm": p.algorithm,
+            "num_env_runners": p.num_env_runners,
+            "reference": p.reference,
+            "ceiling": p.ceiling,
+            "cpu_ms_per_step": p.cpu_ms_per_step,
+            "driver_ms_per_step": p.driver_ms_per_step,
+            "learner_ms_per_step": p.learner_ms_per_step,
+            "predicted_rate": p.rate,
+            "rate": finite_median(g["rate"]),
+            "predicted_startup_s": p.startup_s,
+            "startup_s": finite_median(g["startup_s"]),
+            "predicted_ttt_s": p.ttt_s,
+            "predicted_low_s": p.ttt_low_s,
+            "predicted_high_s": p.ttt_high_s,
+            "ttt_s": ttt,
+            "ttt_low_s": float(m["ttt_low_s"]),
+            "ttt_high_s": float(m["ttt_high_s"]),
+            "ttt_error": p.ttt_s / ttt - 1.0 if math.isfinite(ttt) else math.nan,
+            "inside": bool(p.ttt_low_s <= ttt <= p.ttt_high_s),
+            "predicted_abs_speedup": math.nan if p.reference else ref_pred / p.ttt_s,
+        }
         r = sp.loc[m["config_id"]] if not p.reference and m["config_id"] in sp.index else None
         for key in ("abs_speedup", "abs_speedup_low", "abs_speedup_high"):
             row[key] = float(r[key]) if r is not None and key in r else math.nan
@@ -498,12 +591,19 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
 
 
 #: Column headers of :func:`check_table_rows`.
-CHECK_HEADERS = ["configuration", "CPU per env step (ms, source)",
-                 "of it the driver's (ms, source)", "of it the learner's updates (ms, source)",
-                 "binding ceiling",
-                 "env steps/s: predicted / measured", "start-up: predicted / measured",
-                 "predicted TTT [95%]", "measured TTT [95% CI]", "error",
-                 "absolute speedup: predicted / measured [95% CI]"]
+CHECK_HEADERS = [
+    "configuration",
+    "CPU per env step (ms, source)",
+    "of it the driver's (ms, source)",
+    "of it the learner's updates (ms, source)",
+    "binding ceiling",
+    "env steps/s: predicted / measured",
+    "start-up: predicted / measured",
+    "predicted TTT [95%]",
+    "measured TTT [95% CI]",
+    "error",
+    "absolute speedup: predicted / measured [95% CI]",
+]
 
 
 def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
@@ -511,21 +611,33 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     pages print the same cells)."""
     out = []
     for _, r in rows.iterrows():
-        name = (f"{r['algorithm']} (reference)" if r["reference"]
-                else f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)")
-        speed = ("-" if r["reference"] else
-                 f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x "
-                 f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]")
-        out.append([
-            name, f"{r['cpu_ms_per_step']:.1f}",
-            driver_cell(r["reference"], r["driver_ms_per_step"]),
-            learner_cell(r["reference"], r["learner_ms_per_step"]), r["ceiling"],
-            f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
-            f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
-            f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
-            f"{fmt_s(r['predicted_high_s'])}]",
-            f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]",
-            f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a", speed])
+        name = (
+            f"{r['algorithm']} (reference)"
+            if r["reference"]
+            else f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
+        )
+        speed = (
+            "-"
+            if r["reference"]
+            else f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x "
+            f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]"
+        )
+        out.append(
+            [
+                name,
+                f"{r['cpu_ms_per_step']:.1f}",
+                driver_cell(r["reference"], r["driver_ms_per_step"]),
+                learner_cell(r["reference"], r["learner_ms_per_step"]),
+                r["ceiling"],
+                f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
+                f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
+                f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
+                f"{fmt_s(r['predicted_high_s'])}]",
+                f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]",
+                f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a",
+                speed,
+            ]
+        )
     return out
 
 
@@ -541,9 +653,11 @@ def check_words(rows: pd.DataFrame, source: float, target: Machine) -> str:
     err = rows["ttt_error"].abs().dropna()
     rate_err = (rows["predicted_rate"] / rows["rate"] - 1.0).abs().dropna()
     inside = int(rows["inside"].sum())
-    return (f"Predicted from {source:g} core(s) for {target.cores:g} core(s) "
-            f"(per-core speed {target.core_speed:g}x, the measured run's env cost): the TTT misses the measured median by "
-            f"{err.median():.0%} (median over {len(err)} configurations; at most "
-            f"{err.max():.0%}), the sampling rate by {rate_err.median():.0%} (at most "
-            f"{rate_err.max():.0%}); {inside} of {len(rows)} measured medians lie inside the "
-            "prediction's interval.")
+    return (
+        f"Predicted from {source:g} core(s) for {target.cores:g} core(s) "
+        f"(per-core speed {target.core_speed:g}x, the measured run's env cost): the TTT misses the measured median by "
+        f"{err.median():.0%} (median over {len(err)} configurations; at most "
+        f"{err.max():.0%}), the sampling rate by {rate_err.median():.0%} (at most "
+        f"{rate_err.max():.0%}); {inside} of {len(rows)} measured medians lie inside the "
+        "prediction's interval."
+    )

@@ -69,8 +69,13 @@ def _cpu_model() -> str:
 
 def _git_revision() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -79,13 +84,24 @@ def machine_info() -> dict[str, Any]:
     """Where the numbers were taken: CPU, versions, git revision, time."""
     versions = {p: metadata.version(p) for p in ("ray", "torch", "gymnasium")}
     versions["python"] = platform.python_version()
-    return {"cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "versions": versions,
-            "git_revision": _git_revision(),
-            "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "git_revision": _git_revision(),
+        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
-def run_trial(name: str, workers: int, overrides: dict[str, Any], label: str, target: float,
-              budget_s: float, cpus: int) -> dict[str, Any]:
+def run_trial(
+    name: str,
+    workers: int,
+    overrides: dict[str, Any],
+    label: str,
+    target: float,
+    budget_s: float,
+    cpus: int,
+) -> dict[str, Any]:
     """One trial until ``target`` or ``budget_s``; throughput, TTT and the resolved params."""
     from sweeps.engine.algorithms import ALGORITHMS, build_config, extract_metrics
 
@@ -114,23 +130,34 @@ def run_trial(name: str, workers: int, overrides: dict[str, Any], label: str, ta
         algo.stop()
     last = history[-1]
     train_s = last["wall_s"] - built
-    best = max((h["episode_return_mean"] for h in history
-                if math.isfinite(h["episode_return_mean"])), default=math.nan)
+    best = max(
+        (h["episode_return_mean"] for h in history if math.isfinite(h["episode_return_mean"])),
+        default=math.nan,
+    )
     return {
-        "algorithm": name, "num_env_runners": workers, "label": label,
+        "algorithm": name,
+        "num_env_runners": workers,
+        "label": label,
         "status": "reached" if math.isfinite(ttt) else "censored",
-        "time_to_target_s": ttt, "steps_to_target": steps_to_target,
-        "target_value": target, "budget_s": budget_s,
-        "build_s": built, "elapsed_s": last["wall_s"],
-        "env_steps": last["env_steps"], "learner_updates": last["learner_updates"],
+        "time_to_target_s": ttt,
+        "steps_to_target": steps_to_target,
+        "target_value": target,
+        "budget_s": budget_s,
+        "build_s": built,
+        "elapsed_s": last["wall_s"],
+        "env_steps": last["env_steps"],
+        "learner_updates": last["learner_updates"],
         "env_steps_per_s": last["env_steps"] / train_s if train_s > 0 else math.nan,
         "learner_updates_per_s": last["learner_updates"] / train_s if train_s > 0 else math.nan,
-        "final_return": last["episode_return_mean"], "best_return": best,
-        "oversubscribed": oversubscribed, "load_avg_1min_before": load_before,
+        "final_return": last["episode_return_mean"],
+        "best_return": best,
+        "oversubscribed": oversubscribed,
+        "load_avg_1min_before": load_before,
         "load_avg_1min_after": os.getloadavg()[0],
         "params": {**ALGORITHMS[name].defaults, **params},
-        "curve": [[round(h["wall_s"], 2), h["env_steps"], h["episode_return_mean"]]
-                  for h in history],
+        "curve": [
+            [round(h["wall_s"], 2), h["env_steps"], h["episode_return_mean"]] for h in history
+        ],
     }
 
 
@@ -142,9 +169,12 @@ def run_rllib_default_dqn(iterations: int) -> dict[str, Any]:
     import envs
 
     envs.register_rllib_envs()
-    algo = (DQNConfig().environment(ENV).env_runners(num_env_runners=1)
-            .api_stack(enable_rl_module_and_learner=True,
-                       enable_env_runner_and_connector_v2=True)).build_algo()
+    algo = (
+        DQNConfig()
+        .environment(ENV)
+        .env_runners(num_env_runners=1)
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+    ).build_algo()
     try:
         algo.train()
         t0 = time.perf_counter()
@@ -153,16 +183,26 @@ def run_rllib_default_dqn(iterations: int) -> dict[str, Any]:
             r = algo.train()
         dt = time.perf_counter() - t0
         steps = r["env_runners"]["num_env_steps_sampled_lifetime"] - s0
-        timers = {k: float(v) for k, v in r.get("timers", {}).items()
-                  if isinstance(v, (int, float))}
+        timers = {
+            k: float(v) for k, v in r.get("timers", {}).items() if isinstance(v, (int, float))
+        }
     finally:
         algo.stop()
-    return {"algorithm": "DQN", "num_env_runners": 1, "label": "rllib_default",
-            "env_steps_per_s": steps / dt, "seconds": dt, "env_steps": steps,
-            "params": {"rollout_fragment_length": "auto (= n_step = 1)",
-                       "min_sample_timesteps_per_iteration": 1000, "train_batch_size": 32,
-                       "num_envs_per_env_runner": 1},
-            "timers_s": timers}
+    return {
+        "algorithm": "DQN",
+        "num_env_runners": 1,
+        "label": "rllib_default",
+        "env_steps_per_s": steps / dt,
+        "seconds": dt,
+        "env_steps": steps,
+        "params": {
+            "rollout_fragment_length": "auto (= n_step = 1)",
+            "min_sample_timesteps_per_iteration": 1000,
+            "train_batch_size": 32,
+            "num_envs_per_env_runner": 1,
+        },
+        "timers_s": timers,
+    }
 
 
 def _fmt(x: Any, digits: int = 0) -> str:
@@ -177,16 +217,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--fraction", type=float, default=0.9, help="target = fraction × optimum")
     ap.add_argument("--budget-s", type=float, default=600.0)
-    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
-                    help="override a vocabulary key for every trial")
-    ap.add_argument("--label", default="tuned", help="row label (rows with the same key are replaced)")
-    ap.add_argument("--rllib-default-dqn", type=int, default=0, metavar="ITERATIONS",
-                    help="also time RLlib's default DQN for this many 1000-step iterations")
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a vocabulary key for every trial",
+    )
+    ap.add_argument(
+        "--label", default="tuned", help="row label (rows with the same key are replaced)"
+    )
+    ap.add_argument(
+        "--rllib-default-dqn",
+        type=int,
+        default=0,
+        metavar="ITERATIONS",
+        help="also time RLlib's default DQN for this many 1000-step iterations",
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
 
     try:
         from sweeps.engine.algorithms import ALGORITHMS, known_params
+
         for name in args.algorithms:
             if name not in ALGORITHMS:
                 raise ValueError(f"unknown algorithm {name!r} (known: {', '.join(ALGORITHMS)})")
@@ -217,13 +270,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"RLlib default DQN: {rows[-1]['env_steps_per_s']:.1f} env steps/s", flush=True)
         for name in args.algorithms:
             for workers in args.workers:
-                row = run_trial(name, workers, overrides, args.label, target, args.budget_s,
-                                cpus)
+                row = run_trial(name, workers, overrides, args.label, target, args.budget_s, cpus)
                 rows.append(row)
-                print(f"{name:6s} N={workers} {row['status']:8s} TTT={_fmt(row['time_to_target_s'], 1)} s "
-                      f"steps={row['env_steps']} env steps/s={_fmt(row['env_steps_per_s'])} "
-                      f"updates/s={_fmt(row['learner_updates_per_s'], 1)} "
-                      f"best={_fmt(row['best_return'])}", flush=True)
+                print(
+                    f"{name:6s} N={workers} {row['status']:8s} TTT={_fmt(row['time_to_target_s'], 1)} s "
+                    f"steps={row['env_steps']} env steps/s={_fmt(row['env_steps_per_s'])} "
+                    f"updates/s={_fmt(row['learner_updates_per_s'], 1)} "
+                    f"best={_fmt(row['best_return'])}",
+                    flush=True,
+                )
     finally:
         ray.shutdown()
 
@@ -231,12 +286,21 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         r["measured_at"], r["git_revision"] = info["timestamp"], info["git_revision"]
     keys = {(r["algorithm"], r["num_env_runners"], r["label"]) for r in rows}
-    kept = [r for r in old.get("rows", [])
-            if (r["algorithm"], r["num_env_runners"], r["label"]) not in keys]
-    out = {"benchmark": "bench_algorithms", "env": ENV, "optimal_return": optimum,
-           "target_fraction": args.fraction, "machine": info,
-           "rows": sorted(kept + rows, key=lambda r: (r["label"], r["algorithm"],
-                                                      r["num_env_runners"]))}
+    kept = [
+        r
+        for r in old.get("rows", [])
+        if (r["algorithm"], r["num_env_runners"], r["label"]) not in keys
+    ]
+    out = {
+        "benchmark": "bench_algorithms",
+        "env": ENV,
+        "optimal_return": optimum,
+        "target_fraction": args.fraction,
+        "machine": info,
+        "rows": sorted(
+            kept + rows, key=lambda r: (r["label"], r["algorithm"], r["num_env_runners"])
+        ),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
     print(f"wrote {args.out}")

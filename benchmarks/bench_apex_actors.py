@@ -40,8 +40,12 @@ from sweeps.engine.cli import EXIT_BAD_INPUT  # noqa: E402
 LAYOUTS = ("driver",)
 
 
-def measure(num_env_runners: int, seconds: float,
-            min_replay_ratio: float | None = None, learner_gpus: float = 0) -> dict:
+def measure(
+    num_env_runners: int,
+    seconds: float,
+    min_replay_ratio: float | None = None,
+    learner_gpus: float = 0,
+) -> dict:
     """One point: APEX with ``num_env_runners`` actors on the latency-bound Cabs (and
     ``min_replay_ratio``, the lower bound on replayed / sampled transitions, if given; with
     ``learner_gpus`` > 0 the learner on that many GPUs in the driver, ``num_learners=0``).
@@ -53,12 +57,21 @@ def measure(num_env_runners: int, seconds: float,
     """
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": "APEX", "num_env_runners": num_env_runners,
-                           "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
-                           "num_steps_sampled_before_learning_starts": 256, "seed": 0,
-                           "min_replay_ratio": min_replay_ratio,
-                           "num_learners": 0, "num_gpus_per_learner": learner_gpus},
-                          "ContosoCabs-v0", {"step_latency_ms": 4})
+    config = build_config(
+        {
+            "algorithm": "APEX",
+            "num_env_runners": num_env_runners,
+            "num_envs_per_env_runner": 8,
+            "num_cpus_per_env_runner": 0.0625,
+            "num_steps_sampled_before_learning_starts": 256,
+            "seed": 0,
+            "min_replay_ratio": min_replay_ratio,
+            "num_learners": 0,
+            "num_gpus_per_learner": learner_gpus,
+        },
+        "ContosoCabs-v0",
+        {"step_latency_ms": 4},
+    )
     t = time.perf_counter()
     algo = config.build_algo()
     build_s = time.perf_counter() - t
@@ -89,12 +102,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layouts", default="driver", help="driver (the only layout)")
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0, help="measured window per point (s)")
-    p.add_argument("--min-replay-ratio", type=float, default=None,
-                   help="APEX's lower bound on replayed / sampled transitions (default: none)")
+    p.add_argument(
+        "--min-replay-ratio",
+        type=float,
+        default=None,
+        help="APEX's lower bound on replayed / sampled transitions (default: none)",
+    )
     p.add_argument("--num-cpus", type=int, default=2, help="CPUs of the private Ray (default 2)")
-    p.add_argument("--learner-gpus", type=float, default=0,
-                   help="GPUs of the learner (in the driver; default 0: on the CPU)")
-    p.add_argument("--out", help="JSON to write (default benchmarks/results/bench_apex_actors.json)")
+    p.add_argument(
+        "--learner-gpus",
+        type=float,
+        default=0,
+        help="GPUs of the learner (in the driver; default 0: on the CPU)",
+    )
+    p.add_argument(
+        "--out", help="JSON to write (default benchmarks/results/bench_apex_actors.json)"
+    )
     args = p.parse_args(argv)
     ns = [int(n) for n in args.env_runners.split(",")]
     layouts = [name.strip() for name in args.layouts.split(",")]
@@ -102,29 +125,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_apex_actors: layouts are {sorted(LAYOUTS)}, N >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.num_cpus < 1 or args.learner_gpus < 0:
-        print("bench_apex_actors: --num-cpus must be >= 1 and --learner-gpus >= 0",
-              file=sys.stderr)
+        print("bench_apex_actors: --num-cpus must be >= 1 and --learner-gpus >= 0", file=sys.stderr)
         return EXIT_BAD_INPUT
 
     import ray
 
     from cluster.nodes import RAY_SYSTEM_CONFIG
 
-    ray.init(address="local", num_cpus=args.num_cpus,
-             num_gpus=1 if args.learner_gpus > 0 else 0, include_dashboard=False,
-             log_to_driver=False, _system_config=dict(RAY_SYSTEM_CONFIG))
+    ray.init(
+        address="local",
+        num_cpus=args.num_cpus,
+        num_gpus=1 if args.learner_gpus > 0 else 0,
+        include_dashboard=False,
+        log_to_driver=False,
+        _system_config=dict(RAY_SYSTEM_CONFIG),
+    )
     points: dict[str, list[dict]] = {}
     try:
         for rep in range(args.reps):
             for layout in layouts if rep % 2 == 0 else layouts[::-1]:
                 for n in ns:
-                    m = measure(n, args.seconds, args.min_replay_ratio,
-                                args.learner_gpus)
+                    m = measure(n, args.seconds, args.min_replay_ratio, args.learner_gpus)
                     points.setdefault(f"{layout}/{n}", []).append(m)
-                    print(f"rep {rep} {layout:6} N={n:2}: {m['learner_updates_per_s']:6.0f} "
-                          f"updates/s, {m['env_steps_per_s']:6.0f} env steps/s, replay ratio "
-                          f"{m['replay_ratio']:5.1f}, built in {m['build_s']:.1f} s, learner on "
-                          f"{m['learner_device']}", flush=True)
+                    print(
+                        f"rep {rep} {layout:6} N={n:2}: {m['learner_updates_per_s']:6.0f} "
+                        f"updates/s, {m['env_steps_per_s']:6.0f} env steps/s, replay ratio "
+                        f"{m['replay_ratio']:5.1f}, built in {m['build_s']:.1f} s, learner on "
+                        f"{m['learner_device']}",
+                        flush=True,
+                    )
     finally:
         ray.shutdown()
 
@@ -137,18 +166,26 @@ def main(argv: list[str] | None = None) -> int:
     for key, runs in points.items():
         layout, n = key.split("/")
         ratio = statistics.median(r["replay_ratio"] for r in runs)
-        print(f"| {layout} | {n} | {med('learner_updates_per_s', runs)} | "
-              f"{med('env_steps_per_s', runs)} | {ratio:.1f} |")
+        print(
+            f"| {layout} | {n} | {med('learner_updates_per_s', runs)} | "
+            f"{med('env_steps_per_s', runs)} | {ratio:.1f} |"
+        )
     out = Path(args.out or HERE / "results" / "bench_apex_actors.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": "python benchmarks/bench_apex_actors.py " + " ".join(argv or sys.argv[1:]),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a {args.num_cpus}-CPU Ray",
-        "learner_gpus": args.learner_gpus,
-        "min_replay_ratio": args.min_replay_ratio,
-        "points": points,
-    }, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_apex_actors.py "
+                + " ".join(argv or sys.argv[1:]),
+                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a {args.num_cpus}-CPU Ray",
+                "learner_gpus": args.learner_gpus,
+                "min_replay_ratio": args.min_replay_ratio,
+                "points": points,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {out}")
     return 0
 

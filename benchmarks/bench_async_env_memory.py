@@ -37,9 +37,11 @@ def measure(env_id: str, num_envs: int, steps: int) -> dict[str, float]:
         info = [c.memory_full_info() for c in me.children()]
     finally:
         vec.close()
-    mib = 2.0 ** 20
-    return {f"{k}_mib": statistics.median(getattr(m, k) / mib for m in info)
-            for k in ("rss", "uss", "pss")} | {"processes": len(info)}
+    mib = 2.0**20
+    return {
+        f"{k}_mib": statistics.median(getattr(m, k) / mib for m in info)
+        for k in ("rss", "uss", "pss")
+    } | {"processes": len(info)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,25 +58,37 @@ def main(argv: list[str] | None = None) -> int:
     import envs  # noqa: F401 - registers ContosoCabs-v0
 
     parent = psutil.Process().memory_full_info()
-    results = {env_id: measure(env_id, args.envs, args.steps)
-               for env_id in ("CartPole-v1", "ContosoCabs-v0")}
+    results = {
+        env_id: measure(env_id, args.envs, args.steps)
+        for env_id in ("CartPole-v1", "ContosoCabs-v0")
+    }
     print(f"parent (an env runner's imports): RSS {parent.rss / 2**20:.0f} MiB")
     print(f"{'env':<16}{'RSS':>8}{'USS':>8}{'PSS':>8}  MiB per sub-env process (median)")
     for env_id, r in results.items():
         print(f"{env_id:<16}{r['rss_mib']:>8.0f}{r['uss_mib']:>8.1f}{r['pss_mib']:>8.1f}")
     try:
-        revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                                  capture_output=True).stdout.strip()
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True, capture_output=True
+        ).stdout.strip()
     except OSError:
         revision = ""
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": f"python benchmarks/bench_async_env_memory.py --envs {args.envs} "
-                   f"--steps {args.steps}",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "git_revision": revision, "cpu_count": psutil.cpu_count(),
-        "parent_rss_mib": parent.rss / 2**20, "results": results}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "command": f"python benchmarks/bench_async_env_memory.py --envs {args.envs} "
+                f"--steps {args.steps}",
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "git_revision": revision,
+                "cpu_count": psutil.cpu_count(),
+                "parent_rss_mib": parent.rss / 2**20,
+                "results": results,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
     return 0
 

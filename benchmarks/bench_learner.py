@@ -43,8 +43,12 @@ sys.path.insert(0, os.getcwd())  # the checkout being measured (see the docstrin
 HERE = Path(__file__).resolve().parent
 ENV = "ContosoCabs-v0"
 ENV_CONFIG = {"num_cities": 5, "time_matrix_seed": 0}
-TIMERS = ("env_runner_sampling_timer", "replay_buffer_add_data_timer",
-          "replay_buffer_sampling_timer", "learner_update_timer")
+TIMERS = (
+    "env_runner_sampling_timer",
+    "replay_buffer_add_data_timer",
+    "replay_buffer_sampling_timer",
+    "learner_update_timer",
+)
 
 
 def _package(filename: str) -> str:
@@ -74,13 +78,13 @@ def profile_shares(profile, top: int = 12) -> dict[str, float]:
         totals[key] = totals.get(key, 0.0) + tottime
     whole = sum(totals.values()) or 1.0
     ranked = sorted(totals.items(), key=lambda kv: -kv[1])
-    keep = [kv for i, kv in enumerate(ranked)
-            if i < top or kv[0].startswith(("sweeps/", "envs/"))]
+    keep = [kv for i, kv in enumerate(ranked) if i < top or kv[0].startswith(("sweeps/", "envs/"))]
     return {k: v / whole for k, v in keep}
 
 
-def child(algorithm: str, overrides: dict, seconds: float, seed: int,
-          profile: bool = False) -> dict:
+def child(
+    algorithm: str, overrides: dict, seconds: float, seed: int, profile: bool = False
+) -> dict:
     """One measurement in this (fresh) process; ``profile``: under cProfile (slower), with the
     shares of its time by package (:func:`profile_shares`) in ``profile_shares``."""
     import ray
@@ -91,8 +95,11 @@ def child(algorithm: str, overrides: dict, seconds: float, seed: int,
     preload_libraries()
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
-                               **overrides}, ENV, env_config=ENV_CONFIG)
+        config = build_config(
+            {"algorithm": algorithm, "num_env_runners": 1, "seed": seed, **overrides},
+            ENV,
+            env_config=ENV_CONFIG,
+        )
         config.debugging(log_level="ERROR")
         algo = config.build_algo()
         try:
@@ -129,8 +136,13 @@ def child(algorithm: str, overrides: dict, seconds: float, seed: int,
 
 def _git_revision(root: Path) -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
-                              capture_output=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -155,9 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--label", default="")
-    p.add_argument("--profile", action="store_true",
-                   help="run the measured iterations under cProfile and report where the time "
-                        "goes by package (the suite's own code, RLlib, torch, ...)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the measured iterations under cProfile and report where the time "
+        "goes by package (the suite's own code, RLlib, torch, ...)",
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     overrides = _parse_set(args.set)
@@ -172,45 +187,81 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict]] = {a: [] for a in algorithms}
     for rep in range(args.reps):
         for a in algorithms if rep % 2 == 0 else list(reversed(algorithms)):
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", f"{a}:{rep}",
-                   "--seconds", str(args.seconds), *sum((["--set", s] for s in args.set), []),
-                   *(["--profile"] if args.profile else [])]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--child",
+                f"{a}:{rep}",
+                "--seconds",
+                str(args.seconds),
+                *sum((["--set", s] for s in args.set), []),
+                *(["--profile"] if args.profile else []),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode != 0:
                 raise SystemExit(f"bench_learner: {a} failed: {proc.stderr[-2000:]}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
             runs[a].append(row)
-            print(f"{a:<9} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
-                  f"{row['env_steps_per_s']:7.1f} env steps/s  replay ratio "
-                  f"{row['replay_ratio']:.2f}", flush=True)
+            print(
+                f"{a:<9} rep {rep}: {row['learner_updates_per_s']:7.1f} learner updates/s  "
+                f"{row['env_steps_per_s']:7.1f} env steps/s  replay ratio "
+                f"{row['replay_ratio']:.2f}",
+                flush=True,
+            )
     keys = [k for k in next(iter(runs.values()))[0] if k != "profile_shares"]
-    summary = {a: {k: {"median": statistics.median(r[k] for r in rs),
-                       "min": min(r[k] for r in rs), "max": max(r[k] for r in rs)} for k in keys}
-               for a, rs in runs.items()}
+    summary = {
+        a: {
+            k: {
+                "median": statistics.median(r[k] for r in rs),
+                "min": min(r[k] for r in rs),
+                "max": max(r[k] for r in rs),
+            }
+            for k in keys
+        }
+        for a, rs in runs.items()
+    }
     for a in algorithms:
         s = summary[a]
-        print(f"{a}: learner updates/s {s['learner_updates_per_s']['median']:.1f} "
-              f"[{s['learner_updates_per_s']['min']:.1f}-{s['learner_updates_per_s']['max']:.1f}], "
-              f"env steps/s {s['env_steps_per_s']['median']:.0f}, replay ratio "
-              f"{s['replay_ratio']['median']:.2f}, per call: replay sample "
-              f"{s['replay_buffer_sampling_timer_ms']['median']:.1f} ms, learner update "
-              f"{s['learner_update_timer_ms']['median']:.1f} ms")
+        print(
+            f"{a}: learner updates/s {s['learner_updates_per_s']['median']:.1f} "
+            f"[{s['learner_updates_per_s']['min']:.1f}-{s['learner_updates_per_s']['max']:.1f}], "
+            f"env steps/s {s['env_steps_per_s']['median']:.0f}, replay ratio "
+            f"{s['replay_ratio']['median']:.2f}, per call: replay sample "
+            f"{s['replay_buffer_sampling_timer_ms']['median']:.1f} ms, learner update "
+            f"{s['learner_update_timer_ms']['median']:.1f} ms"
+        )
         if args.profile:
-            shares = {k: statistics.median(r["profile_shares"].get(k, 0.0) for r in runs[a])
-                      for k in {k for r in runs[a] for k in r["profile_shares"]}}
+            shares = {
+                k: statistics.median(r["profile_shares"].get(k, 0.0) for r in runs[a])
+                for k in {k for r in runs[a] for k in r["profile_shares"]}
+            }
             summary[a]["profile_shares"] = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
-            print("  where the profiled time goes (median share): " + ", ".join(
-                f"{k} {100 * v:.1f} %" for k, v in summary[a]["profile_shares"].items()))
+            print(
+                "  where the profiled time goes (median share): "
+                + ", ".join(f"{k} {100 * v:.1f} %" for k, v in summary[a]["profile_shares"].items())
+            )
     name = f"bench_learner_{args.label}.json" if args.label else "bench_learner.json"
     out = HERE / "results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": "python benchmarks/bench_learner.py " + " ".join(argv or sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "git_revision": _git_revision(measured_root),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(), "load_avg": os.getloadavg()},
-        "overrides": overrides, "runs": runs, "summary": summary}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_learner.py " + " ".join(argv or sys.argv[1:]),
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "git_revision": _git_revision(measured_root),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "platform": platform.platform(),
+                    "python": platform.python_version(),
+                    "load_avg": os.getloadavg(),
+                },
+                "overrides": overrides,
+                "runs": runs,
+                "summary": summary,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {out}")
     return 0
 

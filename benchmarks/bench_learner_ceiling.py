@@ -38,8 +38,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # this checkout's packages, whatever is installed
-SWEEPS = ("sweeps/experiments/cabs_learner_bound.py",
-          "sweeps/experiments/cabs_learner_bound_2cores.py")
+SWEEPS = (
+    "sweeps/experiments/cabs_learner_bound.py",
+    "sweeps/experiments/cabs_learner_bound_2cores.py",
+)
 
 
 def run_sweep(sweep: str, results: Path, pin: bool) -> Path:
@@ -52,12 +54,18 @@ def run_sweep(sweep: str, results: Path, pin: bool) -> Path:
     name = Path(sweep).stem
     before = set((results / name).glob("*")) if (results / name).exists() else set()
     cmd = (["taskset", "-c", "0"] if pin else []) + [
-        sys.executable, "-m", "sweeps.run", sweep, "--results", str(results), "--no-report"]
+        sys.executable,
+        "-m",
+        "sweeps.run",
+        sweep,
+        "--results",
+        str(results),
+        "--no-report",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, check=False)
     new = sorted(set((results / name).glob("*")) - before)
     if proc.returncode != 0 or not new:
-        raise SystemExit(f"bench_learner_ceiling: {' '.join(cmd)} failed "
-                         f"(exit {proc.returncode})")
+        raise SystemExit(f"bench_learner_ceiling: {' '.join(cmd)} failed (exit {proc.returncode})")
     return new[-1]
 
 
@@ -82,17 +90,29 @@ def parts(run: Path) -> dict:
     rates = trial_components(tm, study.res.progress)["rate"].to_numpy(float)
     cores = source_cores(study)
     rate = float(np.nanmedian(rates))
-    return {"run": str(run.relative_to(ROOT)) if run.is_relative_to(ROOT) else str(run),
-            "cores": cores, "num_env_runners": int(n), "seeds": sorted(int(s) for s in tm["seed"]),
-            "env_cpu_s": env_costs_ms(study)[0] / 1000.0, "rates": [float(r) for r in rates],
-            "rate": rate, "w": min(cores, int(n) + 1) / rate,
-            "d": driver_cpu_per_step(study, cid), "l": learner_cpu_per_step(study, cid)}
+    return {
+        "run": str(run.relative_to(ROOT)) if run.is_relative_to(ROOT) else str(run),
+        "cores": cores,
+        "num_env_runners": int(n),
+        "seeds": sorted(int(s) for s in tm["seed"]),
+        "env_cpu_s": env_costs_ms(study)[0] / 1000.0,
+        "rates": [float(r) for r in rates],
+        "rate": rate,
+        "w": min(cores, int(n) + 1) / rate,
+        "d": driver_cpu_per_step(study, cid),
+        "l": learner_cpu_per_step(study, cid),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", nargs=2, type=Path, metavar=("ONE_CORE_RUN", "TWO_CORE_RUN"),
-                    help="analyse these runs instead of running the two sweeps")
+    ap.add_argument(
+        "--runs",
+        nargs=2,
+        type=Path,
+        metavar=("ONE_CORE_RUN", "TWO_CORE_RUN"),
+        help="analyse these runs instead of running the two sweeps",
+    )
     ap.add_argument("--results", type=Path, default=ROOT / "results")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "bench_learner_ceiling.json")
     args = ap.parse_args(argv)
@@ -107,43 +127,67 @@ def main(argv: list[str] | None = None) -> int:
     one, two = parts(one_dir), parts(two_dir)
     target = Machine(two["cores"])
     n, c0 = one["num_env_runners"], one["env_cpu_s"]
-    rate, ceiling = roofline_rate(one["w"], n, False, c0, 0.0, target, driver_s=one["d"],
-                                  learner_s=one["l"])
-    without, without_ceiling = roofline_rate(one["w"], n, False, c0, 0.0, target,
-                                             driver_s=one["d"])
+    rate, ceiling = roofline_rate(
+        one["w"], n, False, c0, 0.0, target, driver_s=one["d"], learner_s=one["l"]
+    )
+    without, without_ceiling = roofline_rate(one["w"], n, False, c0, 0.0, target, driver_s=one["d"])
     summary = {
-        "predicted_rate": rate, "ceiling": ceiling,
+        "predicted_rate": rate,
+        "ceiling": ceiling,
         "learner_ceiling": target.core_speed / one["l"] if one["l"] > 0 else math.inf,
-        "predicted_without_learner": without, "ceiling_without_learner": without_ceiling,
-        "measured_rate": two["rate"], "error": rate / two["rate"] - 1.0,
+        "predicted_without_learner": without,
+        "ceiling_without_learner": without_ceiling,
+        "measured_rate": two["rate"],
+        "error": rate / two["rate"] - 1.0,
         "error_without_learner": without / two["rate"] - 1.0,
         "l_ratio": two["l"] / one["l"],
         # the learner thread's busy share of a core: CPU per env step x env steps/s
         "learner_busy_one_core": one["l"] * one["rate"],
-        "learner_busy_two_cores": two["l"] * two["rate"]}
+        "learner_busy_two_cores": two["l"] * two["rate"],
+    }
     ms = {k: 1000 * one[k] for k in ("w", "d", "l")}
-    print(f"one core ({one['run']}, seeds {one['seeds']}): {one['rate']:.1f} env steps/s "
-          f"(trials {', '.join(f'{r:.1f}' for r in one['rates'])}); per env step w "
-          f"{ms['w']:.1f} ms, d {ms['d']:.1f} ms, l {ms['l']:.1f} ms")
-    print(f"two cores ({two['run']}, seeds {two['seeds']}): {two['rate']:.1f} env steps/s "
-          f"(trials {', '.join(f'{r:.1f}' for r in two['rates'])}); l {1000 * two['l']:.1f} ms "
-          f"({summary['l_ratio']:.2f}x the one-core l)")
-    print(f"the learner's thread busy {summary['learner_busy_one_core']:.0%} of a core on one "
-          f"core, {summary['learner_busy_two_cores']:.0%} on two")
+    print(
+        f"one core ({one['run']}, seeds {one['seeds']}): {one['rate']:.1f} env steps/s "
+        f"(trials {', '.join(f'{r:.1f}' for r in one['rates'])}); per env step w "
+        f"{ms['w']:.1f} ms, d {ms['d']:.1f} ms, l {ms['l']:.1f} ms"
+    )
+    print(
+        f"two cores ({two['run']}, seeds {two['seeds']}): {two['rate']:.1f} env steps/s "
+        f"(trials {', '.join(f'{r:.1f}' for r in two['rates'])}); l {1000 * two['l']:.1f} ms "
+        f"({summary['l_ratio']:.2f}x the one-core l)"
+    )
+    print(
+        f"the learner's thread busy {summary['learner_busy_one_core']:.0%} of a core on one "
+        f"core, {summary['learner_busy_two_cores']:.0%} on two"
+    )
     print()
     print("| prediction for 2 cores | env steps/s | binding ceiling | measured | error |")
     print("| --- | ---: | --- | ---: | ---: |")
-    print(f"| roofline with the learner ceiling | {rate:.1f} | {ceiling} | {two['rate']:.1f} | "
-          f"{summary['error']:+.0%} |")
-    print(f"| roofline without it | {without:.1f} | {without_ceiling} | {two['rate']:.1f} | "
-          f"{summary['error_without_learner']:+.0%} |")
+    print(
+        f"| roofline with the learner ceiling | {rate:.1f} | {ceiling} | {two['rate']:.1f} | "
+        f"{summary['error']:+.0%} |"
+    )
+    print(
+        f"| roofline without it | {without:.1f} | {without_ceiling} | {two['rate']:.1f} | "
+        f"{summary['error_without_learner']:+.0%} |"
+    )
     from sweeps.engine.record import environment_info
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "summary": summary, "one_core": one, "two_cores": two,
-        "environment": environment_info(["benchmarks/bench_learner_ceiling.py"], "local", [])},
-        indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "summary": summary,
+                "one_core": one,
+                "two_cores": two,
+                "environment": environment_info(
+                    ["benchmarks/bench_learner_ceiling.py"], "local", []
+                ),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"saved {args.out.relative_to(ROOT)}")
     return 0
 

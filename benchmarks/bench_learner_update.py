@@ -67,8 +67,7 @@ def build_learners(k: int, seed: int = 0):
         learner.build()
         learners[name] = learner
     learners["suite"].module.set_state(learners["RLlib"].module.get_state())
-    learners["torch"] = PlainTorchDQN(learners["RLlib"], config.gamma, config.grad_clip,
-                                      config.lr)
+    learners["torch"] = PlainTorchDQN(learners["RLlib"], config.gamma, config.grad_clip, config.lr)
 
     rows = k * config.total_train_batch_size
     rng = np.random.default_rng(seed)
@@ -78,13 +77,15 @@ def build_learners(k: int, seed: int = 0):
 
     def batch():
         shape = (rows,) + obs_space.shape
-        data = {"obs": rng.uniform(low, high, shape).astype(np.float32),
-                "new_obs": rng.uniform(low, high, shape).astype(np.float32),
-                "actions": rng.integers(0, n_actions, rows),
-                "rewards": rng.normal(0.0, 1.0, rows).astype(np.float32),
-                "terminateds": rng.random(rows) < 0.05,
-                "n_step": np.full(rows, float(config.n_step), np.float32),
-                "weights": rng.uniform(0.5, 1.0, rows).astype(np.float32)}
+        data = {
+            "obs": rng.uniform(low, high, shape).astype(np.float32),
+            "new_obs": rng.uniform(low, high, shape).astype(np.float32),
+            "actions": rng.integers(0, n_actions, rows),
+            "rewards": rng.normal(0.0, 1.0, rows).astype(np.float32),
+            "terminateds": rng.random(rows) < 0.05,
+            "n_step": np.full(rows, float(config.n_step), np.float32),
+            "weights": rng.uniform(0.5, 1.0, rows).astype(np.float32),
+        }
         return MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(data)}, env_steps=rows)
 
     return learners, batch, config.total_train_batch_size
@@ -108,8 +109,9 @@ class PlainTorchDQN:
         self.online = copy.deepcopy(module)
         self.target = copy.deepcopy(module)
         self.gamma, self.grad_clip = gamma, grad_clip
-        self.params = [p for name, p in self.online.named_parameters()
-                       if not name.startswith("_target")]
+        self.params = [
+            p for name, p in self.online.named_parameters() if not name.startswith("_target")
+        ]
         self.optimizer = torch.optim.Adam(self.params, lr=lr, fused=True)
         self.mid = DEFAULT_MODULE_ID
 
@@ -124,7 +126,7 @@ class PlainTorchDQN:
         data = {k: torch.as_tensor(v) for k, v in batch.policy_batches[self.mid].items()}
         rows = len(data["obs"])
         for lo in range(0, rows, minibatch_size):
-            mb = {k: v[lo:lo + minibatch_size] for k, v in data.items()}
+            mb = {k: v[lo : lo + minibatch_size] for k, v in data.items()}
             n = len(mb["obs"])
             q_all = self._q(self.online, torch.cat([mb["obs"], mb["new_obs"]]))
             q, q_next = q_all[:n], q_all[n:]
@@ -134,8 +136,9 @@ class PlainTorchDQN:
                 done = mb["terminateds"].float()
                 y = mb["rewards"] + self.gamma ** mb["n_step"] * (1.0 - done) * q_target
             q_sel = q.gather(1, mb["actions"].long().unsqueeze(1)).squeeze(1)
-            loss = (mb["weights"] * torch.nn.functional.huber_loss(
-                q_sel, y, reduction="none")).mean()
+            loss = (
+                mb["weights"] * torch.nn.functional.huber_loss(q_sel, y, reduction="none")
+            ).mean()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.params, self.grad_clip, foreach=True)
@@ -148,9 +151,13 @@ def update(learner, batch, minibatch: int, sampled: int):
     """One replay-data-path call of ``learner.update`` (k minibatches in order)."""
     if isinstance(learner, PlainTorchDQN):
         return learner.update(batch, minibatch)
-    return learner.update(batch=batch, minibatch_size=minibatch, num_epochs=1,
-                          shuffle_batch_per_epoch=False,
-                          timesteps={"num_env_steps_sampled_lifetime": sampled})
+    return learner.update(
+        batch=batch,
+        minibatch_size=minibatch,
+        num_epochs=1,
+        shuffle_batch_per_epoch=False,
+        timesteps={"num_env_steps_sampled_lifetime": sampled},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,24 +188,36 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [a / b for a, b in zip(ms["RLlib"], ms["suite"], strict=True)]
     over_torch = [a / b for a, b in zip(ms["suite"], ms["torch"], strict=True)]
     result = {
-        "benchmark": "bench_learner_update", "label": args.label,
+        "benchmark": "bench_learner_update",
+        "label": args.label,
         "command": "python benchmarks/bench_learner_update.py " + " ".join(argv or sys.argv[1:]),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": platform.node(),
-        "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-        "python": platform.python_version(), "torch": torch.__version__,
-        "git_revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                       capture_output=True, text=True).stdout.strip(),
-        "k": args.k, "minibatch": minibatch, "calls_per_block": args.calls,
-        "ms_per_update": ms, "ratio_rllib_over_suite": ratios,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": platform.node(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "git_revision": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip(),
+        "k": args.k,
+        "minibatch": minibatch,
+        "calls_per_block": args.calls,
+        "ms_per_update": ms,
+        "ratio_rllib_over_suite": ratios,
         "ratio_suite_over_plain_torch": over_torch,
     }
     for name, xs in ms.items():
         med = statistics.median(xs)
-        print(f"{name:6s} {med:6.2f} ms per learner update [{min(xs):.2f}-{max(xs):.2f}]  "
-              f"= {1000 / med:5.0f} learner updates/s")
+        print(
+            f"{name:6s} {med:6.2f} ms per learner update [{min(xs):.2f}-{max(xs):.2f}]  "
+            f"= {1000 / med:5.0f} learner updates/s"
+        )
     for what, xs in (("RLlib / suite", ratios), ("suite / plain torch", over_torch)):
-        print(f"{what}, per block: median {statistics.median(xs):.2f} "
-              f"[{min(xs):.2f}-{max(xs):.2f}] over {len(xs)} blocks")
+        print(
+            f"{what}, per block: median {statistics.median(xs):.2f} "
+            f"[{min(xs):.2f}-{max(xs):.2f}] over {len(xs)} blocks"
+        )
     out = HERE / "results" / f"bench_learner_update{'_' + args.label if args.label else ''}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out.relative_to(HERE.parent)}")

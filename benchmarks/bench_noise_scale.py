@@ -36,8 +36,16 @@ def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict
     updates/s and the last noise scale."""
     from sweeps.engine.algorithms import build_config, extract_metrics
 
-    config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
-                           "grad_noise_scale_every": every}, ENV, env_config=ENV_CONFIG)
+    config = build_config(
+        {
+            "algorithm": algorithm,
+            "num_env_runners": 1,
+            "seed": seed,
+            "grad_noise_scale_every": every,
+        },
+        ENV,
+        env_config=ENV_CONFIG,
+    )
     algo = config.build_algo()
     try:
         m0 = extract_metrics(algorithm, algo.train())
@@ -49,10 +57,14 @@ def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict
     finally:
         algo.stop()
     u0 = m0["learner_updates"] if m0["learner_updates"] == m0["learner_updates"] else 0.0
-    return {"every": every, "seed": seed, "seconds": dt,
-            "learner_updates_per_s": (m["learner_updates"] - u0) / dt,
-            "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
-            "grad_noise_scale": m["grad_noise_scale"]}
+    return {
+        "every": every,
+        "seed": seed,
+        "seconds": dt,
+        "learner_updates_per_s": (m["learner_updates"] - u0) / dt,
+        "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
+        "grad_noise_scale": m["grad_noise_scale"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--algorithms", default="APEX,IMPALA")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--every", default="10",
-                   help="comma-separated measurement intervals to compare with off, e.g. 10,20")
+    p.add_argument(
+        "--every",
+        default="10",
+        help="comma-separated measurement intervals to compare with off, e.g. 10,20",
+    )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args(argv)
     try:
@@ -82,13 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         for alg in args.algorithms.split(","):
             for rep in range(args.reps):
                 for every in (0, *everies):  # alternate: drift hits all alike
-                    r = {"algorithm": alg, "rep": rep, **updates_per_s(alg, every,
-                                                                      args.seconds, rep)}
+                    r = {
+                        "algorithm": alg,
+                        "rep": rep,
+                        **updates_per_s(alg, every, args.seconds, rep),
+                    }
                     rows.append(r)
-                    print(f"{alg:<7} rep {rep} every={every:<3} "
-                          f"{r['learner_updates_per_s']:8.1f} learner updates/s  "
-                          f"{r['env_steps_per_s']:7.0f} env steps/s  "
-                          f"B_simple {r['grad_noise_scale']:.4g}", flush=True)
+                    print(
+                        f"{alg:<7} rep {rep} every={every:<3} "
+                        f"{r['learner_updates_per_s']:8.1f} learner updates/s  "
+                        f"{r['env_steps_per_s']:7.0f} env steps/s  "
+                        f"B_simple {r['grad_noise_scale']:.4g}",
+                        flush=True,
+                    )
     finally:
         ray.shutdown()
     summary = {}
@@ -101,23 +122,46 @@ def main(argv: list[str] | None = None) -> int:
                 ratios = [b / a for a, b in zip(off, on, strict=True) if a > 0]
                 if not ratios:
                     continue
-                s = {"off_median": statistics.median(off), "on_median": statistics.median(on),
-                     "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
-                     "ratio_max": max(ratios)}
+                s = {
+                    "off_median": statistics.median(off),
+                    "on_median": statistics.median(on),
+                    "ratio_median": statistics.median(ratios),
+                    "ratio_min": min(ratios),
+                    "ratio_max": max(ratios),
+                }
                 summary[f"{alg} {key} every={every}"] = s
-                print(f"{alg} {key}, every {every}: {s['off_median']:.1f} -> "
-                      f"{s['on_median']:.1f}; on/off ratio {s['ratio_median']:.3f} "
-                      f"[{s['ratio_min']:.3f}-{s['ratio_max']:.3f}] over {len(ratios)} pairs")
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True, cwd=Path(__file__).parent).stdout.strip()
+                print(
+                    f"{alg} {key}, every {every}: {s['off_median']:.1f} -> "
+                    f"{s['on_median']:.1f}; on/off ratio {s['ratio_median']:.3f} "
+                    f"[{s['ratio_min']:.3f}-{s['ratio_max']:.3f}] over {len(ratios)} pairs"
+                )
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "python benchmarks/bench_noise_scale.py " + " ".join(sys.argv[1:]),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg": os.getloadavg()},
-        "git_revision": rev, "every": everies, "seconds": args.seconds,
-        "summary": summary, "rows": rows}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "command": "python benchmarks/bench_noise_scale.py " + " ".join(sys.argv[1:]),
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "platform": platform.platform(),
+                    "loadavg": os.getloadavg(),
+                },
+                "git_revision": rev,
+                "every": everies,
+                "seconds": args.seconds,
+                "summary": summary,
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}")
     return 0
 

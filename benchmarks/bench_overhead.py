@@ -50,9 +50,14 @@ def timing(iterations: list[tuple[float, int]]) -> dict:
     (cumulative, seconds since the clock started): whole region, first iteration's end, and
     steady state (after the first iteration)."""
     (w0, s0), (w1, s1) = iterations[0], iterations[-1]
-    return {"env_steps": int(s1), "seconds": w1, "env_steps_per_s": s1 / w1,
-            "first_iteration_s": w0, "iterations": len(iterations),
-            "steady_env_steps_per_s": (s1 - s0) / (w1 - w0) if w1 > w0 else float("nan")}
+    return {
+        "env_steps": int(s1),
+        "seconds": w1,
+        "env_steps_per_s": s1 / w1,
+        "first_iteration_s": w0,
+        "iterations": len(iterations),
+        "steady_env_steps_per_s": (s1 - s0) / (w1 - w0) if w1 > w0 else float("nan"),
+    }
 
 
 def bare_child(params: dict, env_steps: int) -> dict:
@@ -87,13 +92,22 @@ def bare_child(params: dict, env_steps: int) -> dict:
 
 def bare_run(params: dict, env_steps: int) -> dict:
     """Run :func:`bare_child` in a fresh Python process; its result dict."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--bare-child",
-           "--algorithm", params["algorithm"], "--env-steps", str(env_steps)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--bare-child",
+        "--algorithm",
+        params["algorithm"],
+        "--env-steps",
+        str(env_steps),
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
-        raise SystemExit(f"bench_overhead: bare loop exited {proc.returncode}: "
-                         f"{proc.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"bench_overhead: bare loop exited {proc.returncode}: "
+            f"{proc.stderr.strip().splitlines()[-1:]}"
+        )
     return json.loads(lines[-1])
 
 
@@ -104,19 +118,33 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
 
     fixed = {k: v for k, v in params.items() if k != "algorithm"}
     path = workdir / f"overhead_{rep}.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
-        SWEEP = Sweep(name="overhead", env="{ENV}", algorithms=["{params['algorithm']}"],
+        SWEEP = Sweep(name="overhead", env="{ENV}", algorithms=["{params["algorithm"]}"],
                       fixed={fixed!r}, target=Target(metric="env_runners/episode_len_mean", value=1e9),
                       budget=Budget(env_steps={env_steps}),
                       search=Search(sampler="random", num_samples=1, seeds=1), baseline=None)
-        """))
+        """)
+    )
     results = workdir / f"results_{rep}"
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                                 str(results), "--no-report"], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=err, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sweeps.run",
+                str(path),
+                "--results",
+                str(results),
+                "--no-report",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+        )
         driver_cpu = []  # (epoch s, CPU-seconds of the sweeps.run process, Tune's driver loop)
         while proc.poll() is None:
             cpu = process_cpu_s(proc.pid)
@@ -127,15 +155,18 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
         err.seek(0)
         stderr = err.read()
     if proc.returncode != 0:
-        raise SystemExit(f"bench_overhead: sweeps.run exited {proc.returncode}: "
-                         f"{stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"bench_overhead: sweeps.run exited {proc.returncode}: "
+            f"{stderr.strip().splitlines()[-1:]}"
+        )
     from sweeps.engine import rundir
 
     run_dir = next((results / "overhead").iterdir())
     progress = pd.read_parquet(run_dir / rundir.PROGRESS).sort_values("wall_time_s")
     env_info = json.loads((run_dir / rundir.ENVIRONMENT).read_text())
-    iterations = list(zip(progress.wall_time_s.astype(float), progress.env_steps.astype(int),
-                          strict=True))
+    iterations = list(
+        zip(progress.wall_time_s.astype(float), progress.env_steps.astype(int), strict=True)
+    )
     # The steady state's window in epoch seconds, from Tune's per-iteration result.json:
     # its length from time_total_s (exact), its end at the last result's timestamp (whole
     # seconds, so the window is placed to within 1 s).
@@ -144,12 +175,14 @@ def sweep_run(params: dict, env_steps: int, workdir: Path, rep: int) -> dict:
     end = float(rows[-1]["timestamp"])
     start = end - (rows[-1]["time_total_s"] - rows[0]["time_total_s"])
     steady_cpu = cpu_between(driver_cpu, start, end)
-    return {**timing(iterations),
-            "command_wall_s": wall,
-            "startup_to_first_iteration_s": env_info.get("startup_to_first_iteration_s"),
-            "driver_cpu_s": driver_cpu[-1][1] if driver_cpu else None,
-            "driver_cpu_steady_s": steady_cpu,
-            "driver_cores_steady": steady_cpu / (end - start) if end > start else float("nan")}
+    return {
+        **timing(iterations),
+        "command_wall_s": wall,
+        "startup_to_first_iteration_s": env_info.get("startup_to_first_iteration_s"),
+        "driver_cpu_s": driver_cpu[-1][1] if driver_cpu else None,
+        "driver_cpu_steady_s": steady_cpu,
+        "driver_cores_steady": steady_cpu / (end - start) if end > start else float("nan"),
+    }
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -193,55 +226,87 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 b = bare_run(params, args.env_steps)
                 s = sweep_run(params, args.env_steps, Path(tmp), rep)
-            rows.append({"rep": rep, "order": "sweep,bare" if rep % 2 == 0 else "bare,sweep",
-                         "sweep": s, "bare": b,
-                         "ratio": b["env_steps_per_s"] / s["env_steps_per_s"],
-                         "steady_ratio": b["steady_env_steps_per_s"] / s["steady_env_steps_per_s"]})
-            print(f"rep {rep}: sweep {s['env_steps_per_s']:.0f} env steps/s ({s['env_steps']} in "
-                  f"{s['seconds']:.1f} s, 1st iteration {s['first_iteration_s']:.1f} s), bare "
-                  f"{b['env_steps_per_s']:.0f} env steps/s ({b['env_steps']} in {b['seconds']:.1f} s, "
-                  f"1st iteration {b['first_iteration_s']:.1f} s), ratio {rows[-1]['ratio']:.3f}",
-                  flush=True)
+            rows.append(
+                {
+                    "rep": rep,
+                    "order": "sweep,bare" if rep % 2 == 0 else "bare,sweep",
+                    "sweep": s,
+                    "bare": b,
+                    "ratio": b["env_steps_per_s"] / s["env_steps_per_s"],
+                    "steady_ratio": b["steady_env_steps_per_s"] / s["steady_env_steps_per_s"],
+                }
+            )
+            print(
+                f"rep {rep}: sweep {s['env_steps_per_s']:.0f} env steps/s ({s['env_steps']} in "
+                f"{s['seconds']:.1f} s, 1st iteration {s['first_iteration_s']:.1f} s), bare "
+                f"{b['env_steps_per_s']:.0f} env steps/s ({b['env_steps']} in {b['seconds']:.1f} s, "
+                f"1st iteration {b['first_iteration_s']:.1f} s), ratio {rows[-1]['ratio']:.3f}",
+                flush=True,
+            )
     med = statistics.median
     ratios = [r["ratio"] for r in rows]
-    startups = [r["sweep"]["startup_to_first_iteration_s"] for r in rows
-                if r["sweep"]["startup_to_first_iteration_s"] is not None]
+    startups = [
+        r["sweep"]["startup_to_first_iteration_s"]
+        for r in rows
+        if r["sweep"]["startup_to_first_iteration_s"] is not None
+    ]
     summary = {
-        "algorithm": args.algorithm, "env": ENV, "env_steps_budget": args.env_steps,
-        "reps": args.reps, "overhead_ratio_median": med(ratios),
-        "overhead_ratio_per_rep": ratios, "target_ratio": 1.03,
+        "algorithm": args.algorithm,
+        "env": ENV,
+        "env_steps_budget": args.env_steps,
+        "reps": args.reps,
+        "overhead_ratio_median": med(ratios),
+        "overhead_ratio_per_rep": ratios,
+        "target_ratio": 1.03,
         "steady_state_ratio_median": med(r["steady_ratio"] for r in rows),
-        "first_iteration_s_median": {k: med(r[k]["first_iteration_s"] for r in rows)
-                                     for k in ("sweep", "bare")},
+        "first_iteration_s_median": {
+            k: med(r[k]["first_iteration_s"] for r in rows) for k in ("sweep", "bare")
+        },
         "startup_to_first_iteration_s_median": med(startups) if startups else None,
         "sweep_command_wall_s_median": med(r["sweep"]["command_wall_s"] for r in rows),
         "driver_cores_steady_median": med(r["sweep"]["driver_cores_steady"] for r in rows),
         "driver_cpu_s_median": med(r["sweep"]["driver_cpu_s"] for r in rows),
     }
     print("\n| measure | value |\n|---|---|")
-    print(f"| overhead ratio (bare / sweep throughput), median of {args.reps} | "
-          f"{summary['overhead_ratio_median']:.3f} (target ≤ 1.03) |")
+    print(
+        f"| overhead ratio (bare / sweep throughput), median of {args.reps} | "
+        f"{summary['overhead_ratio_median']:.3f} (target ≤ 1.03) |"
+    )
     print(f"| per repetition | {', '.join(f'{r:.3f}' for r in ratios)} |")
-    print(f"| steady state after the 1st iteration: ratio (median) | "
-          f"{summary['steady_state_ratio_median']:.3f} |")
+    print(
+        f"| steady state after the 1st iteration: ratio (median) | "
+        f"{summary['steady_state_ratio_median']:.3f} |"
+    )
     fi = summary["first_iteration_s_median"]
-    print(f"| end of the 1st iteration (build + 1 iteration), median | sweep {fi['sweep']:.1f} s, "
-          f"bare {fi['bare']:.1f} s |")
+    print(
+        f"| end of the 1st iteration (build + 1 iteration), median | sweep {fi['sweep']:.1f} s, "
+        f"bare {fi['bare']:.1f} s |"
+    )
     if startups:
-        print(f"| sweep start-up: command start → first iteration (median) | "
-              f"{summary['startup_to_first_iteration_s_median']:.1f} s |")
-    print(f"| whole one-trial sweep command (median) | {summary['sweep_command_wall_s_median']:.1f} s |")
+        print(
+            f"| sweep start-up: command start → first iteration (median) | "
+            f"{summary['startup_to_first_iteration_s_median']:.1f} s |"
+        )
+    print(
+        f"| whole one-trial sweep command (median) | {summary['sweep_command_wall_s_median']:.1f} s |"
+    )
     per_rep = ", ".join(f"{r['sweep']['driver_cores_steady']:.3f}" for r in rows)
-    print(f"| the sweep's driver (Tune's loop) during the steady state, median | "
-          f"{summary['driver_cores_steady_median']:.3f} cores (per repetition {per_rep}) |")
-    print(f"| the sweep's driver, whole command, median | {summary['driver_cpu_s_median']:.1f} CPU-s |")
+    print(
+        f"| the sweep's driver (Tune's loop) during the steady state, median | "
+        f"{summary['driver_cores_steady_median']:.3f} cores (per repetition {per_rep}) |"
+    )
+    print(
+        f"| the sweep's driver, whole command, median | {summary['driver_cpu_s_median']:.1f} CPU-s |"
+    )
     from sweeps.engine.record import environment_info
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = environment_info(["benchmarks/bench_overhead.py"], "local", [])
-    out.write_text(json.dumps({"summary": summary, "rows": rows, "environment": env},
-                              indent=2, default=str) + "\n")
+    out.write_text(
+        json.dumps({"summary": summary, "rows": rows, "environment": env}, indent=2, default=str)
+        + "\n"
+    )
     print(f"\nsaved {out}")
     return 0
 

@@ -35,12 +35,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 STUDY = ROOT / "docs" / "data" / "cabs_scaling" / "20261122-203334"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,900")
-DRAWN_JS = ("(() => { const n = +document.body.dataset.figures; const d = [...document"
-            ".querySelectorAll('.plotly-graph-div')].filter(e => e.querySelector('.main-svg'))"
-            ".length; return d >= n ? performance.now() : -1; })()")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,900",
+)
+DRAWN_JS = (
+    "(() => { const n = +document.body.dataset.figures; const d = [...document"
+    ".querySelectorAll('.plotly-graph-div')].filter(e => e.querySelector('.main-svg'))"
+    ".length; return d >= n ? performance.now() : -1; })()"
+)
 LOAD_JS = "performance.getEntriesByType('navigation')[0].loadEventEnd"
 
 
@@ -51,12 +61,15 @@ async def _open(exe: str, url: str, timeout_s: float = 60.0) -> tuple[float, flo
 
     import aiohttp
 
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-",
-                                     ignore_cleanup_errors=True) as profile:
-        proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}",
-                                 "--remote-debugging-port=0", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+    with tempfile.TemporaryDirectory(
+        prefix="chromium-profile-", ignore_cleanup_errors=True
+    ) as profile:
+        proc = subprocess.Popen(
+            [exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
             deadline = time.time() + timeout_s
@@ -88,11 +101,13 @@ async def _open(exe: str, url: str, timeout_s: float = 60.0) -> tuple[float, flo
                         msg = await ws.receive_json(timeout=timeout_s)
                         if msg.get("method") == "Page.loadEventFired":
                             loaded.set()
-                    load = (await call("Runtime.evaluate", expression=LOAD_JS,
-                                       returnByValue=True))["result"]["value"]
+                    load = (await call("Runtime.evaluate", expression=LOAD_JS, returnByValue=True))[
+                        "result"
+                    ]["value"]
                     while True:
-                        drawn = (await call("Runtime.evaluate", expression=DRAWN_JS,
-                                            returnByValue=True))["result"]["value"]
+                        drawn = (
+                            await call("Runtime.evaluate", expression=DRAWN_JS, returnByValue=True)
+                        )["result"]["value"]
                         if drawn >= 0:
                             return float(load), float(drawn)
                         if time.time() > deadline:
@@ -108,10 +123,15 @@ def measure(page: Path, reps: int, exe: str) -> dict:
     runs = [asyncio.run(_open(exe, page.as_uri())) for _ in range(reps)]
     load, drawn = [r[0] for r in runs], [r[1] for r in runs]
     text = page.read_text(encoding="utf-8")
-    return {"page": page.name, "size_mib": page.stat().st_size / 2**20,
-            "figures": int(text.split('data-figures="', 1)[1].split('"', 1)[0]),
-            "load_ms": load, "drawn_ms": drawn,
-            "load_median_ms": statistics.median(load), "drawn_median_ms": statistics.median(drawn)}
+    return {
+        "page": page.name,
+        "size_mib": page.stat().st_size / 2**20,
+        "figures": int(text.split('data-figures="', 1)[1].split('"', 1)[0]),
+        "load_ms": load,
+        "drawn_ms": drawn,
+        "load_median_ms": statistics.median(load),
+        "drawn_median_ms": statistics.median(drawn),
+    }
 
 
 def _machine(exe: str) -> dict:
@@ -121,22 +141,39 @@ def _machine(exe: str) -> dict:
 
     def run(*cmd: str) -> str:
         try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
-                                  cwd=ROOT).stdout.strip()
+            return subprocess.run(
+                cmd, capture_output=True, text=True, timeout=60, cwd=ROOT
+            ).stdout.strip()
         except OSError:
             return ""
 
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text()
-                .splitlines() if ln.startswith("model name")), platform.processor()) \
-        if Path("/proc/cpuinfo").is_file() else platform.processor()
-    return {"cpu_model": cpu, "cpu_count": os.cpu_count(), "browser": run(exe, "--version"),
-            "git_revision": run("git", "rev-parse", "--short", "HEAD")}
+    cpu = (
+        next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").is_file()
+        else platform.processor()
+    )
+    return {
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "browser": run(exe, "--version"),
+        "git_revision": run("git", "rev-parse", "--short", "HEAD"),
+    }
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("results", nargs="*", help="results directories (default: the Cabs study and "
-                                              "a synthetic run)")
+    p.add_argument(
+        "results",
+        nargs="*",
+        help="results directories (default: the Cabs study and a synthetic run)",
+    )
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--out", default=str(HERE / "results" / "bench_report_page.json"))
     args = p.parse_args()
@@ -152,25 +189,47 @@ def main() -> int:
         if not dirs:
             study = Path(tmp) / "cabs_scaling"
             shutil.copytree(STUDY, study)
-            dirs = [study, write_synthetic_results(Path(tmp) / "synthetic", seeds=5,
-                                                   env_runners=(1, 2, 4, 8), censor=0.2, errors=1,
-                                                   no_episode_errors=1, n_lr=2, rng_seed=2)]
+            dirs = [
+                study,
+                write_synthetic_results(
+                    Path(tmp) / "synthetic",
+                    seeds=5,
+                    env_runners=(1, 2, 4, 8),
+                    censor=0.2,
+                    errors=1,
+                    no_episode_errors=1,
+                    n_lr=2,
+                    rng_seed=2,
+                ),
+            ]
         rows = []
         for d in dirs:
             page = write_report(d, Path(tmp) / f"{d.name}.html")
             rows.append({"results": d.name, **measure(page, args.reps, exe)})
-    print(f"{'report':<14}{'MiB':>6}{'figures':>9}{'load ms (median, range)':>28}"
-          f"{'all drawn ms (median, range)':>32}")
+    print(
+        f"{'report':<14}{'MiB':>6}{'figures':>9}{'load ms (median, range)':>28}"
+        f"{'all drawn ms (median, range)':>32}"
+    )
     for r in rows:
-        print(f"{r['results']:<14}{r['size_mib']:>6.2f}{r['figures']:>9}"
-              f"{r['load_median_ms']:>12.0f} ({min(r['load_ms']):.0f}-{max(r['load_ms']):.0f})"
-              f"{r['drawn_median_ms']:>18.0f} ({min(r['drawn_ms']):.0f}-"
-              f"{max(r['drawn_ms']):.0f})")
+        print(
+            f"{r['results']:<14}{r['size_mib']:>6.2f}{r['figures']:>9}"
+            f"{r['load_median_ms']:>12.0f} ({min(r['load_ms']):.0f}-{max(r['load_ms']):.0f})"
+            f"{r['drawn_median_ms']:>18.0f} ({min(r['drawn_ms']):.0f}-"
+            f"{max(r['drawn_ms']):.0f})"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "python benchmarks/bench_report_page.py "
-                               f"--reps {args.reps}", "reps": args.reps, "machine": _machine(exe),
-                               "rows": rows}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": f"python benchmarks/bench_report_page.py --reps {args.reps}",
+                "reps": args.reps,
+                "machine": _machine(exe),
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"saved {out}")
     return 0
 

@@ -47,7 +47,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # this checkout's packages, even where the environment has another checkout installed editable
 sys.path.insert(0, str(ROOT))
-LAYOUT = re.compile(r"^(?P<algo>[A-Za-z0-9_]+):(?P<runners>\d+)x(?P<envs>\d+):(?P<mode>sync|async)$")
+LAYOUT = re.compile(
+    r"^(?P<algo>[A-Za-z0-9_]+):(?P<runners>\d+)x(?P<envs>\d+):(?P<mode>sync|async)$"
+)
 
 
 def parse_layout(text: str) -> dict:
@@ -58,10 +60,16 @@ def parse_layout(text: str) -> dict:
     """
     m = LAYOUT.match(text.strip())
     if not m:
-        raise SystemExit(f"bench_sampling_layout: layout {text!r} is not ALGORITHM:RUNNERSxENVS:"
-                         "MODE (e.g. IMPALA:4x16:async)")
-    return {"algorithm": m["algo"].upper(), "num_env_runners": int(m["runners"]),
-            "num_envs_per_env_runner": int(m["envs"]), "gym_env_vectorize_mode": m["mode"]}
+        raise SystemExit(
+            f"bench_sampling_layout: layout {text!r} is not ALGORITHM:RUNNERSxENVS:"
+            "MODE (e.g. IMPALA:4x16:async)"
+        )
+    return {
+        "algorithm": m["algo"].upper(),
+        "num_env_runners": int(m["runners"]),
+        "num_envs_per_env_runner": int(m["envs"]),
+        "gym_env_vectorize_mode": m["mode"],
+    }
 
 
 class _PeakMemory(threading.Thread):
@@ -87,8 +95,14 @@ class _PeakMemory(threading.Thread):
         return self.peak
 
 
-def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float,
-          inference_gpus: float = 0.0) -> dict:
+def child(
+    layout: dict,
+    env: str,
+    env_config: dict,
+    seconds: float,
+    gpus: float,
+    inference_gpus: float = 0.0,
+) -> dict:
     """One layout, measured in this (fresh) process."""
     import psutil
     import ray
@@ -110,8 +124,13 @@ def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float,
     bundles = config.algo_class.default_resource_request(config).bundles
     cpus = sum(b.get("CPU", 0) for b in bundles)
     cores = psutil.cpu_count()
-    ray.init(address="local", num_cpus=max(cores, int(cpus + 0.999)),
-             num_gpus=1 if gpus or inference_gpus else 0, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=max(cores, int(cpus + 0.999)),
+        num_gpus=1 if gpus or inference_gpus else 0,
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     try:
         t0 = time.perf_counter()
         algo = config.build_algo()
@@ -136,11 +155,19 @@ def child(layout: dict, env: str, env_config: dict, seconds: float, gpus: float,
         ray.shutdown()
         peak = memory.stop()
     shape = sampling_layout(config)
-    return {"build_s": build_s, "first_step_s": first_step_s,
-            "env_steps_per_s": (steps - first) / window, "window_s": window,
-            "iterations": iterations, "peak_memory_mib": peak, "cpu_busy": cpu_busy,
-            "cores": cores, "ray_logical_cpus": max(cores, int(cpus + 0.999)),
-            "requested_cpus": cpus, **shape}
+    return {
+        "build_s": build_s,
+        "first_step_s": first_step_s,
+        "env_steps_per_s": (steps - first) / window,
+        "window_s": window,
+        "iterations": iterations,
+        "peak_memory_mib": peak,
+        "cpu_busy": cpu_busy,
+        "cores": cores,
+        "ray_logical_cpus": max(cores, int(cpus + 0.999)),
+        "requested_cpus": cpus,
+        **shape,
+    }
 
 
 def ideal_rate(result: dict, step_cpu_ms: float, step_latency_ms: float) -> float | None:
@@ -155,59 +182,126 @@ def ideal_rate(result: dict, step_cpu_ms: float, step_latency_ms: float) -> floa
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--layouts", default="IMPALA:1x1:sync,IMPALA:2x1:sync,IMPALA:1x8:sync,"
-                                        "IMPALA:1x8:async,IMPALA:2x8:async")
+    p.add_argument(
+        "--layouts",
+        default="IMPALA:1x1:sync,IMPALA:2x1:sync,IMPALA:1x8:sync,IMPALA:1x8:async,IMPALA:2x8:async",
+    )
     p.add_argument("--env", default="ContosoCabs-v0")
-    p.add_argument("--step-cpu-ms", type=float, default=10.0,
-                   help="CPU each env step burns (ms of one core; default 10)")
-    p.add_argument("--step-latency-ms", type=float, default=0.0,
-                   help="time each env step waits without CPU (ms; default 0)")
-    p.add_argument("--seconds", type=float, default=10.0,
-                   help="sampling window after the first env step (s; default 10)")
-    p.add_argument("--gpus-per-learner", type=float, default=0.0,
-                   help="GPUs of the learner (default 0: the learner on CPU)")
-    p.add_argument("--inference-gpus", type=float, default=0.0,
-                   help="GPUs of SEED's inference server (default 0: on CPU)")
-    p.add_argument("--timeout", type=float, default=240.0,
-                   help="seconds one layout may take before it is recorded as timed out")
+    p.add_argument(
+        "--step-cpu-ms",
+        type=float,
+        default=10.0,
+        help="CPU each env step burns (ms of one core; default 10)",
+    )
+    p.add_argument(
+        "--step-latency-ms",
+        type=float,
+        default=0.0,
+        help="time each env step waits without CPU (ms; default 0)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        default=10.0,
+        help="sampling window after the first env step (s; default 10)",
+    )
+    p.add_argument(
+        "--gpus-per-learner",
+        type=float,
+        default=0.0,
+        help="GPUs of the learner (default 0: the learner on CPU)",
+    )
+    p.add_argument(
+        "--inference-gpus",
+        type=float,
+        default=0.0,
+        help="GPUs of SEED's inference server (default 0: on CPU)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=240.0,
+        help="seconds one layout may take before it is recorded as timed out",
+    )
     p.add_argument("--out", default=str(HERE / "results" / "bench_sampling_layout.json"))
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    env_config = {k: v for k, v in (("step_cpu_ms", args.step_cpu_ms),
-                                    ("step_latency_ms", args.step_latency_ms)) if v}
+    env_config = {
+        k: v
+        for k, v in (("step_cpu_ms", args.step_cpu_ms), ("step_latency_ms", args.step_latency_ms))
+        if v
+    }
     if args.child:
-        print(json.dumps(child(parse_layout(args.child), args.env, env_config, args.seconds,
-                               args.gpus_per_learner, args.inference_gpus)))
+        print(
+            json.dumps(
+                child(
+                    parse_layout(args.child),
+                    args.env,
+                    env_config,
+                    args.seconds,
+                    args.gpus_per_learner,
+                    args.inference_gpus,
+                )
+            )
+        )
         return 0
     layouts = [s for s in args.layouts.split(",") if s.strip()]
     for s in layouts:
         parse_layout(s)
     try:
-        revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
-                                  capture_output=True).stdout.strip()
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True, capture_output=True
+        ).stdout.strip()
     except OSError:
         revision = ""
-    command = (f"python benchmarks/bench_sampling_layout.py --layouts {','.join(layouts)} "
-               f"--env {args.env} --step-cpu-ms {args.step_cpu_ms:g} "
-               f"--step-latency-ms {args.step_latency_ms:g} --seconds {args.seconds:g} "
-               f"--gpus-per-learner {args.gpus_per_learner:g}"
-               + (f" --inference-gpus {args.inference_gpus:g}" if args.inference_gpus else ""))
-    record = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "git_revision": revision, "env": args.env, "env_config": env_config,
-              "machine": machine(), "results": {}}
+    command = (
+        f"python benchmarks/bench_sampling_layout.py --layouts {','.join(layouts)} "
+        f"--env {args.env} --step-cpu-ms {args.step_cpu_ms:g} "
+        f"--step-latency-ms {args.step_latency_ms:g} --seconds {args.seconds:g} "
+        f"--gpus-per-learner {args.gpus_per_learner:g}"
+        + (f" --inference-gpus {args.inference_gpus:g}" if args.inference_gpus else "")
+    )
+    record = {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "git_revision": revision,
+        "env": args.env,
+        "env_config": env_config,
+        "machine": machine(),
+        "results": {},
+    }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(f"{'layout':<22}{'build s':>8}{'1st step s':>11}{'steps/s':>9}{'ideal':>7}"
-          f"{'cpu busy':>9}{'mem MiB':>9}")
+    print(
+        f"{'layout':<22}{'build s':>8}{'1st step s':>11}{'steps/s':>9}{'ideal':>7}"
+        f"{'cpu busy':>9}{'mem MiB':>9}"
+    )
     for s in layouts:
         try:
-            proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", s,
-                                   "--env", args.env, "--step-cpu-ms", str(args.step_cpu_ms),
-                                   "--step-latency-ms", str(args.step_latency_ms),
-                                   "--seconds", str(args.seconds),
-                                   "--gpus-per-learner", str(args.gpus_per_learner),
-                                   "--inference-gpus", str(args.inference_gpus)],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--child",
+                    s,
+                    "--env",
+                    args.env,
+                    "--step-cpu-ms",
+                    str(args.step_cpu_ms),
+                    "--step-latency-ms",
+                    str(args.step_latency_ms),
+                    "--seconds",
+                    str(args.seconds),
+                    "--gpus-per-learner",
+                    str(args.gpus_per_learner),
+                    "--inference-gpus",
+                    str(args.inference_gpus),
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+            )
         except subprocess.TimeoutExpired:
             record["results"][s] = {"error": f"timed out after {args.timeout:g} s"}
             print(f"{s:<22} timed out after {args.timeout:g} s", flush=True)
@@ -221,9 +315,12 @@ def main(argv: list[str] | None = None) -> int:
             r["env_steps_per_s_ideal"] = ideal_rate(r, args.step_cpu_ms, args.step_latency_ms)
             record["results"][s] = r
             ideal = r["env_steps_per_s_ideal"]
-            print(f"{s:<22}{r['build_s']:>8.1f}{r['first_step_s']:>11.1f}"
-                  f"{r['env_steps_per_s']:>9.0f}{(f'{ideal:.0f}' if ideal else '-'):>7}"
-                  f"{r['cpu_busy']:>9.2f}{r['peak_memory_mib']:>9.0f}", flush=True)
+            print(
+                f"{s:<22}{r['build_s']:>8.1f}{r['first_step_s']:>11.1f}"
+                f"{r['env_steps_per_s']:>9.0f}{(f'{ideal:.0f}' if ideal else '-'):>7}"
+                f"{r['cpu_busy']:>9.2f}{r['peak_memory_mib']:>9.0f}",
+                flush=True,
+            )
         out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {out}")
     return 0
@@ -235,17 +332,24 @@ def machine() -> dict:
 
     import psutil
 
-    info = {"cores": psutil.cpu_count(), "memory_gib": psutil.virtual_memory().total / 2**30,
-            "python": platform.python_version()}
+    info = {
+        "cores": psutil.cpu_count(),
+        "memory_gib": psutil.virtual_memory().total / 2**30,
+        "python": platform.python_version(),
+    }
     try:
         with open("/proc/cpuinfo") as f:
-            info["cpu"] = next((ln.split(":", 1)[1].strip() for ln in f
-                                if ln.startswith("model name")), "")
+            info["cpu"] = next(
+                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), ""
+            )
     except OSError:
         pass
     try:
-        info["gpu"] = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                     capture_output=True, text=True).stdout.strip()
+        info["gpu"] = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except OSError:
         info["gpu"] = ""
     for mod in ("ray", "torch", "gymnasium"):

@@ -50,8 +50,18 @@ ROOT = HERE.parent
 # this checkout's packages, even where the environment has another checkout installed editable
 sys.path.insert(0, str(ROOT))
 ENV = "ContosoCabs-v0"
-PARTS = ("bare actor", "env runners", "learner", "replay buffer", "weight sync", "other",
-         "build_algo", "first iteration", "first env step", "warm build_algo")
+PARTS = (
+    "bare actor",
+    "env runners",
+    "learner",
+    "replay buffer",
+    "weight sync",
+    "other",
+    "build_algo",
+    "first iteration",
+    "first env step",
+    "warm build_algo",
+)
 
 
 def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> dict:
@@ -80,9 +90,14 @@ def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> d
 
         setattr(cls, name, wrapper)
 
-    ray.init(address="local", num_cpus=max(2, env_runners + 1), include_dashboard=False,
-             log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=max(2, env_runners + 1),
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     try:
+
         @ray.remote(num_cpus=0)
         class Empty:
             def ping(self) -> int:
@@ -93,8 +108,9 @@ def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> d
         ray.get(actor.ping.remote())
         spent["bare actor"] = time.perf_counter() - t0
         ray.kill(actor)
-        config = build_config({"algorithm": algorithm, "num_env_runners": env_runners,
-                               "seed": 0}, ENV)
+        config = build_config(
+            {"algorithm": algorithm, "num_env_runners": env_runners, "seed": 0}, ENV
+        )
         config.debugging(log_level="ERROR")
         if state_server and hasattr(config, "use_env_runner_state_server"):
             config.env_runners(use_env_runner_state_server=True)
@@ -112,7 +128,8 @@ def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> d
         spent["first iteration"] = time.perf_counter() - t0
         spent["weight sync"] = build_sync  # the build's syncs only
         spent["other"] = spent["build_algo"] - sum(
-            spent[p] for p in ("env runners", "learner", "replay buffer", "weight sync"))
+            spent[p] for p in ("env runners", "learner", "replay buffer", "weight sync")
+        )
         algo.stop()
         parts = dict(spent)  # the second build below is timed by the same wrappers
         config = config.copy(copy_frozen=False).reporting(min_time_s_per_iteration=0.25)
@@ -141,12 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithms", default="DQN,APEX,IMPALA")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--rllib-state-server", action="store_true",
-                   help="IMPALA/APPO with RLlib's default EnvRunnerStateServer")
+    p.add_argument(
+        "--rllib-state-server",
+        action="store_true",
+        help="IMPALA/APPO with RLlib's default EnvRunnerStateServer",
+    )
     p.add_argument("--env-runners", type=int, default=1, help="env runners per Algorithm")
     p.add_argument("--child", help=argparse.SUPPRESS)
-    p.add_argument("--out", help="JSON to write (default benchmarks/results/bench_startup.json, "
-                                 "bench_startup_state_server.json with --rllib-state-server)")
+    p.add_argument(
+        "--out",
+        help="JSON to write (default benchmarks/results/bench_startup.json, "
+        "bench_startup_state_server.json with --rllib-state-server)",
+    )
     args = p.parse_args(argv)
     if args.child:
         print(json.dumps(child(args.child, args.rllib_state_server, args.env_runners)))
@@ -156,33 +179,69 @@ def main(argv: list[str] | None = None) -> int:
     for rep in range(args.reps):
         for a in algorithms if rep % 2 == 0 else reversed(algorithms):
             proc = subprocess.run(
-                [sys.executable, str(Path(__file__).resolve()), "--child", a,
-                 "--env-runners", str(args.env_runners),
-                 *(["--rllib-state-server"] if args.rllib_state_server else [])],
-                cwd=ROOT, capture_output=True, text=True)
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--child",
+                    a,
+                    "--env-runners",
+                    str(args.env_runners),
+                    *(["--rllib-state-server"] if args.rllib_state_server else []),
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"bench_startup: {a} failed: {proc.stderr[-2000:]}")
             runs[a].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    summary = {a: {part: {"median_s": statistics.median(r[part] for r in rs),
-                          "min_s": min(r[part] for r in rs), "max_s": max(r[part] for r in rs)}
-                   for part in PARTS} for a, rs in runs.items()}
+    summary = {
+        a: {
+            part: {
+                "median_s": statistics.median(r[part] for r in rs),
+                "min_s": min(r[part] for r in rs),
+                "max_s": max(r[part] for r in rs),
+            }
+            for part in PARTS
+        }
+        for a, rs in runs.items()
+    }
     print(f"{'part (s)':<18}" + "".join(f"{a:>22}" for a in algorithms))
     for part in PARTS:
-        print(f"{part:<18}" + "".join(
-            f"{summary[a][part]['median_s']:>8.2f} [{summary[a][part]['min_s']:.2f}-"
-            f"{summary[a][part]['max_s']:.2f}]" for a in algorithms))
+        print(
+            f"{part:<18}"
+            + "".join(
+                f"{summary[a][part]['median_s']:>8.2f} [{summary[a][part]['min_s']:.2f}-"
+                f"{summary[a][part]['max_s']:.2f}]"
+                for a in algorithms
+            )
+        )
     suffix = "" if args.env_runners == 1 else f"_{args.env_runners}_env_runners"
-    out = Path(args.out or HERE / "results" / (
-        f"bench_startup_state_server{suffix}.json" if args.rllib_state_server
-        else f"bench_startup{suffix}.json"))
+    out = Path(
+        args.out
+        or HERE
+        / "results"
+        / (
+            f"bench_startup_state_server{suffix}.json"
+            if args.rllib_state_server
+            else f"bench_startup{suffix}.json"
+        )
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
-                   f"--reps {args.reps}"
-                   + (f" --env-runners {args.env_runners}" if args.env_runners != 1 else "")
-                   + (" --rllib-state-server" if args.rllib_state_server else ""),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "runs": runs, "summary": summary}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
+                f"--reps {args.reps}"
+                + (f" --env-runners {args.env_runners}" if args.env_runners != 1 else "")
+                + (" --rllib-state-server" if args.rllib_state_server else ""),
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "runs": runs,
+                "summary": summary,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {out}")
     return 0
 

@@ -46,18 +46,31 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.reps):
         runs["no timeout"].append(per_step_us(None, args.steps))
         runs["env_step_timeout_s=5"].append(per_step_us(5.0, args.steps))
-    summary = {k: {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v),
-                   "runs_us": v} for k, v in runs.items()}
+    summary = {
+        k: {"median_us": statistics.median(v), "min_us": min(v), "max_us": max(v), "runs_us": v}
+        for k, v in runs.items()
+    }
     extra = [t - n for t, n in zip(runs["env_step_timeout_s=5"], runs["no timeout"], strict=True)]
-    summary["added_per_step_us"] = {"median_us": statistics.median(extra), "min_us": min(extra),
-                                    "max_us": max(extra)}
+    summary["added_per_step_us"] = {
+        "median_us": statistics.median(extra),
+        "min_us": min(extra),
+        "max_us": max(extra),
+    }
     for k, v in summary.items():
         print(f"{k:<24}{v['median_us']:>9.1f} us/step  [{v['min_us']:.1f}, {v['max_us']:.1f}]")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": "python benchmarks/bench_step_timeout.py "
-                                          f"--steps {args.steps} --reps {args.reps}",
-                               **summary}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_step_timeout.py "
+                f"--steps {args.steps} --reps {args.reps}",
+                **summary,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
     return 0
 

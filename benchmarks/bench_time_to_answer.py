@@ -47,12 +47,14 @@ sys.path.insert(0, str(ROOT))
 def uncapped_sweep_file(sweep_file: Path, folder: Path) -> Path:
     """A sweep file that is ``sweep_file`` with ``search.capping = None``."""
     path = folder / f"{sweep_file.stem}_uncapped.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps.engine.sweep_file import load_sweep
 
         _S = load_sweep({str(sweep_file)!r})
         SWEEP = _S.model_copy(update={{"search": _S.search.model_copy(update={{"capping": None}})}})
-        """))
+        """)
+    )
     return path
 
 
@@ -70,30 +72,56 @@ def recommendation(run_dir: Path) -> dict:
     tm = study.tm
     cheapest = study.plan.cheapest if study.plan is not None else None
     return {
-        "fastest": (None if top is None or not math.isfinite(top["_t"]) else
-                    f"{top['algorithm']} N={int(top['num_env_runners'])}"),
+        "fastest": (
+            None
+            if top is None or not math.isfinite(top["_t"])
+            else f"{top['algorithm']} N={int(top['num_env_runners'])}"
+        ),
         "fastest_ttt_s": None if top is None else float(top["_t"]),
         "verdict": reference_verdict(study.summary, study.speed),
-        "cheapest": (None if cheapest is None else
-                     f"{cheapest['algorithm']} N={int(cheapest['num_env_runners'])}"),
+        "cheapest": (
+            None
+            if cheapest is None
+            else f"{cheapest['algorithm']} N={int(cheapest['num_env_runners'])}"
+        ),
         "trials": int(len(tm)),
         "capped": int((tm.get("censor_reason", "") == "capped").sum()),
         "trial_time_s": float(tm["elapsed_s"].sum()),
     }
 
 
-def run_once(sweep_file: Path, results: Path, mode: str, checkout: Path = ROOT,
-             python: str = sys.executable, extra: tuple[str, ...] = ()) -> dict:
+def run_once(
+    sweep_file: Path,
+    results: Path,
+    mode: str,
+    checkout: Path = ROOT,
+    python: str = sys.executable,
+    extra: tuple[str, ...] = (),
+) -> dict:
     """One ``sweeps.run`` of ``sweep_file`` into ``results`` by ``checkout``'s code (run with
     ``python``); its wall-clock (seconds) and what this checkout's analysis recommends."""
     t0 = time.perf_counter()
-    proc = subprocess.run([python, "-m", "sweeps.run", str(sweep_file), "--results",
-                           str(results), "--no-report", *extra], cwd=checkout, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [
+            python,
+            "-m",
+            "sweeps.run",
+            str(sweep_file),
+            "--results",
+            str(results),
+            "--no-report",
+            *extra,
+        ],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise SystemExit(f"bench_time_to_answer: {mode} run failed (exit {proc.returncode}): "
-                         f"{proc.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"bench_time_to_answer: {mode} run failed (exit {proc.returncode}): "
+            f"{proc.stderr.strip().splitlines()[-1:]}"
+        )
     (run_dir,) = [p for p in results.glob("*/*") if p.is_dir()]
     return {"mode": mode, "wall_s": wall, **recommendation(run_dir)}
 
@@ -102,25 +130,39 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sweep", default="sweeps/cabs_scaling.py", help="sweep file")
     p.add_argument("--reps", type=int, default=2, help="runs per mode (default 2)")
-    p.add_argument("--before", default=None,
-                   help="checkout of the revision to compare with (its own .venv); adds mode 'before'")
-    p.add_argument("--modes", default=None,
-                   help="comma-separated, from on, off, cold, before (default: on,off, and "
-                        "before with --before); cold: capping on, every trial cold (--cold)")
+    p.add_argument(
+        "--before",
+        default=None,
+        help="checkout of the revision to compare with (its own .venv); adds mode 'before'",
+    )
+    p.add_argument(
+        "--modes",
+        default=None,
+        help="comma-separated, from on, off, cold, before (default: on,off, and "
+        "before with --before); cold: capping on, every trial cold (--cold)",
+    )
     p.add_argument("--out", default=str(HERE / "results" / "bench_time_to_answer.json"))
     args = p.parse_args(argv)
     sweep_file = (ROOT / args.sweep).resolve()
-    modes = (args.modes.split(",") if args.modes else
-             ["on", "off"] + (["before"] if args.before else []))
-    if not set(modes) <= {"on", "off", "cold", "before"} or len(set(modes)) != len(modes) \
-            or len(modes) < 2:
+    modes = (
+        args.modes.split(",") if args.modes else ["on", "off"] + (["before"] if args.before else [])
+    )
+    if (
+        not set(modes) <= {"on", "off", "cold", "before"}
+        or len(set(modes)) != len(modes)
+        or len(modes) < 2
+    ):
         p.error(f"--modes {args.modes!r}: two or more distinct modes of on, off, cold, before")
     before = Path(args.before).resolve() if args.before else None
     if "before" in modes and (before is None or not (before / ".venv/bin/python").exists()):
         p.error("mode 'before' needs --before DIR: a checkout with its own DIR/.venv")
-    before_rev = (subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before,
-                                 capture_output=True, text=True).stdout.strip()
-                  if before else None)
+    before_rev = (
+        subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=before, capture_output=True, text=True
+        ).stdout.strip()
+        if before
+        else None
+    )
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench_tta_") as tmp:
         tmp = Path(tmp)
@@ -129,16 +171,24 @@ def main(argv: list[str] | None = None) -> int:
         order = [m for i in range(args.reps) for m in (modes if i % 2 == 0 else modes[::-1])]
         for i, mode in enumerate(order):
             if mode == "before":
-                r = run_once(Path(args.sweep), tmp / f"run{i}", mode, checkout=before,
-                             python=str(before / ".venv/bin/python"))
+                r = run_once(
+                    Path(args.sweep),
+                    tmp / f"run{i}",
+                    mode,
+                    checkout=before,
+                    python=str(before / ".venv/bin/python"),
+                )
             elif mode == "cold":
                 r = run_once(sweep_file, tmp / f"run{i}", mode, extra=("--cold",))
             else:
                 r = run_once(sweep_file if mode == "on" else uncapped, tmp / f"run{i}", mode)
             runs.append(r)
-            print(f"{mode:>6}: {r['wall_s']:6.1f} s, {r['trials']} trials ({r['capped']} "
-                  f"capped, {r['trial_time_s']:.0f} s in trials); fastest {r['fastest']} "
-                  f"({r['fastest_ttt_s']:.1f} s), cheapest {r['cheapest']}", flush=True)
+            print(
+                f"{mode:>6}: {r['wall_s']:6.1f} s, {r['trials']} trials ({r['capped']} "
+                f"capped, {r['trial_time_s']:.0f} s in trials); fastest {r['fastest']} "
+                f"({r['fastest_ttt_s']:.1f} s), cheapest {r['cheapest']}",
+                flush=True,
+            )
     walls = {m: [r["wall_s"] for r in runs if r["mode"] == m] for m in modes}
     summary = {f"median_wall_{m}_s": statistics.median(w) for m, w in walls.items()}
     for a, b in (("on", "off"), ("on", "before"), ("on", "cold")):
@@ -147,12 +197,16 @@ def main(argv: list[str] | None = None) -> int:
         ratio = summary[f"median_wall_{a}_s"] / summary[f"median_wall_{b}_s"]
         low, high = min(walls[a]) / max(walls[b]), max(walls[a]) / min(walls[b])
         summary[f"ratio_{a}_{b}"], summary[f"ratio_{a}_{b}_range"] = ratio, [low, high]
-        print(f"median wall-clock: {a} {summary[f'median_wall_{a}_s']:.1f} s, {b} "
-              f"{summary[f'median_wall_{b}_s']:.1f} s, ratio {ratio:.3f} [{low:.3f}-{high:.3f}]")
+        print(
+            f"median wall-clock: {a} {summary[f'median_wall_{a}_s']:.1f} s, {b} "
+            f"{summary[f'median_wall_{b}_s']:.1f} s, ratio {ratio:.3f} [{low:.3f}-{high:.3f}]"
+        )
     summary["same_fastest"] = len({r["fastest"] for r in runs}) == 1
     summary["same_cheapest"] = len({r["cheapest"] for r in runs}) == 1
-    print(f"same fastest configuration in every run: {summary['same_fastest']}; same cheapest: "
-          f"{summary['same_cheapest']}")
+    print(
+        f"same fastest configuration in every run: {summary['same_fastest']}; same cheapest: "
+        f"{summary['same_cheapest']}"
+    )
     command = f"python benchmarks/bench_time_to_answer.py --sweep {args.sweep} --reps {args.reps}"
     if args.modes:
         command += f" --modes {args.modes}"
@@ -160,9 +214,19 @@ def main(argv: list[str] | None = None) -> int:
         command += " --before DIR"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"command": command, "before_revision": before_rev,
-                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                               "runs": runs, "summary": summary}, indent=2, default=str))
+    out.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "before_revision": before_rev,
+                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "runs": runs,
+                "summary": summary,
+            },
+            indent=2,
+            default=str,
+        )
+    )
     print(f"wrote {out}")
     return 0
 

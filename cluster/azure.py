@@ -71,10 +71,26 @@ from cluster.azure_specs import (
 from sweeps.engine.cli import EXIT_BAD_INPUT
 
 # the specs and the client, re-exported: `from cluster.azure import job_specs` keeps working
-__all__ = ["CPU_IMAGE", "DEFAULT_COMPUTE", "DEFAULT_CPU_VM", "DEFAULT_GPU_VM", "GPU_IMAGE",
-           "AzureError", "build_parser", "compute_size", "compute_specs", "conda_spec",
-           "create_compute", "download_results", "job_specs", "job_yaml", "main", "submit_jobs",
-           "target_shape", "workspace_client"]
+__all__ = [
+    "CPU_IMAGE",
+    "DEFAULT_COMPUTE",
+    "DEFAULT_CPU_VM",
+    "DEFAULT_GPU_VM",
+    "GPU_IMAGE",
+    "AzureError",
+    "build_parser",
+    "compute_size",
+    "compute_specs",
+    "conda_spec",
+    "create_compute",
+    "download_results",
+    "job_specs",
+    "job_yaml",
+    "main",
+    "submit_jobs",
+    "target_shape",
+    "workspace_client",
+]
 
 # ---------------------------------------------------------------------------------------------
 # CLI
@@ -142,16 +158,22 @@ def _cmd_submit(args) -> int:
         shape, unknown = target_shape(args.nodes, args.vm), args.vm
         if args.compute and args.dry_run:
             shape, unknown = None, None
-            print(f"note: --compute {args.compute}: the trials are checked against its VM "
-                  "size at submission (a dry run does not ask the workspace)", file=sys.stderr)
+            print(
+                f"note: --compute {args.compute}: the trials are checked against its VM "
+                "size at submission (a dry run does not ask the workspace)",
+                file=sys.stderr,
+            )
         elif args.compute:
             client = workspace_client()
             size = compute_size(client, args.compute)
             head = compute_size(client, args.head_compute) if args.head_compute else None
             shape, unknown = target_shape(args.nodes, size, head), f"{size} ({args.compute})"
         if shape is None and unknown:
-            print(f"note: {unknown} is not in analysis/vm_sizes.csv: the sweep file is "
-                  "validated, its trials' sizes are not checked", file=sys.stderr)
+            print(
+                f"note: {unknown} is not in analysis/vm_sizes.csv: the sweep file is "
+                "validated, its trials' sizes are not checked",
+                file=sys.stderr,
+            )
         _check_sweep(args.sweep_file, shape)
     token = None if args.dry_run else new_token()
     jobs = job_specs(

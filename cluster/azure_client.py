@@ -152,5 +152,3 @@ def compute_size(client, name: str) -> str:
         return str(client.compute.get(name).size)
     except Exception as exc:  # noqa: BLE001 - the SDK's errors are many; one line says which
         raise service_error(f"--compute {name}: reading its VM size", exc) from None
-
-

@@ -120,8 +120,11 @@ def conda_spec(python: str | None = None, gpu: bool = False) -> dict[str, Any]:
     return {
         "name": "rl-scaling",
         "channels": ["conda-forge"],
-        "dependencies": [f"python={python}", "pip",
-                         {"pip": pins if gpu else [TORCH_CPU_INDEX, *pins]}],
+        "dependencies": [
+            f"python={python}",
+            "pip",
+            {"pip": pins if gpu else [TORCH_CPU_INDEX, *pins]},
+        ],
     }
 
 
@@ -185,9 +188,16 @@ def compute_specs(
     tier = "low_priority" if low_priority else "dedicated"
 
     def cluster(name: str, size: str, lo: int, hi: int, tier: str, role: str | None = None):
-        return AmlCompute(name=name, size=size, min_instances=lo, max_instances=hi, tier=tier,
-                          idle_time_before_scale_down=idle_s, network_settings=network,
-                          tags={"project": PROJECT_TAG, **({"role": role} if role else {})})
+        return AmlCompute(
+            name=name,
+            size=size,
+            min_instances=lo,
+            max_instances=hi,
+            tier=tier,
+            idle_time_before_scale_down=idle_s,
+            network_settings=network,
+            tags={"project": PROJECT_TAG, **({"role": role} if role else {})},
+        )
 
     if layout == "single":
         return [cluster(name, size, min_instances, max_instances, tier)]
@@ -198,8 +208,10 @@ def compute_specs(
         )
     if len(name) > 24:
         raise AzureError(f"compute name {name!r}: at most 24 characters with --layout gpu-head")
-    return [cluster(f"{name}-head", head_size, 0, 1, "dedicated", "ray-head"),
-            cluster(f"{name}-workers", size, min_instances, max_instances, tier, "ray-workers")]
+    return [
+        cluster(f"{name}-head", head_size, 0, 1, "dedicated", "ray-head"),
+        cluster(f"{name}-workers", size, min_instances, max_instances, tier, "ray-workers"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,8 +251,10 @@ def _sweep_path(sweep_file: str | Path) -> tuple[str, dict[str, Any]]:
     except SpecError as e:
         raise AzureError(f"sweep file {e}") from None
     inputs = {SWEEP_FOLDER_INPUT: Input(type="uri_folder", path=str(root), mode="ro_mount")}
-    return (f"${{{{inputs.{SWEEP_FOLDER_INPUT}}}}}/"
-            + _shell_quote(path.relative_to(root).as_posix()), inputs)
+    return (
+        f"${{{{inputs.{SWEEP_FOLDER_INPUT}}}}}/" + _shell_quote(path.relative_to(root).as_posix()),
+        inputs,
+    )
 
 
 def _sweep_name(sweep_path: str) -> str:
@@ -317,8 +331,7 @@ def job_specs(
     if extra:
         sweep_cmd += f" {extra}"
     # the job's sweeps.run logs each trial to the job's run through MLflow
-    env_vars = {"PYTHONUNBUFFERED": "1",
-                CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}
+    env_vars = {"PYTHONUNBUFFERED": "1", CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}
     if token:
         env_vars.update({AUTH_MODE_VAR: "token", AUTH_TOKEN_VAR: token})
     tags = {"project": PROJECT_TAG, "sweep": name, "group": group, "nodes": str(nodes)}
@@ -393,15 +406,22 @@ def job_specs(
     return [head, workers]
 
 
-def _command_job(*, instance_count: int, instance_type: str | None = None,
-                 compute: str | None = None, timeout_s: int | None = None, **kwargs: Any):
+def _command_job(
+    *,
+    instance_count: int,
+    instance_type: str | None = None,
+    compute: str | None = None,
+    timeout_s: int | None = None,
+    **kwargs: Any,
+):
     """A ``CommandJob`` (azure-ai-ml's public entity, as ``az ml job create`` reads one) of
     ``instance_count`` nodes of ``instance_type`` (serverless) or on ``compute``, with 8 GiB of
     ``/dev/shm`` (Ray's object store lives there; Docker's default is 64 MB)."""
     from azure.ai.ml.entities import CommandJob, CommandJobLimits, JobResourceConfiguration
 
-    resources = JobResourceConfiguration(instance_count=instance_count,
-                                         instance_type=instance_type, shm_size="8g")
+    resources = JobResourceConfiguration(
+        instance_count=instance_count, instance_type=instance_type, shm_size="8g"
+    )
     limits = CommandJobLimits(timeout=timeout_s) if timeout_s is not None else None
     return CommandJob(resources=resources, compute=compute, limits=limits, **kwargs)
 
@@ -457,5 +477,3 @@ def target_shape(nodes: int, vm: str | None, head_vm: str | None = None) -> str 
         return f"{int(nodes)}x{size.vcpus}:{size.gpus}"
     shape = f"1x{head.vcpus}:{head.gpus}"
     return shape + (f"+{int(nodes) - 1}x{size.vcpus}:{size.gpus}" if nodes > 1 else "")
-
-

@@ -321,10 +321,17 @@ def run_driver(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> 
     nodes, waited = _wait_for_nodes(address, plan.nodes, args.node_timeout, plan)
     if args.results_dir:
         args.results_dir.mkdir(parents=True, exist_ok=True)
-        _write_json(args.results_dir / "bootstrap.json",
-                    {"ray_address": address, "nodes_expected": plan.nodes, "nodes": nodes,
-                     "nodes_wait_s": round(waited, 2), "launcher": "ray",
-                     "command": list(cmd)})
+        _write_json(
+            args.results_dir / "bootstrap.json",
+            {
+                "ray_address": address,
+                "nodes_expected": plan.nodes,
+                "nodes": nodes,
+                "nodes_wait_s": round(waited, 2),
+                "launcher": "ray",
+                "command": list(cmd),
+            },
+        )
     _log(plan, f"all {plan.nodes} nodes are up; running: {' '.join(cmd)}")
     return run_command(cmd, dict(os.environ))
 
@@ -401,19 +408,22 @@ def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
         if outcome == "head gone":
             return 0
         if attempts >= args.start_attempts:
-            _log(plan, f"{outcome}; giving up after {attempts} attempt(s) and leaving the "
-                       "missing node to the sweep (exit 0, so the MPI job goes on)")
+            _log(
+                plan,
+                f"{outcome}; giving up after {attempts} attempt(s) and leaving the "
+                "missing node to the sweep (exit 0, so the MPI job goes on)",
+            )
             return 0
         if not port_open(host, port, timeout_s=2.0):
             _log(plan, f"{outcome}, and the Ray head is gone")
             return 0
-        _log(plan, f"{outcome}; starting it again (attempt {attempts + 1} of "
-                   f"{args.start_attempts})")
+        _log(
+            plan, f"{outcome}; starting it again (attempt {attempts + 1} of {args.start_attempts})"
+        )
         time.sleep(RETRY_PAUSE_S)
 
 
-def _run_worker_node(plan: NodeRole, args: argparse.Namespace, address: str,
-                     attempt: int) -> str:
+def _run_worker_node(plan: NodeRole, args: argparse.Namespace, address: str, attempt: int) -> str:
     """Start one worker node and keep it until the head is gone or the node dies; returns
     ``"head gone"`` or a one-line reason the node is down."""
     host, port = split_address(address)

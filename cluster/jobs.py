@@ -71,8 +71,9 @@ def client(address: str):
 
         return JobSubmissionClient(address)
     except ImportError as e:
-        raise JobsError(f"the Ray Jobs client is not installed ({e.name}): "
-                        "pip install -e '.[jobs]'") from None
+        raise JobsError(
+            f"the Ray Jobs client is not installed ({e.name}): pip install -e '.[jobs]'"
+        ) from None
     except Exception as e:  # noqa: BLE001 - requests/ConnectionError/RuntimeError from the SDK
         msg = " ".join(str(e).split())[:300]
         raise JobsError(f"--address {address}: cannot reach the Ray job server: {msg}") from None
@@ -85,8 +86,9 @@ def entrypoint(file: str, remote_results: str, extra: list[str]) -> str:
     # `~` is left unquoted so the head's shell expands it
     results = remote_results if remote_results.startswith("~") else shlex.quote(remote_results)
     args = " ".join(shlex.quote(a) for a in extra)
-    return (f"python -m sweeps.run {shlex.quote(file)} --results {results} --no-report"
-            + (f" {args}" if args else ""))
+    return f"python -m sweeps.run {shlex.quote(file)} --results {results} --no-report" + (
+        f" {args}" if args else ""
+    )
 
 
 #: The project's packages, shipped beside a sweep folder that lies outside the project.
@@ -160,8 +162,10 @@ def remote_run_dir(logs: str) -> str:
     """
     found = _RUN_DIR.findall(logs)
     if not found:
-        raise JobsError("its logs name no results directory (did the sweep start? see "
-                        "`python -m cluster.jobs logs JOB`)")
+        raise JobsError(
+            "its logs name no results directory (did the sweep start? see "
+            "`python -m cluster.jobs logs JOB`)"
+        )
     return found[-1]
 
 
@@ -177,7 +181,7 @@ def pack(run_dir: str) -> int:
     print(_BEGIN)
     text = base64.b64encode(buf.getvalue()).decode()
     for i in range(0, len(text), 76):
-        print(text[i:i + 76])
+        print(text[i : i + 76])
     print(_END)
     return 0
 
@@ -199,13 +203,15 @@ def unpack(logs: str, dest: Path) -> list[str]:
 def download(jobs, job_id: str, results: Path) -> Path:
     """Copy job ``job_id``'s run directory to ``results/<sweep>/<run_id>/``; returns it."""
     run_dir = remote_run_dir(jobs.get_job_logs(job_id))
-    packer = jobs.submit_job(entrypoint=f"python -m cluster.jobs pack {run_dir}",
-                             runtime_env=runtime_env())
+    packer = jobs.submit_job(
+        entrypoint=f"python -m cluster.jobs pack {run_dir}", runtime_env=runtime_env()
+    )
     status = wait(jobs, packer, timeout_s=600)
     logs = jobs.get_job_logs(packer)
     if status != "SUCCEEDED":
-        raise JobsError(f"the packing job {packer} ended {status}: "
-                        + " ".join(logs.split())[-200:])
+        raise JobsError(
+            f"the packing job {packer} ended {status}: " + " ".join(logs.split())[-200:]
+        )
     parts = Path(run_dir).parts
     dest = results / parts[-2] / parts[-1]
     if not unpack(logs, dest):
@@ -214,23 +220,32 @@ def download(jobs, job_id: str, results: Path) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cluster.jobs",
-                                description="Run a sweep on a Ray cluster via the Ray Jobs API.")
+    p = argparse.ArgumentParser(
+        prog="python -m cluster.jobs",
+        description="Run a sweep on a Ray cluster via the Ray Jobs API.",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def verb(name: str, help_: str) -> argparse.ArgumentParser:
         v = sub.add_parser(name, help=help_)
-        v.add_argument("--address", required=name != "pack",
-                       help="the cluster's job server, http://HEAD:8265")
+        v.add_argument(
+            "--address", required=name != "pack", help="the cluster's job server, http://HEAD:8265"
+        )
         return v
 
     s = verb("submit", "submit a sweep file and follow its logs (Ctrl-C detaches)")
     s.add_argument("file", help="sweep file (its folder is uploaded when outside the project)")
-    s.add_argument("--remote-results", default=DEFAULT_REMOTE_RESULTS,
-                   help=f"results root on the head (default {DEFAULT_REMOTE_RESULTS})")
+    s.add_argument(
+        "--remote-results",
+        default=DEFAULT_REMOTE_RESULTS,
+        help=f"results root on the head (default {DEFAULT_REMOTE_RESULTS})",
+    )
     s.add_argument("--no-follow", action="store_true", help="print the job id and return")
-    for name, help_ in (("status", "print the job's status"), ("stop", "stop the job"),
-                        ("logs", "print the job's logs")):
+    for name, help_ in (
+        ("status", "print the job's status"),
+        ("stop", "stop the job"),
+        ("logs", "print the job's logs"),
+    ):
         v = verb(name, help_)
         v.add_argument("job")
         if name == "logs":
@@ -248,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
-        extra, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
+        extra, argv = argv[argv.index("--") + 1 :], argv[: argv.index("--")]
     args = build_parser().parse_args(argv)
     if args.cmd == "pack":
         return pack(args.run_dir)
@@ -256,21 +271,25 @@ def main(argv: list[str] | None = None) -> int:
         file, env = upload(args.file) if args.cmd == "submit" else ("", {})
         jobs = client(args.address)
         if args.cmd == "submit":
-            job_id = jobs.submit_job(entrypoint=entrypoint(file, args.remote_results, extra),
-                                     runtime_env=env)
-            print(f"Submitted {job_id} to {args.address}: python -m sweeps.run {file}",
-                  flush=True)
+            job_id = jobs.submit_job(
+                entrypoint=entrypoint(file, args.remote_results, extra), runtime_env=env
+            )
+            print(f"Submitted {job_id} to {args.address}: python -m sweeps.run {file}", flush=True)
             if args.no_follow:
                 return 0
             try:
                 follow(jobs, job_id)
             except KeyboardInterrupt:
-                print(f"\nDetached; the job keeps running. Follow it with: python -m "
-                      f"cluster.jobs logs {job_id} --address {args.address} --follow")
+                print(
+                    f"\nDetached; the job keeps running. Follow it with: python -m "
+                    f"cluster.jobs logs {job_id} --address {args.address} --follow"
+                )
                 return 0
             status = wait(jobs, job_id)
-            print(f"Job {job_id}: {status}. Results: python -m cluster.jobs download {job_id} "
-                  f"--address {args.address}")
+            print(
+                f"Job {job_id}: {status}. Results: python -m cluster.jobs download {job_id} "
+                f"--address {args.address}"
+            )
             return 0 if status == "SUCCEEDED" else 1
         _known(jobs, args.job)
         if args.cmd == "status":

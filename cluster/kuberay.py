@@ -89,8 +89,9 @@ def _dns_name(text: str) -> str:
     return (name or "sweep")[:63].rstrip("-")
 
 
-def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
-               workers: int = 1) -> dict[str, Any]:
+def sweep_plan(
+    file: str, cpus_per_worker: float, gpus_per_worker: float, workers: int = 1
+) -> dict[str, Any]:
     """Load and check a sweep file against the worker group: ``workers`` pods of
     ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs (the head runs no trials).
 
@@ -111,9 +112,16 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
         sweep = load_sweep(file)
         target = sweep_target(sweep)
         check_points(sweep, file)
-        requests = trial_requests(sweep, TrialSetup.of(
-            sweep, target, cpus_per_worker, max_node_gpus=gpus_per_worker,
-            cluster_cpus=cpus_per_worker * workers))
+        requests = trial_requests(
+            sweep,
+            TrialSetup.of(
+                sweep,
+                target,
+                cpus_per_worker,
+                max_node_gpus=gpus_per_worker,
+                cluster_cpus=cpus_per_worker * workers,
+            ),
+        )
     except SpecError as e:
         raise KubeRayError(str(e)) from None
     pods = [{"CPU": float(cpus_per_worker), "GPU": float(gpus_per_worker)}] * workers
@@ -125,7 +133,8 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
                 f"{r.cpus:g} CPUs, {r.gpus:g} GPUs) cannot be placed on {workers} worker pod(s) "
                 f"of {cpus_per_worker:g} CPUs and {gpus_per_worker:g} GPUs "
                 f"({sweep.placement_strategy}): {problem}; raise --workers, "
-                "--cpus-per-worker or --gpus-per-worker")
+                "--cpus-per-worker or --gpus-per-worker"
+            )
     largest = tuple(max(requests, key=lambda r: (r.cpus, r.gpus))[:4])
     trials = expected_trials(sweep)
     budget = sweep.budget.time_s or 3600.0
@@ -134,23 +143,37 @@ def sweep_plan(file: str, cpus_per_worker: float, gpus_per_worker: float,
     return {"sweep": sweep, "trials": trials, "deadline_s": deadline, "largest": largest}
 
 
-def _container(image: str, cpus: float, memory: str, gpus: float,
-               mounts: list[dict[str, Any]]) -> dict[str, Any]:
+def _container(
+    image: str, cpus: float, memory: str, gpus: float, mounts: list[dict[str, Any]]
+) -> dict[str, Any]:
     limits: dict[str, Any] = {"cpu": f"{cpus:g}", "memory": memory}
     if gpus:
         limits["nvidia.com/gpu"] = f"{gpus:g}"
-    c: dict[str, Any] = {"name": "ray", "image": image,
-                         "resources": {"requests": dict(limits), "limits": limits}}
+    c: dict[str, Any] = {
+        "name": "ray",
+        "image": image,
+        "resources": {"requests": dict(limits), "limits": limits},
+    }
     if mounts:
         c["volumeMounts"] = mounts
     return c
 
 
-def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: str = "32Gi",
-                    gpus_per_worker: float = 0, image: str | None = None,
-                    results_pvc: str | None = None, working_dir: str | None = None,
-                    results: str | None = None, code_uri: str | None = None,
-                    namespace: str | None = None, name: str | None = None) -> dict[str, Any]:
+def rayjob_manifest(
+    file: str,
+    *,
+    workers: int,
+    cpus_per_worker: float,
+    memory: str = "32Gi",
+    gpus_per_worker: float = 0,
+    image: str | None = None,
+    results_pvc: str | None = None,
+    working_dir: str | None = None,
+    results: str | None = None,
+    code_uri: str | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """The ``RayJob`` manifest (a dict, ``yaml.safe_dump`` it) that runs ``file`` on KubeRay.
 
     Args:
@@ -189,8 +212,10 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
     # has; Ray gets the whole CPUs instead, and the placement check counts those
     ray_cpus = math.floor(cpus_per_worker)
     if ray_cpus < 1:
-        raise KubeRayError(f"--cpus-per-worker {cpus_per_worker:g}: a Ray worker pod needs at "
-                           "least 1 whole CPU (Ray counts whole CPUs per node)")
+        raise KubeRayError(
+            f"--cpus-per-worker {cpus_per_worker:g}: a Ray worker pod needs at "
+            "least 1 whole CPU (Ray counts whole CPUs per node)"
+        )
     plan = sweep_plan(file, ray_cpus, gpus_per_worker, workers)
     sweep = plan["sweep"]
     custom_image = image is not None
@@ -204,22 +229,26 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
         from sweeps.engine.rundir.mirror import is_uri
 
         if not is_uri(results):
-            raise KubeRayError(f"--results {results!r}: needs an object-store URI "
-                               "(abfs://, s3://, gs://); a path would be on the head pod")
+            raise KubeRayError(
+                f"--results {results!r}: needs an object-store URI "
+                "(abfs://, s3://, gs://); a path would be on the head pod"
+            )
         entry += ["--results", results]
     if results_pvc:
         entry += ["--results", RESULTS_DIR]
         head_mounts = [{"name": "results", "mountPath": RESULTS_DIR}]
-        head_volumes = [{"name": "results",
-                         "persistentVolumeClaim": {"claimName": results_pvc}}]
-    head_pod: dict[str, Any] = {"containers": [_container(image, HEAD_CPUS, HEAD_MEMORY, 0,
-                                                          head_mounts)]}
+        head_volumes = [{"name": "results", "persistentVolumeClaim": {"claimName": results_pvc}}]
+    head_pod: dict[str, Any] = {
+        "containers": [_container(image, HEAD_CPUS, HEAD_MEMORY, 0, head_mounts)]
+    }
     if head_volumes:
         head_pod["volumes"] = head_volumes
     metadata: dict[str, Any] = {
         "name": _dns_name(name or f"rl-scaling-{sweep.name}"),
-        "labels": {"app.kubernetes.io/name": "rl-scaling",
-                   "rl-scaling/sweep": _dns_name(sweep.name)},
+        "labels": {
+            "app.kubernetes.io/name": "rl-scaling",
+            "rl-scaling/sweep": _dns_name(sweep.name),
+        },
     }
     if namespace:
         metadata["namespace"] = namespace
@@ -244,15 +273,23 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
                     "rayStartParams": {"num-cpus": "0"},
                     "template": {"spec": head_pod},
                 },
-                "workerGroupSpecs": [{
-                    "groupName": "workers",
-                    "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
-                    "rayStartParams": {"num-cpus": str(ray_cpus)},
-                    "template": {"spec": {
-                        "containers": [
-                            _container(image, cpus_per_worker, memory, gpus_per_worker, [])],
-                        **({"tolerations": GPU_TOLERATIONS} if gpus_per_worker else {})}},
-                }],
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "workers",
+                        "replicas": workers,
+                        "minReplicas": workers,
+                        "maxReplicas": workers,
+                        "rayStartParams": {"num-cpus": str(ray_cpus)},
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    _container(image, cpus_per_worker, memory, gpus_per_worker, [])
+                                ],
+                                **({"tolerations": GPU_TOLERATIONS} if gpus_per_worker else {}),
+                            }
+                        },
+                    }
+                ],
             },
         },
     }
@@ -261,10 +298,12 @@ def rayjob_manifest(file: str, *, workers: int, cpus_per_worker: float, memory: 
 #: Packages Ray's runtime env needs to fetch a ``working_dir`` of each object-store scheme
 #: (``ray/_private/runtime_env/protocol.py``); https needs only smart_open, which Ray's image
 #: has (``ray[default]``).
-CODE_URI_PACKAGES = {"s3": "smart_open[s3] and boto3",
-                     "gs": "smart_open[gcs] and google-cloud-storage",
-                     "azure": "azure-storage-blob, azure-identity and smart_open[azure]",
-                     "abfss": "adlfs and azure-identity"}
+CODE_URI_PACKAGES = {
+    "s3": "smart_open[s3] and boto3",
+    "gs": "smart_open[gcs] and google-cloud-storage",
+    "azure": "azure-storage-blob, azure-identity and smart_open[azure]",
+    "abfss": "adlfs and azure-identity",
+}
 
 #: Tolerations of a GPU worker pod: AKS's GPU node pools are created with the taint
 #: ``sku=gpu:NoSchedule`` in Microsoft's GPU guide, and NVIDIA's GPU operator taints with
@@ -275,8 +314,9 @@ GPU_TOLERATIONS = [
 ]
 
 
-def _code(sweep, file: str, working_dir: str | None, code_uri: str | None,
-          custom_image: bool = False) -> tuple[str, dict[str, Any]]:
+def _code(
+    sweep, file: str, working_dir: str | None, code_uri: str | None, custom_image: bool = False
+) -> tuple[str, dict[str, Any]]:
     """The sweep file's path in the job's working directory, and the job's runtime env."""
     from sweeps.engine.sweep_file import SpecError, code_root
 
@@ -287,27 +327,35 @@ def _code(sweep, file: str, working_dir: str | None, code_uri: str | None,
         raise KubeRayError(str(e)) from None
     if root == ROOT:
         if code_uri:
-            raise KubeRayError(f"--code-uri: {file} lies inside the project, which the image "
-                               "holds; --code-uri is for a sweep file outside it")
+            raise KubeRayError(
+                f"--code-uri: {file} lies inside the project, which the image "
+                "holds; --code-uri is for a sweep file outside it"
+            )
         return path.relative_to(ROOT).as_posix(), {"working_dir": working_dir or PROJECT_DIR}
     if working_dir:
-        raise KubeRayError("--working-dir replaces the project; with a sweep file outside the "
-                           "project, build the image from that project instead")
+        raise KubeRayError(
+            "--working-dir replaces the project; with a sweep file outside the "
+            "project, build the image from that project instead"
+        )
     if not code_uri:
         raise KubeRayError(
             f"{file} lies outside the project, and the image holds only the project: zip its "
             f"folder (python -m cluster.kuberay pack {file} -o code.zip), upload the zip where "
-            "the cluster can fetch it (https, s3, gs, abfss) and pass --code-uri URI")
+            "the cluster can fetch it (https, s3, gs, abfss) and pass --code-uri URI"
+        )
     if "://" not in code_uri or not code_uri.endswith(".zip"):
-        raise KubeRayError(f"--code-uri {code_uri!r}: needs the URI of a .zip Ray can fetch "
-                           "(https://, s3://, gs://, abfss://)")
+        raise KubeRayError(
+            f"--code-uri {code_uri!r}: needs the URI of a .zip Ray can fetch "
+            "(https://, s3://, gs://, abfss://)"
+        )
     scheme = code_uri.split("://", 1)[0].lower()
     if scheme in CODE_URI_PACKAGES and not custom_image:
         raise KubeRayError(
             f"--code-uri {code_uri!r}: Ray fetches {scheme}:// URIs with "
             f"{CODE_URI_PACKAGES[scheme]}, which the project's image (cluster/Dockerfile) "
             "lacks: upload the zip where https reaches it (a Blob SAS URL), or pass --image "
-            "with an image that has them")
+            "with an image that has them"
+        )
     return path.relative_to(root).as_posix(), {"working_dir": code_uri}
 
 
@@ -337,15 +385,15 @@ def pack(file: str, out: str | Path) -> list[str]:
     except SpecError as e:
         raise KubeRayError(str(e)) from None
     if root == ROOT:
-        raise KubeRayError(f"{file} lies inside the project, which the image holds: "
-                           "nothing to pack")
+        raise KubeRayError(
+            f"{file} lies inside the project, which the image holds: nothing to pack"
+        )
     out = Path(out).resolve()
     names = []
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for p in sorted(root.rglob("*")):
             rel = p.relative_to(root)
-            if p == out or not p.is_file() or PACK_SKIP & set(rel.parts) \
-                    or p.suffix == ".pyc":
+            if p == out or not p.is_file() or PACK_SKIP & set(rel.parts) or p.suffix == ".pyc":
                 continue
             z.write(p, f"{root.name}/{rel.as_posix()}")
             names.append(rel.as_posix())
@@ -367,14 +415,17 @@ def kubeconfig() -> Path | None:
     """The kubeconfig ``kubectl`` would use (``$KUBECONFIG``'s first file, else
     ``~/.kube/config``), or None when there is none."""
     env = os.environ.get("KUBECONFIG")
-    candidates = [Path(p) for p in env.split(os.pathsep) if p] if env else \
-        [Path.home() / ".kube" / "config"]
+    candidates = (
+        [Path(p) for p in env.split(os.pathsep) if p] if env else [Path.home() / ".kube" / "config"]
+    )
     return next((p for p in candidates if p.is_file()), None)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m cluster.kuberay",
-                                description="Run a sweep as a KubeRay RayJob on Kubernetes.")
+    p = argparse.ArgumentParser(
+        prog="python -m cluster.kuberay",
+        description="Run a sweep as a KubeRay RayJob on Kubernetes.",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rayjob", help="print (or --apply) the RayJob manifest of a sweep")
     r.add_argument("file", help="sweep file (outside the project: with --code-uri)")
@@ -382,21 +433,33 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cpus-per-worker", type=float, required=True, help="CPUs per worker pod")
     r.add_argument("--memory", default="32Gi", help="memory per worker pod (default 32Gi)")
     r.add_argument("--gpus-per-worker", type=float, default=0, help="GPUs per worker pod")
-    r.add_argument("--image", default=None,
-                   help="image with the project at /home/ray/rl-scaling (cluster/Dockerfile)")
-    r.add_argument("--results", default=None,
-                   help="object-store URI for the results (abfs://, s3://, gs://)")
-    r.add_argument("--results-pvc", default=None,
-                   help="PersistentVolumeClaim for the results (else they die with the head pod)")
-    r.add_argument("--working-dir", default=None,
-                   help="zip URI of the project for the runtime env (default: the image's copy)")
-    r.add_argument("--code-uri", default=None,
-                   help="zip URI of a sweep file's folder outside the project (see pack)")
+    r.add_argument(
+        "--image",
+        default=None,
+        help="image with the project at /home/ray/rl-scaling (cluster/Dockerfile)",
+    )
+    r.add_argument(
+        "--results", default=None, help="object-store URI for the results (abfs://, s3://, gs://)"
+    )
+    r.add_argument(
+        "--results-pvc",
+        default=None,
+        help="PersistentVolumeClaim for the results (else they die with the head pod)",
+    )
+    r.add_argument(
+        "--working-dir",
+        default=None,
+        help="zip URI of the project for the runtime env (default: the image's copy)",
+    )
+    r.add_argument(
+        "--code-uri",
+        default=None,
+        help="zip URI of a sweep file's folder outside the project (see pack)",
+    )
     r.add_argument("--namespace", default=None)
     r.add_argument("--name", default=None, help="RayJob name (default rl-scaling-<sweep>)")
     r.add_argument("--apply", action="store_true", help="kubectl apply -f - the manifest")
-    k = sub.add_parser("pack", help="zip a sweep file's folder outside the project for "
-                       "--code-uri")
+    k = sub.add_parser("pack", help="zip a sweep file's folder outside the project for --code-uri")
     k.add_argument("file", help="sweep file outside the project")
     k.add_argument("-o", "--output", default="code.zip", help="the zip to write (code.zip)")
     return p
@@ -418,28 +481,45 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         manifest = rayjob_manifest(
-            args.file, workers=args.workers, cpus_per_worker=args.cpus_per_worker,
-            memory=args.memory, gpus_per_worker=args.gpus_per_worker, image=args.image,
-            results_pvc=args.results_pvc, working_dir=args.working_dir, results=args.results,
-            code_uri=args.code_uri, namespace=args.namespace, name=args.name)
+            args.file,
+            workers=args.workers,
+            cpus_per_worker=args.cpus_per_worker,
+            memory=args.memory,
+            gpus_per_worker=args.gpus_per_worker,
+            image=args.image,
+            results_pvc=args.results_pvc,
+            working_dir=args.working_dir,
+            results=args.results,
+            code_uri=args.code_uri,
+            namespace=args.namespace,
+            name=args.name,
+        )
         if args.apply:
             if args.image is None:
                 raise KubeRayError(
                     "--apply needs --image REGISTRY/rl-scaling:TAG: a cluster pulls the image "
-                    "from a registry (build and push cluster/Dockerfile, see docs/cluster.md)")
+                    "from a registry (build and push cluster/Dockerfile, see docs/cluster.md)"
+                )
             if shutil.which("kubectl") is None:
-                raise KubeRayError("--apply: kubectl is not on PATH (print the manifest "
-                                   "without --apply and apply it where kubectl is)")
+                raise KubeRayError(
+                    "--apply: kubectl is not on PATH (print the manifest "
+                    "without --apply and apply it where kubectl is)"
+                )
             if kubeconfig() is None:
-                raise KubeRayError("--apply: no kubeconfig ($KUBECONFIG or ~/.kube/config); "
-                                   "for AKS: az aks get-credentials -g GROUP -n CLUSTER")
+                raise KubeRayError(
+                    "--apply: no kubeconfig ($KUBECONFIG or ~/.kube/config); "
+                    "for AKS: az aks get-credentials -g GROUP -n CLUSTER"
+                )
     except KubeRayError as e:
         print(f"error: cluster.kuberay {args.cmd}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     text = yaml.safe_dump(manifest, sort_keys=False)
     if not (args.results_pvc or args.results):
-        print("warning: no --results-pvc: the results stay on the head pod and are deleted "
-              "with it when the job ends", file=sys.stderr)
+        print(
+            "warning: no --results-pvc: the results stay on the head pod and are deleted "
+            "with it when the job ends",
+            file=sys.stderr,
+        )
     if not args.apply:
         sys.stdout.write(text)
         return 0

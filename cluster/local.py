@@ -127,8 +127,9 @@ def _embedded_auth() -> None:
         os.environ[AUTH_TOKEN_VAR] = new_token()
 
 
-def _start_embedded(num_cpus: int | None, log_to_driver: bool = True,
-                    runtime_env: dict | None = None) -> None:
+def _start_embedded(
+    num_cpus: int | None, log_to_driver: bool = True, runtime_env: dict | None = None
+) -> None:
     import ray
 
     _embedded_auth()
@@ -153,8 +154,9 @@ def _start_embedded(num_cpus: int | None, log_to_driver: bool = True,
         auth_logger.setLevel(level)
 
 
-def _connect(address: str, source: str, log_to_driver: bool = True,
-             runtime_env: dict | None = None) -> None:
+def _connect(
+    address: str, source: str, log_to_driver: bool = True, runtime_env: dict | None = None
+) -> None:
     import ray
     from ray._private.services import canonicalize_bootstrap_address
 
@@ -191,8 +193,12 @@ def _connect(address: str, source: str, log_to_driver: bool = True,
     saved = os.environ.get(_GCS_WAIT_VAR)
     os.environ.setdefault(_GCS_WAIT_VAR, str(GCS_CONNECT_ATTEMPTS))
     try:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=log_to_driver,
-                 runtime_env=runtime_env)
+        ray.init(
+            address=address,
+            logging_level=logging.WARNING,
+            log_to_driver=log_to_driver,
+            runtime_env=runtime_env,
+        )
     except Exception as exc:
         raise ClusterError(
             f"cannot connect to the Ray cluster at {address} ({source}): "
@@ -213,7 +219,10 @@ def _one_line(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def ray_session(
-    address: str | None = None, *, num_cpus: int | None = None, log_to_driver: bool = True,
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    log_to_driver: bool = True,
     runtime_env: dict | None = None,
 ) -> Iterator[ClusterInfo]:
     """Start or connect to Ray for the duration of a ``with`` block.

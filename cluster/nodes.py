@@ -387,8 +387,9 @@ def _run_node(args: argparse.Namespace) -> int:
         **({"dashboard_port": args.dashboard_port} if args.head and args.dashboard_port else {}),
         # Several nodes on one machine: let the OS pick every port (fixed defaults would clash).
         # not the dashboard's port, chosen (but not yet bound) by whoever started this node
-        dashboard_agent_listen_port=free_port("" if not loopback else "127.0.0.1",
-                                              exclude=(args.dashboard_port,)),
+        dashboard_agent_listen_port=free_port(
+            "" if not loopback else "127.0.0.1", exclude=(args.dashboard_port,)
+        ),
         min_worker_port=0 if loopback else None,
         max_worker_port=0 if loopback else None,
         huge_pages=False,
@@ -478,8 +479,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--temp-dir", default=None)
     parser.add_argument("--object-store-memory", type=int, default=None)
     parser.add_argument("--ready-file", default=None, help="created once the node is up")
-    parser.add_argument("--dashboard-port", type=int, default=None,
-                        help="head: serve the dashboard and the Ray Jobs API at this port")
+    parser.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=None,
+        help="head: serve the dashboard and the Ray Jobs API at this port",
+    )
     args = parser.parse_args(argv)
     args.head = args.role == "head"
     args.num_cpus = int(args.num_cpus) if args.num_cpus == int(args.num_cpus) else args.num_cpus

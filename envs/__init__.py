@@ -68,8 +68,9 @@ RLLIB_ENVS: dict[str, Callable[[dict], gymnasium.Env]] = {
 }
 
 
-def make_env(env_id: str, env_config: Mapping[str, Any] | None = None,
-             with_latency: bool = True) -> gymnasium.Env:
+def make_env(
+    env_id: str, env_config: Mapping[str, Any] | None = None, with_latency: bool = True
+) -> gymnasium.Env:
     """One env as the suite's env runners build it.
 
     Our creator for the names in :data:`RLLIB_ENVS` (Contoso Cabs, preprocessed Pong), the

@@ -175,8 +175,9 @@ def resolve_config(config: Mapping[str, Any] | None = None) -> CabsConfig:
         m = _as_int("num_cities", cfg["num_cities"], 2)
         seed = _as_int("time_matrix_seed", cfg["time_matrix_seed"], 0)
         shape = (m, m, HOURS_PER_DAY, DAYS_PER_WEEK)
-        _check_fits("num_cities", m, "its travel-time matrix (m² × 24 × 7 int64)",
-                    8 * math.prod(shape))
+        _check_fits(
+            "num_cities", m, "its travel-time matrix (m² × 24 × 7 int64)", 8 * math.prod(shape)
+        )
         matrix = np.random.default_rng(seed).integers(
             MIN_TRIP_HOURS, MAX_TRIP_HOURS + 1, size=shape
         )
@@ -262,9 +263,11 @@ def _check_fits(key: str, m: int, what: str, need: int) -> None:
     """
     have = memory_bytes()
     if have is not None and need > have:
-        raise ConfigTooLarge(f"Contoso Cabs config '{key}': {m} cities need ~{need / 2**30:,.1f} "
-                         f"GiB for {what}, more than this machine's {have / 2**30:.1f} GiB "
-                         "of memory")
+        raise ConfigTooLarge(
+            f"Contoso Cabs config '{key}': {m} cities need ~{need / 2**30:,.1f} "
+            f"GiB for {what}, more than this machine's {have / 2**30:.1f} GiB "
+            "of memory"
+        )
 
 
 #: int64/float64 arrays of shape (m × 24 × 7, m²) the exact solve (:func:`_dynamics`) holds at
@@ -284,8 +287,12 @@ def _transition_table(cfg: CabsConfig) -> list[list[tuple[float, int, int]]]:
     table = _TRANSITION_TABLES.get(key)
     if table is None:
         dyn = _dynamics(cfg)
-        table = [list(zip(r, n, d, strict=True)) for r, n, d in zip(
-            dyn.reward.tolist(), dyn.next_state.tolist(), dyn.duration.tolist(), strict=True)]
+        table = [
+            list(zip(r, n, d, strict=True))
+            for r, n, d in zip(
+                dyn.reward.tolist(), dyn.next_state.tolist(), dyn.duration.tolist(), strict=True
+            )
+        ]
         _TRANSITION_TABLES[key] = table
         while len(_TRANSITION_TABLES) > 8:
             _TRANSITION_TABLES.popitem(last=False)
@@ -296,8 +303,12 @@ def _transition_table(cfg: CabsConfig) -> list[list[tuple[float, int, int]]]:
 
 def _dynamics(cfg: CabsConfig) -> _Dynamics:
     m, T = cfg.num_cities, cfg.time_matrix
-    _check_fits("num_cities", m, "the exact optimum's dynamics (m³ × 24 × 7 per table)",
-                _SOLVE_ARRAYS * 8 * m**3 * HOURS_PER_DAY * DAYS_PER_WEEK)
+    _check_fits(
+        "num_cities",
+        m,
+        "the exact optimum's dynamics (m³ × 24 × 7 per table)",
+        _SOLVE_ARRAYS * 8 * m**3 * HOURS_PER_DAY * DAYS_PER_WEEK,
+    )
     R, C = cfg.revenue_per_hour, cfg.cost_per_hour
     loc = np.arange(m)[:, None, None, None]
     hour = np.arange(HOURS_PER_DAY)[None, :, None, None]

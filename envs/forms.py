@@ -36,8 +36,16 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["EnvError", "EnvForm", "parse_env", "make_from_form", "check_env", "modules_to_ship",
-           "runner_env", "search_path"]
+__all__ = [
+    "EnvError",
+    "EnvForm",
+    "parse_env",
+    "make_from_form",
+    "check_env",
+    "modules_to_ship",
+    "runner_env",
+    "search_path",
+]
 
 #: The project's root (the folder holding ``envs/``): modules under it ship with the project.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +91,9 @@ def _import(module: str, name: str):
         return importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - the user's module failed to import: one line
         text = " ".join(str(e).split())
-        raise EnvError(f"env {name!r}: cannot import module {module!r}: "
-                       f"{type(e).__name__}: {text}") from None
+        raise EnvError(
+            f"env {name!r}: cannot import module {module!r}: {type(e).__name__}: {text}"
+        ) from None
 
 
 def parse_env(name: str) -> EnvForm:
@@ -100,22 +109,28 @@ def parse_env(name: str) -> EnvForm:
     if not sep:
         if name in envs.RLLIB_ENVS or name in gymnasium.registry:
             return EnvForm(name, "registered")
-        raise EnvError(f"unknown env {name!r}: not an RLlib name in envs.RLLIB_ENVS nor a "
-                       "registered gymnasium id (a user's env: 'module:EnvId' or "
-                       "'module:Factory')")
+        raise EnvError(
+            f"unknown env {name!r}: not an RLlib name in envs.RLLIB_ENVS nor a "
+            "registered gymnasium id (a user's env: 'module:EnvId' or "
+            "'module:Factory')"
+        )
     if not module or not attr:
         raise EnvError(f"env {name!r}: expected 'module:EnvId' or 'module:Factory'")
     mod = _import(module, name)
     factory = getattr(mod, attr, None)
     if factory is not None:
         if not callable(factory):
-            raise EnvError(f"env {name!r}: {module}.{attr} is a {type(factory).__name__}, not "
-                           "an Env class or a function returning an Env")
+            raise EnvError(
+                f"env {name!r}: {module}.{attr} is a {type(factory).__name__}, not "
+                "an Env class or a function returning an Env"
+            )
         return EnvForm(name, "factory", module, attr)
     if attr in gymnasium.registry:
         return EnvForm(name, "module_id", module, attr)
-    raise EnvError(f"env {name!r}: module {module!r} defines no {attr!r} and importing it "
-                   f"registers no gymnasium id {attr!r}")
+    raise EnvError(
+        f"env {name!r}: module {module!r} defines no {attr!r} and importing it "
+        f"registers no gymnasium id {attr!r}"
+    )
 
 
 def make_from_form(name: str, env_config: Mapping[str, Any] | None = None) -> gymnasium.Env:
@@ -130,8 +145,10 @@ def make_from_form(name: str, env_config: Mapping[str, Any] | None = None) -> gy
         return gymnasium.make(form.attr, **config)
     env = getattr(importlib.import_module(form.module), form.attr)(config)
     if not isinstance(env, gymnasium.Env):
-        raise EnvError(f"env {name!r}: {form.module}.{form.attr}(env_config) returned a "
-                       f"{type(env).__name__}, not a gymnasium.Env")
+        raise EnvError(
+            f"env {name!r}: {form.module}.{form.attr}(env_config) returned a "
+            f"{type(env).__name__}, not a gymnasium.Env"
+        )
     return env
 
 
@@ -153,8 +170,9 @@ def check_env(name: str, env_config: Mapping[str, Any] | None = None) -> gymnasi
     except EnvError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's constructor failed: one line
-        raise EnvError(f"env {name!r} cannot be built: {type(e).__name__}: "
-                       f"{' '.join(str(e).split())}") from None
+        raise EnvError(
+            f"env {name!r} cannot be built: {type(e).__name__}: {' '.join(str(e).split())}"
+        ) from None
     if not isinstance(env, gymnasium.Env):
         raise EnvError(f"env {name!r}: built a {type(env).__name__}, not a gymnasium.Env")
     try:
@@ -165,8 +183,9 @@ def check_env(name: str, env_config: Mapping[str, Any] | None = None) -> gymnasi
             env.step(env.action_space.sample())
     except Exception as e:  # noqa: BLE001 - the checker's assertion, or the env's own error
         text = " ".join(str(e).split()) or "(no message)"
-        raise EnvError(f"env {name!r} fails gymnasium's env check: "
-                       f"{type(e).__name__}: {text}") from None
+        raise EnvError(
+            f"env {name!r} fails gymnasium's env check: {type(e).__name__}: {text}"
+        ) from None
     finally:
         env.close()
     return env

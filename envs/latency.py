@@ -45,8 +45,12 @@ class StepCost:
 
 
 def _milliseconds(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-            value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ValueError(f"{key}: must be a finite number of milliseconds >= 0, got {value!r}")
     return float(value)
 
@@ -58,8 +62,10 @@ def split_step_cost(env_config: Mapping[str, Any] | None) -> tuple[StepCost, dic
         ValueError: ``step_latency_ms`` or ``step_cpu_ms`` is not a finite number >= 0.
     """
     rest = dict(env_config or {})
-    cost = StepCost(latency_ms=_milliseconds(STEP_LATENCY_KEY, rest.pop(STEP_LATENCY_KEY, 0.0)),
-                    cpu_ms=_milliseconds(STEP_CPU_KEY, rest.pop(STEP_CPU_KEY, 0.0)))
+    cost = StepCost(
+        latency_ms=_milliseconds(STEP_LATENCY_KEY, rest.pop(STEP_LATENCY_KEY, 0.0)),
+        cpu_ms=_milliseconds(STEP_CPU_KEY, rest.pop(STEP_CPU_KEY, 0.0)),
+    )
     return cost, rest
 
 

@@ -23,8 +23,14 @@ SWEEP = Sweep(
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
     evaluation=Evaluation(every_s=0.1),
-    search=Search(sampler="grid", num_samples=2, seeds=3, max_concurrent=1, capping=None,
-                  confirm=Confirm(top_k=2, seeds=10)),
+    search=Search(
+        sampler="grid",
+        num_samples=2,
+        seeds=3,
+        max_concurrent=1,
+        capping=None,
+        confirm=Confirm(top_k=2, seeds=10),
+    ),
     baseline={"algorithm": "DQN", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
 )

@@ -23,8 +23,10 @@ twice).
 
 from sweeps.cabs_fit_latency import SWEEP as _WAITING
 
-SWEEP = _WAITING.model_copy(update={
-    "name": "cabs_fit_cpu",
-    "env_config": {"num_cities": 5, "time_matrix_seed": 0, "step_cpu_ms": 1},
-    "fixed": {**_WAITING.fixed, "num_cpus_per_env_runner": 0.125},
-})
+SWEEP = _WAITING.model_copy(
+    update={
+        "name": "cabs_fit_cpu",
+        "env_config": {"num_cities": 5, "time_matrix_seed": 0, "step_cpu_ms": 1},
+        "fixed": {**_WAITING.fixed, "num_cpus_per_env_runner": 0.125},
+    }
+)

@@ -32,15 +32,19 @@ SWEEP = Sweep(
     per_algorithm={
         "DQN": {"num_env_runners": choice([1]), "train_batch_size": choice([64])},
         # IMPALA at 1 env runner is the baseline below (not sampled twice)
-        "IMPALA": {"num_env_runners": choice([2, 3, 4, 5, 6, 8]),
-                   "train_batch_size": choice([512]), "lr": choice([0.001])},
+        "IMPALA": {
+            "num_env_runners": choice([2, 3, 4, 5, 6, 8]),
+            "train_batch_size": choice([512]),
+            "lr": choice([0.001]),
+        },
         "APPO": {"train_batch_size": choice([512]), "lr": choice([0.001])},
     },
     fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=90),
-    search=Search(sampler="grid", num_samples=14, seeds=5, first_seed=10, max_concurrent=1,
-                  capping=None),
+    search=Search(
+        sampler="grid", num_samples=14, seeds=5, first_seed=10, max_concurrent=1, capping=None
+    ),
     baseline={"algorithm": "IMPALA", "num_env_runners": 1, "train_batch_size": 512, "lr": 0.001},
     reference={"algorithm": "SB3-DQN"},
 )

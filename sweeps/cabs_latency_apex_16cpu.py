@@ -16,8 +16,15 @@ trials. Measured: docs/device_16cpu.md.
 
 from sweeps import Budget, Search, Sweep, Target, choice
 
-_APEX = {"num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 1, "train_batch_size": 64,
-         "lr": 0.00124, "min_replay_ratio": 8.0, "num_learners": 0, "num_gpus_per_learner": 1}
+_APEX = {
+    "num_envs_per_env_runner": 8,
+    "num_cpus_per_env_runner": 1,
+    "train_batch_size": 64,
+    "lr": 0.00124,
+    "min_replay_ratio": 8.0,
+    "num_learners": 0,
+    "num_gpus_per_learner": 1,
+}
 
 SWEEP = Sweep(
     name="cabs_latency_apex_16cpu",

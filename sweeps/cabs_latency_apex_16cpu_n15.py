@@ -11,10 +11,12 @@ docs/device_16cpu.md.
 from sweeps import Budget, choice
 from sweeps.cabs_latency_apex_16cpu import SWEEP as _GRID
 
-SWEEP = _GRID.model_copy(update={
-    "name": "cabs_latency_apex_16cpu_n15",
-    "search_space": {"num_env_runners": choice([15])},
-    "budget": Budget(time_s=100),
-    "search": _GRID.search.model_copy(update={"num_samples": 1}),
-    "baseline": None,
-})
+SWEEP = _GRID.model_copy(
+    update={
+        "name": "cabs_latency_apex_16cpu_n15",
+        "search_space": {"num_env_runners": choice([15])},
+        "budget": Budget(time_s=100),
+        "search": _GRID.search.model_copy(update={"num_samples": 1}),
+        "baseline": None,
+    }
+)

@@ -32,8 +32,11 @@ SWEEP = Sweep(
     per_algorithm={
         "APEX": {"train_batch_size": choice([64]), "lr": choice([0.00124])},
         # IMPALA at 1 env runner is the baseline below (not sampled twice)
-        "IMPALA": {"num_env_runners": choice([2, 4, 8, 16]), "train_batch_size": choice([512]),
-                   "lr": choice([0.001])},
+        "IMPALA": {
+            "num_env_runners": choice([2, 4, 8, 16]),
+            "train_batch_size": choice([512]),
+            "lr": choice([0.001]),
+        },
     },
     fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),

@@ -54,8 +54,13 @@ SWEEP = Sweep(
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
     evaluation=Evaluation(every_s=0.1),
-    search=Search(sampler="tpe", num_samples=12, seeds=1, max_concurrent=1,
-                  confirm=Confirm(top_k=1, seeds=3, per_params=["train_batch_size"])),
+    search=Search(
+        sampler="tpe",
+        num_samples=12,
+        seeds=1,
+        max_concurrent=1,
+        confirm=Confirm(top_k=1, seeds=3, per_params=["train_batch_size"]),
+    ),
     baseline={"algorithm": "APEX", "num_env_runners": 1},
     reference={"algorithm": "SB3-DQN"},
 )

@@ -56,50 +56,93 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     from sweeps.engine.cli import OneLineParser
 
     p = OneLineParser(
-        prog="python -m sweeps.run", description=__doc__.split("\n\n")[0],
+        prog="python -m sweeps.run",
+        description=__doc__.split("\n\n")[0],
         epilog="The sweep's env is a registered id ('CartPole-v1'), gymnasium's 'module:EnvId' "
-               "(importing module registers EnvId) or 'module:Factory' (called with env_config); "
-               "a module beside the sweep file is checked before Ray starts and shipped to "
-               "every node. See docs/your_workload.md.")
+        "(importing module registers EnvId) or 'module:Factory' (called with env_config); "
+        "a module beside the sweep file is checked before Ray starts and shipped to "
+        "every node. See docs/your_workload.md.",
+    )
     p.add_argument("file", nargs="?", help="sweep file (.py declaring SWEEP, or .yaml)")
-    p.add_argument("--schema", action="store_true",
-                   help="print the JSON Schema of a YAML sweep file (sweeps/sweep.schema.json "
-                        "is a copy) and exit")
-    p.add_argument("--explain", default=None, metavar="FIELD",
-                   help="print the meaning, type, default and units of a sweep field "
-                        "(dotted: 'budget.time_s', 'search.confirm'; '' for all) and exit")
-    p.add_argument("--address", default=None,
-                   help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)")
-    p.add_argument("--confirm-only", default=None, metavar="RUN",
-                   help="confirm a finished run of this sweep again on new seeds (its search's "
-                        "fastest configurations, the baseline and the reference), recorded in "
-                        "the same run directory")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the latest interrupted run of this sweep (finished trials are kept)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the resolved spec, the first trials and their resources; train nothing")
-    p.add_argument("--cluster", type=cluster_shape, default=None, metavar="SHAPE",
-                   help="with --dry-run: check the trials against this cluster instead of this "
-                        "machine: NODESxCPUS[:GPUS] per node kind, joined by '+', e.g. "
-                        "'1x6+4x2' (a 6-CPU head and four 2-CPU workers) or '4x16:1'")
-    p.add_argument("--results", default=None, help="results root (default: the sweep's results_dir)")
+    p.add_argument(
+        "--schema",
+        action="store_true",
+        help="print the JSON Schema of a YAML sweep file (sweeps/sweep.schema.json "
+        "is a copy) and exit",
+    )
+    p.add_argument(
+        "--explain",
+        default=None,
+        metavar="FIELD",
+        help="print the meaning, type, default and units of a sweep field "
+        "(dotted: 'budget.time_s', 'search.confirm'; '' for all) and exit",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Ray cluster to connect to (default: $RAY_ADDRESS, else an embedded local Ray)",
+    )
+    p.add_argument(
+        "--confirm-only",
+        default=None,
+        metavar="RUN",
+        help="confirm a finished run of this sweep again on new seeds (its search's "
+        "fastest configurations, the baseline and the reference), recorded in "
+        "the same run directory",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest interrupted run of this sweep (finished trials are kept)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolved spec, the first trials and their resources; train nothing",
+    )
+    p.add_argument(
+        "--cluster",
+        type=cluster_shape,
+        default=None,
+        metavar="SHAPE",
+        help="with --dry-run: check the trials against this cluster instead of this "
+        "machine: NODESxCPUS[:GPUS] per node kind, joined by '+', e.g. "
+        "'1x6+4x2' (a 6-CPU head and four 2-CPU workers) or '4x16:1'",
+    )
+    p.add_argument(
+        "--results", default=None, help="results root (default: the sweep's results_dir)"
+    )
     p.add_argument("--num-samples", type=int, default=None, help="override search.num_samples")
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
     p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
-    p.add_argument("--env-config", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one env_config key (repeatable; VALUE is read as JSON, else "
-                        "as a string), e.g. 'step_latency_ms=30': the same study at another "
-                        "env cost; spec.json records the result")
+    p.add_argument(
+        "--env-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one env_config key (repeatable; VALUE is read as JSON, else "
+        "as a string), e.g. 'step_latency_ms=30': the same study at another "
+        "env cost; spec.json records the result",
+    )
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
-    p.add_argument("--cold", action="store_true",
-                   help="every trial starts its own env runner processes (sets "
-                        "search.warm_trials=False; default: a trial reuses the previous "
-                        "trial's of the same shape)")
-    p.add_argument("--allow-changed-spec", action="store_true",
-                   help="with --resume: continue even though the sweep file changed (the new "
-                        "settings apply to the trials still to run; spec.json keeps what ran)")
-    p.add_argument("--verbose", action="store_true",
-                   help="show Ray/RLlib warnings and logs of the trials (hidden by default)")
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="every trial starts its own env runner processes (sets "
+        "search.warm_trials=False; default: a trial reuses the previous "
+        "trial's of the same shape)",
+    )
+    p.add_argument(
+        "--allow-changed-spec",
+        action="store_true",
+        help="with --resume: continue even though the sweep file changed (the new "
+        "settings apply to the trials still to run; spec.json keeps what ran)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Ray/RLlib warnings and logs of the trials (hidden by default)",
+    )
     args = p.parse_args(argv)
     if args.file is None and not args.schema and args.explain is None:
         p.error("the following arguments are required: file")
@@ -166,8 +209,9 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
             try:
                 validate_sweep(new, source)
             except SpecError as e:
-                raise SpecError(str(e).replace(f"{source}: ", f"{source}: --env-config: ", 1)
-                                ) from None
+                raise SpecError(
+                    str(e).replace(f"{source}: ", f"{source}: --env-config: ", 1)
+                ) from None
     return new
 
 
@@ -248,10 +292,14 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
         # the user's env module, to every node; a Ray Jobs driver (cluster.jobs, KubeRay) has
         # it in the job's own runtime environment, which a second one would replace
-        ship = ([] if os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
-                else modules_to_ship(sweep, args.file))
-        with ray_session(address, log_to_driver=args.verbose,
-                         runtime_env={"py_modules": ship} if ship else None) as cluster_info:
+        ship = (
+            []
+            if os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")
+            else modules_to_ship(sweep, args.file)
+        )
+        with ray_session(
+            address, log_to_driver=args.verbose, runtime_env={"py_modules": ship} if ship else None
+        ) as cluster_info:
             from sweeps.engine.placement import cluster_nodes
 
             nodes = cluster_nodes(cluster_info.nodes)
@@ -264,11 +312,21 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
             refused = False
             return run_sweep(
-                sweep, spec, setup, run_dir, file=args.file, cluster_info=cluster_info,
-                command_start=command_start, argv=sys.argv[1:] if argv is None else argv,
-                resume=args.resume, reconfirm=args.reconfirm, verbose=args.verbose,
-                mirror=mirror, callbacks=callbacks,
-                write_report=None if args.no_report else _write_report)
+                sweep,
+                spec,
+                setup,
+                run_dir,
+                file=args.file,
+                cluster_info=cluster_info,
+                command_start=command_start,
+                argv=sys.argv[1:] if argv is None else argv,
+                resume=args.resume,
+                reconfirm=args.reconfirm,
+                verbose=args.verbose,
+                mirror=mirror,
+                callbacks=callbacks,
+                write_report=None if args.no_report else _write_report,
+            )
     except SpecError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -282,7 +340,6 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             rundir.discard_unused_run_dir(run_dir)
 
 
-
 def _write_report(run_dir: Path) -> None:
     try:
         from analysis.report import write_report
@@ -292,8 +349,11 @@ def _write_report(run_dir: Path) -> None:
     try:
         path = write_report(run_dir)
     except Exception as e:  # noqa: BLE001 - the results are safe; say why the report failed
-        print(f"Report failed ({type(e).__name__}: {e}); results are in {run_dir}; "
-              f"retry with: python -m analysis.report {run_dir}", file=sys.stderr)
+        print(
+            f"Report failed ({type(e).__name__}: {e}); results are in {run_dir}; "
+            f"retry with: python -m analysis.report {run_dir}",
+            file=sys.stderr,
+        )
         return
     print(f"Report: {path}")
 

@@ -21,6 +21,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a real Ray, then the rest, each in collection order. Two at a time (``-n 2``), the many
     short tests without Ray then fill the end of the run instead of one long sweep running
     alone on one core (longest-processing-time-first scheduling)."""
+
     def rank(item: pytest.Item) -> int:
         return 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("ray") else 2
 
@@ -31,8 +32,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
-    if (os.environ.get("CI", "").lower() == "true" and report.skipped
-            and not hasattr(report, "wasxfail") and item.get_closest_marker("needs_gpu") is None):
+    if (
+        os.environ.get("CI", "").lower() == "true"
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+        and item.get_closest_marker("needs_gpu") is None
+    ):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, which counts as a failure: {reason}"
@@ -46,8 +51,13 @@ def init_local_ray():
 
     from cluster.nodes import RAY_SYSTEM_CONFIG
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _system_config=dict(RAY_SYSTEM_CONFIG))
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _system_config=dict(RAY_SYSTEM_CONFIG),
+    )
     return ray
 
 
@@ -117,10 +127,13 @@ def in_process(capfd):
             out, err = capfd.readouterr()
             os.environ.clear()
             os.environ.update(environ)
-        err += "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
-                       for w in caught)
-        return subprocess.CompletedProcess([getattr(main, "__module__", "main"), *args], code,
-                                           out, err)
+        err += "".join(
+            warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+            for w in caught
+        )
+        return subprocess.CompletedProcess(
+            [getattr(main, "__module__", "main"), *args], code, out, err
+        )
 
     return call
 
@@ -145,9 +158,13 @@ def s3(tmp_path, monkeypatch):
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-           "RL_SCALING_STAGING": str(tmp_path / "cache")}
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "RL_SCALING_STAGING": str(tmp_path / "cache"),
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])

@@ -54,9 +54,16 @@ def _two_runners_one_slow(algorithm: str, **params):
     :data:`SLOW_ENV`, half a CPU each so that both fit beside the driver on 2 CPUs."""
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": algorithm, "num_env_runners": 2,
-                           "num_envs_per_env_runner": 8, "rollout_fragment_length": 8, **params},
-                          SLOW_ENV)
+    config = build_config(
+        {
+            "algorithm": algorithm,
+            "num_env_runners": 2,
+            "num_envs_per_env_runner": 8,
+            "rollout_fragment_length": 8,
+            **params,
+        },
+        SLOW_ENV,
+    )
     config.env_runners(num_cpus_per_env_runner=0.5)
     return config.build_algo()
 
@@ -89,9 +96,12 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
     algo = config.build_algo()
     try:
         # Ask the RLModules the actors act with, not our bookkeeping.
-        got = dict(algo.env_runner_group.foreach_env_runner(
-            lambda er: (er.worker_index, float(er.module.epsilon_schedule.get_current_value())),
-            local_env_runner=False))
+        got = dict(
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: (er.worker_index, float(er.module.epsilon_schedule.get_current_value())),
+                local_env_runner=False,
+            )
+        )
         want = {k: actor_epsilon(k - 1, n, 0.4, 7.0) for k in range(1, n + 1)}
         assert got == pytest.approx(want)
         assert want[1] == pytest.approx(0.4) and want[3] == pytest.approx(0.4**8)
@@ -99,10 +109,15 @@ def test_each_env_runner_explores_with_its_own_epsilon(ray_local):
         assert result["apex"]["actor_epsilons"] == pytest.approx(want)
         # each actor prices its own transitions (initial priorities from its network)
         priced = algo.env_runner_group.foreach_env_runner(
-            lambda er: (lambda t: (len(t["td_errors"]), len(t["actions"]),
-                                   bool(np.isfinite(t["td_errors"]).all())))(
-                er.sample_transitions()[0]),
-            local_env_runner=False)
+            lambda er: (
+                lambda t: (
+                    len(t["td_errors"]),
+                    len(t["actions"]),
+                    bool(np.isfinite(t["td_errors"]).all()),
+                )
+            )(er.sample_transitions()[0]),
+            local_env_runner=False,
+        )
         assert all(n == m > 0 and finite for n, m, finite in priced), priced
     finally:
         algo.stop()
@@ -137,10 +152,18 @@ def _learner_updates_per_s(num_env_runners: int, seconds: float) -> tuple[float,
     the last iteration."""
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": "APEX", "num_env_runners": num_env_runners,
-                           "num_envs_per_env_runner": 8, "num_cpus_per_env_runner": 0.0625,
-                           "num_steps_sampled_before_learning_starts": 256, "seed": 0},
-                          "ContosoCabs-v0", {"step_latency_ms": 4})
+    config = build_config(
+        {
+            "algorithm": "APEX",
+            "num_env_runners": num_env_runners,
+            "num_envs_per_env_runner": 8,
+            "num_cpus_per_env_runner": 0.0625,
+            "num_steps_sampled_before_learning_starts": 256,
+            "seed": 0,
+        },
+        "ContosoCabs-v0",
+        {"step_latency_ms": 4},
+    )
     algo = config.build_algo()
     try:
         result = algo.train()
@@ -176,9 +199,16 @@ def test_min_replay_ratio_keeps_the_replay_ratio_up(ray_local):
     otherwise be ~5: the learner catches up before the driver collects again."""
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": "APEX", "num_env_runners": 1, "min_replay_ratio": 12.0,
-                           "num_steps_sampled_before_learning_starts": 256, "seed": 0},
-                          "ContosoCabs-v0")
+    config = build_config(
+        {
+            "algorithm": "APEX",
+            "num_env_runners": 1,
+            "min_replay_ratio": 12.0,
+            "num_steps_sampled_before_learning_starts": 256,
+            "seed": 0,
+        },
+        "ContosoCabs-v0",
+    )
     algo = config.build_algo()
     try:
         ratios = []
@@ -217,14 +247,22 @@ def test_apex_without_env_runners_trains_from_the_drivers_own_samples(ray_local)
     updates_per_learner_call minibatches per call and the replay ratio follows."""
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": "APEX", "num_env_runners": 0,
-                           "num_steps_sampled_before_learning_starts": 256,
-                           "updates_per_learner_call": 2}, "ContosoCabs-v0")
+    config = build_config(
+        {
+            "algorithm": "APEX",
+            "num_env_runners": 0,
+            "num_steps_sampled_before_learning_starts": 256,
+            "updates_per_learner_call": 2,
+        },
+        "ContosoCabs-v0",
+    )
     algo = config.build_algo()
     try:
         result = algo.train()
         replay = result["replay"]
-        assert replay["learner_updates_lifetime"] > 0 and replay["learner_updates_lifetime"] % 2 == 0
+        assert (
+            replay["learner_updates_lifetime"] > 0 and replay["learner_updates_lifetime"] % 2 == 0
+        )
         assert 0 < replay["replay_size"] <= 100_000
         # one 64-step sample() call per training step, then 2 updates of 64: ratio -> 2
         assert 1.0 < replay["replay_ratio"] <= 2.0
@@ -243,7 +281,8 @@ def test_dqn_waits_for_every_env_runner_each_step(ray_local):
     algo = _two_runners_one_slow("DQN", num_steps_sampled_before_learning_starts=128)
     try:
         updates, steps, walls = _train_for(
-            algo, "DQN", 60.0, until=lambda u, s: s and s[-1] >= 2 * 128 and u[-1] > 0)
+            algo, "DQN", 60.0, until=lambda u, s: s and s[-1] >= 2 * 128 and u[-1] > 0
+        )
         rounds = steps[-1] // 128
         assert steps[-1] % 128 == 0 and rounds >= 2, (steps, walls)
         assert rounds <= walls[-1] / (64 * SLOW_STEP_S), (steps, walls)
@@ -263,9 +302,16 @@ def test_dqn_replays_exactly_its_training_intensity(ray_local):
     whole sample or update calls instead."""
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": "DQN", "num_env_runners": 0, "training_intensity": 2.0,
-                           "num_steps_sampled_before_learning_starts": 256,
-                           "updates_per_learner_call": 4}, "ContosoCabs-v0")
+    config = build_config(
+        {
+            "algorithm": "DQN",
+            "num_env_runners": 0,
+            "training_intensity": 2.0,
+            "num_steps_sampled_before_learning_starts": 256,
+            "updates_per_learner_call": 4,
+        },
+        "ContosoCabs-v0",
+    )
     algo = config.build_algo()
     try:
         for _ in range(2):

@@ -24,8 +24,9 @@ def brute_force(obs, actions, rewards, terminated, n, gamma):
     return rows
 
 
-@pytest.mark.parametrize("t_len,n,terminated", [(8, 3, False), (8, 3, True), (2, 3, True),
-                                                (1, 1, False), (5, 5, True)])
+@pytest.mark.parametrize(
+    "t_len,n,terminated", [(8, 3, False), (8, 3, True), (2, 3, True), (1, 1, False), (5, 5, True)]
+)
 def test_n_step_transitions_match_the_definition(t_len, n, terminated):
     rng = np.random.default_rng(t_len * 10 + n)
     obs = rng.normal(size=(t_len + 1, 3)).astype(np.float32)
@@ -33,7 +34,9 @@ def test_n_step_transitions_match_the_definition(t_len, n, terminated):
     rewards = rng.normal(size=t_len).astype(np.float32)
     got = n_step_transitions(obs, actions, rewards, terminated, n, 0.9)
     assert set(got) == set(TRANSITION_KEYS)
-    for t, (o, a, r, o2, done, k) in enumerate(brute_force(obs, actions, rewards, terminated, n, 0.9)):
+    for t, (o, a, r, o2, done, k) in enumerate(
+        brute_force(obs, actions, rewards, terminated, n, 0.9)
+    ):
         np.testing.assert_array_equal(got["obs"][t], o)
         assert got["actions"][t] == a
         assert got["rewards"][t] == pytest.approx(r, rel=1e-5)
@@ -51,9 +54,14 @@ def test_n_step_transitions_refuse_mismatched_lengths():
 
 def transitions(values):
     m = len(values)
-    return {"obs": np.asarray(values, np.float32)[:, None], "actions": np.arange(m),
-            "rewards": np.zeros(m, np.float32), "new_obs": np.zeros((m, 1), np.float32),
-            "terminateds": np.zeros(m, bool), "n_step": np.ones(m, np.float32)}
+    return {
+        "obs": np.asarray(values, np.float32)[:, None],
+        "actions": np.arange(m),
+        "rewards": np.zeros(m, np.float32),
+        "new_obs": np.zeros((m, 1), np.float32),
+        "terminateds": np.zeros(m, bool),
+        "n_step": np.ones(m, np.float32),
+    }
 
 
 def test_sampling_follows_the_priorities_and_weights_correct_for_them():
@@ -91,21 +99,29 @@ def test_new_transitions_enter_with_the_largest_priority_and_the_ring_overwrites
 def test_actor_td_errors_are_the_n_step_bellman_residuals_and_set_initial_priorities():
     """Ape-X's initial priorities: δ = s·R + γ^n (1 − d) max_a Q(s', a) − Q(s, a), written out
     by hand for three transitions, then stored as (|δ| + ε)^α instead of the largest priority."""
-    batch = {"obs": np.zeros((3, 1), np.float32), "actions": np.array([1, 0, 2]),
-             "rewards": np.array([10.0, -4.0, 2.0]), "new_obs": np.zeros((3, 1), np.float32),
-             "terminateds": np.array([False, True, False]), "n_step": np.array([3.0, 2.0, 1.0])}
+    batch = {
+        "obs": np.zeros((3, 1), np.float32),
+        "actions": np.array([1, 0, 2]),
+        "rewards": np.array([10.0, -4.0, 2.0]),
+        "new_obs": np.zeros((3, 1), np.float32),
+        "terminateds": np.array([False, True, False]),
+        "n_step": np.array([3.0, 2.0, 1.0]),
+    }
     q = np.array([[0.0, 1.0, 2.0], [0.5, 0.0, 0.0], [1.0, 1.0, 4.0]])
     q_next = np.array([[3.0, -1.0, 0.0], [9.0, 9.0, 9.0], [0.0, 2.0, 1.0]])
     td = n_step_td_errors(q, q_next, batch, gamma=0.9, reward_scale=0.1)
-    want = [0.1 * 10 + 0.9**3 * 3.0 - 1.0,  # max Q(s') = 3, Q(s, 1) = 1
-            0.1 * -4 + 0.0 - 0.5,           # terminated: no bootstrap
-            0.1 * 2 + 0.9 * 2.0 - 4.0]
+    want = [
+        0.1 * 10 + 0.9**3 * 3.0 - 1.0,  # max Q(s') = 3, Q(s, 1) = 1
+        0.1 * -4 + 0.0 - 0.5,  # terminated: no bootstrap
+        0.1 * 2 + 0.9 * 2.0 - 4.0,
+    ]
     np.testing.assert_allclose(td, want)
     replay = PrioritizedReplay(8, alpha=0.5, seed=0)
     replay.add(transitions([0]))  # no TD errors: the largest priority so far (1.0)
     replay.add(transitions([1, 2, 3]), td)
-    np.testing.assert_allclose(replay.priorities(np.arange(4)),
-                               [1.0, *((np.abs(want) + replay.eps) ** 0.5)], rtol=1e-6)
+    np.testing.assert_allclose(
+        replay.priorities(np.arange(4)), [1.0, *((np.abs(want) + replay.eps) ** 0.5)], rtol=1e-6
+    )
     with pytest.raises(ValueError, match="2 TD errors for 3 transitions"):
         replay.add(transitions([4, 5, 6]), td[:2])
 

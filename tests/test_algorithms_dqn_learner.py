@@ -31,8 +31,11 @@ MB = 16  # minibatch rows: small, so a test call is fast
 def _pair(noise_every: int = 0, **training):
     """RLlib's and the suite's learner, built from the sweeps' DQN config (with ``training``
     overrides of RLlib's ``config.training()``, e.g. ``dueling=False``), same weights."""
-    config = build_config({"algorithm": "DQN", "train_batch_size": MB,
-                           "grad_noise_scale_every": noise_every}, ENV, ENV_CONFIG)
+    config = build_config(
+        {"algorithm": "DQN", "train_batch_size": MB, "grad_noise_scale_every": noise_every},
+        ENV,
+        ENV_CONFIG,
+    )
     if training:
         config = config.copy(copy_frozen=False).training(**training)
     env = gym.make(ENV, **ENV_CONFIG)
@@ -55,10 +58,15 @@ def _batch(env, rows: int, seed: int, nan_reward: bool = False) -> MultiAgentBat
     rewards = rng.normal(0.0, 30.0, rows).astype(np.float32)
     if nan_reward:
         rewards[3] = np.nan
-    data = {"obs": obs[0], "new_obs": obs[1], "actions": rng.integers(0, env.action_space.n, rows),
-            "rewards": rewards, "terminateds": rng.random(rows) < 0.1,
-            "n_step": np.full(rows, 3.0, np.float32),
-            "weights": rng.uniform(0.5, 1.0, rows).astype(np.float32)}
+    data = {
+        "obs": obs[0],
+        "new_obs": obs[1],
+        "actions": rng.integers(0, env.action_space.n, rows),
+        "rewards": rewards,
+        "terminateds": rng.random(rows) < 0.1,
+        "n_step": np.full(rows, 3.0, np.float32),
+        "weights": rng.uniform(0.5, 1.0, rows).astype(np.float32),
+    }
     return MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(data)}, env_steps=rows)
 
 
@@ -87,16 +95,28 @@ def _assert_same(rllib, suite, atol: float = 1e-6) -> None:
 def _assert_same_results(r_rllib, r_suite) -> None:
     """Every reduced metric of an ``update()`` call: same keys, same kind of ``Stats``, same
     values (the suite logs window-1 statistics once per call, RLlib once per minibatch)."""
-    flat_rllib, flat_suite = dict(tree.flatten_with_path(r_rllib)), dict(tree.flatten_with_path(r_suite))
+    flat_rllib, flat_suite = (
+        dict(tree.flatten_with_path(r_rllib)),
+        dict(tree.flatten_with_path(r_suite)),
+    )
     assert flat_suite.keys() == flat_rllib.keys()
     for key, theirs in flat_rllib.items():
         ours = flat_suite[key]
         assert type(ours) is type(theirs), key
         a, b = (convert_to_numpy(x.peek()) for x in (theirs, ours))
         if isinstance(a, list):
-            a, b = np.concatenate([np.ravel(x) for x in a]), np.concatenate([np.ravel(x) for x in b])
-        np.testing.assert_allclose(np.asarray(b, float), np.asarray(a, float), rtol=1e-5,
-                                   atol=1e-5, equal_nan=True, err_msg=str(key))
+            a, b = (
+                np.concatenate([np.ravel(x) for x in a]),
+                np.concatenate([np.ravel(x) for x in b]),
+            )
+        np.testing.assert_allclose(
+            np.asarray(b, float),
+            np.asarray(a, float),
+            rtol=1e-5,
+            atol=1e-5,
+            equal_nan=True,
+            err_msg=str(key),
+        )
 
 
 @pytest.mark.parametrize("noise_every", [0, 1])
@@ -117,16 +137,18 @@ def test_same_weights_td_errors_and_metrics_as_rllibs_learner(noise_every: int) 
         assert _td(r_suite).shape == (4 * MB,)  # one per transition, in row order
         for key in ("num_env_steps_trained_lifetime", "num_module_steps_trained_lifetime"):
             assert r_suite["__all_modules__"][key].peek() == r_rllib["__all_modules__"][key].peek()
-        assert (r_suite[DEFAULT_MODULE_ID]["qf_loss"].peek()
-                == pytest.approx(r_rllib[DEFAULT_MODULE_ID]["qf_loss"].peek(), rel=1e-5))
+        assert r_suite[DEFAULT_MODULE_ID]["qf_loss"].peek() == pytest.approx(
+            r_rllib[DEFAULT_MODULE_ID]["qf_loss"].peek(), rel=1e-5
+        )
         _assert_same_results(r_rllib, r_suite)
     assert not isinstance(suite.metrics, LastValueLogger)  # the real logger is back
     assert not all(np.array_equal(a, b) for a, b in zip(start, _weights(suite), strict=True))
     assert suite.module[DEFAULT_MODULE_ID].training
 
 
-@pytest.mark.parametrize("training", [{"dueling": False}, {"double_q": False},
-                                      {"dueling": False, "double_q": False}])
+@pytest.mark.parametrize(
+    "training", [{"dueling": False}, {"double_q": False}, {"dueling": False, "double_q": False}]
+)
 def test_same_weights_td_errors_and_metrics_without_dueling_or_double_q(training) -> None:
     """The suite's learner with RLlib's other Q-learning variants (no value head; the target
     network's own argmax) against RLlib's learner: three calls of three minibatches, same
@@ -190,14 +212,16 @@ def test_the_replay_call_takes_the_row_slice_path() -> None:
 
     (_, suite), env = _pair()
     batch = _batch(env, 3 * MB, seed=30)
-    it = suite._create_iterator_if_necessary(training_data=TrainingData(batch=batch),
-                                             minibatch_size=MB)
+    it = suite._create_iterator_if_necessary(
+        training_data=TrainingData(batch=batch), minibatch_size=MB
+    )
     assert isinstance(it, types.GeneratorType)
     parts = list(it)
     assert [len(p.policy_batches[DEFAULT_MODULE_ID]) for p in parts] == [MB] * 3
     np.testing.assert_array_equal(
         np.concatenate([p.policy_batches[DEFAULT_MODULE_ID]["actions"].numpy() for p in parts]),
-        batch.policy_batches[DEFAULT_MODULE_ID]["actions"])
+        batch.policy_batches[DEFAULT_MODULE_ID]["actions"],
+    )
 
 
 @pytest.mark.parametrize("scale", [1e-3, 1e3])
@@ -209,8 +233,10 @@ def test_foreach_clipping_equals_rllibs(scale: float) -> None:
     from sweeps.engine.algorithms.dqn_learner import clip_gradients_foreach
 
     gen = torch.Generator().manual_seed(0)
-    grads = {i: torch.randn(shape, generator=gen) * scale for i, shape in
-             enumerate([(64, 8), (64,), (64, 64), (64,), (5, 64), (5,)])}
+    grads = {
+        i: torch.randn(shape, generator=gen) * scale
+        for i, shape in enumerate([(64, 8), (64,), (64, 64), (64,), (5, 64), (5,)])
+    }
     for nan in (False, True):
         if nan:
             grads[1][3] = float("nan")

@@ -27,8 +27,12 @@ import time
 import pytest
 
 # One xdist group: on one worker, with one Ray for the module.
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
-              pytest.mark.xdist_group("learning")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.parallel,
+    pytest.mark.xdist_group("learning"),
+]
 
 CABS = "ContosoCabs-v0"
 BUDGET_S = 75.0
@@ -48,8 +52,15 @@ def cabs_bar():
     return rand, opt, rand + FRACTION_OF_GAP * (opt - rand)
 
 
-def _train(name: str, env: str, budget_s: float, stop_at: float = math.inf, stop_when=None,
-           evaluate: bool = False, **overrides):
+def _train(
+    name: str,
+    env: str,
+    budget_s: float,
+    stop_at: float = math.inf,
+    stop_when=None,
+    evaluate: bool = False,
+    **overrides,
+):
     """Train until the return reaches ``stop_at``, ``stop_when(metrics)`` holds or ``budget_s``
     passes; the metrics history. With ``evaluate``, each iteration also runs the evaluation
     protocol (20 episodes, seeds 10000..) and ``stop_at`` applies to its ``evaluation_return``."""
@@ -80,12 +91,13 @@ def _train(name: str, env: str, budget_s: float, stop_at: float = math.inf, stop
 def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
     rand, opt, bar = cabs_bar
     history = _train(name, CABS, BUDGET_S, stop_at=bar, evaluate=True, seed=0)
-    best = max((r for m in history if math.isfinite(r := m["evaluation_return"])),
-               default=math.nan)
+    best = max((r for m in history if math.isfinite(r := m["evaluation_return"])), default=math.nan)
     last = history[-1]
-    print(f"{name}: best return {best:.0f} (random {rand:.0f}, optimum {opt:.0f}, bar {bar:.0f}) "
-          f"after {last['wall_s']:.1f} s, {last['env_steps']} env steps, "
-          f"{last['learner_updates']:.0f} learner updates")
+    print(
+        f"{name}: best return {best:.0f} (random {rand:.0f}, optimum {opt:.0f}, bar {bar:.0f}) "
+        f"after {last['wall_s']:.1f} s, {last['env_steps']} env steps, "
+        f"{last['learner_updates']:.0f} learner updates"
+    )
     assert best >= bar, history
     # The metrics the sweep runner records are consistent.
     steps = [m["env_steps"] for m in history]
@@ -132,8 +144,15 @@ def test_ppo_on_cartpole_in_three_lines(ray_local):
 
 @pytest.mark.timeout(90)
 def test_appo_trains_through_the_same_vocabulary(ray_local):
-    history = _train("APPO", CABS, 30.0, num_env_runners=1, train_batch_size=256, lr=5e-4,
-                     stop_when=lambda m: m["learner_updates"] > 0 and m["episodes"] > 0)
+    history = _train(
+        "APPO",
+        CABS,
+        30.0,
+        num_env_runners=1,
+        train_batch_size=256,
+        lr=5e-4,
+        stop_when=lambda m: m["learner_updates"] > 0 and m["episodes"] > 0,
+    )
     assert history[-1]["env_steps"] > 0 and history[-1]["learner_updates"] > 0
 
 
@@ -148,12 +167,14 @@ def test_impala_samples_in_its_first_iteration(ray_local):
     from sweeps.engine.algorithms import build_config, extract_metrics
 
     name = "IMPALA"
-    algo = build_config({"algorithm": name, "num_env_runners": 1, "seed": 0,
-                         "min_time_s_per_iteration": 2.0}, CABS).build_algo()
+    algo = build_config(
+        {"algorithm": name, "num_env_runners": 1, "seed": 0, "min_time_s_per_iteration": 2.0}, CABS
+    ).build_algo()
     try:
         servers = algo.env_runner_group.foreach_env_runner(
             lambda runner: getattr(runner, "_env_runner_state_server", None) is None,
-            local_env_runner=False)
+            local_env_runner=False,
+        )
         assert servers == [True]
         steps = extract_metrics(name, algo.train())["env_steps"]
         assert steps > 0, f"{name} sampled no env step in its first 2 s iteration"
@@ -181,8 +202,9 @@ def test_env_runners_keep_sampling_beside_a_busy_process(ray_local):
     algo = build_config({"algorithm": "IMPALA", "seed": 0}, CABS).build_algo()
     busy = subprocess.Popen([sys.executable, "-c", BUSY.format(s=60)])
     try:
-        nice = algo.env_runner_group.foreach_env_runner(lambda _: os.nice(0),
-                                                        local_env_runner=False)
+        nice = algo.env_runner_group.foreach_env_runner(
+            lambda _: os.nice(0), local_env_runner=False
+        )
         assert nice == [os.nice(0)], nice
         t0, steps = time.perf_counter(), 0
         while time.perf_counter() - t0 < 30 and steps < 1000:

@@ -68,10 +68,11 @@ def test_half_batch_norms_by_hand_and_unused_parameters() -> None:
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     unused = torch.tensor([5.0], requires_grad=True)
     # d/da of (a . c) is c: G_1 = (1, 0), G_2 = (0, 3)
-    small, big = half_batch_norms(a @ torch.tensor([1.0, 0.0]), a @ torch.tensor([0.0, 3.0]),
-                                  [a, unused])
+    small, big = half_batch_norms(
+        a @ torch.tensor([1.0, 0.0]), a @ torch.tensor([0.0, 3.0]), [a, unused]
+    )
     assert small == pytest.approx((1.0 + 9.0) / 2)
-    assert big == pytest.approx(0.5 ** 2 + 1.5 ** 2)
+    assert big == pytest.approx(0.5**2 + 1.5**2)
 
 
 def test_ema_is_bias_corrected_and_skips_non_finite() -> None:
@@ -91,8 +92,12 @@ def test_ema_is_bias_corrected_and_skips_non_finite() -> None:
 
 
 def test_slice_keeps_rows_of_the_batch_only() -> None:
-    batch = {"obs": np.zeros((8, 3)), "n_step": np.arange(8), "scalar": np.float32(1.0),
-             "nested": {"q": np.ones((8,)), "other": np.ones((4,))}}
+    batch = {
+        "obs": np.zeros((8, 3)),
+        "n_step": np.arange(8),
+        "scalar": np.float32(1.0),
+        "nested": {"q": np.ones((8,)), "other": np.ones((4,))},
+    }
     half = _slice(batch, 8, 4, 8)
     assert half["obs"].shape == (4, 3) and list(half["n_step"]) == [4, 5, 6, 7]
     assert half["scalar"] == 1.0 and half["nested"]["q"].shape == (4,)
@@ -102,11 +107,14 @@ def test_slice_keeps_rows_of_the_batch_only() -> None:
 @pytest.mark.ray
 @pytest.mark.parallel
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("algorithm, extra", [
-    ("DQN", {"num_steps_sampled_before_learning_starts": 200}),
-    ("IMPALA", {}),
-    ("PPO", {"train_batch_size": 512, "minibatch_size": 128, "num_epochs": 2}),
-])
+@pytest.mark.parametrize(
+    "algorithm, extra",
+    [
+        ("DQN", {"num_steps_sampled_before_learning_starts": 200}),
+        ("IMPALA", {}),
+        ("PPO", {"train_batch_size": 512, "minibatch_size": 128, "num_epochs": 2}),
+    ],
+)
 def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> None:
     """A real RLlib learner of each family (TD loss, V-trace, clipped surrogate) measures the
     noise scale through the mixin: finite, positive after a few iterations on CartPole, and
@@ -114,8 +122,16 @@ def test_rllib_learners_report_the_noise_scale(local_ray, algorithm, extra) -> N
     over it, and times the same updates on their thread's CPU clock."""
     from sweeps.engine.algorithms import build_config, extract_metrics
 
-    config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": 0,
-                           "grad_noise_scale_every": 1, **extra}, "CartPole-v1")
+    config = build_config(
+        {
+            "algorithm": algorithm,
+            "num_env_runners": 1,
+            "seed": 0,
+            "grad_noise_scale_every": 1,
+            **extra,
+        },
+        "CartPole-v1",
+    )
     from sweeps.engine.algorithms.learner_clock import UpdateClockMixin
     from sweeps.engine.algorithms.noise_scale import NoiseScaleMixin
 

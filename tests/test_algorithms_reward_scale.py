@@ -16,25 +16,36 @@ from sweeps.engine.algorithms.connectors import ScaleRewards
 
 def episode(rewards, *, lookback=0, numpy=False):
     n = len(rewards)
-    ep = SingleAgentEpisode(observations=[np.zeros(2, np.float32)] * (n + 1),
-                            actions=[0] * n, rewards=list(rewards), len_lookback_buffer=lookback)
+    ep = SingleAgentEpisode(
+        observations=[np.zeros(2, np.float32)] * (n + 1),
+        actions=[0] * n,
+        rewards=list(rewards),
+        len_lookback_buffer=lookback,
+    )
     return ep.to_numpy() if numpy else ep
 
 
 @pytest.mark.parametrize("numpy", [False, True])
 def test_learner_gets_scaled_copies_originals_untouched(numpy):
-    originals = [episode([1.0, 2.0, 3.0], numpy=numpy), episode([10.0, -4.0], lookback=1, numpy=numpy)]
+    originals = [
+        episode([1.0, 2.0, 3.0], numpy=numpy),
+        episode([10.0, -4.0], lookback=1, numpy=numpy),
+    ]
     before = [ep.get_return() for ep in originals]
     batch_episodes = list(originals)
     ScaleRewards(scale=0.01)(rl_module=None, batch={}, episodes=batch_episodes)
     assert [ep.get_return() for ep in originals] == before
     for orig, scaled in zip(originals, batch_episodes, strict=True):
         assert scaled is not orig and scaled.id_ == orig.id_ and len(scaled) == len(orig)
-        np.testing.assert_allclose(scaled.get_rewards(), 0.01 * np.asarray(orig.get_rewards()),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            scaled.get_rewards(), 0.01 * np.asarray(orig.get_rewards()), rtol=1e-6
+        )
         # the lookback reward (n-step / bootstrapping context) is scaled alike
-        np.testing.assert_allclose(np.asarray(scaled.rewards.data, np.float32),
-                                   0.01 * np.asarray(orig.rewards.data, np.float32), rtol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(scaled.rewards.data, np.float32),
+            0.01 * np.asarray(orig.rewards.data, np.float32),
+            rtol=1e-6,
+        )
 
 
 def test_scale_one_is_a_no_op():
@@ -66,9 +77,18 @@ def test_driver_sampling_reports_returns_in_env_units():
 
     ray = init_local_ray()
     try:
-        config = build_config({"algorithm": "PPO", "num_env_runners": 0, "train_batch_size": 256,
-                               "min_time_s_per_iteration": 0, "reward_scale": 0.01, "seed": 0},
-                              "CartPole-v1", {})
+        config = build_config(
+            {
+                "algorithm": "PPO",
+                "num_env_runners": 0,
+                "train_batch_size": 256,
+                "min_time_s_per_iteration": 0,
+                "reward_scale": 0.01,
+                "seed": 0,
+            },
+            "CartPole-v1",
+            {},
+        )
         algo = config.build_algo()
         try:
             for _ in range(6):  # 32 env steps per env per sample: episodes span samples

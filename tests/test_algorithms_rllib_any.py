@@ -18,14 +18,24 @@ def test_every_online_rllib_algorithm_can_be_named_and_offline_ones_are_refused(
     from sweeps.engine.algorithms import ALGORITHMS, REFUSED
 
     assert set(RLLIB) <= set(ALGORITHMS) | set(REFUSED) | {"DQN"}  # RLlib's DQN: RLLIB-DQN
-    assert {"SAC", "DreamerV3"} <= set(ALGORITHMS) and {"BC", "CQL", "IQL", "MARWIL"} <= set(REFUSED)
+    assert {"SAC", "DreamerV3"} <= set(ALGORITHMS) and {"BC", "CQL", "IQL", "MARWIL"} <= set(
+        REFUSED
+    )
 
 
 def test_a_generic_algorithm_takes_rllibs_keys_and_names_the_closest_for_a_typo():
     from sweeps.engine.algorithms import UnknownParameterError, build_config, known_params
 
-    config = build_config({"algorithm": "SAC", "num_env_runners": 2, "actor_lr": 1e-3,
-                           "tau": 0.01, "train_batch_size": 128}, "Pendulum-v1")
+    config = build_config(
+        {
+            "algorithm": "SAC",
+            "num_env_runners": 2,
+            "actor_lr": 1e-3,
+            "tau": 0.01,
+            "train_batch_size": 128,
+        },
+        "Pendulum-v1",
+    )
     assert (config.num_env_runners, config.actor_lr, config.tau) == (2, 1e-3, 0.01)
     assert config.train_batch_size_per_learner == 128
     assert {"actor_lr", "critic_lr", "twin_q", "n_step"} <= known_params("SAC")
@@ -40,18 +50,25 @@ def test_sweep_files_name_generic_algorithms_and_references_with_one_line_errors
 
     def sweep(body: str) -> Path:
         path = tmp_path / "s.py"
-        path.write_text("from sweeps import Budget, Sweep, Target\n"
-                        f"SWEEP = Sweep(name='s', target=Target(value=-400.0), "
-                        f"budget=Budget(time_s=5), baseline=None, {body})\n")
+        path.write_text(
+            "from sweeps import Budget, Sweep, Target\n"
+            f"SWEEP = Sweep(name='s', target=Target(value=-400.0), "
+            f"budget=Budget(time_s=5), baseline=None, {body})\n"
+        )
         return path
 
     load_sweep(sweep("env='Pendulum-v1', algorithms=['SAC'], reference={'algorithm': 'SB3-SAC'}"))
     for body, fragment in (
-            ("env='Pendulum-v1', algorithms=['CQL']", "algorithms[0]: CQL is an offline algorithm"),
-            ("env='Pendulum-v1', algorithms=['SAC'], fixed={'twinq': True}",
-             "fixed.twinq: unknown parameter for algorithm SAC (did you mean 'twin_q'?"),
-            ("env='CartPole-v1', algorithms=['PPO'], reference={'algorithm': 'SB3-SAC'}",
-             "reference: SB3-SAC needs a continuous (Box) action space")):
+        ("env='Pendulum-v1', algorithms=['CQL']", "algorithms[0]: CQL is an offline algorithm"),
+        (
+            "env='Pendulum-v1', algorithms=['SAC'], fixed={'twinq': True}",
+            "fixed.twinq: unknown parameter for algorithm SAC (did you mean 'twin_q'?",
+        ),
+        (
+            "env='CartPole-v1', algorithms=['PPO'], reference={'algorithm': 'SB3-SAC'}",
+            "reference: SB3-SAC needs a continuous (Box) action space",
+        ),
+    ):
         with pytest.raises(SpecError) as e:
             load_sweep(sweep(body))
         assert fragment in str(e.value) and "\n" not in str(e.value), str(e.value)
@@ -65,11 +82,19 @@ def test_sac_and_the_sb3_sac_reference_run_end_to_end_on_pendulum(tmp_path):
     import pandas as pd
 
     path = tmp_path / "pendulum.py"
-    path.write_text((ROOT / "sweeps" / "pendulum_sac.py").read_text()
-                    .replace("time_s=90", "time_s=6").replace("choice([0, 1])", "choice([0])"))
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(tmp_path / "results")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    path.write_text(
+        (ROOT / "sweeps" / "pendulum_sac.py")
+        .read_text()
+        .replace("time_s=90", "time_s=6")
+        .replace("choice([0, 1])", "choice([0])")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(tmp_path / "results")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run_dir,) = (tmp_path / "results" / "pendulum_sac").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
@@ -95,10 +120,19 @@ def test_the_references_act_in_a_continuous_action_space(algorithm):
         reports.append(r)
         return len(reports) >= 2
 
-    run_reference({"algorithm": algorithm, "seed": 0, "min_time_s_per_iteration": 0.2,
-                   "total_timesteps": 5_000,
-                   **({"n_steps": 64, "batch_size": 64} if algorithm == "SB3-PPO" else {})},
-                  env_id="Pendulum-v1", env_config={}, evaluation={"episodes": 2, "seed": 0},
-                  budget_env_steps=None, report=report)
+    run_reference(
+        {
+            "algorithm": algorithm,
+            "seed": 0,
+            "min_time_s_per_iteration": 0.2,
+            "total_timesteps": 5_000,
+            **({"n_steps": 64, "batch_size": 64} if algorithm == "SB3-PPO" else {}),
+        },
+        env_id="Pendulum-v1",
+        env_config={},
+        evaluation={"episodes": 2, "seed": 0},
+        budget_env_steps=None,
+        report=report,
+    )
     assert len(reports) == 2 and reports[-1]["env_steps"] > 0
     assert all(-3300 <= r["evaluation_return"] <= 0 for r in reports), reports

@@ -23,8 +23,17 @@ CABS = "ContosoCabs-v0"
 
 
 def test_registry_names_the_suites_seven_algorithms_and_rllibs_other_online_ones():
-    assert set(ALGORITHMS) == {"DQN", "APEX", "IMPALA", "PPO", "APPO", "RLLIB-DQN", "SEED",
-                               "SAC", "DreamerV3"}
+    assert set(ALGORITHMS) == {
+        "DQN",
+        "APEX",
+        "IMPALA",
+        "PPO",
+        "APPO",
+        "RLLIB-DQN",
+        "SEED",
+        "SAC",
+        "DreamerV3",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
@@ -49,7 +58,9 @@ def test_unknown_key_error_names_key_algorithm_and_known():
 
 def test_algorithm_specific_key_of_another_algorithm_is_unknown():
     # V-trace's clip is IMPALA's, not DQN's
-    with pytest.raises(UnknownParameterError, match="'vtrace_clip_rho_threshold' for algorithm DQN"):
+    with pytest.raises(
+        UnknownParameterError, match="'vtrace_clip_rho_threshold' for algorithm DQN"
+    ):
         build_config({"algorithm": "DQN", "vtrace_clip_rho_threshold": 1.0}, CABS)
 
 
@@ -85,11 +96,23 @@ def test_bad_values_raise_one_line_errors(params, fragment):
 
 def test_shared_vocabulary_maps_onto_rllib_names():
     c = build_config(
-        {"algorithm": "IMPALA", "num_env_runners": 3, "num_envs_per_env_runner": 4,
-         "rollout_fragment_length": 20, "train_batch_size": 1000, "lr": 2e-3, "gamma": 0.97,
-         "hidden_sizes": [32, 16], "num_learners": 2, "num_gpus_per_learner": 0, "seed": 7,
-         "vtrace_clip_rho_threshold": 0.9},
-        CABS, {"time_matrix_seed": 3})
+        {
+            "algorithm": "IMPALA",
+            "num_env_runners": 3,
+            "num_envs_per_env_runner": 4,
+            "rollout_fragment_length": 20,
+            "train_batch_size": 1000,
+            "lr": 2e-3,
+            "gamma": 0.97,
+            "hidden_sizes": [32, 16],
+            "num_learners": 2,
+            "num_gpus_per_learner": 0,
+            "seed": 7,
+            "vtrace_clip_rho_threshold": 0.9,
+        },
+        CABS,
+        {"time_matrix_seed": 3},
+    )
     # each sub-env recovers from its own faults (sweeps.engine.env_faults)
     assert c.env == f"{CABS}+recovering" and c.env_config == {"time_matrix_seed": 3}
     assert c.num_env_runners == 3 and c.num_envs_per_env_runner == 4
@@ -133,8 +156,17 @@ def test_resource_request_is_driver_plus_env_runners(name, workers):
 
 
 def test_dqn_options_and_replay_choice():
-    c = build_config({"algorithm": "DQN", "double_q": False, "dueling": False, "n_step": 5,
-                      "prioritized_replay": False, "buffer_size": 1234}, CABS)
+    c = build_config(
+        {
+            "algorithm": "DQN",
+            "double_q": False,
+            "dueling": False,
+            "n_step": 5,
+            "prioritized_replay": False,
+            "buffer_size": 1234,
+        },
+        CABS,
+    )
     assert (c.double_q, c.dueling, c.n_step) == (False, False, 5)
     assert c.replay_buffer_config == {"type": "EpisodeReplayBuffer", "capacity": 1234}
     c = build_config({"algorithm": "DQN", "prioritized_replay_alpha": 0.5}, CABS)
@@ -146,8 +178,9 @@ def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs(
 
     from sweeps.engine.algorithms.replay_dqn import ReplayDQN, TransitionEnvRunner
 
-    c = build_config({"algorithm": "DQN", "updates_per_learner_call": 4,
-                      "training_intensity": 6.0}, CABS)
+    c = build_config(
+        {"algorithm": "DQN", "updates_per_learner_call": 4, "training_intensity": 6.0}, CABS
+    )
     assert isinstance(c, DQNConfig) and c.algo_class is ReplayDQN and issubclass(ReplayDQN, DQN)
     assert c.env_runner_cls is TransitionEnvRunner
     assert (c.updates_per_learner_call, c.training_intensity) == (4, 6.0)
@@ -157,7 +190,9 @@ def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs(
     assert r.training_intensity == ALGORITHMS["RLLIB-DQN"].defaults["training_intensity"]
     # The suite's DQN learns from 1-step returns (tuned on Cabs); RLlib's DQN keeps its 3.
     assert (c.n_step, r.n_step) == (1, 3)
-    with pytest.raises(UnknownParameterError, match="'updates_per_learner_call' for algorithm RLLIB-DQN"):
+    with pytest.raises(
+        UnknownParameterError, match="'updates_per_learner_call' for algorithm RLLIB-DQN"
+    ):
         build_config({"algorithm": "RLLIB-DQN", "updates_per_learner_call": 4}, CABS)
     with pytest.raises(ValueError, match="training_intensity"):
         build_config({"algorithm": "DQN", "training_intensity": -1.0}, CABS).validate()
@@ -181,8 +216,9 @@ def test_pong_impala_sweep_settings_build_the_how_to_config():
     from sweeps.engine.sweep_file import load_sweep
 
     sweep = load_sweep(Path(__file__).parents[1] / "sweeps" / "pong_impala.py")
-    c = build_config({"algorithm": "IMPALA", "num_env_runners": 15, **sweep.fixed}, sweep.env,
-                     sweep.env_config)
+    c = build_config(
+        {"algorithm": "IMPALA", "num_env_runners": 15, **sweep.fixed}, sweep.env, sweep.env_config
+    )
     c.validate()
     assert c.algo_class.__name__ == "IMPALA"
     assert c.rollout_fragment_length == 50 and c.total_train_batch_size == 1000
@@ -224,33 +260,57 @@ def test_apex_config_is_a_dqn_config_with_apex_defaults():
 def test_extract_metrics_reads_the_right_keys():
     result = {
         "num_env_steps_sampled_lifetime": 5000,
-        "env_runners": {"num_episodes_lifetime": 40, "episode_return_mean": 100.0,
-                        "num_env_steps_sampled_lifetime": 5000},
+        "env_runners": {
+            "num_episodes_lifetime": 40,
+            "episode_return_mean": 100.0,
+            "num_env_steps_sampled_lifetime": 5000,
+        },
         "evaluation": {"env_runners": {"episode_return_mean": 250.0}},
-        "learners": {"default_policy": {"num_module_steps_trained_lifetime": 6400,
-                                        "module_train_batch_size_mean": 64.0},
-                     "__all_modules__": {"num_env_steps_trained_lifetime": 6400}},
+        "learners": {
+            "default_policy": {
+                "num_module_steps_trained_lifetime": 6400,
+                "module_train_batch_size_mean": 64.0,
+            },
+            "__all_modules__": {"num_env_steps_trained_lifetime": 6400},
+        },
     }
     m = extract_metrics("DQN", result)
-    noise = {k: m.pop(k) for k in ("grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-                                   "replay_ratio", "learner_cpu_s")}
-    assert m == {"env_steps": 5000, "episodes": 40, "episode_return_mean": 100.0,
-                 "learner_updates": 100.0, "env_restarts": 0}
+    noise = {
+        k: m.pop(k)
+        for k in (
+            "grad_noise_scale",
+            "grad_norm_sq",
+            "grad_trace_cov",
+            "replay_ratio",
+            "learner_cpu_s",
+        )
+    }
+    assert m == {
+        "env_steps": 5000,
+        "episodes": 40,
+        "episode_return_mean": 100.0,
+        "learner_updates": 100.0,
+        "env_restarts": 0,
+    }
     assert all(math.isnan(v) for v in noise.values())  # not measured, no replay: NaN
     result["learners"]["__all_modules__"]["update_cpu_s"] = 3.5  # the learner clock's sum
     assert extract_metrics("DQN", result)["learner_cpu_s"] == 3.5
     result["learners"]["default_policy"].update(
-        {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0})
+        {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0}
+    )
     m = extract_metrics("DQN", result)
     assert (m["grad_noise_scale"], m["grad_norm_sq"], m["grad_trace_cov"]) == (120.0, 0.5, 60.0)
-    m = extract_metrics("APEX", {**result, "replay": {"learner_updates_lifetime": 77,
-                                                      "replay_ratio": 2.5}})
+    m = extract_metrics(
+        "APEX", {**result, "replay": {"learner_updates_lifetime": 77, "replay_ratio": 2.5}}
+    )
     assert m["episode_return_mean"] == 100.0  # the exploring episodes', for APEX too
     assert m["learner_updates"] == 77
     assert m["replay_ratio"] == 2.5
     # env faults: the sub-envs' recoveries and RLlib's own re-makes, summed
-    faulty = {**result, "env_runners": {**result["env_runners"], "num_env_faults": 3,
-                                        "num_env_step_failures": 2}}
+    faulty = {
+        **result,
+        "env_runners": {**result["env_runners"], "num_env_faults": 3, "num_env_step_failures": 2},
+    }
     assert extract_metrics("PPO", faulty)["env_restarts"] == 5
     empty = extract_metrics("IMPALA", {"env_runners": {}})
     assert empty["env_steps"] == 0 and math.isnan(empty["episode_return_mean"])
@@ -275,7 +335,9 @@ def test_old_rllib_names_are_aliases(capsys):
     from sweeps.engine.algorithms import vocabulary
 
     vocabulary._NOTIFIED.clear()
-    c = build_config({"algorithm": "PPO", "num_workers": 3, "num_envs_per_worker": 2}, "CartPole-v1")
+    c = build_config(
+        {"algorithm": "PPO", "num_workers": 3, "num_envs_per_worker": 2}, "CartPole-v1"
+    )
     assert (c.num_env_runners, c.num_envs_per_env_runner) == (3, 2)
     err = capsys.readouterr().err
     assert "'num_workers' is RLlib's old name of 'num_env_runners'" in err
@@ -289,10 +351,12 @@ def test_importing_the_algorithms_does_no_work():
     import subprocess
     import sys
 
-    code = ("import sys, sweeps.engine.algorithms as a, sweeps.engine.sweep_file\n"
-            "heavy = [m for m in ('torch', 'ray.rllib', 'ray', 'gymnasium') if m in sys.modules]\n"
-            "assert not heavy, heavy\n"
-            "assert 'sweeps.engine.algorithms.vocabulary' in sys.modules\n")
+    code = (
+        "import sys, sweeps.engine.algorithms as a, sweeps.engine.sweep_file\n"
+        "heavy = [m for m in ('torch', 'ray.rllib', 'ray', 'gymnasium') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "assert 'sweeps.engine.algorithms.vocabulary' in sys.modules\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 
@@ -319,20 +383,36 @@ def test_the_sampling_layout_is_a_parameter_of_every_rllib_based_algorithm(name)
     from sweeps.engine.trainable import sampling_layout
 
     assert "gym_env_vectorize_mode" in known_params(name)
-    c = build_config({"algorithm": name, "num_env_runners": 2, "num_envs_per_env_runner": 4,
-                      "gym_env_vectorize_mode": "async"}, CABS)
+    c = build_config(
+        {
+            "algorithm": name,
+            "num_env_runners": 2,
+            "num_envs_per_env_runner": 4,
+            "gym_env_vectorize_mode": "async",
+        },
+        CABS,
+    )
     assert c.gym_env_vectorize_mode == "async"
-    assert sampling_layout(c) == {"vectorize_mode": "async", "concurrent_envs": 8,
-                                  "env_processes": 8}
+    assert sampling_layout(c) == {
+        "vectorize_mode": "async",
+        "concurrent_envs": 8,
+        "env_processes": 8,
+    }
     c = build_config({"algorithm": name, "num_env_runners": 0, "num_envs_per_env_runner": 4}, CABS)
-    assert sampling_layout(c) == {"vectorize_mode": "sync", "concurrent_envs": 1,
-                                  "env_processes": 0}
+    assert sampling_layout(c) == {
+        "vectorize_mode": "sync",
+        "concurrent_envs": 1,
+        "env_processes": 0,
+    }
 
 
 def test_a_removed_parameter_says_why_in_one_line():
     from sweeps.engine.algorithms.vocabulary import UnknownParameterError
 
-    with pytest.raises(UnknownParameterError, match="'num_replay_shards' of algorithm APEX was "
-                       "removed: .*ran fewer learner updates/s.*delete the key") as error:
+    with pytest.raises(
+        UnknownParameterError,
+        match="'num_replay_shards' of algorithm APEX was "
+        "removed: .*ran fewer learner updates/s.*delete the key",
+    ) as error:
         build_config({"algorithm": "APEX", "num_replay_shards": 1}, "ContosoCabs-v0")
     assert "\n" not in str(error.value)

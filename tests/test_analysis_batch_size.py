@@ -11,8 +11,14 @@ import pytest
 from analysis.batch_size import batch_size_check, check_lines, fit_critical_batch, steps_at
 
 
-def _run(rng: np.random.Generator, b_noise: float = 300.0, s_min: float = 40.0,
-         noise: float = 0.02, measured_bn: float | None = None, sizes=(128, 256, 512, 1024)):
+def _run(
+    rng: np.random.Generator,
+    b_noise: float = 300.0,
+    s_min: float = 40.0,
+    noise: float = 0.02,
+    measured_bn: float | None = None,
+    sizes=(128, 256, 512, 1024),
+):
     """On-policy trials following S(B) = S_min (1 + B_noise / B), E = S x B exactly; the learner
     reports ``measured_bn`` (default: B_noise itself) as its noise scale."""
     tm, prog = [], []
@@ -20,14 +26,30 @@ def _run(rng: np.random.Generator, b_noise: float = 300.0, s_min: float = 40.0,
         for k in range(3):
             s = steps_at(b, s_min, b_noise) * rng.lognormal(0, noise)
             tid = f"b{b}-{k}"
-            tm.append({"trial_id": tid, "config_id": f"PPO-{b}", "algorithm": "PPO",
-                       "train_batch_size": float(b), "is_reference": False,
-                       "status": "reached", "reached": True, "time_to_target_s": 2.0,
-                       "steps_to_target": s * b})
+            tm.append(
+                {
+                    "trial_id": tid,
+                    "config_id": f"PPO-{b}",
+                    "algorithm": "PPO",
+                    "train_batch_size": float(b),
+                    "is_reference": False,
+                    "status": "reached",
+                    "reached": True,
+                    "time_to_target_s": 2.0,
+                    "steps_to_target": s * b,
+                }
+            )
             for it, frac in ((1, 0.5), (2, 1.0)):
-                prog.append({"trial_id": tid, "iteration": it, "wall_time_s": float(it),
-                             "env_steps": s * b * frac, "learner_updates": s * frac,
-                             "grad_noise_scale": measured_bn or b_noise})
+                prog.append(
+                    {
+                        "trial_id": tid,
+                        "iteration": it,
+                        "wall_time_s": float(it),
+                        "env_steps": s * b * frac,
+                        "learner_updates": s * frac,
+                        "grad_noise_scale": measured_bn or b_noise,
+                    }
+                )
     return pd.DataFrame(tm), pd.DataFrame(prog)
 
 
@@ -54,9 +76,11 @@ def test_prediction_from_a_pilot_matches_a_run_that_follows_the_model() -> None:
     # TTT: the pilot's start-up (0 s here) plus E(B) x its seconds per env step
     pilot_per_step = 2.0 / rows.loc[256.0, "steps"]
     assert rows.loc[1024.0, "ttt_pred"] == pytest.approx(
-        rows.loc[1024.0, "steps_pred"] * pilot_per_step, rel=0.05)
-    assert rows.loc[1024.0, "ttt_low"] <= rows.loc[1024.0, "ttt_pred"] <= rows.loc[1024.0,
-                                                                                "ttt_high"]
+        rows.loc[1024.0, "steps_pred"] * pilot_per_step, rel=0.05
+    )
+    assert (
+        rows.loc[1024.0, "ttt_low"] <= rows.loc[1024.0, "ttt_pred"] <= rows.loc[1024.0, "ttt_high"]
+    )
     f = check.fits["PPO"]
     assert f["b_simple"] == pytest.approx(300.0) and f["b_crit"] == pytest.approx(300.0, rel=0.2)
     assert any("B_crit" in x for x in check_lines(check))

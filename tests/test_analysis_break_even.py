@@ -63,8 +63,11 @@ def test_the_interval_resamples_seeds_and_the_limiting_part_is_the_largest_term(
     start-up + env steps x (overhead + cost) / lanes."""
     from analysis.break_even import limiting_part, predict_interval
 
-    trials = ((40.0, 500.0, 12_000.0, True), (44.0, 520.0, 13_000.0, True),
-              (38.0, 480.0, 11_000.0, True))
+    trials = (
+        (40.0, 500.0, 12_000.0, True),
+        (44.0, 520.0, 13_000.0, True),
+        (38.0, 480.0, 11_000.0, True),
+    )
     # 16 lanes at 500 env steps/s measured at 4 ms per step: 28 ms of overhead per step
     p = Parts("IMPALA", 16, 16, 40.0, 12_000.0, 16 / 500.0 - 0.004, 50.0, 0.004, trials)
     lo, hi = predict_interval(p, 0.060, n_resamples=400)
@@ -81,8 +84,9 @@ def test_the_interval_resamples_seeds_and_the_limiting_part_is_the_largest_term(
 
 
 BREAK_EVEN = REPO / "docs" / "data" / "cabs_break_even"
-FIT_4MS, HELD_30MS, HELD_60MS = (BREAK_EVEN / r for r in (
-    "20261126-131202", "20261126-131653", "20261126-132828"))
+FIT_4MS, HELD_30MS, HELD_60MS = (
+    BREAK_EVEN / r for r in ("20261126-131202", "20261126-131653", "20261126-132828")
+)
 
 
 def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
@@ -105,14 +109,19 @@ def test_held_out_env_costs_are_predicted_from_the_fit_run_alone():
         assert r["predicted_ttt_s"] == pytest.approx(predict_ttt(p, r["env_cost_ms"] / 1000.0))
         assert r["ttt_error"] == pytest.approx(r["predicted_ttt_s"] / r["ttt_s"] - 1.0)
     slow = held[1]
-    slow = dataclasses.replace(slow, summary=slow.summary.assign(
-        ttt_s=slow.summary["ttt_s"] * 10), tm=slow.tm.assign(
-        steps_to_target=slow.tm["steps_to_target"] * 10, duration_s=slow.tm["duration_s"] * 10))
+    slow = dataclasses.replace(
+        slow,
+        summary=slow.summary.assign(ttt_s=slow.summary["ttt_s"] * 10),
+        tm=slow.tm.assign(
+            steps_to_target=slow.tm["steps_to_target"] * 10, duration_s=slow.tm["duration_s"] * 10
+        ),
+    )
     again = held_out_rows(fit, [held[0], slow])
     assert again["predicted_ttt_s"].tolist() == pytest.approx(rows["predicted_ttt_s"].tolist())
     at_60 = again["env_cost_ms"] == 60.0
     assert again.loc[at_60, "ttt_s"].tolist() == pytest.approx(
-        (rows.loc[at_60, "ttt_s"] * 10).tolist())
+        (rows.loc[at_60, "ttt_s"] * 10).tolist()
+    )
 
 
 def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost(plan):
@@ -121,9 +130,19 @@ def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost(plan):
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "shares seeds 0, 1, 2 with" in refused.stderr
     assert "--allow-shared-seeds" in refused.stderr
-    proc = plan(str(FIT_4MS), "--break-even", "--held-out", f"{HELD_30MS},{HELD_60MS}",
-                "--allow-shared-seeds",
-                "--env-cost-ms", "60", "--deadline", "100s", "--vm", "Standard_D4s_v5")
+    proc = plan(
+        str(FIT_4MS),
+        "--break-even",
+        "--held-out",
+        f"{HELD_30MS},{HELD_60MS}",
+        "--allow-shared-seeds",
+        "--env-cost-ms",
+        "60",
+        "--deadline",
+        "100s",
+        "--vm",
+        "Standard_D4s_v5",
+    )
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
     assert out.count("Not on fresh seeds:") == 2 and "shares seeds 0, 1, 2 with the fit run" in out
@@ -152,18 +171,46 @@ def test_the_report_checks_the_held_out_costs(tmp_path):
 def test_the_break_even_interval_resamples_both_sides_and_says_never():
     from analysis.break_even import break_even_interval, fmt_break_even_ms
 
-    ref = Parts("R", 0, 1, 0.0, 1000.0, 0.001, math.nan, 0.0,
-                tuple((0.0, 1000.0, s, True) for s in (900.0, 1000.0, 1100.0)))
+    ref = Parts(
+        "R",
+        0,
+        1,
+        0.0,
+        1000.0,
+        0.001,
+        math.nan,
+        0.0,
+        tuple((0.0, 1000.0, s, True) for s in (900.0, 1000.0, 1100.0)),
+    )
     # 8 lanes, 10 s start-up: breaks even at (10 - 0 + S o / 8 - 1) / (1000 - S / 8) s
-    fast = Parts("X", 8, 8, 10.0, 4000.0, 0.002, math.nan, 0.0,
-                 tuple((st, 8 / 0.002, s, True) for st, s in ((9.0, 3800.0), (10.0, 4000.0),
-                                                               (11.0, 4200.0))))
+    fast = Parts(
+        "X",
+        8,
+        8,
+        10.0,
+        4000.0,
+        0.002,
+        math.nan,
+        0.0,
+        tuple(
+            (st, 8 / 0.002, s, True) for st, s in ((9.0, 3800.0), (10.0, 4000.0), (11.0, 4200.0))
+        ),
+    )
     point = break_even_s(fast, ref)
     low, high = break_even_interval(fast, ref)
     assert low <= point <= high and math.isfinite(high)
     # a configuration that needs too many env steps per lane never breaks even
-    slow = Parts("Y", 2, 2, 5.0, 4000.0, 0.002, math.nan, 0.0,
-                 tuple((5.0, 1000.0, 4000.0, True) for _ in range(3)))
+    slow = Parts(
+        "Y",
+        2,
+        2,
+        5.0,
+        4000.0,
+        0.002,
+        math.nan,
+        0.0,
+        tuple((5.0, 1000.0, 4000.0, True) for _ in range(3)),
+    )
     assert break_even_interval(slow, ref) == (math.inf, math.inf)
     assert fmt_break_even_ms(math.inf, math.inf, math.inf) == "never"
     assert fmt_break_even_ms(93.4, 31.06, math.inf) == "93.4 [31.1, never]"
@@ -177,7 +224,8 @@ ASYNC_120MS = REPO / "docs" / "data" / "cabs_async_120ms" / "20261127-180442"
 
 
 def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the_plan_names_it(
-        plan):
+    plan,
+):
     from analysis.break_even import measured_parts
 
     ref, parts = measured_parts(analyse(load_results(ASYNC_120MS)))
@@ -185,11 +233,12 @@ def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the
     assert by_mode["async"].lanes == 64 and by_mode["async"].num_env_runners == 2
     assert by_mode["sync"].lanes == 16 and by_mode["sync"].num_env_runners == 16
     # with 64 lanes, the async layout's model returns its measured TTT at the run's own cost
-    assert predict_ttt(by_mode["async"], 0.120) == pytest.approx(by_mode["async"].ttt_s,
-                                                                rel=0.05)
+    assert predict_ttt(by_mode["async"], 0.120) == pytest.approx(by_mode["async"].ttt_s, rel=0.05)
     proc = plan(str(ASYNC_120MS), "--break-even", "--env-cost-ms", "120")
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
-    assert ("Answer at 120 ms per env step (fastest): IMPALA with 2 env runner(s) x 32 async "
-            "envs (2 env runner(s) x 32 env(s) each, async), predicted") in out
+    assert (
+        "Answer at 120 ms per env step (fastest): IMPALA with 2 env runner(s) x 32 async "
+        "envs (2 env runner(s) x 32 env(s) each, async), predicted"
+    ) in out
     assert "limited by the env's own cost per step" in out and "it beats one process." in out

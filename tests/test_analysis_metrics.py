@@ -14,29 +14,60 @@ from analysis.load import ResultsError, load_results
 from analysis.metrics import first_crossing, metric_column, parse_target, trial_metrics
 from analysis.synthetic import write_synthetic_results
 
-SPEC = {"name": "hand", "env": "ContosoCabs-v0", "algorithms": ["DQN"],
-        "target": {"metric": "episode_return_mean", "value": 10.0,
-                   "fraction_of_optimal": None, "optimal_return": 20.0},
-        "budget": {"time_s": 60.0, "env_steps": None},
-        "baseline": {"algorithm": "DQN", "num_env_runners": 1}}
+SPEC = {
+    "name": "hand",
+    "env": "ContosoCabs-v0",
+    "algorithms": ["DQN"],
+    "target": {
+        "metric": "episode_return_mean",
+        "value": 10.0,
+        "fraction_of_optimal": None,
+        "optimal_return": 20.0,
+    },
+    "budget": {"time_s": 60.0, "env_steps": None},
+    "baseline": {"algorithm": "DQN", "num_env_runners": 1},
+}
 
 
 def _trial(tid: str, status: str, elapsed: float, **kw) -> dict:
-    row = {"trial_id": tid, "config_id": kw.pop("config_id", "DQN-a"), "is_baseline": True,
-           "algorithm": "DQN", "num_env_runners": 1, "seed": kw.pop("seed", 0),
-           "status": status, "time_to_target_s": math.nan, "steps_to_target": math.nan,
-           "budget_s": 60.0, "elapsed_s": elapsed, "target_metric": "episode_return_mean",
-           "target_value": 10.0, "env_steps_per_s": math.nan, "num_cpus": 2.0,
-           "num_gpus": 0.0, "oversubscribed": False, "error": ""}
+    row = {
+        "trial_id": tid,
+        "config_id": kw.pop("config_id", "DQN-a"),
+        "is_baseline": True,
+        "algorithm": "DQN",
+        "num_env_runners": 1,
+        "seed": kw.pop("seed", 0),
+        "status": status,
+        "time_to_target_s": math.nan,
+        "steps_to_target": math.nan,
+        "budget_s": 60.0,
+        "elapsed_s": elapsed,
+        "target_metric": "episode_return_mean",
+        "target_value": 10.0,
+        "env_steps_per_s": math.nan,
+        "num_cpus": 2.0,
+        "num_gpus": 0.0,
+        "oversubscribed": False,
+        "error": "",
+    }
     row.update(kw)
     return row
 
 
 def _curve(tid: str, times, steps, returns) -> list[dict]:
-    return [{"trial_id": tid, "iteration": i + 1, "wall_time_s": t, "env_steps": s,
-             "episodes": s // 100, "episode_return_mean": r, "learner_updates": float(i),
-             "env_steps_per_s": 100.0}
-            for i, (t, s, r) in enumerate(zip(times, steps, returns, strict=True))]
+    return [
+        {
+            "trial_id": tid,
+            "iteration": i + 1,
+            "wall_time_s": t,
+            "env_steps": s,
+            "episodes": s // 100,
+            "episode_return_mean": r,
+            "learner_updates": float(i),
+            "env_steps_per_s": 100.0,
+        }
+        for i, (t, s, r) in enumerate(zip(times, steps, returns, strict=True))
+    ]
 
 
 def _write(path: Path, trials: list[dict], progress: list[dict], spec: dict = SPEC) -> Path:
@@ -59,10 +90,12 @@ def hand_dir(tmp_path: Path) -> Path:
         # crashed before its first episode: error, no return at all
         _trial("d", "error", 4.0, seed=3, error="RayActorError: died"),
     ]
-    progress = (_curve("a", [5, 10, 15, 20], [100, 200, 300, 400], [1.0, 4.0, 9.9, 10.0])
-                + _curve("b", [3, 6, 9], [100, 200, 300], [np.nan, np.nan, 12.0])
-                + _curve("c", [20, 40, 59], [1000, 2000, 2950], [2.0, 5.0, 7.0])
-                + _curve("d", [4], [50], [np.nan]))
+    progress = (
+        _curve("a", [5, 10, 15, 20], [100, 200, 300, 400], [1.0, 4.0, 9.9, 10.0])
+        + _curve("b", [3, 6, 9], [100, 200, 300], [np.nan, np.nan, 12.0])
+        + _curve("c", [20, 40, 59], [1000, 2000, 2950], [2.0, 5.0, 7.0])
+        + _curve("d", [4], [50], [np.nan])
+    )
     return _write(tmp_path / "run", trials, progress)
 
 
@@ -133,8 +166,11 @@ def test_target_metric_value_column_wins_when_recorded(tmp_path: Path) -> None:
 
 
 def test_single_seed_and_missing_progress(tmp_path: Path) -> None:
-    path = _write(tmp_path / "one", [_trial("a", "reached", 20.0, time_to_target_s=20.0,
-                                            steps_to_target=400.0)], [])
+    path = _write(
+        tmp_path / "one",
+        [_trial("a", "reached", 20.0, time_to_target_s=20.0, steps_to_target=400.0)],
+        [],
+    )
     (path / "progress.parquet").unlink()
     res = load_results(path)
     assert any("progress.parquet is missing" in w for w in res.warnings)
@@ -143,29 +179,49 @@ def test_single_seed_and_missing_progress(tmp_path: Path) -> None:
 
 
 def test_recomputed_ttt_matches_the_runner_on_synthetic_results(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "syn", seeds=2, env_runners=(1, 2), censor=0.5,
-                                   with_optuna=False)
+    path = write_synthetic_results(
+        tmp_path / "syn", seeds=2, env_runners=(1, 2), censor=0.5, with_optuna=False
+    )
     res = load_results(path)
     tm, _, warns = trial_metrics(res)
-    merged = tm.merge(res.trials[["trial_id", "status", "time_to_target_s"]], on="trial_id",
-                      suffixes=("", "_runner"))
+    merged = tm.merge(
+        res.trials[["trial_id", "status", "time_to_target_s"]],
+        on="trial_id",
+        suffixes=("", "_runner"),
+    )
     assert (merged["status"] == merged["status_runner"]).all()
     reached = merged[merged["reached"]]
-    assert len(reached) and np.allclose(reached["time_to_target_s"],
-                                        reached["time_to_target_s_runner"])
+    assert len(reached) and np.allclose(
+        reached["time_to_target_s"], reached["time_to_target_s_runner"]
+    )
     assert not any("never cross" in w for w in warns)
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda p: None, "no such results directory"),
-    (lambda p: p.mkdir(), "no trials.parquet"),
-    (lambda p: (p.mkdir(), pd.DataFrame({"trial_id": ["x"]}).to_parquet(
-        p / "trials.parquet")), "lacks column"),
-    (lambda p: (p.mkdir(), pd.DataFrame([_trial("x", "finished", 1.0)]).to_parquet(
-        p / "trials.parquet")), "unknown status"),
-    (lambda p: (p.mkdir(), (p / "trials.parquet").write_text("not parquet")),
-     "cannot read parquet"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda p: None, "no such results directory"),
+        (lambda p: p.mkdir(), "no trials.parquet"),
+        (
+            lambda p: (
+                p.mkdir(),
+                pd.DataFrame({"trial_id": ["x"]}).to_parquet(p / "trials.parquet"),
+            ),
+            "lacks column",
+        ),
+        (
+            lambda p: (
+                p.mkdir(),
+                pd.DataFrame([_trial("x", "finished", 1.0)]).to_parquet(p / "trials.parquet"),
+            ),
+            "unknown status",
+        ),
+        (
+            lambda p: (p.mkdir(), (p / "trials.parquet").write_text("not parquet")),
+            "cannot read parquet",
+        ),
+    ],
+)
 def test_load_errors_are_one_line(tmp_path: Path, setup, message: str) -> None:
     path = tmp_path / "bad"
     setup(path)

@@ -23,9 +23,13 @@ from analysis.stats import summarize_configs
 from analysis.synthetic import write_synthetic_results
 
 
-def _pipeline_run(rng: np.random.Generator, ns=(1, 2, 4, 8, 16), seeds: int = 5,
-                  censor_at: float | None = None, noise: float = 0.05
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def _pipeline_run(
+    rng: np.random.Generator,
+    ns=(1, 2, 4, 8, 16),
+    seeds: int = 5,
+    censor_at: float | None = None,
+    noise: float = 0.05,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """Trials whose TTT follows a known pipeline: start-up 2 + 0.5 N s, sampling rate
     USL(100, 0.05, 0.002) env steps/s, 4,000 N^0.3 env steps to the target (``noise``: the
     log-normal sigma of each part per trial; one iteration per second after start-up)."""
@@ -34,7 +38,7 @@ def _pipeline_run(rng: np.random.Generator, ns=(1, 2, 4, 8, 16), seeds: int = 5,
     for n in ns:
         s_true = 2.0 + 0.5 * n
         r_true = float(usl(np.array([n], float), 100.0, 0.05, 0.002)[0])
-        e_true = 4000.0 * n ** 0.3
+        e_true = 4000.0 * n**0.3
         truth[n] = (s_true + e_true / r_true, r_true)
         for k in range(seeds):
             tid = f"t{n}-{k}"
@@ -48,20 +52,41 @@ def _pipeline_run(rng: np.random.Generator, ns=(1, 2, 4, 8, 16), seeds: int = 5,
             w[-1] = end if not reached else w[-1]
             steps = np.maximum((w - s) * r, 1.0)
             for i, (ww, ss) in enumerate(zip(w, steps, strict=True)):
-                prog_rows.append({"trial_id": tid, "iteration": i + 1, "wall_time_s": ww,
-                                  "env_steps": ss})
-            tm_rows.append({
-                "trial_id": tid, "config_id": f"A-{n}", "algorithm": "APEX",
-                "num_env_runners": n, "seed": k, "is_baseline": n == 1, "is_reference": False,
-                "status": "reached" if reached else "censored", "reached": reached,
-                "censor_reason": "" if reached else "budget",
-                "time_to_target_s": w[-1] if reached else math.nan,
-                "steps_to_target": steps[-1] if reached else math.nan,
-                "duration_s": w[-1], "total_env_steps": steps[-1], "env_steps_per_s": r,
-                "config_label": f"N={n}", "num_cpus": 1 + n, "num_gpus": 0.0,
-                "oversubscribed": False, "budget_s": 1e9, "elapsed_s": w[-1],
-                "best_return": 1.0, "final_return": 1.0, "has_episodes": True,
-                "n_iterations": len(w), "eval_time_s": 0.0, "node_count": 1, "error": ""})
+                prog_rows.append(
+                    {"trial_id": tid, "iteration": i + 1, "wall_time_s": ww, "env_steps": ss}
+                )
+            tm_rows.append(
+                {
+                    "trial_id": tid,
+                    "config_id": f"A-{n}",
+                    "algorithm": "APEX",
+                    "num_env_runners": n,
+                    "seed": k,
+                    "is_baseline": n == 1,
+                    "is_reference": False,
+                    "status": "reached" if reached else "censored",
+                    "reached": reached,
+                    "censor_reason": "" if reached else "budget",
+                    "time_to_target_s": w[-1] if reached else math.nan,
+                    "steps_to_target": steps[-1] if reached else math.nan,
+                    "duration_s": w[-1],
+                    "total_env_steps": steps[-1],
+                    "env_steps_per_s": r,
+                    "config_label": f"N={n}",
+                    "num_cpus": 1 + n,
+                    "num_gpus": 0.0,
+                    "oversubscribed": False,
+                    "budget_s": 1e9,
+                    "elapsed_s": w[-1],
+                    "best_return": 1.0,
+                    "final_return": 1.0,
+                    "has_episodes": True,
+                    "n_iterations": len(w),
+                    "eval_time_s": 0.0,
+                    "node_count": 1,
+                    "error": "",
+                }
+            )
     return pd.DataFrame(tm_rows), pd.DataFrame(prog_rows), truth
 
 
@@ -74,11 +99,25 @@ def test_parse_holdout() -> None:
 
 
 def test_trial_components_startup_and_rate() -> None:
-    tm = pd.DataFrame([{"trial_id": "a", "reached": True, "time_to_target_s": 5.0,
-                        "steps_to_target": 300.0, "total_env_steps": 400.0}])
-    prog = pd.DataFrame({"trial_id": ["a"] * 4, "iteration": [1, 2, 3, 4],
-                         "wall_time_s": [3.0, 4.0, 5.0, 6.0],
-                         "env_steps": [100.0, 200.0, 300.0, 400.0]})
+    tm = pd.DataFrame(
+        [
+            {
+                "trial_id": "a",
+                "reached": True,
+                "time_to_target_s": 5.0,
+                "steps_to_target": 300.0,
+                "total_env_steps": 400.0,
+            }
+        ]
+    )
+    prog = pd.DataFrame(
+        {
+            "trial_id": ["a"] * 4,
+            "iteration": [1, 2, 3, 4],
+            "wall_time_s": [3.0, 4.0, 5.0, 6.0],
+            "env_steps": [100.0, 200.0, 300.0, 400.0],
+        }
+    )
     c = trial_components(tm, prog).iloc[0]
     # the rate is measured up to the target only (100 env steps/s); steps extrapolate to 0 at 2 s
     assert c["rate"] == pytest.approx(100.0)
@@ -111,7 +150,8 @@ def test_pipeline_predicts_held_out_n_of_a_known_pipeline() -> None:
         assert math.isfinite(u["predicted"])
     # the pipeline is closer than USL on 1/TTT where start-up dominates (N = 16)
     assert abs(rows.loc[(16, "pipeline", "TTT")]["error"]) < abs(
-        rows.loc[(16, "USL on 1/TTT", "TTT")]["error"])
+        rows.loc[(16, "USL on 1/TTT", "TTT")]["error"]
+    )
     text = "\n".join(check_text(check))
     assert "APEX N=16 TTT by pipeline (fit on N=1,2,4): predicted" in text
     assert "APEX: the pipeline's throughput is the USL on throughput" in text
@@ -154,13 +194,16 @@ def test_auto_holdout() -> None:
 
 
 def test_cli_holdout_on_synthetic_run(tmp_path: Path, plan) -> None:
-    run = write_synthetic_results(tmp_path / "run", seeds=4, env_runners=(1, 2, 4, 8, 16),
-                                  rng_seed=1)
+    run = write_synthetic_results(
+        tmp_path / "run", seeds=4, env_runners=(1, 2, 4, 8, 16), rng_seed=1
+    )
     out = plan(str(run), "--holdout", "8,16")  # the check itself: the tests above
     assert out.returncode == 0, out.stderr
     assert "Plan check" in out.stdout and "N=16 TTT by pipeline (fit on N=1,2,4)" in out.stdout
-    for args, msg in ((["--holdout", "0"], "--holdout '0'"),
-                      (["--holdout", "8", "--steps-to-target", "1000"], "choose one")):
+    for args, msg in (
+        (["--holdout", "0"], "--holdout '0'"),
+        (["--holdout", "8", "--steps-to-target", "1000"], "choose one"),
+    ):
         bad = plan(str(run), *args)
         assert bad.returncode == 2
         assert msg in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
@@ -189,8 +232,9 @@ def test_held_out_n_never_enter_a_fit() -> None:
     assert not np.allclose(a["measured"].astype(float), b["measured"].astype(float))
 
 
-def _slower(tm: pd.DataFrame, prog: pd.DataFrame, n: int, factor: float
-            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _slower(
+    tm: pd.DataFrame, prog: pd.DataFrame, n: int, factor: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run with every trial at ``n`` env runners ``factor`` times slower (TTT, progress)."""
     tm, prog = tm.copy(), prog.copy()
     at = tm["num_env_runners"] == n
@@ -211,11 +255,11 @@ def test_fit_range_residuals_and_leave_one_n_out_errors_of_a_known_pipeline() ->
     assert set(check.fit["num_env_runners"]) == {1, 2, 4, 8}  # never the held-out N
     assert set(check.fit["model"]) == set(check.rows["model"])
     # USL and Amdahl on throughput: residuals on every fitted N, the USL's small (the truth)
-    rate = check.fit[check.fit["quantity"] == "env steps/s"].set_index(
-        ["model", "num_env_runners"])
+    rate = check.fit[check.fit["quantity"] == "env steps/s"].set_index(["model", "num_env_runners"])
     for n in (1, 2, 4, 8):
         assert rate.loc[("USL on throughput", n), "measured"] == pytest.approx(
-            truth[n][1], rel=0.05)
+            truth[n][1], rel=0.05
+        )
         assert abs(rate.loc[("USL on throughput", n), "residual"]) < 0.05
         assert math.isfinite(rate.loc[("Amdahl on throughput", n), "cv_error"])
     fit = check.fit[check.fit["quantity"] == "TTT"]
@@ -224,7 +268,8 @@ def test_fit_range_residuals_and_leave_one_n_out_errors_of_a_known_pipeline() ->
     for n in (1, 2, 4, 8):
         assert pipe.loc[n, "measured"] == pytest.approx(truth[n][0], rel=0.05)
         assert pipe.loc[n, "residual"] == pytest.approx(
-            pipe.loc[n, "predicted"] / pipe.loc[n, "measured"] - 1.0)
+            pipe.loc[n, "predicted"] / pipe.loc[n, "measured"] - 1.0
+        )
     # leaving N = 8 out is fitting on 1, 2, 4: the same prediction as holding 8 out
     without_16 = tm[tm["num_env_runners"] != 16]
     held = plan_check(without_16, summarize_configs(without_16), prog, [8], n_resamples=50)
@@ -233,11 +278,13 @@ def test_fit_range_residuals_and_leave_one_n_out_errors_of_a_known_pipeline() ->
         # USL or Amdahl on 1/TTT: whichever each fit prefers; the pipeline by name
         same = ttt[(ttt["model"] == "pipeline") == (model == "pipeline")]
         assert g.set_index("num_env_runners").loc[8, "cv_predicted"] == pytest.approx(
-            float(same["predicted"].iloc[0])), model
+            float(same["predicted"].iloc[0])
+        ), model
     scores = fit.assign(a=fit["cv_error"].abs()).groupby("model")["a"].median()
     assert check.chosen["APEX"] == scores.idxmin()
-    assert any(f"cross-validation on the fit range prefers {scores.idxmin()}" in n
-               for n in check.notes)
+    assert any(
+        f"cross-validation on the fit range prefers {scores.idxmin()}" in n for n in check.notes
+    )
     text = "\n".join(check_text(check))
     assert "APEX fit range, pipeline: N=1 residual" in text
 
@@ -251,18 +298,23 @@ def test_a_left_out_n_never_enters_its_own_cross_validation_fit() -> None:
     b = plan_check(slow_tm, summarize_configs(slow_tm), slow_prog, [16], n_resamples=20).fit
     # the throughput models too: N = 4's rate is ten times lower, its left-out prediction
     # (from N = 1, 2 and 8) unchanged
-    ra, rb = (x[x["quantity"] == "env steps/s"].set_index(["model", "num_env_runners"])
-              for x in (a, b))
+    ra, rb = (
+        x[x["quantity"] == "env steps/s"].set_index(["model", "num_env_runners"]) for x in (a, b)
+    )
     for model in ("USL on throughput", "Amdahl on throughput"):
-        assert rb.loc[(model, 4), "cv_predicted"] == pytest.approx(ra.loc[(model, 4), "cv_predicted"])
-        assert rb.loc[(model, 4), "measured"] == pytest.approx(ra.loc[(model, 4), "measured"] / 10,
-                                                                rel=0.05)
+        assert rb.loc[(model, 4), "cv_predicted"] == pytest.approx(
+            ra.loc[(model, 4), "cv_predicted"]
+        )
+        assert rb.loc[(model, 4), "measured"] == pytest.approx(
+            ra.loc[(model, 4), "measured"] / 10, rel=0.05
+        )
     a, b = a[a["quantity"] == "TTT"], b[b["quantity"] == "TTT"]
     a, b = a.set_index(["model", "num_env_runners"]), b.set_index(["model", "num_env_runners"])
     for model in a.index.get_level_values("model").unique():
         assert b.loc[(model, 4), "cv_predicted"] == pytest.approx(a.loc[(model, 4), "cv_predicted"])
-        assert b.loc[(model, 4), "measured"] == pytest.approx(10 * a.loc[(model, 4), "measured"],
-                                                               rel=0.05)
+        assert b.loc[(model, 4), "measured"] == pytest.approx(
+            10 * a.loc[(model, 4), "measured"], rel=0.05
+        )
         assert b.loc[(model, 4), "cv_error"] != pytest.approx(a.loc[(model, 4), "cv_error"])
 
 
@@ -298,8 +350,7 @@ def test_the_plan_predicts_with_the_model_the_fit_range_prefers() -> None:
     assert (lo < ttt).all() and (ttt < hi).all()
     # the pipeline it uses is the one the cross-validation chose on the same N
     chosen, _, pipe = fit_range_choice("APEX", model.measured, comp)
-    assert chosen == "pipeline" and pipe.predict(np.array([32.0]))[0][0] == pytest.approx(
-        ttt[1])
+    assert chosen == "pipeline" and pipe.predict(np.array([32.0]))[0][0] == pytest.approx(ttt[1])
     plan = make_plan(tm, summary, progress=prog, n_resamples=40)
     assert plan.pipeline == ("APEX",)
     assert set(plan.candidates["source"]) == {"measured", "pipeline fit"}

@@ -33,9 +33,15 @@ from analysis.synthetic import write_synthetic_results
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two algorithms x N in {1, 2, 4}, 3 seeds, one censored seed per configuration."""
-    return write_synthetic_results(tmp_path_factory.mktemp("publish") / "run", seeds=3,
-                                   env_runners=(1, 2, 4), censor=0.34, rng_seed=3,
-                                   machine_cpus=4, with_optuna=False)
+    return write_synthetic_results(
+        tmp_path_factory.mktemp("publish") / "run",
+        seeds=3,
+        env_runners=(1, 2, 4),
+        censor=0.34,
+        rng_seed=3,
+        machine_cpus=4,
+        with_optuna=False,
+    )
 
 
 def _table(md: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -66,8 +72,9 @@ def _browser() -> str:
 # ---------------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------------
-def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Path,
-                                                                       tmp_path: Path) -> None:
+def test_table_has_one_row_per_configuration_with_the_analysis_numbers(
+    study: Path, tmp_path: Path
+) -> None:
     done = publish(study, tmp_path / "docs", name="cabs", figures=())
     assert done.markdown_path == tmp_path / "docs" / "cabs_tables.md"
     md = done.markdown_path.read_text()
@@ -75,17 +82,27 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
     header, rows = _table(md)
     trials = pd.read_parquet(study / "trials.parquet")
     assert len(rows) == trials["config_id"].nunique() == 6
-    for col in ("algorithm", "env runners", "batch", "seeds", "success", "TTT [95% CI]",
-                "speedup [95% CI]", "efficiency per env runner", "efficiency per CPU",
-                "env steps/s", "steps-to-target", "oversubscribed"):
+    for col in (
+        "algorithm",
+        "env runners",
+        "batch",
+        "seeds",
+        "success",
+        "TTT [95% CI]",
+        "speedup [95% CI]",
+        "efficiency per env runner",
+        "efficiency per CPU",
+        "env steps/s",
+        "steps-to-target",
+        "oversubscribed",
+    ):
         assert col in header
     assert sum(r["algorithm"].endswith("(baseline)") for r in rows) == 1
 
     # the numbers are the analysis' own (recomputed here with the library functions)
     tm, _, _ = trial_metrics(load_results(study))
     summary = summarize_configs(tm)
-    by_key = {(r["algorithm"].removesuffix(" (baseline)"), int(r["env runners"])): r
-              for r in rows}
+    by_key = {(r["algorithm"].removesuffix(" (baseline)"), int(r["env runners"])): r for r in rows}
     for _, c in summary.iterrows():
         r = by_key[(c["algorithm"], c["num_env_runners"])]
         n = c["n_reached"] + c["n_censored"]
@@ -100,13 +117,19 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
     assert by_key[("DQN", 4)]["oversubscribed"] == "**yes**"  # 5 CPUs on a 4-CPU node
 
     # what was run, and the plan's own recommendation text
-    for text in ("## What was run", "`episode_return_mean` ≥ 200 = 0.8 × the optimal return "
-                 "250", "2.0 min wall-clock", "synthetic CPU, 4 CPUs", "**Git revision**",
-                 "total wall-clock", "DQN, 1 env runner(s)", "3 seed(s) each",
-                 "Synthetic data"):
+    for text in (
+        "## What was run",
+        "`episode_return_mean` ≥ 200 = 0.8 × the optimal return 250",
+        "2.0 min wall-clock",
+        "synthetic CPU, 4 CPUs",
+        "**Git revision**",
+        "total wall-clock",
+        "DQN, 1 env runner(s)",
+        "3 seed(s) each",
+        "Synthetic data",
+    ):
         assert text in md, text
-    plan = make_plan(tm, summary, cpu_model="synthetic CPU",
-                     progress=load_results(study).progress)
+    plan = make_plan(tm, summary, cpu_model="synthetic CPU", progress=load_results(study).progress)
     for line in plan_text(plan):
         assert f"- {line}" in md, line
     answer = plan_answer(plan)
@@ -117,18 +140,22 @@ def test_table_has_one_row_per_configuration_with_the_analysis_numbers(study: Pa
 
 
 def test_missing_things_are_said_not_hidden(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "two", seeds=2, env_runners=(1, 2), censor=0.5,
-                                   rng_seed=1, with_optuna=False)
+    path = write_synthetic_results(
+        tmp_path / "two", seeds=2, env_runners=(1, 2), censor=0.5, rng_seed=1, with_optuna=False
+    )
     md = publish(path, tmp_path / "out2", figures=()).markdown
     _, rows = _table(md)
     assert len(rows) == 4
-    assert all("[CI n/a (2 seeds)]" in r["TTT [95% CI]"] or r["TTT [95% CI]"].startswith("> ")
-               for r in rows)
+    assert all(
+        "[CI n/a (2 seeds)]" in r["TTT [95% CI]"] or r["TTT [95% CI]"].startswith("> ")
+        for r in rows
+    )
     assert any(r["TTT [95% CI]"].startswith("KM ") for r in rows)
     assert "Kaplan-Meier median, no IQM" in md
 
-    path = write_synthetic_results(tmp_path / "cens", seeds=3, env_runners=(1, 2), censor=1.0,
-                                   with_optuna=False)
+    path = write_synthetic_results(
+        tmp_path / "cens", seeds=3, env_runners=(1, 2), censor=1.0, with_optuna=False
+    )
     done = publish(path, tmp_path / "out3", figures=("speedup", "efficiency"))
     _, rows = _table(done.markdown)
     assert all(r["success"].startswith("0/3") for r in rows)
@@ -137,21 +164,27 @@ def test_missing_things_are_said_not_hidden(tmp_path: Path) -> None:
     assert "No recommendation:\n\n" in done.markdown
     assert "- nothing to plan: no configuration reached the target" in done.markdown
     assert set(done.unavailable) == {"speedup", "efficiency"} and not done.figures
-    assert "not drawn. No speedup curve: the baseline (DQN, 1 env runner(s)) did not reach" \
+    assert (
+        "not drawn. No speedup curve: the baseline (DQN, 1 env runner(s)) did not reach"
         in done.markdown
+    )
 
 
 def test_target_override_and_driver_baseline(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "run", seeds=3, env_runners=(0, 1, 2),
-                                   baseline=("DQN", 0), with_optuna=False)
+    path = write_synthetic_results(
+        tmp_path / "run", seeds=3, env_runners=(0, 1, 2), baseline=("DQN", 0), with_optuna=False
+    )
     md = publish(path, tmp_path / "o", figures=(), target="95%").markdown
     assert "≥ 237.5" in md and "overridden with --target (the sweep ran with 200" in md
     _, rows = _table(md)
     assert len(rows) == 6
     # parallel efficiency only within the baseline's algorithm (DQN); others say why not
     for r in rows:
-        want = ("n/a (baseline samples in the driver)" if r["algorithm"].startswith("DQN")
-                else "n/a (not the baseline's algorithm)")
+        want = (
+            "n/a (baseline samples in the driver)"
+            if r["algorithm"].startswith("DQN")
+            else "n/a (not the baseline's algorithm)"
+        )
         assert r["efficiency per env runner"] == want, r
 
 
@@ -177,8 +210,11 @@ def test_pngs_are_real_images_linked_from_the_markdown(study: Path, tmp_path: Pa
     done = publish(study, tmp_path / "docs", name="cabs", width=800, scale=1)
     assert done.export_error is None and done.engine in ("kaleido", "chromium")
     assert list(done.figures) == list(DEFAULT_FIGURES)
-    heights = {"learning_curves": FIGURE_HEIGHT["learning_curves"],
-               "speedup": FIGURE_HEIGHT["speedup"], "ttt_vs_env_runners": FIGURE_HEIGHT["ttt"]}
+    heights = {
+        "learning_curves": FIGURE_HEIGHT["learning_curves"],
+        "speedup": FIGURE_HEIGHT["speedup"],
+        "ttt_vs_env_runners": FIGURE_HEIGHT["ttt"],
+    }
     for name, path in done.figures.items():
         assert path == tmp_path / "docs" / "figures" / f"cabs_{name}.png"
         _check_png(path, (800, heights[name]))
@@ -199,45 +235,65 @@ def test_kaleido_renders_the_same_image_as_the_screenshot(study: Path, tmp_path:
     _check_png(a, (700, height))
     _check_png(b, (700, height))
     with Image.open(a) as ia, Image.open(b) as ib:
-        diff = np.abs(np.asarray(ia.convert("RGB"), float) - np.asarray(ib.convert("RGB"),
-                                                                         float))
+        diff = np.abs(np.asarray(ia.convert("RGB"), float) - np.asarray(ib.convert("RGB"), float))
     assert diff.mean() < 3.0, f"mean pixel difference {diff.mean():.2f}"
 
 
-def test_export_failure_still_writes_the_tables(study: Path, tmp_path: Path, monkeypatch,
-                                                capsys) -> None:
+def test_export_failure_still_writes_the_tables(
+    study: Path, tmp_path: Path, monkeypatch, capsys
+) -> None:
     monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-browser"))
     done = publish(study, tmp_path / "d", figures=("ttt_vs_env_runners",))
-    assert done.export_error == f"BROWSER_PATH={str(tmp_path / 'no-such-browser')!r}: not " \
-                                "an executable file"
+    assert (
+        done.export_error == f"BROWSER_PATH={str(tmp_path / 'no-such-browser')!r}: not "
+        "an executable file"
+    )
     assert not done.figures and done.markdown_path.is_file()
     assert "not drawn. PNG export failed: BROWSER_PATH=" in done.markdown
     rc = main([str(study), "--out", str(tmp_path / "e"), "--figures", "ttt_vs_env_runners"])
     assert rc == 1
     err = capsys.readouterr().err
-    assert err.splitlines()[-1].startswith("python -m analysis.publish: error: PNG export "
-                                           "failed: BROWSER_PATH=")
+    assert err.splitlines()[-1].startswith(
+        "python -m analysis.publish: error: PNG export failed: BROWSER_PATH="
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("args, message", [
-    (["{missing}", "--out", "{tmp}"], "no such results directory"),
-    (["{study}", "--out", "{tmp}", "--target", "oops"], "--target 'oops'"),
-    (["{study}", "--out", "{tmp}", "--figures", "pie_chart"], "--figures 'pie_chart'"),
-    (["{study}", "--out", "{tmp}", "--name", "../escape"], "--name '../escape'"),
-    (["{study}", "--out", "{file}"], "exists and is not a directory"),
-    (["{study}", "--out", "{tmp}", "--engine", "gimp"], "argument --engine"),
-    (["{study}", "--out", "{tmp}", "--scale", "0"], "--scale 0"),
-    (["{study}"], "the following arguments are required: --out"),
-], ids=["missing-dir", "bad-target", "bad-figure", "bad-name", "out-is-file", "bad-engine",
-        "bad-scale", "no-out"])
-def test_cli_bad_input_is_one_line_exit_2(study: Path, tmp_path: Path, capsys, args,
-                                          message) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["{missing}", "--out", "{tmp}"], "no such results directory"),
+        (["{study}", "--out", "{tmp}", "--target", "oops"], "--target 'oops'"),
+        (["{study}", "--out", "{tmp}", "--figures", "pie_chart"], "--figures 'pie_chart'"),
+        (["{study}", "--out", "{tmp}", "--name", "../escape"], "--name '../escape'"),
+        (["{study}", "--out", "{file}"], "exists and is not a directory"),
+        (["{study}", "--out", "{tmp}", "--engine", "gimp"], "argument --engine"),
+        (["{study}", "--out", "{tmp}", "--scale", "0"], "--scale 0"),
+        (["{study}"], "the following arguments are required: --out"),
+    ],
+    ids=[
+        "missing-dir",
+        "bad-target",
+        "bad-figure",
+        "bad-name",
+        "out-is-file",
+        "bad-engine",
+        "bad-scale",
+        "no-out",
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(
+    study: Path, tmp_path: Path, capsys, args, message
+) -> None:
     (tmp_path / "file").write_text("x")
-    subst = {"missing": tmp_path / "missing", "tmp": tmp_path / "out", "study": study,
-             "file": tmp_path / "file"}
+    subst = {
+        "missing": tmp_path / "missing",
+        "tmp": tmp_path / "out",
+        "study": study,
+        "file": tmp_path / "file",
+    }
     argv = [a.format(**{k: str(v) for k, v in subst.items()}) for a in args]
     try:
         rc = main(argv)

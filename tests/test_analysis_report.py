@@ -30,9 +30,16 @@ def _sections_ok(page: str) -> None:
 @pytest.fixture(scope="module")
 def rich_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Censored runs, errors, a trial with no episode, several configurations per N."""
-    return write_synthetic_results(tmp_path_factory.mktemp("report") / "run", seeds=5,
-                                   env_runners=(1, 2, 4, 8), censor=0.2, errors=1,
-                                   no_episode_errors=1, n_lr=2, rng_seed=2)
+    return write_synthetic_results(
+        tmp_path_factory.mktemp("report") / "run",
+        seeds=5,
+        env_runners=(1, 2, 4, 8),
+        censor=0.2,
+        errors=1,
+        no_episode_errors=1,
+        n_lr=2,
+        rng_seed=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,29 +59,49 @@ def test_full_report_is_self_contained(rich_results: Path, rich_report: Path) ->
     assert 'data-figures="10"' in page
     assert page.count('class="plotly-graph-div"') == 10
     # N = 1, 2, 4, 8 measured: the plan check fits on 1, 2, 4 and predicts 8
-    assert re.search(r"<td[^>]*>8</td><td[^>]*>TTT \(s\)</td><td[^>]*>USL on 1/TTT</td>"
-                     r"<td[^>]*>1,2,4</td>", page)
+    assert re.search(
+        r"<td[^>]*>8</td><td[^>]*>TTT \(s\)</td><td[^>]*>USL on 1/TTT</td>"
+        r"<td[^>]*>1,2,4</td>",
+        page,
+    )
     assert "Synthetic data" in page and "Kaplan-Meier" in page
     assert "censored trial(s)" in page and "oversubscribed" in page
     assert "Knee of the efficiency curve" in page and "Pareto front" in page
 
 
-@pytest.mark.parametrize("kwargs, expected", [
-    ({"censor": 1.0}, ["no seed reached the target", "No speedup", "nothing to plan"]),
-    ({"algorithms": ("DQN",), "env_runners": (1,)}, ["Only one env runner count"]),
-    ({"env_runners": (2,), "baseline": ("DQN", 2)}, ["Only one env runner count",
-                                                 "no scaling fit"]),
-    ({"errors": 2, "no_episode_errors": 1}, ["ended in an error", "finished no episode"]),
-    ({"with_optuna": False}, ["No Optuna study"]),
-    ({"with_progress": False}, ["No learning curves"]),
-    ({"seeds": 1}, ["too few seeds for a CI"]),
-    ({"env_runners": (0, 1, 2), "baseline": ("DQN", 0)}, ["0 = sampling in the driver",
-                                                      "per-runner efficiency undefined"]),
-], ids=["all-censored", "baseline-only", "single-n", "errors", "no-optuna", "no-progress",
-        "one-seed", "driver-baseline"])
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"censor": 1.0}, ["no seed reached the target", "No speedup", "nothing to plan"]),
+        ({"algorithms": ("DQN",), "env_runners": (1,)}, ["Only one env runner count"]),
+        (
+            {"env_runners": (2,), "baseline": ("DQN", 2)},
+            ["Only one env runner count", "no scaling fit"],
+        ),
+        ({"errors": 2, "no_episode_errors": 1}, ["ended in an error", "finished no episode"]),
+        ({"with_optuna": False}, ["No Optuna study"]),
+        ({"with_progress": False}, ["No learning curves"]),
+        ({"seeds": 1}, ["too few seeds for a CI"]),
+        (
+            {"env_runners": (0, 1, 2), "baseline": ("DQN", 0)},
+            ["0 = sampling in the driver", "per-runner efficiency undefined"],
+        ),
+    ],
+    ids=[
+        "all-censored",
+        "baseline-only",
+        "single-n",
+        "errors",
+        "no-optuna",
+        "no-progress",
+        "one-seed",
+        "driver-baseline",
+    ],
+)
 def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expected) -> None:
-    path = write_synthetic_results(tmp_path / "run", **{"seeds": 3, "env_runners": (1, 2),
-                                                        **kwargs})
+    path = write_synthetic_results(
+        tmp_path / "run", **{"seeds": 3, "env_runners": (1, 2), **kwargs}
+    )
     page = write_report(path).read_text()
     _sections_ok(page)
     for text in expected:
@@ -123,11 +150,25 @@ def _chromium() -> str:
 def _run_chromium(exe: str, url: str, *extra: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         return subprocess.run(
-            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-             "--virtual-time-budget=15000", *extra, url],
-            capture_output=True, text=True, timeout=120)
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=15000",
+                *extra,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def _errors(dom: str) -> str:
@@ -141,10 +182,12 @@ def test_error_hook_catches_errors(tmp_path: Path) -> None:
     """The hook the browser test relies on does report a failing script (the test can fail)."""
     exe = _chromium()
     page = tmp_path / "broken.html"
-    page.write_text(f"<!DOCTYPE html><html><head>{_ERROR_HOOK}</head><body>"
-                    '<ul id="report-errors" hidden></ul>'
-                    "<script>console.error('bad data'); undefinedFunction();</script>"
-                    "</body></html>")
+    page.write_text(
+        f"<!DOCTYPE html><html><head>{_ERROR_HOOK}</head><body>"
+        '<ul id="report-errors" hidden></ul>'
+        "<script>console.error('bad data'); undefinedFunction();</script>"
+        "</body></html>"
+    )
     dom = _run_chromium(exe, page.as_uri(), "--dump-dom").stdout
     errors = _errors(dom)
     assert "bad data" in errors and "undefinedFunction" in errors
@@ -167,8 +210,9 @@ def test_report_renders_in_headless_chromium(rich_report: Path) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report_synthetic.png"
     shot.unlink(missing_ok=True)
-    _run_chromium(exe, report.as_uri(), "--hide-scrollbars", "--window-size=1400,9000",
-                  f"--screenshot={shot}")
+    _run_chromium(
+        exe, report.as_uri(), "--hide-scrollbars", "--window-size=1400,9000", f"--screenshot={shot}"
+    )
     assert shot.is_file() and shot.stat().st_size > 100_000
     from PIL import Image
 
@@ -177,7 +221,8 @@ def test_report_renders_in_headless_chromium(rich_report: Path) -> None:
 
 
 def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """On the committed Cabs study (docs/data): the summary says which metric was compared,
     the single-process reference's TTT, the absolute speedup of every configuration, and, in
     plain words, that no configuration beats the reference."""
@@ -189,8 +234,10 @@ def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup
     assert re.search(r'id="target-metric">greedy evaluation return \(mean of 20 episodes', page)
     assert re.search(r"Single-process reference.*?SB3-DQN.*?TTT 2\.0 s", page, re.S)
     verdict = re.search(r'id="reference-verdict">([^<]*)<', page).group(1)
-    assert verdict.startswith("No configuration of the sweep beats the single-process "
-                              "reference (SB3-DQN) on this hardware"), verdict
+    assert verdict.startswith(
+        "No configuration of the sweep beats the single-process "
+        "reference (SB3-DQN) on this hardware"
+    ), verdict
     table = re.search(r'id="all-configurations">(.*?)</details>', page, re.S).group(1)
     rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
     assert len(rows) == 8  # 6 sampled configurations + baseline + reference
@@ -209,14 +256,18 @@ def test_the_report_says_how_many_configurations_each_algorithm_got():
 
     from analysis.report import _configurations_per_algorithm
 
-    trials = pd.DataFrame({
-        "algorithm": ["DQN", "DQN", "DQN", "APEX", "APEX", "SB3-DQN"],
-        "config_id": ["baseline", "DQN-a", "DQN-b", "APEX-a", "APEX-a", "reference"],
-        "is_baseline": [True, False, False, False, False, False],
-        "is_reference": [False] * 5 + [True]})
+    trials = pd.DataFrame(
+        {
+            "algorithm": ["DQN", "DQN", "DQN", "APEX", "APEX", "SB3-DQN"],
+            "config_id": ["baseline", "DQN-a", "DQN-b", "APEX-a", "APEX-a", "reference"],
+            "is_baseline": [True, False, False, False, False, False],
+            "is_reference": [False] * 5 + [True],
+        }
+    )
     spec = {"algorithms": ["DQN", "APEX", "IMPALA"], "search": {"sampler": "tpe"}}
-    html = _configurations_per_algorithm(SimpleNamespace(res=SimpleNamespace(trials=trials,
-                                                                             spec=spec)))
+    html = _configurations_per_algorithm(
+        SimpleNamespace(res=SimpleNamespace(trials=trials, spec=spec))
+    )
     assert "per algorithm (baseline and reference apart): DQN 2, APEX 1, IMPALA 0." in html
     assert "<strong>Not measured: IMPALA</strong>" in html and "its defaults, queued" in html
 
@@ -251,19 +302,36 @@ def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_repor
     assert first, cost[:500]
     assert first.group(1).startswith("Fastest run to the target: ")
     assert "+ 5.0 min start-up assumed for azure-ml" in first.group(1), first.group(1)
-    assert re.search(r"planned TTT [\d.]+ min = [\d.]+ s (measured here|predicted by)",
-                     first.group(1)), first.group(1)
-    order = [cost.index(k) for k in ('id="plan-commands"', 'id="plan-assumptions"',
-                                     'class="fig"', '<details id="plan-details">')]
+    assert re.search(
+        r"planned TTT [\d.]+ min = [\d.]+ s (measured here|predicted by)", first.group(1)
+    ), first.group(1)
+    order = [
+        cost.index(k)
+        for k in (
+            'id="plan-commands"',
+            'id="plan-assumptions"',
+            'class="fig"',
+            '<details id="plan-details">',
+        )
+    ]
     assert order == sorted(order)
     assumptions = re.search(r'id="plan-assumptions">(.*?)</div>', cost, re.S).group(1)
-    for name in ("Start-up and billing", "vCPU speed", "CPUs and memory per run",
-                 "Extrapolated", "Prices"):
+    for name in (
+        "Start-up and billing",
+        "vCPU speed",
+        "CPUs and memory per run",
+        "Extrapolated",
+        "Prices",
+    ):
         assert f">{name}</td>" in assumptions
     details = cost.split('<details id="plan-details">')[1]
-    assert "<details id=\"plan-details\" open" not in cost  # collapsed
+    assert '<details id="plan-details" open' not in cost  # collapsed
     assert "Knee of the efficiency curve" in details and "Scaling model for" in details
-    card = re.search(r'Recommended \(cheapest run\)</div><div class="v">[^<]*</div>'
-                     r'<div class="s">([^<]*)</div>', page).group(1)
-    assert re.search(r"[\d.]+ min planned \([\d.]+ s TTT \+ 5\.0 min assumed start-up\)",
-                     card), card
+    card = re.search(
+        r'Recommended \(cheapest run\)</div><div class="v">[^<]*</div>'
+        r'<div class="s">([^<]*)</div>',
+        page,
+    ).group(1)
+    assert re.search(r"[\d.]+ min planned \([\d.]+ s TTT \+ 5\.0 min assumed start-up\)", card), (
+        card
+    )

@@ -19,8 +19,10 @@ def two_stage_run(path, search_speed: float = 10.0):
     the search stage's copies reach the target ``search_speed`` times sooner (the search
     flattered itself), the confirmation's keep the synthetic curves."""
     run = write_synthetic_results(path, seeds=3, env_runners=(1, 2, 4), with_optuna=False)
-    trials, progress = (pd.read_parquet(run / rundir.TRIALS),
-                        pd.read_parquet(run / rundir.PROGRESS))
+    trials, progress = (
+        pd.read_parquet(run / rundir.TRIALS),
+        pd.read_parquet(run / rundir.PROGRESS),
+    )
     search_t, search_p = trials.copy(), progress.copy()
     search_t["trial_id"] = "s" + search_t["trial_id"].astype(str)
     search_p["trial_id"] = "s" + search_p["trial_id"].astype(str)
@@ -35,15 +37,21 @@ def two_stage_run(path, search_speed: float = 10.0):
 
 
 def test_headline_numbers_come_from_the_confirmation_when_the_stages_disagree(tmp_path):
-    plain = analyse(load_results(write_synthetic_results(
-        tmp_path / "plain", seeds=3, env_runners=(1, 2, 4), with_optuna=False)))
+    plain = analyse(
+        load_results(
+            write_synthetic_results(
+                tmp_path / "plain", seeds=3, env_runners=(1, 2, 4), with_optuna=False
+            )
+        )
+    )
     study = analyse(load_results(two_stage_run(tmp_path / "staged")))
     assert set(study.tm["stage"]) == {"confirm"} and (study.tm["seed"] >= 1000).all()
     # the summary, speedups and plan are the confirmation's: those of the run without a search
     confirm = study.summary.set_index("config_id")["ttt_s"]
     assert np.allclose(confirm, plain.summary.set_index("config_id").loc[confirm.index, "ttt_s"])
-    assert np.allclose(study.speed["speedup"].astype(float), plain.speed["speedup"].astype(float),
-                       equal_nan=True)
+    assert np.allclose(
+        study.speed["speedup"].astype(float), plain.speed["speedup"].astype(float), equal_nan=True
+    )
     assert pd.Series(study.plan.answer).equals(pd.Series(plain.plan.answer))
     # the search stage, 10x faster, is kept apart and labelled exploratory
     explored = study.search_summary.set_index("config_id")["ttt_s"]
@@ -59,7 +67,8 @@ def test_headline_numbers_come_from_the_confirmation_when_the_stages_disagree(tm
 
 
 def test_a_run_without_a_confirmation_is_judged_on_its_search(tmp_path):
-    study = analyse(load_results(write_synthetic_results(tmp_path / "r", seeds=3,
-                                                         with_optuna=False)))
+    study = analyse(
+        load_results(write_synthetic_results(tmp_path / "r", seeds=3, with_optuna=False))
+    )
     assert study.search_summary is None and study.stage_note is None
     assert set(study.tm["stage"]) == {"search"}

@@ -21,23 +21,54 @@ from analysis.stats import (
 )
 
 
-def make_tm(config_id: str, durations, reached, *, n: int = 1, baseline: bool = False,
-            alg: str = "DQN", cpus: float | None = None, tput: float = 100.0,
-            steps: float = 1000.0, errors: int = 0) -> pd.DataFrame:
+def make_tm(
+    config_id: str,
+    durations,
+    reached,
+    *,
+    n: int = 1,
+    baseline: bool = False,
+    alg: str = "DQN",
+    cpus: float | None = None,
+    tput: float = 100.0,
+    steps: float = 1000.0,
+    errors: int = 0,
+) -> pd.DataFrame:
     """Per-trial metrics (the trial_metrics schema) for one configuration."""
     rows = []
     for i, (d, r) in enumerate(zip(durations, reached, strict=True)):
-        rows.append({"trial_id": f"{config_id}-s{i}", "config_id": config_id, "algorithm": alg,
-                     "num_env_runners": n, "seed": i, "is_baseline": baseline,
-                     "status": "reached" if r else "censored", "reached": bool(r),
-                     "time_to_target_s": d if r else math.nan,
-                     "steps_to_target": steps if r else math.nan, "duration_s": float(d),
-                     "env_steps_per_s": tput, "num_cpus": cpus if cpus is not None else 1.0 + n,
-                     "num_gpus": 0.0, "oversubscribed": False, "config_label": f"n={n}",
-                     "error": ""})
+        rows.append(
+            {
+                "trial_id": f"{config_id}-s{i}",
+                "config_id": config_id,
+                "algorithm": alg,
+                "num_env_runners": n,
+                "seed": i,
+                "is_baseline": baseline,
+                "status": "reached" if r else "censored",
+                "reached": bool(r),
+                "time_to_target_s": d if r else math.nan,
+                "steps_to_target": steps if r else math.nan,
+                "duration_s": float(d),
+                "env_steps_per_s": tput,
+                "num_cpus": cpus if cpus is not None else 1.0 + n,
+                "num_gpus": 0.0,
+                "oversubscribed": False,
+                "config_label": f"n={n}",
+                "error": "",
+            }
+        )
     for j in range(errors):
-        rows.append({**rows[0], "trial_id": f"{config_id}-e{j}", "status": "error",
-                     "reached": False, "duration_s": 1.0, "error": "boom"})
+        rows.append(
+            {
+                **rows[0],
+                "trial_id": f"{config_id}-e{j}",
+                "status": "error",
+                "reached": False,
+                "duration_s": 1.0,
+                "error": "boom",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -120,11 +151,21 @@ def test_errors_are_left_out_and_counted() -> None:
 
 
 def test_speedup_efficiency_and_decomposition_by_hand() -> None:
-    tm = pd.concat([
-        make_tm("base", [100.0, 100.0, 100.0], [True] * 3, n=1, baseline=True, tput=100.0,
-                steps=1000.0),
-        make_tm("four", [50.0, 50.0, 50.0], [True] * 3, n=4, tput=300.0, steps=1500.0),
-    ], ignore_index=True)
+    tm = pd.concat(
+        [
+            make_tm(
+                "base",
+                [100.0, 100.0, 100.0],
+                [True] * 3,
+                n=1,
+                baseline=True,
+                tput=100.0,
+                steps=1000.0,
+            ),
+            make_tm("four", [50.0, 50.0, 50.0], [True] * 3, n=4, tput=300.0, steps=1500.0),
+        ],
+        ignore_index=True,
+    )
     summary = summarize_configs(tm)
     sp, warns = speedup_table(tm, summary)
     r = sp.set_index("config_id").loc["four"]
@@ -141,8 +182,10 @@ def test_speedup_ci_resamples_both_configurations() -> None:
     rng = np.random.default_rng(0)
     base = rng.normal(100.0, 10.0, 8)
     fast = rng.normal(40.0, 5.0, 8)
-    tm = pd.concat([make_tm("b", base, [True] * 8, baseline=True),
-                    make_tm("f", fast, [True] * 8, n=4)], ignore_index=True)
+    tm = pd.concat(
+        [make_tm("b", base, [True] * 8, baseline=True), make_tm("f", fast, [True] * 8, n=4)],
+        ignore_index=True,
+    )
     sp, _ = speedup_table(tm, summarize_configs(tm))
     r = sp.set_index("config_id").loc["f"]
     assert r["speedup"] == pytest.approx(np.median(base) / np.median(fast))
@@ -151,18 +194,27 @@ def test_speedup_ci_resamples_both_configurations() -> None:
 
 
 def test_speedup_bounds_when_a_median_is_not_reached() -> None:
-    tm = pd.concat([make_tm("base", [40.0, 41.0, 40.5], [False] * 3, baseline=True),
-                    make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2),
-                    make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4)], ignore_index=True)
+    tm = pd.concat(
+        [
+            make_tm("base", [40.0, 41.0, 40.5], [False] * 3, baseline=True),
+            make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2),
+            make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4),
+        ],
+        ignore_index=True,
+    )
     sp, _ = speedup_table(tm, summarize_configs(tm))
     sp = sp.set_index("config_id")
     assert math.isinf(sp.at["fast", "speedup"])
     assert sp.at["fast", "speedup_lower_bound"] == pytest.approx(41.0 / 20.0)
     assert "S > 2.05" in sp.at["fast", "speedup_note"]
     assert math.isnan(sp.at["never", "speedup"])  # neither reached: no bound either way
-    tm2 = pd.concat([make_tm("base", [10.0, 10.0, 10.0], [True] * 3, baseline=True),
-                     make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4)],
-                    ignore_index=True)
+    tm2 = pd.concat(
+        [
+            make_tm("base", [10.0, 10.0, 10.0], [True] * 3, baseline=True),
+            make_tm("never", [30.0, 30.0, 31.0], [False] * 3, n=4),
+        ],
+        ignore_index=True,
+    )
     sp2, _ = speedup_table(tm2, summarize_configs(tm2))
     r = sp2.set_index("config_id").loc["never"]
     assert r["speedup"] == 0.0 and r["speedup_upper_bound"] == pytest.approx(10.0 / 31.0)
@@ -175,9 +227,14 @@ def test_no_baseline_says_so() -> None:
 
 
 def test_best_configs_prefers_lowest_ttt_then_success() -> None:
-    tm = pd.concat([make_tm("slow", [50.0, 60.0, 70.0], [True] * 3),
-                    make_tm("fast", [20.0, 30.0, 40.0], [True] * 3),
-                    make_tm("never", [99.0, 99.0, 99.0], [False] * 3)], ignore_index=True)
+    tm = pd.concat(
+        [
+            make_tm("slow", [50.0, 60.0, 70.0], [True] * 3),
+            make_tm("fast", [20.0, 30.0, 40.0], [True] * 3),
+            make_tm("never", [99.0, 99.0, 99.0], [False] * 3),
+        ],
+        ignore_index=True,
+    )
     best = best_configs(summarize_configs(tm))
     assert list(best["config_id"]) == ["fast"]
 
@@ -185,12 +242,15 @@ def test_best_configs_prefers_lowest_ttt_then_success() -> None:
 def test_absolute_speedup_against_the_reference_and_efficiency_within_one_algorithm() -> None:
     ref = make_tm("reference", [2.0, 2.0, 2.0], [True] * 3, n=0, alg="SB3-DQN", cpus=1.0)
     ref["is_reference"] = True
-    tm = pd.concat([
-        ref,
-        make_tm("base", [20.0, 20.0, 20.0], [True] * 3, n=1, baseline=True),
-        make_tm("dqn2", [10.0, 10.0, 10.0], [True] * 3, n=2),
-        make_tm("apex1", [4.0, 4.0, 4.0], [True] * 3, n=1, alg="APEX"),
-    ], ignore_index=True)
+    tm = pd.concat(
+        [
+            ref,
+            make_tm("base", [20.0, 20.0, 20.0], [True] * 3, n=1, baseline=True),
+            make_tm("dqn2", [10.0, 10.0, 10.0], [True] * 3, n=2),
+            make_tm("apex1", [4.0, 4.0, 4.0], [True] * 3, n=1, alg="APEX"),
+        ],
+        ignore_index=True,
+    )
     tm["is_reference"] = tm["is_reference"].eq(True)  # NaN (not the reference) -> False
     summary = summarize_configs(tm)
     assert summary.set_index("config_id").at["reference", "is_reference"]
@@ -200,7 +260,8 @@ def test_absolute_speedup_against_the_reference_and_efficiency_within_one_algori
     assert sp.at["apex1", "abs_speedup"] == pytest.approx(0.5)
     assert (sp.at["apex1", "abs_speedup_low"], sp.at["apex1", "abs_speedup_high"]) == (0.5, 0.5)
     assert math.isnan(sp.at["reference", "abs_speedup"]) and math.isnan(
-        sp.at["reference", "speedup"])
+        sp.at["reference", "speedup"]
+    )
     # parallel efficiency only within the baseline's algorithm: DQN 2 runners, not APEX
     assert sp.at["dqn2", "efficiency_per_runner"] == pytest.approx(1.0)
     assert sp.at["apex1", "speedup"] == pytest.approx(5.0)
@@ -215,8 +276,13 @@ def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
     assert floor_to(3.0699, 2) == 3.06 and floor_to(3.07, 1) == 3.0
     assert floor_to(41.0 / 20.0, 2) == 2.05  # exact values stay exact
     assert ceil_to(0.321, 2) == 0.33 and ceil_to(0.3, 2) == pytest.approx(0.3)
-    tm = pd.concat([make_tm("base", [40.0, 40.0, 61.4], [False] * 3, baseline=True),
-                    make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2)], ignore_index=True)
+    tm = pd.concat(
+        [
+            make_tm("base", [40.0, 40.0, 61.4], [False] * 3, baseline=True),
+            make_tm("fast", [20.0, 20.0, 20.0], [True] * 3, n=2),
+        ],
+        ignore_index=True,
+    )
     sp = speedup_table(tm, summarize_configs(tm))[0].set_index("config_id")
     assert sp.at["fast", "speedup_lower_bound"] == pytest.approx(3.07)
     assert "S > 3.07" in sp.at["fast", "speedup_note"]  # the data's 3.07, not "3.1"
@@ -229,12 +295,16 @@ def test_reference_verdict_with_an_unbounded_interval_does_not_claim_a_win() -> 
     verdict says the seeds cannot tell the two apart."""
     from analysis.study import reference_verdict
 
-    ref = make_tm("reference", [1.0, 7.1, 45.0], [True, True, False], n=0, alg="SB3-DQN",
-                  cpus=1.0)
+    ref = make_tm("reference", [1.0, 7.1, 45.0], [True, True, False], n=0, alg="SB3-DQN", cpus=1.0)
     ref["is_reference"] = True
-    tm = pd.concat([ref, make_tm("base", [20.0] * 3, [True] * 3, n=1, baseline=True),
-                    make_tm("apex1", [5.4, 6.7, 9.0], [True] * 3, n=1, alg="APEX")],
-                   ignore_index=True)
+    tm = pd.concat(
+        [
+            ref,
+            make_tm("base", [20.0] * 3, [True] * 3, n=1, baseline=True),
+            make_tm("apex1", [5.4, 6.7, 9.0], [True] * 3, n=1, alg="APEX"),
+        ],
+        ignore_index=True,
+    )
     tm["is_reference"] = tm["is_reference"].eq(True)
     summary = summarize_configs(tm)
     speed = speedup_table(tm, summary)[0]
@@ -242,29 +312,37 @@ def test_reference_verdict_with_an_unbounded_interval_does_not_claim_a_win() -> 
     assert r["abs_speedup"] > 1 and r["abs_speedup_low"] < 1 and math.isinf(r["abs_speedup_high"])
     verdict = reference_verdict(summary, speed)
     assert verdict.startswith("The fastest configuration, APEX with 1 env runner(s), cannot"), (
-        verdict)
+        verdict
+    )
     assert "unbounded" in verdict and "interval contains 1" in verdict
 
 
-@pytest.mark.parametrize("apex_ttts, starts", [
-    ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runner(s) beats the single-process reference"),
-    ([4.0, 4.0, 4.0, 4.0, 4.0], "No configuration of the sweep beats the single-process"),
-    # overlapping seeds: faster by the point estimate (1.5 < 2), but the interval contains 1
-    ([1.0, 1.0, 1.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
-    # slower by the point estimate, the interval contains 1: not "does not beat" either
-    ([1.0, 1.0, 2.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
-])
+@pytest.mark.parametrize(
+    "apex_ttts, starts",
+    [
+        ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runner(s) beats the single-process reference"),
+        ([4.0, 4.0, 4.0, 4.0, 4.0], "No configuration of the sweep beats the single-process"),
+        # overlapping seeds: faster by the point estimate (1.5 < 2), but the interval contains 1
+        ([1.0, 1.0, 1.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
+        # slower by the point estimate, the interval contains 1: not "does not beat" either
+        ([1.0, 1.0, 2.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
+    ],
+)
 def test_reference_verdict_claims_only_what_the_interval_shows(apex_ttts, starts) -> None:
     """``reference_verdict`` says *beats* / *does not beat* only when the absolute speedup's
     95 % interval lies on one side of 1; when it contains 1 it says the seeds cannot tell."""
     from analysis.study import reference_verdict
 
-    ref = make_tm("reference", [2.0, 2.0, 2.0, 1.5, 2.5], [True] * 5, n=0, alg="SB3-DQN",
-                  cpus=1.0)
+    ref = make_tm("reference", [2.0, 2.0, 2.0, 1.5, 2.5], [True] * 5, n=0, alg="SB3-DQN", cpus=1.0)
     ref["is_reference"] = True
-    tm = pd.concat([ref, make_tm("base", [20.0] * 5, [True] * 5, n=1, baseline=True),
-                    make_tm("apex0", apex_ttts, [True] * 5, n=0, alg="APEX")],
-                   ignore_index=True)
+    tm = pd.concat(
+        [
+            ref,
+            make_tm("base", [20.0] * 5, [True] * 5, n=1, baseline=True),
+            make_tm("apex0", apex_ttts, [True] * 5, n=0, alg="APEX"),
+        ],
+        ignore_index=True,
+    )
     tm["is_reference"] = tm["is_reference"].eq(True)
     summary = summarize_configs(tm)
     speed = speedup_table(tm, summary)[0]

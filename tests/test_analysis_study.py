@@ -11,10 +11,16 @@ def test_env_faults_are_flagged_when_their_rates_differ():
 
     from analysis.study import fault_warnings
 
-    rows = pd.DataFrame({
-        "config_id": ["a", "a", "b", "b"], "algorithm": ["PPO"] * 4,
-        "num_env_runners": [1, 1, 8, 8], "total_env_steps": [10_000] * 4,
-        "env_restarts": [2, 2, 10, 12], "env_runner_restarts": [0, 0, 1, 0]})
+    rows = pd.DataFrame(
+        {
+            "config_id": ["a", "a", "b", "b"],
+            "algorithm": ["PPO"] * 4,
+            "num_env_runners": [1, 1, 8, 8],
+            "total_env_steps": [10_000] * 4,
+            "env_restarts": [2, 2, 10, 12],
+            "env_runner_restarts": [0, 0, 1, 0],
+        }
+    )
     lines = fault_warnings(rows)
     assert len(lines) == 2
     assert lines[0].startswith("4 trial(s) recovered from env faults (27 restarts in all")

@@ -30,16 +30,24 @@ def test_the_lowest_ceiling_binds():
     assert roofline_rate(0.010, 0, True, 0.002, 0.0, two) == (pytest.approx(100.0), "cores")
     assert roofline_rate(0.010, 1, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
     assert roofline_rate(0.010, 4, False, 0.002, 0.0, two) == (pytest.approx(200.0), "cores")
-    assert roofline_rate(0.010, 4, False, 0.002, 0.0, Machine(16)) == (pytest.approx(500.0), "cores")
+    assert roofline_rate(0.010, 4, False, 0.002, 0.0, Machine(16)) == (
+        pytest.approx(500.0),
+        "cores",
+    )
     # an env runner steps its envs in turn: 4 of them waiting 50 ms each cannot beat 80/s
-    assert roofline_rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (pytest.approx(80.0),
-                                                                  "env runners")
+    assert roofline_rate(0.002, 4, False, 0.0, 0.050, Machine(16)) == (
+        pytest.approx(80.0),
+        "env runners",
+    )
     # faster cores do the rest of each step (8 of the 10 ms) in half the time; the env's own
     # step_cpu_ms means milliseconds of a core wherever it runs
-    assert roofline_rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(2 / 0.006)
+    assert roofline_rate(0.010, 1, False, 0.002, 0.0, Machine(2, 2.0))[0] == pytest.approx(
+        2 / 0.006
+    )
     # at another env cost only the env's part of each step changes
     assert roofline_rate(0.010, 0, True, 0.020, 0.0, two, run_cpu_s=0.002)[0] == pytest.approx(
-        1 / 0.028)
+        1 / 0.028
+    )
     with pytest.raises(ValueError, match="cores > 0"):
         Machine(cores=0)
 
@@ -52,21 +60,30 @@ def test_each_env_runners_own_work_is_the_cpu_per_step_less_the_drivers_and_the_
     # 10 ms per env step, 2 ms of it the driver's: waiting 50 ms per step, each of 4 runners
     # also spends its 8 ms of work per step
     assert roofline_rate(0.010, 4, False, 0.0, 0.050, many, driver_s=0.002) == (
-        pytest.approx(4 / 0.058), "env runners")
+        pytest.approx(4 / 0.058),
+        "env runners",
+    )
     assert roofline_rate(0.010, 4, False, 0.0, 0.050, many)[0] == pytest.approx(4 / 0.050)
     # a CPU-bound env: 2 ms of the 10 are the env's own, 7 ms the runner's: 4 runners take
     # 9 ms per step each, under the 5 busy processes' 5 / 10 ms
     assert roofline_rate(0.010, 4, False, 0.002, 0.0, many, driver_s=0.001) == (
-        pytest.approx(4 / 0.009), "env runners")
+        pytest.approx(4 / 0.009),
+        "env runners",
+    )
     # cores twice as fast halve the runner's work, not the env's wait
-    assert roofline_rate(0.010, 4, False, 0.0, 0.050, Machine(64, 2.0), driver_s=0.002)[0] == \
-        pytest.approx(4 / 0.054)
+    assert roofline_rate(0.010, 4, False, 0.0, 0.050, Machine(64, 2.0), driver_s=0.002)[
+        0
+    ] == pytest.approx(4 / 0.054)
     # the driver's CPU is no ceiling of its own (an asynchronous learner takes what it gets)
     assert roofline_rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.002) == (
-        pytest.approx(1700.0), "cores")
+        pytest.approx(1700.0),
+        "cores",
+    )
     # the reference is one process: the cores ceiling, whatever its driver's share
-    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, driver_s=0.010) == (pytest.approx(100.0),
-                                                                     "cores")
+    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, driver_s=0.010) == (
+        pytest.approx(100.0),
+        "cores",
+    )
 
 
 def test_the_learner_updates_on_one_core_whatever_the_env_runners_sample():
@@ -77,15 +94,22 @@ def test_the_learner_updates_on_one_core_whatever_the_env_runners_sample():
     # 10 ms per env step, 2.5 ms of it the learner's updates: 16 runners could sample
     # 1700/s on 64 cores, the learner trains 400/s
     assert roofline_rate(0.010, 16, False, 0.0, 0.0, many, driver_s=0.003, learner_s=0.0025) == (
-        pytest.approx(400.0), "learner")
-    assert roofline_rate(0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.003,
-                 learner_s=0.0025) == (pytest.approx(800.0), "learner")
+        pytest.approx(400.0),
+        "learner",
+    )
+    assert roofline_rate(
+        0.010, 16, False, 0.0, 0.0, Machine(64, 2.0), driver_s=0.003, learner_s=0.0025
+    ) == (pytest.approx(800.0), "learner")
     # on 2 cores the cores bind first (200/s), and without l there is no learner ceiling
     assert roofline_rate(0.010, 16, False, 0.0, 0.0, Machine(2), learner_s=0.0025) == (
-        pytest.approx(200.0), "cores")
+        pytest.approx(200.0),
+        "cores",
+    )
     assert roofline_rate(0.010, 16, False, 0.0, 0.0, many)[1] == "cores"
-    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, learner_s=0.005) == (pytest.approx(100.0),
-                                                                       "cores")
+    assert roofline_rate(0.010, 0, True, 0.0, 0.0, many, learner_s=0.005) == (
+        pytest.approx(100.0),
+        "cores",
+    )
 
 
 def test_the_driver_cpu_per_env_step_leaves_out_evaluation(tmp_path, analysed_runs):
@@ -180,13 +204,19 @@ def test_the_cpu_bound_break_even_needs_fewer_env_steps_per_core_than_the_refere
     ref, _ = measured_parts(data)
     # IMPALA made to need only the reference's env steps: 4 lanes for the same env steps, so
     # it must pay at some CPU cost, and at that cost the two predicted TTTs meet
-    cheap = dataclasses.replace(data, tm=data.tm.assign(
-        steps_to_target=data.tm["steps_to_target"].where(data.tm["is_reference"], ref.steps)))
+    cheap = dataclasses.replace(
+        data,
+        tm=data.tm.assign(
+            steps_to_target=data.tm["steps_to_target"].where(data.tm["is_reference"], ref.steps)
+        ),
+    )
     rows = break_even_on(cheap, Machine(16)).set_index("num_env_runners")
     c = rows.loc[4, "break_even_ms"]
     assert 0 < c < math.inf
-    at = {(t.reference, t.num_env_runners): t.ttt_s
-          for t in transfer(cheap, Machine(16), cpu_cost_ms=c, n_resamples=0)}
+    at = {
+        (t.reference, t.num_env_runners): t.ttt_s
+        for t in transfer(cheap, Machine(16), cpu_cost_ms=c, n_resamples=0)
+    }
     assert at[(False, 4)] == pytest.approx(at[(True, 0)], rel=1e-3)
 
 
@@ -198,8 +228,9 @@ def test_the_check_reads_only_the_target_runs_measurements(analysed_runs):
     predicted = transfer(data, Machine(2), cores=1, n_resamples=50)
     rows = check_rows(predicted, target)
     assert len(rows) == len(predicted) and rows["reference"].iloc[0]
-    slow = dataclasses.replace(target, summary=target.summary.assign(
-        ttt_s=target.summary["ttt_s"] * 10))
+    slow = dataclasses.replace(
+        target, summary=target.summary.assign(ttt_s=target.summary["ttt_s"] * 10)
+    )
     again = check_rows(predicted, slow)
     assert again["predicted_ttt_s"].tolist() == pytest.approx(rows["predicted_ttt_s"].tolist())
     assert again["ttt_s"].tolist() == pytest.approx((rows["ttt_s"] * 10).tolist())
@@ -207,8 +238,16 @@ def test_the_check_reads_only_the_target_runs_measurements(analysed_runs):
 
 
 def test_cli_transfers_checks_and_refuses_bad_machines(plan):
-    ok = plan(str(ONE_CORE), "--transfer", "--cores", "2", "--source-cores", "1", "--check",
-              str(TWO_CORES))
+    ok = plan(
+        str(ONE_CORE),
+        "--transfer",
+        "--cores",
+        "2",
+        "--source-cores",
+        "1",
+        "--check",
+        str(TWO_CORES),
+    )
     assert ok.returncode == 0, ok.stderr
     assert "Transfer" in ok.stdout and "Check" in ok.stdout
     assert "Predicted from 1 core(s) for 2 core(s)" in ok.stdout
@@ -216,14 +255,19 @@ def test_cli_transfers_checks_and_refuses_bad_machines(plan):
     out = " ".join(at20.stdout.split())
     assert at20.returncode == 0 and "env CPU per step 20 ms" in out, at20.stderr
     assert "On 16 core(s) with CPU-bound envs" in out and "never beats one process" in out
-    for argv, words in ((["--cores", "2"], "--cores: only with --transfer"),
-                        (["--transfer"], "--transfer needs --cores > 0"),
-                        (["--transfer", "--cores", "2", "--core-speed", "0"],
-                         "--core-speed 0: must be > 0"),
-                        (["--transfer", "--cores", "2", "--env-cost-ms", "10,20"],
-                         "--transfer predicts at one env cost"),
-                        (["--transfer", "--cores", "2", "--env-cost-ms", "10", "--check",
-                          str(TWO_CORES)], "leave out --env-cost-ms")):
+    for argv, words in (
+        (["--cores", "2"], "--cores: only with --transfer"),
+        (["--transfer"], "--transfer needs --cores > 0"),
+        (["--transfer", "--cores", "2", "--core-speed", "0"], "--core-speed 0: must be > 0"),
+        (
+            ["--transfer", "--cores", "2", "--env-cost-ms", "10,20"],
+            "--transfer predicts at one env cost",
+        ),
+        (
+            ["--transfer", "--cores", "2", "--env-cost-ms", "10", "--check", str(TWO_CORES)],
+            "leave out --env-cost-ms",
+        ),
+    ):
         bad = plan(str(ONE_CORE), *argv)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

@@ -203,8 +203,9 @@ def test_gpu_head_layout_is_a_head_job_and_a_worker_job_with_one_rendezvous():
     assert workers.environment_variables["RAY_AUTH_TOKEN"] == TOKEN_LIKE
 
 
-@pytest.mark.parametrize("flags, kind", [(["--launcher", "ray"], "ray"),
-                                         (["--ray-distribution"], "ray"), ([], "mpi")])
+@pytest.mark.parametrize(
+    "flags, kind", [(["--launcher", "ray"], "ray"), (["--ray-distribution"], "ray"), ([], "mpi")]
+)
 def test_the_launcher_flag_chooses_the_job_kind(flags, kind, cli):
     """`--launcher ray` (alias `--ray-distribution`) is the RayDistribution job; the default is
     the MPI bootstrap. `--dry-run` prints the job YAML without contacting Azure (the sweep
@@ -222,9 +223,11 @@ def test_ray_distribution_job():
     assert d["distribution"]["type"] == "ray"
     assert d["distribution"]["include_dashboard"] is False
     # the command waits for the 3 nodes Azure ML starts, then runs the sweep on them
-    assert d["command"].startswith("python -m cluster.bootstrap --role driver --nodes 3 "
-                                   "--results-dir ${{outputs.results}} -- python -m sweeps.run "
-                                   "sweeps/cartpole_quick.py")
+    assert d["command"].startswith(
+        "python -m cluster.bootstrap --role driver --nodes 3 "
+        "--results-dir ${{outputs.results}} -- python -m sweeps.run "
+        "sweeps/cartpole_quick.py"
+    )
     assert d["command"].endswith("--address auto")
 
 
@@ -251,8 +254,10 @@ def test_a_users_sweep_outside_the_project_travels_as_a_job_input(tmp_path, clea
     folder = user_folder(tmp_path)
     path = yaml_sweep(folder, "corridor_env:Corridor-v0")
     (job,) = azure.job_specs(path, nodes=2, vm="Standard_D8s_v5")
-    assert "-- python -m sweeps.run ${{inputs.sweep_folder}}/corridor.yaml --results " \
+    assert (
+        "-- python -m sweeps.run ${{inputs.sweep_folder}}/corridor.yaml --results "
         "${{outputs.results}}" in job.command
+    )
     d = job_dict(job)
     assert d["inputs"]["sweep_folder"]["type"] == "uri_folder"
     assert d["inputs"]["sweep_folder"]["mode"] == "ro_mount"

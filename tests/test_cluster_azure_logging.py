@@ -46,9 +46,11 @@ def test_platform_callbacks_are_named_by_the_jobs_environment(monkeypatch):
     monkeypatch.delenv("AZUREML_RUN_ID", raising=False)
     assert platform_callbacks({}) == []
     assert platform_callbacks({CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}) == []
-    for bad, why in (("cluster.azure_logging", "not module:function"),
-                     ("cluster.nope:f", "ModuleNotFoundError"),
-                     ("cluster.azure_logging:nope", "AttributeError")):
+    for bad, why in (
+        ("cluster.azure_logging", "not module:function"),
+        ("cluster.nope:f", "ModuleNotFoundError"),
+        ("cluster.azure_logging:nope", "AttributeError"),
+    ):
         with pytest.raises(SpecError, match=why) as e:
             platform_callbacks({CALLBACKS_VAR: bad})
         assert CALLBACKS_VAR in str(e.value) and "\n" not in str(e.value)

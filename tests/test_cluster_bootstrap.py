@@ -113,16 +113,36 @@ def test_the_driver_role_waits_for_the_nodes_of_a_cluster_it_did_not_form(tmp_pa
     from cluster.local_multinode import LoopbackCluster
 
     out = tmp_path / "outputs"
-    count = ("import ray, sys; ray.init(); "
-             "open(sys.argv[1], 'w').write(str(len([n for n in ray.nodes() if n['Alive']])))")
+    count = (
+        "import ray, sys; ray.init(); "
+        "open(sys.argv[1], 'w').write(str(len([n for n in ray.nodes() if n['Alive']])))"
+    )
     with LoopbackCluster(nodes=2, cpus_per_node=1, log_dir=tmp_path / "logs") as cluster:
         env = {k: v for k, v in cluster.client_env().items() if not k.startswith("OMPI_")}
 
         def driver(nodes: int, *cmd: str) -> subprocess.CompletedProcess:
             return subprocess.run(
-                [sys.executable, "-m", "cluster.bootstrap", "--role", "driver", "--nodes",
-                 str(nodes), "--node-timeout", "5", "--results-dir", str(out), "--", *cmd],
-                env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+                [
+                    sys.executable,
+                    "-m",
+                    "cluster.bootstrap",
+                    "--role",
+                    "driver",
+                    "--nodes",
+                    str(nodes),
+                    "--node-timeout",
+                    "5",
+                    "--results-dir",
+                    str(out),
+                    "--",
+                    *cmd,
+                ],
+                env=env,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
 
         ran = driver(2, sys.executable, "-c", count, str(tmp_path / "seen"))
         assert ran.returncode == 0, ran.stderr[-3000:]

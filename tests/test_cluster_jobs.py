@@ -23,14 +23,24 @@ from cluster.auth import auth_env, new_token
 from cluster.nodes import RayNode, free_ports
 
 # beside other Ray tests (`-n 2`); the tests sharing the job server run on one worker
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
-              pytest.mark.xdist_group("job_server")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.parallel,
+    pytest.mark.xdist_group("job_server"),
+]
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _jobs(*args: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cluster.jobs", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "cluster.jobs", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _job_server_up(address: str, env: dict, timeout_s: float = 90) -> None:
@@ -53,9 +63,16 @@ def job_server(tmp_path_factory):
     # its own temp dir (short: Ray's socket paths must fit 107 bytes), as on a cluster's head;
     # other Ray instances may run on this machine beside it
     temp_dir = tempfile.mkdtemp(prefix="ray-jobs-")
-    head = RayNode(head=True, num_cpus=2, port=port, node_ip="127.0.0.1", token=token,
-                   dashboard_port=dashboard, log_path=logs / "head.log",
-                   temp_dir=temp_dir).start()
+    head = RayNode(
+        head=True,
+        num_cpus=2,
+        port=port,
+        node_ip="127.0.0.1",
+        token=token,
+        dashboard_port=dashboard,
+        log_path=logs / "head.log",
+        temp_dir=temp_dir,
+    ).start()
     env = {**os.environ, **auth_env(token)}
     address = f"http://127.0.0.1:{dashboard}"
     try:
@@ -70,15 +87,23 @@ def job_server(tmp_path_factory):
 
 
 def test_a_users_sweep_outside_the_project_is_submitted_recorded_and_downloaded(
-        job_server, tmp_path):
+    job_server, tmp_path
+):
     """The sweep file and its env module live in a folder of the user's, outside the
     project: that folder is the job's working_dir and the project's packages its py_modules,
     so the trial's env runners import the user's module on the cluster."""
     address, env = job_server
     folder = user_folder(tmp_path)
     path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0,), algorithms=("PPO",))
-    sub = _jobs("submit", str(path), "--address", address,
-                "--remote-results", str(tmp_path / "on_the_head"), env=env)
+    sub = _jobs(
+        "submit",
+        str(path),
+        "--address",
+        address,
+        "--remote-results",
+        str(tmp_path / "on_the_head"),
+        env=env,
+    )
     assert sub.returncode == 0, sub.stdout[-3000:] + sub.stderr[-3000:]
     job = re.search(r"^Submitted (\S+) to ", sub.stdout, re.MULTILINE).group(1)
     assert "python -m sweeps.run corridor.yaml" in sub.stdout
@@ -86,8 +111,9 @@ def test_a_users_sweep_outside_the_project_is_submitted_recorded_and_downloaded(
     assert "Done: 1 trials recorded" in sub.stdout  # the streamed logs of the sweep
     status = _jobs("status", job, "--address", address, env=env)
     assert status.stdout.strip() == "SUCCEEDED", status.stderr
-    down = _jobs("download", job, "--address", address, "--results",
-                 str(tmp_path / "here"), env=env)
+    down = _jobs(
+        "download", job, "--address", address, "--results", str(tmp_path / "here"), env=env
+    )
     assert down.returncode == 0, down.stderr[-2000:]
     local = Path(down.stdout.strip().splitlines()[-1])
     assert local.parent.parent == tmp_path / "here" and local.parent.name == "corridor"
@@ -116,16 +142,45 @@ def test_the_kuberay_manifest_runs_a_packed_user_folder_as_its_job_would(job_ser
     path = yaml_sweep(folder, "corridor_env:Corridor-v0", runners=(0,), algorithms=("PPO",))
     (folder / "results").mkdir()
     (folder / "results" / "old.txt").write_text("not shipped")
-    packed = subprocess.run([sys.executable, "-m", "cluster.kuberay", "pack", str(path), "-o",
-                             str(tmp_path / "code.zip")], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
+    packed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cluster.kuberay",
+            "pack",
+            str(path),
+            "-o",
+            str(tmp_path / "code.zip"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert packed.returncode == 0, packed.stderr[-2000:]
     with zipfile.ZipFile(tmp_path / "code.zip") as z:
         assert sorted(z.namelist()) == ["user/corridor.yaml", "user/corridor_env.py"]
     manifest = subprocess.run(
-        [sys.executable, "-m", "cluster.kuberay", "rayjob", str(path), "--workers", "1",
-         "--cpus-per-worker", "2", "--code-uri", (tmp_path / "code.zip").as_uri(),
-         "--results", "s3://bucket/r"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "cluster.kuberay",
+            "rayjob",
+            str(path),
+            "--workers",
+            "1",
+            "--cpus-per-worker",
+            "2",
+            "--code-uri",
+            (tmp_path / "code.zip").as_uri(),
+            "--results",
+            "s3://bucket/r",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert manifest.returncode == 0, manifest.stderr[-2000:]
     spec = yaml.safe_load(manifest.stdout)["spec"]
     entrypoint = spec["entrypoint"].replace(" --results s3://bucket/r", "")
@@ -136,11 +191,27 @@ def test_the_kuberay_manifest_runs_a_packed_user_folder_as_its_job_would(job_ser
     # head is this machine, so the results go where this test can read them
     (tmp_path / "runtime_env.yaml").write_text(spec["runtimeEnvYAML"])
     submit = subprocess.run(
-        [sys.executable, "-m", "ray.scripts.scripts", "job", "submit", "--address", address,
-         "--submission-id", f"kuberay-{os.getpid()}", "--runtime-env",
-         str(tmp_path / "runtime_env.yaml"), "--",
-         *f"{entrypoint} --no-report --results {tmp_path}".split()],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400)
+        [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "job",
+            "submit",
+            "--address",
+            address,
+            "--submission-id",
+            f"kuberay-{os.getpid()}",
+            "--runtime-env",
+            str(tmp_path / "runtime_env.yaml"),
+            "--",
+            *f"{entrypoint} --no-report --results {tmp_path}".split(),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     status = _jobs("status", f"kuberay-{os.getpid()}", "--address", address, env=env)
     logs = submit.stdout + submit.stderr
     assert status.stdout.strip() == "SUCCEEDED", logs[-3000:]
@@ -159,8 +230,14 @@ def test_code_outside_the_uploaded_folder_is_one_line(tmp_path):
     bad = folder / "bad.py"
     bad.write_text("SWEEP = None\n")
     for file, message in ((path, "lies outside"), (bad, "bad.py")):
-        proc = _jobs("submit", str(file), "--address", "http://127.0.0.1:9",
-                     env=dict(os.environ), timeout=120)
+        proc = _jobs(
+            "submit",
+            str(file),
+            "--address",
+            "http://127.0.0.1:9",
+            env=dict(os.environ),
+            timeout=120,
+        )
         assert proc.returncode == 2, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], lines

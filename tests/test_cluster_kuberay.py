@@ -28,8 +28,14 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``python -m cluster.kuberay ARGS``: in this process (its imports paid once), or, with
     ``env``, in a subprocess with that environment."""
     if env is not None:
-        return subprocess.run([sys.executable, "-m", "cluster.kuberay", *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=180, env=env)
+        return subprocess.run(
+            [sys.executable, "-m", "cluster.kuberay", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+        )
     import contextlib
     import io
 
@@ -52,7 +58,8 @@ def test_the_issue_command_prints_a_manifest_the_crd_accepts(rayjob_schema):
     # stderr: only the warning that results die with the head pod without --results-pvc
     assert proc.stderr.strip().splitlines() == [
         "warning: no --results-pvc: the results stay on the head pod and are deleted with it "
-        "when the job ends"], proc.stderr
+        "when the job ends"
+    ], proc.stderr
     manifest = yaml.safe_load(proc.stdout)
     jsonschema.validate(manifest, rayjob_schema)
     assert manifest["apiVersion"] == "ray.io/v1" and manifest["kind"] == "RayJob"
@@ -77,10 +84,26 @@ def test_the_issue_command_prints_a_manifest_the_crd_accepts(rayjob_schema):
 
 
 def test_a_gpu_sweep_with_results_on_a_volume_validates_too(rayjob_schema):
-    proc = _cli("rayjob", "sweeps/pong_impala_16cpu.py", "--workers", "1",
-                "--cpus-per-worker", "16", "--gpus-per-worker", "1", "--memory", "64Gi",
-                "--image", "myacr.azurecr.io/rl-scaling:0.1.0", "--results-pvc", "rl-results",
-                "--namespace", "rl", "--name", "Pong_IMPALA 16")
+    proc = _cli(
+        "rayjob",
+        "sweeps/pong_impala_16cpu.py",
+        "--workers",
+        "1",
+        "--cpus-per-worker",
+        "16",
+        "--gpus-per-worker",
+        "1",
+        "--memory",
+        "64Gi",
+        "--image",
+        "myacr.azurecr.io/rl-scaling:0.1.0",
+        "--results-pvc",
+        "rl-results",
+        "--namespace",
+        "rl",
+        "--name",
+        "Pong_IMPALA 16",
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
     manifest = yaml.safe_load(proc.stdout)
     jsonschema.validate(manifest, rayjob_schema)
@@ -88,8 +111,9 @@ def test_a_gpu_sweep_with_results_on_a_volume_validates_too(rayjob_schema):
     assert manifest["metadata"]["namespace"] == "rl"
     assert manifest["spec"]["entrypoint"].endswith("--results /home/ray/results")
     head = manifest["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
-    assert head["volumes"] == [{"name": "results",
-                                "persistentVolumeClaim": {"claimName": "rl-results"}}]
+    assert head["volumes"] == [
+        {"name": "results", "persistentVolumeClaim": {"claimName": "rl-results"}}
+    ]
     worker = manifest["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
     assert worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert worker["containers"][0]["image"] == "myacr.azurecr.io/rl-scaling:0.1.0"
@@ -112,16 +136,27 @@ def test_the_schema_check_is_not_vacuous(rayjob_schema):
 
 
 def test_results_to_object_storage(rayjob_schema):
-    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "2", "--cpus-per-worker",
-                "4", "--results", "abfs://results/rl")
+    proc = _cli(
+        "rayjob",
+        "sweeps/cartpole_quick.py",
+        "--workers",
+        "2",
+        "--cpus-per-worker",
+        "4",
+        "--results",
+        "abfs://results/rl",
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
     manifest = yaml.safe_load(proc.stdout)
     jsonschema.validate(manifest, rayjob_schema)
     assert manifest["spec"]["entrypoint"].endswith("--results abfs://results/rl")
-    for bad, message in ((["--results", "results"], "needs an object-store URI"),
-                         (["--results", "s3://b/r", "--results-pvc", "r"], "give one")):
-        proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "2",
-                    "--cpus-per-worker", "4", *bad)
+    for bad, message in (
+        (["--results", "results"], "needs an object-store URI"),
+        (["--results", "s3://b/r", "--results-pvc", "r"], "give one"),
+    ):
+        proc = _cli(
+            "rayjob", "sweeps/cartpole_quick.py", "--workers", "2", "--cpus-per-worker", "4", *bad
+        )
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -129,25 +164,39 @@ def test_results_to_object_storage(rayjob_schema):
 def test_a_trial_spans_worker_pods_and_one_larger_than_the_group_is_one_line():
     """Ray places a trial's bundles over several pods: 16 CPUs fit 4 pods of 8 (PACK); on
     one pod of 8 they cannot be placed, said in one line."""
-    spans = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4",
-                 "--cpus-per-worker", "8")
+    spans = _cli(
+        "rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "4", "--cpus-per-worker", "8"
+    )
     assert spans.returncode == 0, spans.stderr
-    proc = _cli("rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "1",
-                "--cpus-per-worker", "8")
+    proc = _cli(
+        "rayjob", "sweeps/cabs_scaling_16cpu.py", "--workers", "1", "--cpus-per-worker", "8"
+    )
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert "(APEX, num_env_runners=15: 16 CPUs, 0 GPUs) cannot be placed on 1 worker pod(s) of 8 " \
-        "CPUs and 0 GPUs (PACK): it asks for 16 CPUs and the cluster has 8 in all" in lines[0], \
-        lines[0]
+    assert (
+        "(APEX, num_env_runners=15: 16 CPUs, 0 GPUs) cannot be placed on 1 worker pod(s) of 8 "
+        "CPUs and 0 GPUs (PACK): it asks for 16 CPUs and the cluster has 8 in all" in lines[0]
+    ), lines[0]
 
 
 def test_apply_without_a_kubeconfig_is_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["HOME"] = str(tmp_path)  # no ~/.kube/config
-    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "1", "--cpus-per-worker",
-                "4", "--results-pvc", "r", "--image", "myacr.azurecr.io/rl-scaling:0.1.0",
-                "--apply", env=env)
+    proc = _cli(
+        "rayjob",
+        "sweeps/cartpole_quick.py",
+        "--workers",
+        "1",
+        "--cpus-per-worker",
+        "4",
+        "--results-pvc",
+        "r",
+        "--image",
+        "myacr.azurecr.io/rl-scaling:0.1.0",
+        "--apply",
+        env=env,
+    )
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "--apply:" in lines[0], lines
@@ -160,18 +209,24 @@ def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job
     from cluster.kuberay import PROJECT_DIR
 
     text = (ROOT / "cluster" / "Dockerfile").read_text()
-    assert f"ARG RAY_IMAGE=rayproject/ray:{ray.__version__}-" in text and "FROM ${RAY_IMAGE}" in text
+    assert (
+        f"ARG RAY_IMAGE=rayproject/ray:{ray.__version__}-" in text and "FROM ${RAY_IMAGE}" in text
+    )
     assert f"RAY_IMAGE=rayproject/ray:{ray.__version__}-py311-gpu" in text  # the GPU recipe
     assert f"WORKDIR {PROJECT_DIR}" in text
     # ray owns the WORKDIR before its `pip install -e .` (the classic builder makes it root's)
     assert text.index(f"chown ray:users {PROJECT_DIR}") < text.index(f"\nWORKDIR {PROJECT_DIR}")
     # the build context is the project root: .dockerignore sends what COPY takes and nothing
     # else (not .venv, .git or results/)
-    ignore = [line for line in (ROOT / ".dockerignore").read_text().splitlines()
-              if line and not line.startswith("#")]
+    ignore = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert ignore[0] == "*"  # everything out, then what the image needs back in
-    copied = {name for line in text.splitlines() if line.startswith("COPY")
-              for name in line.split()[2:-1]}
+    copied = {
+        name for line in text.splitlines() if line.startswith("COPY") for name in line.split()[2:-1]
+    }
     allowed = {entry[1:].rstrip("/") for entry in ignore if entry.startswith("!")}
     assert copied == allowed, (copied, allowed)
 
@@ -187,18 +242,23 @@ def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
     file = sweep_file_of({"command": "python -m sweeps.run sweeps/cabs_scaling.py --seeds 3"})
     assert file == "sweeps/cabs_scaling.py"
     azure, kuberay = launch_lines({"vm": "Standard_D16s_v5", "nodes": 4}, vms, file)
-    assert azure == ("Run it on Azure ML: python -m cluster.azure submit sweeps/cabs_scaling.py "
-                     "--nodes 4 --vm Standard_D16s_v5")
+    assert azure == (
+        "Run it on Azure ML: python -m cluster.azure submit sweeps/cabs_scaling.py "
+        "--nodes 4 --vm Standard_D16s_v5"
+    )
     command = kuberay.split(": ", 1)[1].split(" (node pool")[0]
-    assert command == ("python -m cluster.kuberay rayjob sweeps/cabs_scaling.py --workers 4 "
-                       "--cpus-per-worker 15 --results-pvc rl-results")
+    assert command == (
+        "python -m cluster.kuberay rayjob sweeps/cabs_scaling.py --workers 4 "
+        "--cpus-per-worker 15 --results-pvc rl-results"
+    )
     proc = _cli(*shlex.split(command)[3:])
     assert proc.returncode == 0, proc.stderr[-2000:]
     jsonschema.validate(yaml.safe_load(proc.stdout), rayjob_schema)
 
 
-def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema, tmp_path,
-                                                                    capsys, clean_imports):
+def test_a_users_sweep_outside_the_project_needs_its_packed_folder(
+    rayjob_schema, tmp_path, capsys, clean_imports
+):
     """The image holds only the project: a sweep file elsewhere is refused without --code-uri,
     in one line that says how (pack, upload, --code-uri); with it, the zip is the job's
     working_dir and the entrypoint names the file inside it. The manifest passes the CRD."""
@@ -226,23 +286,28 @@ def test_a_users_sweep_outside_the_project_needs_its_packed_folder(rayjob_schema
     assert manifest["spec"]["entrypoint"].startswith("python -m sweeps.run corridor.yaml ")
     assert yaml.safe_load(manifest["spec"]["runtimeEnvYAML"]) == {"working_dir": uri}
     for args, message in (
-            ([str(ROOT / "sweeps" / "cartpole_quick.py"), *common, "--code-uri", uri],
-             "lies inside the project"),
-            ([path, *common, "--code-uri", "corridor.zip"], "needs the URI of a .zip"),
-            ([path, *common, "--code-uri", uri, "--working-dir", uri], "--working-dir replaces")):
+        (
+            [str(ROOT / "sweeps" / "cartpole_quick.py"), *common, "--code-uri", uri],
+            "lies inside the project",
+        ),
+        ([path, *common, "--code-uri", "corridor.zip"], "needs the URI of a .zip"),
+        ([path, *common, "--code-uri", uri, "--working-dir", uri], "--working-dir replaces"),
+    ):
         code, _, err = cli("rayjob", *args)
         assert code == 2 and message in err, err
         assert len(err.strip().splitlines()) == 1, err
-    code, _, err = cli("pack", str(ROOT / "sweeps" / "cartpole_quick.py"), "-o",
-                       str(tmp_path / "x.zip"))
+    code, _, err = cli(
+        "pack", str(ROOT / "sweeps" / "cartpole_quick.py"), "-o", str(tmp_path / "x.zip")
+    )
     assert code == 2 and "nothing to pack" in err, err
 
 
 def test_gpu_workers_tolerate_gpu_taints_and_default_to_the_gpu_image(rayjob_schema):
     from cluster.kuberay import GPU_TOLERATIONS, rayjob_manifest
 
-    gpu = rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=6,
-                          gpus_per_worker=1)
+    gpu = rayjob_manifest(
+        "sweeps/cartpole_quick.py", workers=2, cpus_per_worker=6, gpus_per_worker=1
+    )
     jsonschema.validate(gpu, rayjob_schema)
     (group,) = gpu["spec"]["rayClusterSpec"]["workerGroupSpecs"]
     assert group["template"]["spec"]["tolerations"] == GPU_TOLERATIONS
@@ -253,25 +318,41 @@ def test_gpu_workers_tolerate_gpu_taints_and_default_to_the_gpu_image(rayjob_sch
     assert not group["template"]["spec"]["containers"][0]["image"].endswith("-gpu")
 
 
-def test_apply_needs_a_registry_image_and_object_store_code_uris_their_packages(tmp_path,
-                                                                             clean_imports):
+def test_apply_needs_a_registry_image_and_object_store_code_uris_their_packages(
+    tmp_path, clean_imports
+):
     from test_envs_forms import user_folder, yaml_sweep
 
-    proc = _cli("rayjob", "sweeps/cartpole_quick.py", "--workers", "1", "--cpus-per-worker",
-                "4", "--results-pvc", "r", "--apply")
+    proc = _cli(
+        "rayjob",
+        "sweeps/cartpole_quick.py",
+        "--workers",
+        "1",
+        "--cpus-per-worker",
+        "4",
+        "--results-pvc",
+        "r",
+        "--apply",
+    )
     assert proc.returncode == 2 and "--apply needs --image REGISTRY/" in proc.stderr, proc.stderr
     path = str(yaml_sweep(user_folder(tmp_path), "corridor_env:Corridor-v0"))
     common = ["--workers", "2", "--cpus-per-worker", "2", "--results-pvc", "r"]
     proc = _cli("rayjob", path, *common, "--code-uri", "s3://bucket/corridor.zip")
     assert proc.returncode == 2 and "smart_open[s3] and boto3" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    proc = _cli("rayjob", path, *common, "--code-uri", "abfss://c@a.dfs.core.windows.net/x.zip",
-                "--image", "myacr.azurecr.io/rl-scaling-adlfs:1")
+    proc = _cli(
+        "rayjob",
+        path,
+        *common,
+        "--code-uri",
+        "abfss://c@a.dfs.core.windows.net/x.zip",
+        "--image",
+        "myacr.azurecr.io/rl-scaling-adlfs:1",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_counted(
-        rayjob_schema):
+def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_counted(rayjob_schema):
     """KubeRay rounds a pod's CPU limit up for Ray (7.5 -> 8); the manifest sets Ray's CPUs to
     the whole CPUs of the pod instead, and a pod of under one CPU is refused in one line."""
     from cluster.kuberay import KubeRayError, rayjob_manifest, sweep_plan
@@ -282,7 +363,9 @@ def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_cou
     assert group["rayStartParams"] == {"num-cpus": "7"}
     limits = group["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert str(limits["cpu"]) in ("7.5", "7500m")  # the pod keeps what it asked for
-    assert sweep_plan("sweeps/cartpole_quick.py", 7, 0, 2)["deadline_s"] == \
-        manifest["spec"]["activeDeadlineSeconds"]
+    assert (
+        sweep_plan("sweeps/cartpole_quick.py", 7, 0, 2)["deadline_s"]
+        == manifest["spec"]["activeDeadlineSeconds"]
+    )
     with pytest.raises(KubeRayError, match="needs at least 1 whole CPU"):
         rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=0.5)

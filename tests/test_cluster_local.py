@@ -145,14 +145,20 @@ def test_the_documented_master_variable_comes_first_and_loses_its_port():
 def test_with_a_rendezvous_the_mpi_master_variables_are_not_the_head():
     """A GPU-head layout's worker job is an MPI job of its own: its master variable names its
     own rank 0, so its workers must wait for the head's address in the rendezvous folder."""
-    env = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
-           "AZ_BATCHAI_MPI_MASTER_NODE": "10.0.0.9", "AZ_BATCH_MASTER_NODE": "10.0.0.9:6105"}
+    env = {
+        "OMPI_COMM_WORLD_RANK": "0",
+        "OMPI_COMM_WORLD_SIZE": "2",
+        "AZ_BATCHAI_MPI_MASTER_NODE": "10.0.0.9",
+        "AZ_BATCH_MASTER_NODE": "10.0.0.9:6105",
+    }
     worker = plan_from_env(env, role="worker", rendezvous=Path("/mnt/rendezvous"))
     assert worker.role == "worker" and worker.head_host is None
     head = plan_from_env(env, role="head", nodes=3, rendezvous=Path("/mnt/rendezvous"))
     assert head.head_host is None  # its own outward IP, published in the folder
-    assert plan_from_env(env, role="worker", rendezvous=Path("/r"),
-                         head_host="10.0.0.1").head_host == "10.0.0.1"
+    assert (
+        plan_from_env(env, role="worker", rendezvous=Path("/r"), head_host="10.0.0.1").head_host
+        == "10.0.0.1"
+    )
 
 
 def test_a_head_with_other_nodes_and_no_master_variable_does_not_bind_loopback():
@@ -330,26 +336,42 @@ def test_the_embedded_ray_refuses_a_process_without_its_token():
     default embedded Ray is its per-run token. A real embedded Ray, and a real stranger that
     knows its address but not its token: refused, in one line, quickly."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
-    holder = subprocess.Popen([sys.executable, "-c", EMBEDDED_HOLDER], cwd=ROOT, env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", EMBEDDED_HOLDER],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         gcs = holder.stdout.readline().strip()
         assert gcs, "the embedded Ray did not start"
-        stranger = "\n".join([
-            "from cluster.local import ClusterError, ray_session",
-            "try:",
-            f"    with ray_session({gcs!r}, log_to_driver=False): print('CONNECTED')",
-            "except ClusterError as e: print('REFUSED', e)",
-        ])
+        stranger = "\n".join(
+            [
+                "from cluster.local import ClusterError, ray_session",
+                "try:",
+                f"    with ray_session({gcs!r}, log_to_driver=False): print('CONNECTED')",
+                "except ClusterError as e: print('REFUSED', e)",
+            ]
+        )
         # both strangers at once: each waits mostly on the refusal, not on a CPU
         start = time.time()
-        strangers = {name: subprocess.Popen([sys.executable, "-c", stranger], cwd=ROOT,
-                                            env=stranger_env, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True)
-                     for name, stranger_env in [("no token", env),
-                                                ("another token",
-                                                 {**env, **auth_env(new_token())})]}
+        strangers = {
+            name: subprocess.Popen(
+                [sys.executable, "-c", stranger],
+                cwd=ROOT,
+                env=stranger_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for name, stranger_env in [
+                ("no token", env),
+                ("another token", {**env, **auth_env(new_token())}),
+            ]
+        }
         for name, proc in strangers.items():
             out, err = proc.communicate(timeout=120)
             assert out.startswith("REFUSED"), (name, out, err[-2000:])

@@ -40,27 +40,44 @@ pytestmark = [
 ]
 
 
-def mpirun(np: int, azure_env: dict[str, str], args: list[str], cmd: list[str], log: Path,
-           token: str) -> subprocess.Popen:
+def mpirun(
+    np: int, azure_env: dict[str, str], args: list[str], cmd: list[str], log: Path, token: str
+) -> subprocess.Popen:
     """``mpirun -np NP python -m cluster.bootstrap ARGS -- CMD``, each rank on 127.0.0.1 with
     one CPU for Ray, ``azure_env`` exported to the ranks (``-x``) as Azure ML sets it, every
     rank's output in ``log`` tagged ``[1,RANK]``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_", "RAY_", "AZ_BATCH"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "RAY_", "AZ_BATCH"))}
     env.update(azure_env)
     env["RAY_AUTH_TOKEN"] = token  # as `cluster.azure submit` puts it in the job
     # root in a container: Open MPI refuses to run as root without both variables
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     exported = [x for name in [*azure_env, "RAY_AUTH_TOKEN", "PATH"] for x in ("-x", name)]
-    line = [MPIRUN, "--oversubscribe", "--tag-output", "-np", str(np), *exported,
-            sys.executable, "-m", "cluster.bootstrap", "--num-cpus", "1",
-            "--object-store-mb", "200", "--node-timeout", "120",
-            "--log-dir", str(log.parent / f"{log.stem}-ray"), *args]
+    line = [
+        MPIRUN,
+        "--oversubscribe",
+        "--tag-output",
+        "-np",
+        str(np),
+        *exported,
+        sys.executable,
+        "-m",
+        "cluster.bootstrap",
+        "--num-cpus",
+        "1",
+        "--object-store-mb",
+        "200",
+        "--node-timeout",
+        "120",
+        "--log-dir",
+        str(log.parent / f"{log.stem}-ray"),
+        *args,
+    ]
     if cmd:
         line += ["--", *cmd]
     out = open(log, "w")  # noqa: SIM115
-    return subprocess.Popen(line, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        line, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def finish(proc: subprocess.Popen, timeout_s: float) -> int:
@@ -77,8 +94,11 @@ def rank_text(text: str, rank: int) -> str:
     """What rank ``rank`` wrote, from ``mpirun --tag-output``'s log (a rank's console that
     redraws one line has no newlines between its tags, so split at the tags)."""
     parts = re.split(r"(\[1,\d+\]<std(?:out|err)>:)", text)
-    return "".join(body for tag, body in zip(parts[1::2], parts[2::2], strict=True)
-                   if tag.startswith(f"[1,{rank}]"))
+    return "".join(
+        body
+        for tag, body in zip(parts[1::2], parts[2::2], strict=True)
+        if tag.startswith(f"[1,{rank}]")
+    )
 
 
 def sweep_command(tmp_path: Path, name: str, num_samples: int, budget_s: float):
@@ -93,8 +113,14 @@ def test_mpirun_ranks_with_only_the_mpi_master_variable_run_a_sweep_to_its_targe
     one Ray cluster of 3 nodes, and its sweep reaches the target in every trial."""
     cmd, args, out = sweep_command(tmp_path, "mpi_only", num_samples=2, budget_s=60)
     log = tmp_path / "mpirun.log"
-    proc = mpirun(3, {"AZ_BATCHAI_MPI_MASTER_NODE": "127.0.0.1"},
-                  ["--port", str(free_port()), *args], cmd, log, new_token())
+    proc = mpirun(
+        3,
+        {"AZ_BATCHAI_MPI_MASTER_NODE": "127.0.0.1"},
+        ["--port", str(free_port()), *args],
+        cmd,
+        log,
+        new_token(),
+    )
     code = finish(proc, 400)
     text = log.read_text()
     assert code == 0, text[-4000:]
@@ -113,8 +139,14 @@ def test_mpirun_ranks_find_the_head_by_the_documented_variable_and_survive_a_los
     cmd, args, out = sweep_command(tmp_path, "lost_node", num_samples=4, budget_s=20)
     log = tmp_path / "mpirun.log"
     port = free_port()
-    proc = mpirun(3, {"AZ_BATCH_MASTER_NODE": f"127.0.0.1:{port}"},
-                  ["--port", str(port), *args], cmd, log, new_token())
+    proc = mpirun(
+        3,
+        {"AZ_BATCH_MASTER_NODE": f"127.0.0.1:{port}"},
+        ["--port", str(port), *args],
+        cmd,
+        log,
+        new_token(),
+    )
     try:
         victim = None
         deadline = time.monotonic() + 240
@@ -150,15 +182,39 @@ def test_a_gpu_head_layout_s_workers_find_the_head_through_the_rendezvous(tmp_pa
     the head through the folder."""
     probe, out = write_probe(tmp_path), tmp_path / "outputs"
     rendezvous, token = tmp_path / "rendezvous", new_token()
-    own_master = {"AZ_BATCHAI_MPI_MASTER_NODE": "127.0.0.1",
-                  "AZ_BATCH_MASTER_NODE": "127.0.0.1:6379"}
-    workers = mpirun(2, own_master, ["--role", "worker", "--rendezvous", str(rendezvous)], [],
-                     tmp_path / "workers.log", token)
-    head = mpirun(1, own_master,
-                  ["--role", "head", "--nodes", "3", "--port", str(free_port()),
-                   "--head-host", "127.0.0.1", "--rendezvous", str(rendezvous),
-                   "--results-dir", str(out)],
-                  [sys.executable, str(probe), str(out)], tmp_path / "head.log", token)
+    own_master = {
+        "AZ_BATCHAI_MPI_MASTER_NODE": "127.0.0.1",
+        "AZ_BATCH_MASTER_NODE": "127.0.0.1:6379",
+    }
+    workers = mpirun(
+        2,
+        own_master,
+        ["--role", "worker", "--rendezvous", str(rendezvous)],
+        [],
+        tmp_path / "workers.log",
+        token,
+    )
+    head = mpirun(
+        1,
+        own_master,
+        [
+            "--role",
+            "head",
+            "--nodes",
+            "3",
+            "--port",
+            str(free_port()),
+            "--head-host",
+            "127.0.0.1",
+            "--rendezvous",
+            str(rendezvous),
+            "--results-dir",
+            str(out),
+        ],
+        [sys.executable, str(probe), str(out)],
+        tmp_path / "head.log",
+        token,
+    )
     codes = (finish(head, 300), finish(workers, 120))
     text = (tmp_path / "head.log").read_text() + (tmp_path / "workers.log").read_text()
     assert codes == (0, 0), text[-4000:]

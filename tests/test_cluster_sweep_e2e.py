@@ -71,8 +71,7 @@ def test_bootstrap_runs_a_user_env_sweep_with_trials_spanning_three_nodes(tmp_pa
     token, port = new_token(), free_port()
     cmd = [sys.executable, "-m", "sweeps.run", str(sweep), "--results", str(out), "--no-report"]
     args = ["--results-dir", str(out)]
-    procs = {rank: start_rank(rank, 3, port, args, cmd, logs, token, num_cpus=2)
-             for rank in (2, 1)}
+    procs = {rank: start_rank(rank, 3, port, args, cmd, logs, token, num_cpus=2) for rank in (2, 1)}
     time.sleep(2)
     procs[0] = start_rank(0, 3, port, args, cmd, logs, token, num_cpus=2)
     ended = wait_all(procs, timeout_s=500)
@@ -91,7 +90,11 @@ def test_bootstrap_runs_a_user_env_sweep_with_trials_spanning_three_nodes(tmp_pa
     trials = pd.read_parquet(run_dir / "trials.parquet")
     table = trials[["algorithm", "num_env_runners", "status", "nodes_used", "error"]].to_string()
     assert sorted(zip(trials.algorithm, trials.num_env_runners, strict=True)) == [
-        ("DQN", 0), ("DQN", 4), ("PPO", 0), ("PPO", 4)], table  # the baseline is PPO, 0
+        ("DQN", 0),
+        ("DQN", 4),
+        ("PPO", 0),
+        ("PPO", 4),
+    ], table  # the baseline is PPO, 0
     assert (trials.status == "reached").all(), table
     assert (trials.node_count == 3).all(), table
     spanning = trials[trials.num_env_runners == 4]

@@ -30,8 +30,10 @@ def _assert_run_is(sweep, run: Path) -> None:
     if "warm_trials" not in recorded.get("search", {}):
         resolved.get("search", {}).pop("warm_trials", None)
     # ... and before cold_every existed only a shape's first trial was cold: its default
-    if "cold_every" not in recorded.get("search", {}) and resolved.get("search", {}).get(
-            "cold_every") is None:
+    if (
+        "cold_every" not in recorded.get("search", {})
+        and resolved.get("search", {}).get("cold_every") is None
+    ):
         resolved.get("search", {}).pop("cold_every", None)
     assert resolved == recorded, run
 
@@ -44,22 +46,25 @@ def test_the_study_pages_quote_their_runs_through_generated_regions():
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_generated_number_matches_the_run_it_cites(page, analysed_runs):
     assert stale_regions(page, analysed_runs.studies) == [], (
-        f"regenerate with: python -m analysis.pages {page.relative_to(ROOT)}")
+        f"regenerate with: python -m analysis.pages {page.relative_to(ROOT)}"
+    )
 
 
 def test_a_number_edited_by_hand_is_caught_and_refilled(tmp_path):
     write_synthetic_results(tmp_path / "data" / "run", seeds=3, with_optuna=False)
     page = tmp_path / "study.md"
-    page.write_text("# A study\n\nIntro.\n\n<!-- generated: headline from data/run -->\n"
-                    "<!-- end generated -->\n\nMore prose.\n"
-                    "<!-- generated: answer from data/run -->\nold\n<!-- end generated -->\n")
+    page.write_text(
+        "# A study\n\nIntro.\n\n<!-- generated: headline from data/run -->\n"
+        "<!-- end generated -->\n\nMore prose.\n"
+        "<!-- generated: answer from data/run -->\nold\n<!-- end generated -->\n"
+    )
     assert fill_page(page) == 2 and stale_regions(page) == []
     text = page.read_text()
     assert text.startswith("# A study\n\nIntro.\n") and "More prose." in text
     assert "| configuration | reached | median TTT [95% CI] | olympic mean |" in text
     # change one digit of one TTT: the check names the region
-    i = next(i for i, ch in enumerate(text) if ch.isdigit() and " s [" in text[i:i + 12])
-    page.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:])
+    i = next(i for i, ch in enumerate(text) if ch.isdigit() and " s [" in text[i : i + 12])
+    page.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :])
     assert stale_regions(page) == ["headline from data/run"]
 
 
@@ -90,18 +95,23 @@ def test_the_device_pages_apex_pace_and_seed_numbers_match_their_data():
     for layout in ("driver", "shard"):
         one, many = bench["points"][f"{layout}/1"][0], bench["points"][f"{layout}/15"][0]
         u1, u15 = one["learner_updates_per_s"], many["learner_updates_per_s"]
-        row = (f"| {u1:.0f} updates/s | {u15:.0f} updates/s | {u15 / u1:.2f}x | "
-               f"{one['replay_ratio']:.1f}, {many['replay_ratio']:.1f} |")
+        row = (
+            f"| {u1:.0f} updates/s | {u15:.0f} updates/s | {u15 / u1:.2f}x | "
+            f"{one['replay_ratio']:.1f}, {many['replay_ratio']:.1f} |"
+        )
         assert row in page, row
     ttt = {}
-    for run in ("cabs_latency_apex_16cpu/20261126-101051",
-                "cabs_latency_apex_16cpu_n15/20261126-101750"):
+    for run in (
+        "cabs_latency_apex_16cpu/20261126-101051",
+        "cabs_latency_apex_16cpu_n15/20261126-101750",
+    ):
         t = pd.read_parquet(ROOT / "docs/data" / run / "trials.parquet")
         seed0 = t[(t["num_env_runners"] == 15) & (t["seed"] == 0)]
         ttt[run] = float(seed0["time_to_target_s"].iloc[0])
     first, second = ttt.values()
-    assert f"reached at {first:.1f} s in the first command and\n  {second:.1f} s in the second" \
-        in page
+    assert (
+        f"reached at {first:.1f} s in the first command and\n  {second:.1f} s in the second" in page
+    )
     p = pd.read_parquet(ROOT / "docs/data/cabs_latency_apex_16cpu/20261126-101051/progress.parquet")
     t = pd.read_parquet(ROOT / "docs/data/cabs_latency_apex_16cpu/20261126-101051/trials.parquet")
     ones = t.loc[t["num_env_runners"] == 1, "trial_id"]
@@ -126,8 +136,11 @@ def test_the_latency_pages_apex_sentences_match_the_confirmation_run(analysed_ru
     assert reached[8] == seeds[8] == reached[16] == seeds[16] == 5
     assert f"({reached[8]}/{seeds[8]} each)" in page
     assert f"whose median was not reached ({reached[4]}/{seeds[4]})" in page
-    row = next(line for line in render("components", ROOT / run, analysed_runs.studies).splitlines()
-               if line.startswith("| APEX, 16 env runner(s)"))
+    row = next(
+        line
+        for line in render("components", ROOT / run, analysed_runs.studies).splitlines()
+        if line.startswith("| APEX, 16 env runner(s)")
+    )
     startup = float(row.split("|")[2])
     ttt = re.search(r"\| ([\d.]+) s \[", row).group(1)
     assert f"a median {startup:.0f} s of the {ttt} s" in page, row
@@ -146,10 +159,10 @@ def test_the_break_even_runs_are_the_sweep_file_at_their_env_costs():
     step_latency_ms=C``: each run's spec.json is the file's sweep with that one key changed."""
     from sweeps.cabs_break_even import SWEEP
 
-    for run, cost in (("20261126-131202", 4), ("20261126-131653", 30),
-                      ("20261126-132828", 60)):
-        at_cost = SWEEP.model_copy(update={"env_config": {**SWEEP.env_config,
-                                                          "step_latency_ms": cost}})
+    for run, cost in (("20261126-131202", 4), ("20261126-131653", 30), ("20261126-132828", 60)):
+        at_cost = SWEEP.model_copy(
+            update={"env_config": {**SWEEP.env_config, "step_latency_ms": cost}}
+        )
         _assert_run_is(at_cost, ROOT / "docs/data/cabs_break_even" / run)
 
 
@@ -166,16 +179,20 @@ def test_the_break_even_pages_sentences_match_its_runs(analysed_runs):
     rows = held_out_rows(fit, held)
     dist = rows[~rows["reference"]].set_index(["env_cost_ms", "num_env_runners"])
     be = dist.groupby(level="num_env_runners")["break_even_ms"].first()
-    assert f"break-even at ~{be[16]:.0f} ms per env step and 8 env runners' at ~{be[8]:.0f} ms" \
-        in page
-    lo, hi = (round(100 * e) for e in (rows["ttt_error"].abs().min(),
-                                       rows["ttt_error"].abs().max()))
+    assert (
+        f"break-even at ~{be[16]:.0f} ms per env step and 8 env runners' at ~{be[8]:.0f} ms" in page
+    )
+    lo, hi = (
+        round(100 * e) for e in (rows["ttt_error"].abs().min(), rows["ttt_error"].abs().max())
+    )
     assert f"predicts the held-out costs within {hi} %" in page
     assert f"lies {lo}-{hi} % from the measured median" in page
     c60 = dist.loc[(60.0, 16)]
-    assert (f"measured {c60['abs_speedup']:.2f}x [{c60['abs_speedup_low']:.2f}, "
-            f"{c60['abs_speedup_high']:.2f}] against the predicted "
-            f"{c60['predicted_abs_speedup']:.2f}x") in page
+    assert (
+        f"measured {c60['abs_speedup']:.2f}x [{c60['abs_speedup_low']:.2f}, "
+        f"{c60['abs_speedup_high']:.2f}] against the predicted "
+        f"{c60['predicted_abs_speedup']:.2f}x"
+    ) in page
     ref, parts = measured_parts(fit)
     p16 = next(p for p in parts if p.num_env_runners == 16)
     assert f"{p16.steps / ref.steps:.1f}x the reference's env steps" in page
@@ -190,10 +207,15 @@ def test_the_break_even_pages_sentences_match_its_runs(analysed_runs):
     assert set(far.tm["seed"]) == {3, 4, 5, 6, 7}
     r16, r0 = c120.loc[16], c120.loc[0]
     assert r16["measured_beats"] == "yes"
-    assert (f"120 ms per step, {r16['abs_speedup']:.2f}x [{r16['abs_speedup_low']:.2f}, "
-            f"{r16['abs_speedup_high']:.2f}]") in page
+    assert (
+        f"120 ms per step, {r16['abs_speedup']:.2f}x [{r16['abs_speedup_low']:.2f}, "
+        f"{r16['abs_speedup_high']:.2f}]"
+    ) in page
     assert f"The model predicted {r16['predicted_abs_speedup']:.2f}x there" in page
-    assert r16["ttt_error"] < 0 and f"missed 16 env runners' TTT by {100 * r16['ttt_error']:.0f} %" in page
+    assert (
+        r16["ttt_error"] < 0
+        and f"missed 16 env runners' TTT by {100 * r16['ttt_error']:.0f} %" in page
+    )
     assert f"+{100 * r0['ttt_error']:.0f} % for it" in page
 
 
@@ -216,41 +238,61 @@ def test_the_transfer_pages_sentences_match_its_runs(analysed_runs):
         assert set(load_results(run).trials["seed"]) == seeds
     one, two = analysed_runs(one_dir), analysed_runs(two_dir)
     rows = check_rows(transfer(one, Machine(2)), two).set_index("num_env_runners")
-    starts = ", ".join(f"{r['predicted_startup_s']:.1f} s against {r['startup_s']:.1f} s"
-                       for _, r in rows.drop(index=0).iterrows())
+    starts = ", ".join(
+        f"{r['predicted_startup_s']:.1f} s against {r['startup_s']:.1f} s"
+        for _, r in rows.drop(index=0).iterrows()
+    )
     assert starts in page
     _, b = _startup_line([(p.num_env_runners, p.startup_s) for p in measured_parts(one)[1]], 1)
     assert f"about {b:.0f} s of the core per env runner" in page
     r1, r2, r4, ref = rows.loc[1], rows.loc[2], rows.loc[4], rows.loc[0]
-    assert (f"Predicted {r1['predicted_rate']:.0f} and {r4['predicted_rate']:.0f} env steps/s "
-            f"on both cores, measured {r1['rate']:.0f} and {r4['rate']:.0f} "
-            f"({100 * (r1['predicted_rate'] / r1['rate'] - 1):+.0f} %, "
-            f"{100 * (r4['predicted_rate'] / r4['rate'] - 1):+.0f} %)") in page
-    assert (f"the roofline predicted {r2['predicted_rate']:.0f} and both cores sampled "
-            f"{r2['rate']:.0f}") in page
-    assert (f"took {r2['cpu_ms_per_step']:.1f} ms of the core per env step, on two it took at "
-            f"most {2000 / r2['rate']:.1f} (2 cores / {r2['rate']:.0f} per s)") in page
-    assert (f"sampled as predicted ({ref['predicted_rate']:.0f} against {ref['rate']:.0f} env "
-            f"steps/s) and missed its TTT by +{100 * ref['ttt_error']:.0f} %") in page
+    assert (
+        f"Predicted {r1['predicted_rate']:.0f} and {r4['predicted_rate']:.0f} env steps/s "
+        f"on both cores, measured {r1['rate']:.0f} and {r4['rate']:.0f} "
+        f"({100 * (r1['predicted_rate'] / r1['rate'] - 1):+.0f} %, "
+        f"{100 * (r4['predicted_rate'] / r4['rate'] - 1):+.0f} %)"
+    ) in page
+    assert (
+        f"the roofline predicted {r2['predicted_rate']:.0f} and both cores sampled {r2['rate']:.0f}"
+    ) in page
+    assert (
+        f"took {r2['cpu_ms_per_step']:.1f} ms of the core per env step, on two it took at "
+        f"most {2000 / r2['rate']:.1f} (2 cores / {r2['rate']:.0f} per s)"
+    ) in page
+    assert (
+        f"sampled as predicted ({ref['predicted_rate']:.0f} against {ref['rate']:.0f} env "
+        f"steps/s) and missed its TTT by +{100 * ref['ttt_error']:.0f} %"
+    ) in page
     ref_steps = [measured_parts(d)[0].steps for d in (two, one)]
-    assert (f"needed {ref_steps[0] / 1000:.1f} k env steps to the target against "
-            f"{ref_steps[1] / 1000:.1f} k") in page
+    assert (
+        f"needed {ref_steps[0] / 1000:.1f} k env steps to the target against "
+        f"{ref_steps[1] / 1000:.1f} k"
+    ) in page
     err = rows["ttt_error"].abs()
-    assert f"lies {100 * err.median():.0f} % (median) from the measured one, at most " \
-           f"{100 * err.max():.0f} %" in page
+    assert (
+        f"lies {100 * err.median():.0f} % (median) from the measured one, at most "
+        f"{100 * err.max():.0f} %" in page
+    )
     dist = rows.drop(index=0)
-    assert (f"measured {dist['abs_speedup'].min():.2f}-{dist['abs_speedup'].max():.2f}x, and "
-            f"the prediction said so ({dist['predicted_abs_speedup'].min():.2f}-"
-            f"{dist['predicted_abs_speedup'].max():.2f}x)") in page
+    assert (
+        f"measured {dist['abs_speedup'].min():.2f}-{dist['abs_speedup'].max():.2f}x, and "
+        f"the prediction said so ({dist['predicted_abs_speedup'].min():.2f}-"
+        f"{dist['predicted_abs_speedup'].max():.2f}x)"
+    ) in page
     back = check_rows(transfer(two, Machine(1)), one).set_index("num_env_runners")
     assert f"the other way ({100 * back.loc[2, 'ttt_error']:.0f} % on TTT)" in page
     # the 16-core node at 20 ms per step: the env runner ceiling against what it sampled
     node = analysed_runs(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102")
-    far = check_rows(transfer(one, Machine(16), cpu_cost_ms=20.0), node).set_index(
-        "num_env_runners").loc[4]
+    far = (
+        check_rows(transfer(one, Machine(16), cpu_cost_ms=20.0), node)
+        .set_index("num_env_runners")
+        .loc[4]
+    )
     assert far["ceiling"] == "env runners"
-    assert (f"(4 env runners / 20 ms = {far['predicted_rate']:.0f} env steps/s)" in page
-            and f"the node sampled {far['rate']:.0f}." in page)
+    assert (
+        f"(4 env runners / 20 ms = {far['predicted_rate']:.0f} env steps/s)" in page
+        and f"the node sampled {far['rate']:.0f}." in page
+    )
 
 
 def _fit_study_facts(study) -> dict:
@@ -261,14 +303,16 @@ def _fit_study_facts(study) -> dict:
     rows, fit = check.rows, check.fit
     ttt = rows[rows["quantity"] == "TTT"]
     rate = rows[rows["quantity"] == "env steps/s"]
-    facts = {"held": sorted(int(n) for n in rows["num_env_runners"].unique()),
-             "fit_n": sorted(set(rows["fit_n"])), "chosen": check.chosen,
-             "ttt_max": round(100 * ttt["error"].abs().max()),
-             "residual_max": round(100 * fit["residual"].abs().max()),
-             "cv_max": round(100 * fit["cv_error"].abs().max())}
+    facts = {
+        "held": sorted(int(n) for n in rows["num_env_runners"].unique()),
+        "fit_n": sorted(set(rows["fit_n"])),
+        "chosen": check.chosen,
+        "ttt_max": round(100 * ttt["error"].abs().max()),
+        "residual_max": round(100 * fit["residual"].abs().max()),
+        "cv_max": round(100 * fit["cv_error"].abs().max()),
+    }
     for model, g in ttt.groupby("model"):
-        facts[model] = (sorted(round(100 * e) for e in g["error"]),
-                        int(g["inside"].sum()), len(g))
+        facts[model] = (sorted(round(100 * e) for e in g["error"]), int(g["inside"].sum()), len(g))
     for (model, n), g in rate.groupby(["model", "num_env_runners"]):
         facts[model, int(n)] = sorted(round(100 * e) for e in g["error"])
     return facts
@@ -303,19 +347,26 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     assert f"at most {f['residual_max']} % from the measured medians" in page
     assert f"leave-one-N-out errors up to {f['cv_max']} %" in page
     pipe, usl = f["pipeline"], f["USL on 1/TTT"]
-    assert (f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and its interval held the "
-            f"measured median at {pipe[1]} of {pipe[2]}") in page
-    assert (f"the USL on 1/TTT missed by {usl[0][-1]} to {usl[0][0]} % and held it at "
-            f"{usl[1]} of {usl[2]}") in page
+    assert (
+        f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and its interval held the "
+        f"measured median at {pipe[1]} of {pipe[2]}"
+    ) in page
+    assert (
+        f"the USL on 1/TTT missed by {usl[0][-1]} to {usl[0][0]} % and held it at "
+        f"{usl[1]} of {usl[2]}"
+    ) in page
     amdahl = f["Amdahl on throughput", 6] + f["Amdahl on throughput", 8]
     assert f"Amdahl within {max(abs(e) for e in amdahl)} %" in page
     usl6, usl8 = f["USL on throughput", 6], f["USL on throughput", 8]
     assert max(usl8) < 0
-    assert (f"the USL within {max(abs(e) for e in usl6)} % at N = 6 but "
-            f"{-usl8[-1]}-{-usl8[0]} % low at N = 8") in page
+    assert (
+        f"the USL within {max(abs(e) for e in usl6)} % at N = 6 but "
+        f"{-usl8[-1]}-{-usl8[0]} % low at N = 8"
+    ) in page
     # the pipeline's start-up line, fitted on N <= 5, against 8 env runners' start-up
     comp = trial_components(study.tm, study.res.progress).merge(
-        study.tm[["trial_id", "algorithm", "num_env_runners"]], on="trial_id")
+        study.tm[["trial_id", "algorithm", "num_env_runners"]], on="trial_id"
+    )
     for alg in ("IMPALA", "APPO"):
         g = comp[comp["algorithm"] == alg]
         pipe_fit = _fit_pipeline(g[g["num_env_runners"] <= 5])
@@ -328,8 +379,10 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     ref = parts[("SB3-DQN", 0)]
     for alg in ("IMPALA", "APPO"):
         ratio = parts[alg] / ref
-        assert f"{alg} needs {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page or \
-            f"{alg} {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page, alg
+        assert (
+            f"{alg} needs {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page
+            or f"{alg} {np.min(ratio):.1f}-{np.max(ratio):.1f}x" in page
+        ), alg
 
 
 def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
@@ -348,20 +401,30 @@ def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
     check = study.check
     fit_rate = check.fit[check.fit["model"] == "USL on throughput"]
     held_rate = check.rows[check.rows["model"] == "USL on throughput"]
-    words = {"IMPALA": "IMPALA samples {} env steps/s with 1 env runner and {}-{} from 4 to 8",
-             "APPO": "APPO {}, then {}-{}"}
+    words = {
+        "IMPALA": "IMPALA samples {} env steps/s with 1 env runner and {}-{} from 4 to 8",
+        "APPO": "APPO {}, then {}-{}",
+    }
     for alg, text in words.items():
-        rate = {int(r.num_env_runners): r.measured for r in fit_rate[
-            fit_rate["algorithm"] == alg].itertuples()}
-        rate |= {int(r.num_env_runners): r.measured for r in held_rate[
-            held_rate["algorithm"] == alg].itertuples()}
+        rate = {
+            int(r.num_env_runners): r.measured
+            for r in fit_rate[fit_rate["algorithm"] == alg].itertuples()
+        }
+        rate |= {
+            int(r.num_env_runners): r.measured
+            for r in held_rate[held_rate["algorithm"] == alg].itertuples()
+        }
         plateau = [rate[n] for n in (4, 5, 6, 8)]
-        assert text.format(f"{rate[1]:,.0f}", f"{min(plateau):,.0f}",
-                           f"{max(plateau):,.0f}") in page, alg
+        assert (
+            text.format(f"{rate[1]:,.0f}", f"{min(plateau):,.0f}", f"{max(plateau):,.0f}") in page
+        ), alg
     cv = check.fit.groupby(["algorithm", "model"])["cv_error"].apply(
-        lambda e: round(100 * e.abs().median()))
-    assert (f"median left-out error {min(cv[:, 'USL on 1/TTT'])}-{max(cv[:, 'USL on 1/TTT'])} % "
-            f"against the pipeline's {min(cv[:, 'pipeline'])}-{max(cv[:, 'pipeline'])} %") in page
+        lambda e: round(100 * e.abs().median())
+    )
+    assert (
+        f"median left-out error {min(cv[:, 'USL on 1/TTT'])}-{max(cv[:, 'USL on 1/TTT'])} % "
+        f"against the pipeline's {min(cv[:, 'pipeline'])}-{max(cv[:, 'pipeline'])} %"
+    ) in page
     ttt = check.rows[check.rows["quantity"] == "TTT"]
     usl = ttt[ttt["model"] == "USL on 1/TTT"].set_index("algorithm")
     appo = round(100 * usl.loc["APPO", "error"].abs().max())
@@ -369,18 +432,24 @@ def test_the_cpu_pages_sentences_match_its_run(analysed_runs):
     assert f"it predicted APPO within {appo} % but IMPALA {impala[0]}-{impala[-1]} % high" in page
     assert f"held the measured median at {f['USL on 1/TTT'][1]} of 4 held-out cells" in page
     pipe = f["pipeline"]
-    assert (f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and held it at "
-            f"{pipe[1]} of {pipe[2]}") in page
+    assert (
+        f"the pipeline missed by {pipe[0][-1]} to {pipe[0][0]} % and held it at "
+        f"{pipe[1]} of {pipe[2]}"
+    ) in page
     assert f"lies within {f['ttt_max']} % of the measured median" in page
     usl_rate = f["USL on throughput", 6] + f["USL on throughput", 8]
     amdahl = f["Amdahl on throughput", 6] + f["Amdahl on throughput", 8]
-    assert (f"the USL within {max(abs(e) for e in usl_rate)} % and Amdahl within "
-            f"{max(abs(e) for e in amdahl)} %") in page
+    assert (
+        f"the USL within {max(abs(e) for e in usl_rate)} % and Amdahl within "
+        f"{max(abs(e) for e in amdahl)} %"
+    ) in page
     # the CPU-bound break-even on this machine: never, and the bound that says why
     rows = break_even_on(study, Machine(cores=source_cores(study)))
     assert not rows["break_even_ms"].astype(float).lt(float("inf")).any()
-    assert (f"needs {rows['steps_ratio'].min():.1f}-{rows['steps_ratio'].max():.1f}x the "
-            f"reference's env steps") in page
+    assert (
+        f"needs {rows['steps_ratio'].min():.1f}-{rows['steps_ratio'].max():.1f}x the "
+        f"reference's env steps"
+    ) in page
     assert f"tends to at most {rows['speedup_bound'].max():.2f}x" in page
     ref = study.summary[study.summary["is_reference"]].iloc[0]
     assert f"reference reached the target in {ref['ttt_s']:.1f} s" in page
@@ -412,8 +481,9 @@ def test_the_transfer_pages_driver_cpu_sentences_match_its_runs(analysed_runs):
         for tid in tm[(tm["algorithm"] == "IMPALA") & (tm["num_env_runners"] == n)]["trial_id"]:
             g = prog[prog["trial_id"] == tid].sort_values("iteration")
             a, b = g.iloc[0], g.iloc[-1]
-            per_trial.append((b["driver_cpu_s"] - a["driver_cpu_s"])
-                             / (b["wall_time_s"] - a["wall_time_s"]))
+            per_trial.append(
+                (b["driver_cpu_s"] - a["driver_cpu_s"]) / (b["wall_time_s"] - a["wall_time_s"])
+            )
         shares.append(round(100 * float(np.median(per_trial))))
     assert f"used {shares[0]} %, {shares[1]} % and {shares[2]} % of the core" in page
     got = {p.num_env_runners: p for p in transfer(new, Machine(2)) if not p.reference}
@@ -421,31 +491,45 @@ def test_the_transfer_pages_driver_cpu_sentences_match_its_runs(analysed_runs):
     assert f"fell from {d[0]:.2f} to {d[1]:.2f} and {d[2]:.2f} ms" in page
     work = [got[n].cpu_ms_per_step - got[n].driver_ms_per_step - 2.0 for n in (1, 2, 4)]
     assert f"{work[0]:.1f}, {work[1]:.1f} and {work[2]:.1f} ms with 1, 2 and 4 env runners" in page
-    far_new = check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node).set_index(
-        "num_env_runners").loc[4]
-    far_old = check_rows(transfer(old, Machine(16), cpu_cost_ms=20.0), node).set_index(
-        "num_env_runners").loc[4]
+    far_new = (
+        check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node)
+        .set_index("num_env_runners")
+        .loc[4]
+    )
+    far_old = (
+        check_rows(transfer(old, Machine(16), cpu_cost_ms=20.0), node)
+        .set_index("num_env_runners")
+        .loc[4]
+    )
     assert far_new["ceiling"] == far_old["ceiling"] == "env runners"
-    assert (f"from {far_old['predicted_rate']:.0f} env steps/s (the env's 20 ms alone) to "
-            f"{far_new['predicted_rate']:.0f}, against {far_new['rate']:.0f} measured, and the "
-            f"TTT error from {100 * far_old['ttt_error']:.0f} % to "
-            f"{100 * far_new['ttt_error']:.0f} %") in page
+    assert (
+        f"from {far_old['predicted_rate']:.0f} env steps/s (the env's 20 ms alone) to "
+        f"{far_new['predicted_rate']:.0f}, against {far_new['rate']:.0f} measured, and the "
+        f"TTT error from {100 * far_old['ttt_error']:.0f} % to "
+        f"{100 * far_new['ttt_error']:.0f} %"
+    ) in page
     rows = check_rows(transfer(new, Machine(2)), two).set_index("num_env_runners")
     old_rows = check_rows(transfer(old, Machine(2)), two).set_index("num_env_runners")
     r1 = rows.loc[1]
     assert r1["ceiling"] == "env runners"
-    assert (f"predicted {r1['predicted_rate']:.0f} env steps/s, measured {r1['rate']:.0f}, "
-            f"which leaves at most {1000 / r1['rate'] - 2.0:.1f} ms per env step") in page
+    assert (
+        f"predicted {r1['predicted_rate']:.0f} env steps/s, measured {r1['rate']:.0f}, "
+        f"which leaves at most {1000 / r1['rate'] - 2.0:.1f} ms per env step"
+    ) in page
     assert f"against {work[0]:.1f} ms read on one" in page
-    assert (f"({rows.loc[2, 'cpu_ms_per_step']:.1f} and {rows.loc[4, 'cpu_ms_per_step']:.1f} ms "
-            f"against {old_rows.loc[2, 'cpu_ms_per_step']:.1f} and "
-            f"{old_rows.loc[4, 'cpu_ms_per_step']:.1f})") in page
+    assert (
+        f"({rows.loc[2, 'cpu_ms_per_step']:.1f} and {rows.loc[4, 'cpu_ms_per_step']:.1f} ms "
+        f"against {old_rows.loc[2, 'cpu_ms_per_step']:.1f} and "
+        f"{old_rows.loc[4, 'cpu_ms_per_step']:.1f})"
+    ) in page
     miss = [100 * (r.loc[2, "predicted_rate"] / r.loc[2, "rate"] - 1) for r in (rows, old_rows)]
     assert f"({miss[0]:.0f} % on the rate against {miss[1]:.0f} %)" in page
     err, old_err = rows["ttt_error"].abs(), old_rows["ttt_error"].abs()
-    assert (f"the TTT lies {100 * err.median():.0f} % (median) from the measured one, at most "
-            f"{100 * err.max():.0f} %, against {100 * old_err.median():.0f} % and "
-            f"{100 * old_err.max():.0f} % from the earlier run") in page
+    assert (
+        f"the TTT lies {100 * err.median():.0f} % (median) from the measured one, at most "
+        f"{100 * err.max():.0f} %, against {100 * old_err.median():.0f} % and "
+        f"{100 * old_err.max():.0f} % from the earlier run"
+    ) in page
 
 
 def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
@@ -471,8 +555,7 @@ def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
     got = {p.num_env_runners: p for p in transfer(new, Machine(2)) if not p.reference}
     lrn = [got[n].learner_ms_per_step for n in (1, 2, 4)]
     assert f"took {lrn[0]:.2f}, {lrn[1]:.2f} and {lrn[2]:.2f} ms of a core per env step" in page
-    share = [round(100 * got[n].learner_ms_per_step / got[n].driver_ms_per_step)
-             for n in (1, 2, 4)]
+    share = [round(100 * got[n].learner_ms_per_step / got[n].driver_ms_per_step) for n in (1, 2, 4)]
     assert f"{share[0]} %, {share[1]} % and {share[2]} % of the driver's CPU" in page
     ceil = [f"{round(1000 / x, -1):,.0f}" for x in lrn]
     assert f"the learner ceiling, {ceil[0]}, {ceil[1]} and {ceil[2]} env steps/s" in page
@@ -482,20 +565,28 @@ def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
     w = [got[n].cpu_ms_per_step for n in (1, 2, 4)]
     assert f"CPU per env step ({w[0]:.1f}, {w[1]:.1f} and {w[2]:.1f} ms" in page
     err = rows["ttt_error"].abs()
-    assert f"miss by {100 * err.median():.0f} % (median over the four configurations), at most " \
-           f"{100 * err.max():.0f} %" in page
+    assert (
+        f"miss by {100 * err.median():.0f} % (median over the four configurations), at most "
+        f"{100 * err.max():.0f} %" in page
+    )
     node = analysed_runs(ROOT / "docs/data/cabs_cpu_scaling_16cpu/20261126-005102")
-    far = check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node).set_index(
-        "num_env_runners").loc[4]
-    assert (f"{far['predicted_rate']:.0f} env steps/s predicted, {far['rate']:.0f} measured, "
-            f"TTT {100 * far['ttt_error']:.0f} %") in page
+    far = (
+        check_rows(transfer(new, Machine(16), cpu_cost_ms=20.0), node)
+        .set_index("num_env_runners")
+        .loc[4]
+    )
+    assert (
+        f"{far['predicted_rate']:.0f} env steps/s predicted, {far['rate']:.0f} measured, "
+        f"TTT {100 * far['ttt_error']:.0f} %"
+    ) in page
     # the learner-bound check, by the benchmark's own code
     one_dir = ROOT / "docs/data/cabs_learner_bound/20261127-131953"
     two_dir = ROOT / "docs/data/cabs_learner_bound_2cores/20261127-132348"
     _assert_run_is(ONE, one_dir)
     _assert_run_is(TWO, two_dir)
     spec = importlib.util.spec_from_file_location(
-        "bench_learner_ceiling", ROOT / "benchmarks/bench_learner_ceiling.py")
+        "bench_learner_ceiling", ROOT / "benchmarks/bench_learner_ceiling.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     one, both = bench.parts(one_dir), bench.parts(two_dir)
@@ -506,30 +597,54 @@ def test_the_transfer_pages_learner_sentences_match_its_runs(analysed_runs):
     assert saved["one_core"]["rate"] == pytest.approx(one["rate"])
     assert saved["two_cores"]["rate"] == pytest.approx(both["rate"])
     assert s["ceiling"] == "learner" and s["ceiling_without_learner"] == "cores"
-    assert (f"the updates took {1000 * one['l']:.1f} ms of the {1000 * one['w']:.1f} ms of CPU "
-            f"per env step") in page
-    assert (f"the learner ceiling ({s['predicted_rate']:.1f} env steps/s) binds below the "
-            f"cores' ({s['predicted_without_learner']:.1f})") in page
+    assert (
+        f"the updates took {1000 * one['l']:.1f} ms of the {1000 * one['w']:.1f} ms of CPU "
+        f"per env step"
+    ) in page
+    assert (
+        f"the learner ceiling ({s['predicted_rate']:.1f} env steps/s) binds below the "
+        f"cores' ({s['predicted_without_learner']:.1f})"
+    ) in page
     lo, hi = sorted(both["rates"])
     assert f"Both cores sampled {both['rate']:.1f} env steps/s ({lo:.1f} and {hi:.1f})" in page
-    assert (f"with the learner ceiling is {100 * s['error']:.0f} % high, without it "
-            f"{100 * s['error_without_learner']:.0f} % high") in page
-    assert (f"({1000 * both['l']:.1f} ms on two cores, {s['l_ratio']:.2f} times the one-core "
-            "figure)") in page
+    assert (
+        f"with the learner ceiling is {100 * s['error']:.0f} % high, without it "
+        f"{100 * s['error_without_learner']:.0f} % high"
+    ) in page
+    assert (
+        f"({1000 * both['l']:.1f} ms on two cores, {s['l_ratio']:.2f} times the one-core figure)"
+    ) in page
     assert f"busy only {100 * s['learner_busy_two_cores']:.0f} % of a core" in page
 
 
 def test_a_benchmark_region_renders_from_its_json_failed_layouts_included(tmp_path):
     import json
 
-    result = {"build_s": 5.0, "first_step_s": 6.0, "env_steps_per_s": 900.0, "cpu_busy": 0.9,
-              "peak_memory_mib": 2048.0, "concurrent_envs": 8, "env_processes": 8,
-              "env_steps_per_s_ideal": 1000.0}
+    result = {
+        "build_s": 5.0,
+        "first_step_s": 6.0,
+        "env_steps_per_s": 900.0,
+        "cpu_busy": 0.9,
+        "peak_memory_mib": 2048.0,
+        "concurrent_envs": 8,
+        "env_processes": 8,
+        "env_steps_per_s_ideal": 1000.0,
+    }
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "b.json").write_text(json.dumps({"results": {
-        "IMPALA:1x8:async": result, "IMPALA:64x1:sync": {"error": "timed out after 150 s"}}}))
+    (tmp_path / "data" / "b.json").write_text(
+        json.dumps(
+            {
+                "results": {
+                    "IMPALA:1x8:async": result,
+                    "IMPALA:64x1:sync": {"error": "timed out after 150 s"},
+                }
+            }
+        )
+    )
     page = tmp_path / "p.md"
-    page.write_text("<!-- generated: sampling_layout from data/b.json -->\n<!-- end generated -->\n")
+    page.write_text(
+        "<!-- generated: sampling_layout from data/b.json -->\n<!-- end generated -->\n"
+    )
     assert fill_page(page) == 1 and stale_regions(page) == []
     text = page.read_text()
     assert "| IMPALA | 1 | 8 | async | 8 | 9 | 6.0 | 900 | 90% | 90% | 2.0 |" in text
@@ -541,9 +656,18 @@ def test_the_sampling_benchmark_refuses_a_malformed_layout_in_one_line():
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_sampling_layout.py"),
-                           "--layouts", "IMPALA:4by2:sync"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_sampling_layout.py"),
+            "--layouts",
+            "IMPALA:4by2:sync",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [
         "bench_sampling_layout: layout 'IMPALA:4by2:sync' is not ALGORITHM:RUNNERSxENVS:MODE "
-        "(e.g. IMPALA:4x16:async)"]
+        "(e.g. IMPALA:4x16:async)"
+    ]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: A user's env module: a corridor walked right to its end (return 1 - 0.01 per extra step),
 #: registering ``Corridor-v0`` on import; the class is also a factory of ``env_config``.
-CORRIDOR = '''\
+CORRIDOR = """\
 import gymnasium
 import numpy as np
 
@@ -51,10 +51,10 @@ def not_an_env(config):
 NOT_CALLABLE = 3
 
 gymnasium.register("Corridor-v0", entry_point=Corridor, max_episode_steps=20)
-'''
+"""
 
 #: An env that breaks gymnasium's env check: its observation lies outside its space.
-BROKEN = '''\
+BROKEN = """\
 import gymnasium
 import numpy as np
 
@@ -72,7 +72,7 @@ class OutOfSpace(gymnasium.Env):
 
     def step(self, action):
         return np.full(2, 5.0, np.float32), 0.0, True, False, {}
-'''
+"""
 
 
 def user_folder(tmp_path: Path, module: str = "corridor_env", text: str = CORRIDOR) -> Path:
@@ -83,8 +83,16 @@ def user_folder(tmp_path: Path, module: str = "corridor_env", text: str = CORRID
     return folder
 
 
-def yaml_sweep(folder: Path, env: str, *, runners=(0, 1), algorithms=("DQN", "PPO"),
-               budget_s: float = 30, name: str = "corridor", extra: str = "") -> Path:
+def yaml_sweep(
+    folder: Path,
+    env: str,
+    *,
+    runners=(0, 1),
+    algorithms=("DQN", "PPO"),
+    budget_s: float = 30,
+    name: str = "corridor",
+    extra: str = "",
+) -> Path:
     path = folder / f"{name}.yaml"
     fixed = {"DQN": "{reward_scale: 1.0}", "PPO": "{train_batch_size: 500}"}
     per_algorithm = "".join(f"\n  {a}: {fixed[a]}" for a in algorithms)
@@ -136,34 +144,48 @@ def test_a_python_sweep_file_importing_the_module_ships_it(tmp_path, clean_impor
 
     folder = user_folder(tmp_path)
     path = folder / "mine.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         import corridor_env  # noqa: F401 - registers Corridor-v0
         from sweeps import Budget, Sweep, Target
         SWEEP = Sweep(name="mine", env="Corridor-v0", algorithms=["PPO"],
                       target=Target(value=0.9), budget=Budget(time_s=10), baseline=None)
-        """))
+        """)
+    )
     sweep = load_sweep(path)
-    assert TrialSetup.of(sweep, {"metric": "evaluation", "value": 0.9}, 2.0).env == \
-        "corridor_env:Corridor-v0"
+    assert (
+        TrialSetup.of(sweep, {"metric": "evaluation", "value": 0.9}, 2.0).env
+        == "corridor_env:Corridor-v0"
+    )
     assert modules_to_ship(sweep, path) == [str(folder / "corridor_env.py")]
 
 
 BAD_ENVS = {
-    "a module that does not exist": ("nosuchmodule_xyz:Env-v0",
-                                     "cannot import module 'nosuchmodule_xyz': ModuleNotFoundError"),
-    "an id the module does not register": ("corridor_env:Nothing-v0",
-                                           "defines no 'Nothing-v0' and importing it registers"),
+    "a module that does not exist": (
+        "nosuchmodule_xyz:Env-v0",
+        "cannot import module 'nosuchmodule_xyz': ModuleNotFoundError",
+    ),
+    "an id the module does not register": (
+        "corridor_env:Nothing-v0",
+        "defines no 'Nothing-v0' and importing it registers",
+    ),
     "an attribute that is not callable": ("corridor_env:NOT_CALLABLE", "is a int, not an Env"),
-    "a factory returning no Env": ("corridor_env:not_an_env", "returned a str, not a gymnasium.Env"),
-    "an env failing gymnasium's check": ("broken_env:OutOfSpace",
-                                         "fails gymnasium's env check: AssertionError"),
+    "a factory returning no Env": (
+        "corridor_env:not_an_env",
+        "returned a str, not a gymnasium.Env",
+    ),
+    "an env failing gymnasium's check": (
+        "broken_env:OutOfSpace",
+        "fails gymnasium's env check: AssertionError",
+    ),
     "an unknown id": ("NoSuchEnv-v9", "unknown env 'NoSuchEnv-v9'"),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_ENVS), ids=lambda c: c.replace(" ", "-"))
-def test_a_bad_user_env_is_one_line_and_exit_2_before_ray(tmp_path, case, capsys,
-                                                           clean_imports, monkeypatch):
+def test_a_bad_user_env_is_one_line_and_exit_2_before_ray(
+    tmp_path, case, capsys, clean_imports, monkeypatch
+):
     from sweeps.run import main
 
     env, fragment = BAD_ENVS[case]
@@ -204,19 +226,27 @@ def test_the_dry_run_counts_an_async_layouts_env_processes(tmp_path, capsys, mon
     from sweeps.run import main
 
     path = yaml_sweep(tmp_path, "CartPole-v1", runners=(2,), algorithms=("PPO",))
-    text = path.read_text().replace("env_config: {}", "env_config: {step_cpu_ms: 1}").replace(
-        "{train_batch_size: 500}", "{train_batch_size: 500, num_cpus_per_env_runner: 0.5}"
-    ).replace("search_space:\n", "search_space:\n  gym_env_vectorize_mode: {choice: [sync, async]}\n"
-        "  num_envs_per_env_runner: {choice: [2, 8]}\n")
+    text = (
+        path.read_text()
+        .replace("env_config: {}", "env_config: {step_cpu_ms: 1}")
+        .replace("{train_batch_size: 500}", "{train_batch_size: 500, num_cpus_per_env_runner: 0.5}")
+        .replace(
+            "search_space:\n",
+            "search_space:\n  gym_env_vectorize_mode: {choice: [sync, async]}\n"
+            "  num_envs_per_env_runner: {choice: [2, 8]}\n",
+        )
+    )
     path.write_text(text)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     assert main([str(path), "--dry-run"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "  PPO     num_env_runners=2: 2 CPUs, 0 GPUs  " in out
     for k in (2, 8):
-        assert (f"  PPO     num_env_runners=2 x {k} envs async: 2 CPUs, 0 GPUs, +{2 * k} env "
-                f"processes (~{2 * k * ENV_PROCESS_MIB:,.0f} MiB; their env steps' CPU "
-                "(step_cpu_ms) is not in Ray's request)") in out, out
+        assert (
+            f"  PPO     num_env_runners=2 x {k} envs async: 2 CPUs, 0 GPUs, +{2 * k} env "
+            f"processes (~{2 * k * ENV_PROCESS_MIB:,.0f} MiB; their env steps' CPU "
+            "(step_cpu_ms) is not in Ray's request)"
+        ) in out, out
 
 
 def test_the_dry_run_checks_a_target_cluster_shape(tmp_path, capsys, monkeypatch):
@@ -233,8 +263,14 @@ def test_the_dry_run_checks_a_target_cluster_shape(tmp_path, capsys, monkeypatch
     assert "Cluster: 3 node(s), 6 CPUs" in out and "num_env_runners=4: 5 CPUs, 0 GPUs  fits" in out
     assert main([str(path), "--dry-run", "--cluster", "1x2"]) == 2
     assert "it asks for 5 CPUs and the cluster has 2 in all" in capsys.readouterr().err
-    strict = yaml_sweep(folder, "CartPole-v1", runners=(4,), algorithms=("PPO",), name="strict",
-                        extra="placement_strategy: STRICT_PACK\n")
+    strict = yaml_sweep(
+        folder,
+        "CartPole-v1",
+        runners=(4,),
+        algorithms=("PPO",),
+        name="strict",
+        extra="placement_strategy: STRICT_PACK\n",
+    )
     assert main([str(strict), "--dry-run", "--cluster", "3x2"]) == 2
     assert "STRICT_PACK needs all 5 CPUs on one node" in capsys.readouterr().err
     with pytest.raises(SystemExit) as bad:
@@ -243,9 +279,14 @@ def test_the_dry_run_checks_a_target_cluster_shape(tmp_path, capsys, monkeypatch
 
 
 def run_sweep(path: Path, results: Path, env: dict | None = None, timeout: float = 400):
-    return subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results", str(results),
-                           "--no-report"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results), "--no-report"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def reached_rows(results: Path, name: str):
@@ -270,31 +311,51 @@ def test_a_user_env_outside_the_project_reaches_its_target_on_the_embedded_ray(s
     # env in the three-node sweep); the slower reached the target in 9 s beside another Ray
     # test: 5x margin
     path = yaml_sweep(folder, "corridor_env:Corridor-v0", algorithms=("PPO",), budget_s=45)
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           "s3://rl-results/results"], cwd=ROOT, env=s3["env"],
-                          capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--results", "s3://rl-results/results"],
+        cwd=ROOT,
+        env=s3["env"],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     keys = s3_keys(s3["client"], "results/corridor/")
     (run_id,) = {k.split("/")[2] for k in keys}
     uri = f"s3://rl-results/results/corridor/{run_id}"
     assert f"results in {uri}" in proc.stdout
-    assert {"trials.parquet", "progress.parquet", "spec.json", "environment.json", "optuna.db",
-            "report.html"} <= {k.split("/")[-1] for k in keys}, keys
-    again = subprocess.run([sys.executable, "-m", "analysis.report", uri, "-o",
-                            str(tmp_path / "again.html")], cwd=ROOT, env=s3["env"],
-                           capture_output=True, text=True, timeout=300)
+    assert {
+        "trials.parquet",
+        "progress.parquet",
+        "spec.json",
+        "environment.json",
+        "optuna.db",
+        "report.html",
+    } <= {k.split("/")[-1] for k in keys}, keys
+    again = subprocess.run(
+        [sys.executable, "-m", "analysis.report", uri, "-o", str(tmp_path / "again.html")],
+        cwd=ROOT,
+        env=s3["env"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     local = fetch_run(uri)
     trials = pd.read_parquet(local / "trials.parquet")
     assert set(pd.read_parquet(local / "progress.parquet").trial_id) == set(trials.trial_id)
     table = trials[["algorithm", "num_env_runners", "status", "error"]].to_string()
     assert sorted(zip(trials.algorithm, trials.num_env_runners, strict=True)) == [
-        ("PPO", 0), ("PPO", 1)], table  # the baseline is PPO, 0
+        ("PPO", 0),
+        ("PPO", 1),
+    ], table  # the baseline is PPO, 0
     assert (trials.status == "reached").all(), table
     assert (trials.nodes_used.str.len() == 12).all(), trials.nodes_used  # one node
 
 
-EXPLODING = CORRIDOR + '''
+EXPLODING = (
+    CORRIDOR
+    + '''
 
 class Exploding(Corridor):
     """Raises after 30 env steps (gymnasium's env check takes fewer)."""
@@ -309,6 +370,7 @@ class Exploding(Corridor):
             raise RuntimeError("the simulator lost its licence server")
         return super().step(action)
 '''
+)
 
 
 @pytest.mark.ray
@@ -319,12 +381,21 @@ def test_a_failing_env_fails_fast_and_loudly(tmp_path):
     traceback, the traceback goes to the run's errors.log, and the run exits 4 with a
     summary."""
     folder = user_folder(tmp_path, text=EXPLODING)
-    path = yaml_sweep(folder, "corridor_env:Exploding", runners=(0,), algorithms=("PPO",),
-                      name="exploding", budget_s=20)
+    path = yaml_sweep(
+        folder,
+        "corridor_env:Exploding",
+        runners=(0,),
+        algorithms=("PPO",),
+        name="exploding",
+        budget_s=20,
+    )
     # the env's error fails its trial, as when a user turns recovery off
-    path.write_text(path.read_text().replace("seeds: 1", "seeds: 3").replace("{length: 4}", "{}")
-                    .replace("{train_batch_size: 500}",
-                             "{train_batch_size: 500, recover_env_faults: false}"))
+    path.write_text(
+        path.read_text()
+        .replace("seeds: 1", "seeds: 3")
+        .replace("{length: 4}", "{}")
+        .replace("{train_batch_size: 500}", "{train_batch_size: 500, recover_env_faults: false}")
+    )
     proc = run_sweep(path, tmp_path / "results")
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
     trials = reached_rows(tmp_path / "results", "exploding")
@@ -336,9 +407,11 @@ def test_a_failing_env_fails_fast_and_loudly(tmp_path):
     assert "2 more seed(s) skipped" in proc.stdout
     (run_dir,) = (tmp_path / "results" / "exploding").iterdir()
     summary = [ln for ln in proc.stderr.splitlines() if "no trial succeeded" in ln]
-    assert summary == [f"error: {path}: no trial succeeded: 1 of 1 ended in RuntimeError "
-                       "(first: RuntimeError: the simulator lost its licence server); "
-                       f"tracebacks in {run_dir / 'errors.log'}"], proc.stderr[-3000:]
+    assert summary == [
+        f"error: {path}: no trial succeeded: 1 of 1 ended in RuntimeError "
+        "(first: RuntimeError: the simulator lost its licence server); "
+        f"tracebacks in {run_dir / 'errors.log'}"
+    ], proc.stderr[-3000:]
     log = (run_dir / "errors.log").read_text()
     assert 'raise RuntimeError("the simulator lost its licence server")' in log, log[-3000:]
     assert log.startswith("=== trial ") and "corridor_env.py" in log

@@ -11,8 +11,11 @@ import pytest
 import envs
 from sweeps.engine.evaluation import evaluation_env
 
-EVERY_ENV = [("CartPole-v1", {}), ("ContosoCabs-v0", {"num_cities": 3}),
-             ("PongNoFrameskip-v4", {"frame_size": 42})]
+EVERY_ENV = [
+    ("CartPole-v1", {}),
+    ("ContosoCabs-v0", {"num_cities": 3}),
+    ("PongNoFrameskip-v4", {"frame_size": 42}),
+]
 
 
 @pytest.mark.parametrize("env_id, config", EVERY_ENV, ids=lambda x: str(x))
@@ -61,12 +64,10 @@ def test_every_env_burns_its_cpu_milliseconds_per_step(env_id, config):
 def test_step_costs_combine_and_leave_the_optimum_unchanged():
     env = envs.make_env("CartPole-v1", {"step_cpu_ms": 1, "step_latency_ms": 1})
     assert isinstance(env, envs.StepLatency) and isinstance(env.env, envs.StepCpuCost)
-    assert envs.split_step_cost({"step_cpu_ms": 2, "x": 1}) == (envs.StepCost(cpu_ms=2.0),
-                                                               {"x": 1})
+    assert envs.split_step_cost({"step_cpu_ms": 2, "x": 1}) == (envs.StepCost(cpu_ms=2.0), {"x": 1})
     assert not envs.split_step_cost({})[0]  # no cost: the plain env
     plain = envs.oracle_return("ContosoCabs-v0", {"time_matrix_seed": 0})
-    assert plain == envs.oracle_return("ContosoCabs-v0",
-                                       {"time_matrix_seed": 0, "step_cpu_ms": 2})
+    assert plain == envs.oracle_return("ContosoCabs-v0", {"time_matrix_seed": 0, "step_cpu_ms": 2})
 
 
 @pytest.mark.parametrize("key", ["step_latency_ms", "step_cpu_ms"])

@@ -28,8 +28,9 @@ def module_imports() -> dict[str, set[str]]:
                 targets = [a.name for a in node.names]
             else:
                 continue
-            graph[name] |= {t for t in targets
-                            if t in files and t != name and not name.startswith(t + ".")}
+            graph[name] |= {
+                t for t in targets if t in files and t != name and not name.startswith(t + ".")
+            }
     return graph
 
 

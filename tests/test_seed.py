@@ -17,15 +17,21 @@ import time
 import pandas as pd
 import pytest
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel,
-              pytest.mark.xdist_group("seed")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.parallel,
+    pytest.mark.xdist_group("seed"),
+]
 
 
 def test_the_light_modules_import_neither_torch_nor_rllib():
     """What a SEED actor's process imports: its own module and the server's (a worker that
     unpickles the server's handle imports the module of its class)."""
-    code = ("import sys, sweeps.engine.algorithms.seed_actor, sweeps.engine.algorithms.seed_inference;"
-            "print([m for m in ('torch', 'ray.rllib', 'ray.tune') if m in sys.modules])")
+    code = (
+        "import sys, sweeps.engine.algorithms.seed_actor, sweeps.engine.algorithms.seed_inference;"
+        "print([m for m in ('torch', 'ray.rllib', 'ray.tune') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
@@ -35,15 +41,29 @@ def test_seed_actors_are_light_and_an_async_layout_counts_its_envs(local_ray):
     from sweeps.engine.algorithms import build_config, extract_metrics
     from sweeps.engine.trainable import TrialPeakMemory, sampling_layout
 
-    config = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
-                           "num_envs_per_env_runner": 4, "gym_env_vectorize_mode": "async",
-                           "num_cpus_per_env_runner": 0.25}, "ContosoCabs-v0")
-    assert sampling_layout(config) == {"vectorize_mode": "async", "concurrent_envs": 8,
-                                       "env_processes": 8}
+    config = build_config(
+        {
+            "algorithm": "SEED",
+            "seed": 0,
+            "num_env_runners": 2,
+            "num_envs_per_env_runner": 4,
+            "gym_env_vectorize_mode": "async",
+            "num_cpus_per_env_runner": 0.25,
+        },
+        "ContosoCabs-v0",
+    )
+    assert sampling_layout(config) == {
+        "vectorize_mode": "async",
+        "concurrent_envs": 8,
+        "env_processes": 8,
+    }
     assert config.algo_class.__name__ == "SEED"
     # the trial's request: its process and one bundle per actor (the server shares the first)
     assert [b["CPU"] for b in config.algo_class.default_resource_request(config).bundles] == [
-        1, 0.25, 0.25]
+        1,
+        0.25,
+        0.25,
+    ]
     algo = config.build_algo()
     try:
         assert [local_ray.get(a.imported_frameworks.remote()) for a in algo._actors] == [[], []]
@@ -80,9 +100,11 @@ def test_seed_actors_recover_from_env_faults_and_count_them(local_ray, tmp_path,
     # a user's registered env: its creator travels to the actors by value
     cloudpickle.register_pickle_by_value(flaky_env)
     register_env("FlakyCabsForSEED", flaky_env.flaky_cabs)
-    algo = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
-                         "num_cpus_per_env_runner": 0.25}, "FlakyCabsForSEED",
-                        {"fault_every": 199}).build_algo()
+    algo = build_config(
+        {"algorithm": "SEED", "seed": 0, "num_env_runners": 2, "num_cpus_per_env_runner": 0.25},
+        "FlakyCabsForSEED",
+        {"fault_every": 199},
+    ).build_algo()
     try:
         m, t0 = {"env_steps": 0, "env_restarts": 0}, time.perf_counter()
         while (m["env_steps"] < 5000 or m["env_restarts"] == 0) and time.perf_counter() - t0 < 60:
@@ -100,9 +122,16 @@ def test_seed_learns_cartpole(local_ray):
     from sweeps.engine.evaluation import GreedyEvaluator, rllib_greedy_policy
 
     env = "CartPole-v1"
-    algo = build_config({"algorithm": "SEED", "seed": 0, "num_env_runners": 2,
-                         "reward_scale": 1.0, "num_cpus_per_env_runner": 0.25},
-                        env).build_algo()
+    algo = build_config(
+        {
+            "algorithm": "SEED",
+            "seed": 0,
+            "num_env_runners": 2,
+            "reward_scale": 1.0,
+            "num_cpus_per_env_runner": 0.25,
+        },
+        env,
+    ).build_algo()
     evaluator = GreedyEvaluator(env, {}, episodes=10, seed=10_000)
     policy = rllib_greedy_policy(algo, evaluator)
     best, t0 = -math.inf, time.perf_counter()
@@ -112,8 +141,9 @@ def test_seed_learns_cartpole(local_ray):
             best = max(best, evaluator.evaluate(policy()))
     finally:
         algo.stop()
-    print(f"SEED CartPole: best evaluation return {best:.0f} after "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"SEED CartPole: best evaluation return {best:.0f} after {time.perf_counter() - t0:.1f} s"
+    )
     assert best >= 150
 
 
@@ -122,9 +152,13 @@ def test_a_sweep_runs_seed_to_the_cabs_target(tmp_path):
     """Through Tune: SEED's placement group holds its actors (fractional CPUs), each trial
     records its layout and its actors' memory, and the trials reach the target."""
     path = tmp_path / "seed_sweep.py"
-    layout = {"num_env_runners": 2, "gym_env_vectorize_mode": "async",
-              "num_cpus_per_env_runner": 0.25}
-    path.write_text(textwrap.dedent(f"""\
+    layout = {
+        "num_env_runners": 2,
+        "gym_env_vectorize_mode": "async",
+        "num_cpus_per_env_runner": 0.25,
+    }
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="seed_sweep", env="ContosoCabs-v0", algorithms=["SEED"],
@@ -134,11 +168,15 @@ def test_a_sweep_runs_seed_to_the_cabs_target(tmp_path):
             search=Search(sampler="random", num_samples=2, seeds=1),
             baseline={{"algorithm": "SEED", "num_envs_per_env_runner": 4, **{layout!r}}},
         )
-        """))
+        """)
+    )
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=280)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results), "--no-report"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (run_dir,) = [p for p in (results / "seed_sweep").iterdir() if p.is_dir()]
     trials = pd.read_parquet(run_dir / "trials.parquet")

@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 GOOD = dict(
-    name='"t"', env='"CartPole-v1"', algorithms='["PPO"]',
-    search_space='{"num_env_runners": choice([0])}', target="Target(value=100.0)",
-    budget="Budget(time_s=10)", extra="", baseline='{"algorithm": "PPO", "num_env_runners": 0}',
+    name='"t"',
+    env='"CartPole-v1"',
+    algorithms='["PPO"]',
+    search_space='{"num_env_runners": choice([0])}',
+    target="Target(value=100.0)",
+    budget="Budget(time_s=10)",
+    extra="",
+    baseline='{"algorithm": "PPO", "num_env_runners": 0}',
 )
 
 
@@ -20,10 +25,10 @@ def sweep_file(tmp_path: Path, **overrides) -> Path:
     f = {**GOOD, **overrides}
     text = textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice, loguniform, randint
-        SWEEP = Sweep(name={f['name']}, env={f['env']}, algorithms={f['algorithms']},
-                      search_space={f['search_space']}, target={f['target']},
-                      budget={f['budget']}, baseline={f['baseline']}
-                      {f['extra']})
+        SWEEP = Sweep(name={f["name"]}, env={f["env"]}, algorithms={f["algorithms"]},
+                      search_space={f["search_space"]}, target={f["target"]},
+                      budget={f["budget"]}, baseline={f["baseline"]}
+                      {f["extra"]})
         """)
     path = tmp_path / "bad_sweep.py"
     path.write_text(text)
@@ -32,8 +37,9 @@ def sweep_file(tmp_path: Path, **overrides) -> Path:
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """``python -m sweeps.run ARGS`` in a real process (~4 s when it imports RLlib)."""
-    return subprocess.run([sys.executable, "-m", "sweeps.run", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sweeps.run", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -83,8 +89,9 @@ def test_a_mistyped_path_is_answered_without_importing_rllib(tmp_path):
         code = main([{str(tmp_path / "nope.py")!r}])
         print(code, "ray.rllib" in sys.modules, "torch" in sys.modules)
         """)
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert proc.stdout.split() == ["2", "False", "False"], (proc.stdout, proc.stderr[-2000:])
     assert "no such sweep file" in proc.stderr
 
@@ -106,15 +113,20 @@ def test_unknown_env(tmp_path, cli):
 
 
 def test_unknown_parameter(tmp_path, cli):
-    path = sweep_file(tmp_path, search_space='{"num_env_runners": choice([0]), "flux": choice([1, 2])}')
+    path = sweep_file(
+        tmp_path, search_space='{"num_env_runners": choice([0]), "flux": choice([1, 2])}'
+    )
     assert_one_line_error(cli(str(path), "--dry-run"), "search_space.flux", "PPO")
 
 
-@pytest.mark.parametrize("space, field", [
-    ('{"lr": loguniform(1e-2, 1e-4)}', "search_space.lr"),
-    ('{"num_env_runners": randint(4, 1)}', "search_space.num_env_runners"),
-    ('{"num_env_runners": choice([])}', "search_space.num_env_runners"),
-])
+@pytest.mark.parametrize(
+    "space, field",
+    [
+        ('{"lr": loguniform(1e-2, 1e-4)}', "search_space.lr"),
+        ('{"num_env_runners": randint(4, 1)}', "search_space.num_env_runners"),
+        ('{"num_env_runners": choice([])}', "search_space.num_env_runners"),
+    ],
+)
 def test_empty_or_inverted_range(tmp_path, space, field, cli):
     path = sweep_file(tmp_path, search_space=space)
     assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", field)
@@ -144,12 +156,18 @@ def test_budget_override_not_positive(tmp_path, cli):
 def test_env_config_override_is_checked_like_the_files_own(tmp_path, cli):
     """``--env-config KEY=VALUE`` goes through the env's own checks before Ray starts."""
     path = sweep_file(tmp_path)
-    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "no_equals_sign"),
-                          "--env-config", "KEY=VALUE")
-    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "step_latency_ms=-4"),
-                          "--env-config", "step_latency_ms", ">= 0")
-    assert_one_line_error(cli(str(path), "--dry-run", "--env-config", "no_such_key=1"),
-                          "--env-config", "no_such_key")
+    assert_one_line_error(
+        cli(str(path), "--dry-run", "--env-config", "no_equals_sign"), "--env-config", "KEY=VALUE"
+    )
+    assert_one_line_error(
+        cli(str(path), "--dry-run", "--env-config", "step_latency_ms=-4"),
+        "--env-config",
+        "step_latency_ms",
+        ">= 0",
+    )
+    assert_one_line_error(
+        cli(str(path), "--dry-run", "--env-config", "no_such_key=1"), "--env-config", "no_such_key"
+    )
 
 
 def test_env_config_override_reaches_the_resolved_spec(tmp_path):
@@ -160,10 +178,17 @@ def test_env_config_override_reaches_the_resolved_spec(tmp_path):
     from sweeps.engine.sweep_file import load_sweep, resolved_spec, sweep_target
     from sweeps.run import apply_overrides
 
-    path = sweep_file(tmp_path, env='"ContosoCabs-v0"',
-                      extra=', env_config={"num_cities": 5, "step_latency_ms": 4}')
-    args = argparse.Namespace(num_samples=None, seeds=None, budget_s=None,
-                              env_config=["step_latency_ms=30", "step_cpu_ms=0.5"])
+    path = sweep_file(
+        tmp_path,
+        env='"ContosoCabs-v0"',
+        extra=', env_config={"num_cities": 5, "step_latency_ms": 4}',
+    )
+    args = argparse.Namespace(
+        num_samples=None,
+        seeds=None,
+        budget_s=None,
+        env_config=["step_latency_ms=30", "step_cpu_ms=0.5"],
+    )
     sweep = apply_overrides(load_sweep(path), args, str(path))
     spec = resolved_spec(sweep, sweep_target(sweep, str(path)), str(path))
     assert spec["env_config"] == {"num_cities": 5, "step_latency_ms": 30, "step_cpu_ms": 0.5}
@@ -173,13 +198,15 @@ def test_results_dir_not_writable(tmp_path, cli):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
     path = sweep_file(tmp_path)
-    assert_one_line_error(cli(str(path), "--results", str(blocker / "results")), "results",
-                          "cannot write")
+    assert_one_line_error(
+        cli(str(path), "--results", str(blocker / "results")), "results", "cannot write"
+    )
 
 
 def test_yaml_bad_range(tmp_path, cli):
     path = tmp_path / "bad.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         name: t
         env: CartPole-v1
         algorithms: [PPO]
@@ -187,7 +214,8 @@ def test_yaml_bad_range(tmp_path, cli):
           lr: {loguniform: [0.01, 0.0001]}
         target: {value: 100}
         budget: {time_s: 10}
-        """))
+        """)
+    )
     assert_one_line_error(cli(str(path), "--dry-run"), "bad.yaml", "search_space.lr")
 
 
@@ -216,17 +244,27 @@ def test_yaml_duplicate_key(tmp_path, cli):
     assert_one_line_error(cli(str(path), "--dry-run"), "dup.yaml", "'budget' is given twice")
 
 
-@pytest.mark.parametrize("cities, what", [(100_000, "travel-time matrix"),
-                                          (300, "exact optimum's dynamics")])
+@pytest.mark.parametrize(
+    "cities, what", [(100_000, "travel-time matrix"), (300, "exact optimum's dynamics")]
+)
 def test_an_env_config_too_big_for_the_machine(tmp_path, cities, what, cli):
     """Contoso Cabs with 100,000 cities would need ~12 TiB (an internal MemoryError, exit 1,
     before): one line, exit 2, before anything is allocated; 300 cities fit as an env but not
     their exact optimum (the fraction-of-optimal target needs it)."""
-    path = sweep_file(tmp_path, env='"ContosoCabs-v0"',
-                      target="Target(fraction_of_optimal=0.9)",
-                      extra=f', env_config={{"num_cities": {cities}}}')
-    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "num_cities",
-                          f"{cities} cities need", what, "of memory")
+    path = sweep_file(
+        tmp_path,
+        env='"ContosoCabs-v0"',
+        target="Target(fraction_of_optimal=0.9)",
+        extra=f', env_config={{"num_cities": {cities}}}',
+    )
+    assert_one_line_error(
+        cli(str(path), "--dry-run"),
+        "bad_sweep.py",
+        "num_cities",
+        f"{cities} cities need",
+        what,
+        "of memory",
+    )
 
 
 @pytest.mark.ray
@@ -237,20 +275,29 @@ def test_unreachable_address(tmp_path):
     assert_one_line_error(proc, "bad_sweep.py", "--address", "127.0.0.1:1")
 
 
-@pytest.mark.parametrize("reference, fragments", [
-    ('{"algorithm": "SB3-A2C"}', ("reference.algorithm", "SB3-A2C")),
-    ('{"algorithm": "SB3-DQN", "num_epochs": 3}', ("reference.num_epochs", "unknown parameter")),
-    ('{"algorithm": "SB3-DQN", "learning_rate": -1}', ("reference.learning_rate", "positive")),
-    ('{"learning_rate": 1e-3}', ("reference", "must name its 'algorithm'")),
-])
+@pytest.mark.parametrize(
+    "reference, fragments",
+    [
+        ('{"algorithm": "SB3-A2C"}', ("reference.algorithm", "SB3-A2C")),
+        (
+            '{"algorithm": "SB3-DQN", "num_epochs": 3}',
+            ("reference.num_epochs", "unknown parameter"),
+        ),
+        ('{"algorithm": "SB3-DQN", "learning_rate": -1}', ("reference.learning_rate", "positive")),
+        ('{"learning_rate": 1e-3}', ("reference", "must name its 'algorithm'")),
+    ],
+)
 def test_bad_reference(tmp_path, reference, fragments, cli):
     path = sweep_file(tmp_path, extra=f", reference={reference}")
     assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", *fragments)
 
 
 def test_reference_needs_a_protocol_metric(tmp_path, cli):
-    path = sweep_file(tmp_path, target='Target(metric="env_runners/episode_return_max", value=1.0)',
-                      extra=', reference={"algorithm": "SB3-DQN"}')
+    path = sweep_file(
+        tmp_path,
+        target='Target(metric="env_runners/episode_return_max", value=1.0)',
+        extra=', reference={"algorithm": "SB3-DQN"}',
+    )
     assert_one_line_error(cli(str(path), "--dry-run"), "reference", "'evaluation' or 'training'")
 
 
@@ -260,70 +307,112 @@ CABS = '"ContosoCabs-v0"'
 # starts"): sweep-file overrides, then fragments the one-line error must contain.
 BAD_INPUT = {
     "negative env runners in a choice": (
-        dict(search_space='{"num_env_runners": choice([-1, 1])}'), ("num_env_runners", "-1")),
+        dict(search_space='{"num_env_runners": choice([-1, 1])}'),
+        ("num_env_runners", "-1"),
+    ),
     "negative lower bound of a range": (
-        dict(search_space='{"num_env_runners": randint(-2, 2)}'), ("num_env_runners", "-2")),
+        dict(search_space='{"num_env_runners": randint(-2, 2)}'),
+        ("num_env_runners", "-2"),
+    ),
     "fractional env runners": (
-        dict(search_space='{"num_env_runners": choice([1.5])}'), ("num_env_runners", "integer")),
+        dict(search_space='{"num_env_runners": choice([1.5])}'),
+        ("num_env_runners", "integer"),
+    ),
     "zero train batch": (
         dict(search_space='{"num_env_runners": choice([0]), "train_batch_size": choice([0, 64])}'),
-        ("train_batch_size", "0")),
+        ("train_batch_size", "0"),
+    ),
     "gamma range beyond 1": (
         dict(search_space='{"num_env_runners": choice([0]), "gamma": uniform(0.9, 1.5)}'),
-        ("gamma", "1.5")),
+        ("gamma", "1.5"),
+    ),
     "zero envs per env runner": (
-        dict(search_space='{"num_env_runners": choice([0]), "num_envs_per_env_runner": choice([0])}'),
-        ("num_envs_per_env_runner",)),
+        dict(
+            search_space='{"num_env_runners": choice([0]), "num_envs_per_env_runner": choice([0])}'
+        ),
+        ("num_envs_per_env_runner",),
+    ),
     "zero rollout fragment": (
-        dict(search_space='{"num_env_runners": choice([0]), "rollout_fragment_length": choice([0])}'),
-        ("rollout_fragment_length",)),
+        dict(
+            search_space='{"num_env_runners": choice([0]), "rollout_fragment_length": choice([0])}'
+        ),
+        ("rollout_fragment_length",),
+    ),
     "zero learning rate in fixed": (dict(extra=', fixed={"lr": 0}'), ("lr", "positive")),
-    "bad hidden sizes in fixed": (
-        dict(extra=', fixed={"hidden_sizes": [0]}'), ("hidden_sizes",)),
+    "bad hidden sizes in fixed": (dict(extra=', fixed={"hidden_sizes": [0]}'), ("hidden_sizes",)),
     "negative lr in per_algorithm_fixed": (
-        dict(extra=', per_algorithm_fixed={"PPO": {"lr": -1.0}}'), ("lr", "-1")),
+        dict(extra=', per_algorithm_fixed={"PPO": {"lr": -1.0}}'),
+        ("lr", "-1"),
+    ),
     "minibatch larger than the train batch": (
         dict(extra=', fixed={"train_batch_size": 100, "minibatch_size": 200}'),
-        ("minibatch_size",)),
+        ("minibatch_size",),
+    ),
     "negative env runners in the baseline": (
-        dict(baseline='{"algorithm": "PPO", "num_env_runners": -1}'), ("baseline", "num_env_runners")),
+        dict(baseline='{"algorithm": "PPO", "num_env_runners": -1}'),
+        ("baseline", "num_env_runners"),
+    ),
     "infinite time budget": (dict(budget='Budget(time_s=float("inf"))'), ("budget", "finite")),
     "NaN time budget": (dict(budget='Budget(time_s=float("nan"))'), ("budget",)),
     "fraction of optimal above 1": (
         dict(env=CABS, target="Target(fraction_of_optimal=1.2)"),
-        ("target.fraction_of_optimal", "above the env's exact optimum")),
+        ("target.fraction_of_optimal", "above the env's exact optimum"),
+    ),
     "target value above the optimum": (
         dict(env=CABS, target="Target(value=5000.0)"),
-        ("target.value", "above the env's exact optimal return 2966.36")),
+        ("target.value", "above the env's exact optimal return 2966.36"),
+    ),
     "DQN on a continuous action space": (
-        dict(env='"Pendulum-v1"', algorithms='["DQN"]',
-             baseline='{"algorithm": "DQN", "num_env_runners": 0}'),
-        ("algorithms", "DQN needs a discrete action space")),
+        dict(
+            env='"Pendulum-v1"',
+            algorithms='["DQN"]',
+            baseline='{"algorithm": "DQN", "num_env_runners": 0}',
+        ),
+        ("algorithms", "DQN needs a discrete action space"),
+    ),
     "APEX and DQN on a discrete observation space": (
-        dict(env='"FrozenLake-v1"', algorithms='["APEX"]',
-             baseline='{"algorithm": "DQN", "num_env_runners": 0}'),
-        ("algorithms", "APEX needs a Box observation space")),
+        dict(
+            env='"FrozenLake-v1"',
+            algorithms='["APEX"]',
+            baseline='{"algorithm": "DQN", "num_env_runners": 0}',
+        ),
+        ("algorithms", "APEX needs a Box observation space"),
+    ),
     "unknown env_config key of a gymnasium env": (
         dict(extra=', env_config={"gravity": 9.8}'),
-        ("env_config", "'gravity' is not a parameter of CartPole-v1")),
+        ("env_config", "'gravity' is not a parameter of CartPole-v1"),
+    ),
     "unknown env_config key of Contoso Cabs": (
-        dict(env=CABS, extra=', env_config={"num_citys": 5}'), ("env_config", "num_citys")),
+        dict(env=CABS, extra=', env_config={"num_citys": 5}'),
+        ("env_config", "num_citys"),
+    ),
     "unknown env_config key of Pong": (
-        dict(env='"PongNoFrameskip-v4"', target='Target(metric="training", value=18.0)',
-             extra=', env_config={"frame_siz": 42}'), ("env_config", "frame_siz")),
+        dict(
+            env='"PongNoFrameskip-v4"',
+            target='Target(metric="training", value=18.0)',
+            extra=', env_config={"frame_siz": 42}',
+        ),
+        ("env_config", "frame_siz"),
+    ),
     "grid sampler over a range": (
-        dict(search_space='{"num_env_runners": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
-             extra=', search=Search(sampler="grid")'),
-        ("search_space.lr", "grid sampler needs choice()")),
+        dict(
+            search_space='{"num_env_runners": choice([0]), "lr": loguniform(1e-4, 1e-3)}',
+            extra=', search=Search(sampler="grid")',
+        ),
+        ("search_space.lr", "grid sampler needs choice()"),
+    ),
     "negative CPUs per env runner": (
         dict(extra=', fixed={"num_cpus_per_env_runner": -1}'),
-        ("num_cpus_per_env_runner", "positive number")),
+        ("num_cpus_per_env_runner", "positive number"),
+    ),
     "negative step latency": (
         dict(env=CABS, extra=', env_config={"step_latency_ms": -2}'),
-        ("env_config", "step_latency_ms: must be a finite number of milliseconds >= 0")),
+        ("env_config", "step_latency_ms: must be a finite number of milliseconds >= 0"),
+    ),
     "GPU learner on a machine without GPUs": (
         dict(extra=', fixed={"num_gpus_per_learner": 1}'),
-        ("GPU", "it asks for 1 GPUs and the cluster has 0 in all")),
+        ("GPU", "it asks for 1 GPUs and the cluster has 0 in all"),
+    ),
 }
 
 
@@ -332,8 +421,9 @@ def test_bad_input_is_one_line_before_ray_starts(tmp_path, case, cli):
     overrides, fragments = BAD_INPUT[case]
     text = sweep_file(tmp_path, **overrides).read_text()
     path = tmp_path / "bad_sweep.py"
-    path.write_text(text.replace("choice, loguniform, randint",
-                                 "choice, loguniform, randint, uniform, Search"))
+    path.write_text(
+        text.replace("choice, loguniform, randint", "choice, loguniform, randint, uniform, Search")
+    )
     proc = cli(str(path), "--dry-run")
     assert_one_line_error(proc, "bad_sweep.py", *fragments)
     assert not (tmp_path / "results").exists()  # nothing written
@@ -353,9 +443,12 @@ def test_old_rllib_names_work_with_a_notice(tmp_path):
     """A sweep file with RLlib's old names (num_workers, num_envs_per_worker) validates, plans
     with the current names and prints one notice per old name (once per process: so a real
     command, not ``cli``, whose process other tests may have notified already)."""
-    path = sweep_file(tmp_path, search_space='{"num_workers": choice([0, 1])}',
-                      baseline='{"algorithm": "PPO", "num_workers": 0}',
-                      extra=', fixed={"num_envs_per_worker": 2}')
+    path = sweep_file(
+        tmp_path,
+        search_space='{"num_workers": choice([0, 1])}',
+        baseline='{"algorithm": "PPO", "num_workers": 0}',
+        extra=', fixed={"num_envs_per_worker": 2}',
+    )
     proc = run(str(path), "--dry-run")
     assert proc.returncode == 0, proc.stderr[-2000:]
     notices = [ln for ln in proc.stderr.splitlines() if ln.startswith("notice:")]
@@ -367,8 +460,14 @@ def test_old_rllib_names_work_with_a_notice(tmp_path):
 
 def test_old_and_current_name_together(tmp_path, cli):
     path = sweep_file(tmp_path, extra=', fixed={"num_workers": 1, "num_env_runners": 1}')
-    assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "fixed",
-                          "'num_workers'", "'num_env_runners'", "give only")
+    assert_one_line_error(
+        cli(str(path), "--dry-run"),
+        "bad_sweep.py",
+        "fixed",
+        "'num_workers'",
+        "'num_env_runners'",
+        "give only",
+    )
 
 
 @pytest.mark.parametrize("suffix", [".py", ".yaml"])
@@ -391,8 +490,9 @@ def test_a_trial_the_machine_cannot_place_is_refused_by_the_dry_run_as_by_the_ru
     path = sweep_file(tmp_path, search_space=f'{{"num_env_runners": choice([0, {too_many}])}}')
     results = tmp_path / "results"
     dry = cli(str(path), "--dry-run", "--results", str(results))
-    assert_one_line_error(dry, "bad_sweep.py", f"num_env_runners={too_many}",
-                          "cannot be placed on this cluster")
+    assert_one_line_error(
+        dry, "bad_sweep.py", f"num_env_runners={too_many}", "cannot be placed on this cluster"
+    )
     real = cli(str(path), "--results", str(results))
     assert real.stderr == dry.stderr
     assert_one_line_error(real)
@@ -402,15 +502,29 @@ def test_a_trial_the_machine_cannot_place_is_refused_by_the_dry_run_as_by_the_ru
 def test_a_default_baseline_the_env_cannot_take_says_so_and_how_to_declare_one(tmp_path, cli):
     """A sweep of SAC on Pendulum that names no baseline: the default one (DQN) is the problem,
     and the message says so, not 'algorithms: DQN ...' (the user never named DQN)."""
-    text = sweep_file(tmp_path, env='"Pendulum-v1"', algorithms='["SAC"]',
-                      target="Target(value=-400.0)", baseline="None").read_text()
+    text = sweep_file(
+        tmp_path,
+        env='"Pendulum-v1"',
+        algorithms='["SAC"]',
+        target="Target(value=-400.0)",
+        baseline="None",
+    ).read_text()
     path = tmp_path / "sac.py"
     path.write_text(text.replace(", baseline=None", ""))
-    assert_one_line_error(cli(str(path), "--dry-run"), "sac.py: baseline: the default baseline "
-                          "(DQN with 1 env runner", "needs a discrete action space",
-                          "baseline={'algorithm': 'SAC', 'num_env_runners': 1}", "baseline=None")
-    named = sweep_file(tmp_path, env='"Pendulum-v1"', algorithms='["SAC"]',
-                       target="Target(value=-400.0)",
-                       baseline='{"algorithm": "DQN", "num_env_runners": 1}')
-    assert_one_line_error(cli(str(named), "--dry-run"),
-                          "baseline.algorithm: DQN needs a discrete action space")
+    assert_one_line_error(
+        cli(str(path), "--dry-run"),
+        "sac.py: baseline: the default baseline (DQN with 1 env runner",
+        "needs a discrete action space",
+        "baseline={'algorithm': 'SAC', 'num_env_runners': 1}",
+        "baseline=None",
+    )
+    named = sweep_file(
+        tmp_path,
+        env='"Pendulum-v1"',
+        algorithms='["SAC"]',
+        target="Target(value=-400.0)",
+        baseline='{"algorithm": "DQN", "num_env_runners": 1}',
+    )
+    assert_one_line_error(
+        cli(str(named), "--dry-run"), "baseline.algorithm: DQN needs a discrete action space"
+    )

@@ -24,13 +24,16 @@ RUN = Path(__file__).parents[1] / "docs" / "data" / "cabs_scaling" / "20261122-2
 def _raises(exc: BaseException):
     def main() -> int:
         raise exc
+
     return main
 
 
 def test_an_internal_error_is_one_line_and_exit_1(capsys, monkeypatch):
     monkeypatch.delenv("RL_SCALING_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["prog"])
-    assert guard("prog", _raises(RuntimeError("no such column\n  in a foreign file"))) == EXIT_INTERNAL
+    assert (
+        guard("prog", _raises(RuntimeError("no such column\n  in a foreign file"))) == EXIT_INTERNAL
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("prog: internal error: RuntimeError: ")
     assert "no such column in a foreign file" in err and "--verbose" in err
@@ -54,8 +57,10 @@ def test_a_write_failure_anywhere_in_the_cause_chain_is_exit_3(capsys, monkeypat
     except RuntimeError as wrapped:
         assert find_os_error(wrapped) is disk_full
         assert guard("prog", _raises(wrapped)) == EXIT_WRITE_FAILED
-    assert capsys.readouterr().err == \
-        "prog: error: No space left on device: results/x/trials.parquet\n"
+    assert (
+        capsys.readouterr().err
+        == "prog: error: No space left on device: results/x/trials.parquet\n"
+    )
 
 
 def test_an_interrupt_is_exit_130(capsys):
@@ -67,8 +72,12 @@ def test_a_report_written_to_a_full_disk_is_one_line():
     """The real command and the real kernel: /dev/full refuses every write with ENOSPC."""
     if not Path("/dev/full").exists():
         pytest.fail("/dev/full is part of every Linux system this suite supports")
-    proc = subprocess.run([sys.executable, "-m", "analysis.report", str(RUN), "-o", "/dev/full"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.report", str(RUN), "-o", "/dev/full"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -19,20 +19,71 @@ import pytest
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel]
 
 TRIAL_COLUMNS = [
-    "trial_id", "config_id", "is_baseline", "algorithm", "num_env_runners",
-    "num_envs_per_env_runner", "train_batch_size", "rollout_fragment_length", "lr", "seed",
-    "status", "time_to_target_s", "steps_to_target", "budget_s", "budget_env_steps", "elapsed_s",
-    "total_env_steps", "target_metric", "target_value", "final_return", "best_return",
-    "env_steps_per_s", "learner_updates", "num_cpus", "num_gpus", "oversubscribed", "node_count",
-    "node_ip", "error", "objective", "is_reference", "eval_time_s", "censor_reason", "attempts",
-    "step_latency_ms", "step_cpu_ms", "peak_rss_mib", "vectorize_mode", "concurrent_envs",
-    "env_restarts", "env_runner_restarts", "start", "startup_s", "cold_startup_s",
+    "trial_id",
+    "config_id",
+    "is_baseline",
+    "algorithm",
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "train_batch_size",
+    "rollout_fragment_length",
+    "lr",
+    "seed",
+    "status",
+    "time_to_target_s",
+    "steps_to_target",
+    "budget_s",
+    "budget_env_steps",
+    "elapsed_s",
+    "total_env_steps",
+    "target_metric",
+    "target_value",
+    "final_return",
+    "best_return",
+    "env_steps_per_s",
+    "learner_updates",
+    "num_cpus",
+    "num_gpus",
+    "oversubscribed",
+    "node_count",
+    "node_ip",
+    "error",
+    "objective",
+    "is_reference",
+    "eval_time_s",
+    "censor_reason",
+    "attempts",
+    "step_latency_ms",
+    "step_cpu_ms",
+    "peak_rss_mib",
+    "vectorize_mode",
+    "concurrent_envs",
+    "env_restarts",
+    "env_runner_restarts",
+    "start",
+    "startup_s",
+    "cold_startup_s",
 ]
 PROGRESS_COLUMNS = [
-    "trial_id", "iteration", "wall_time_s", "env_steps", "episodes", "episode_return_mean",
-    "evaluation_return", "eval_time_s", "learner_updates", "env_steps_per_s",
-    "target_metric_value", "grad_noise_scale", "grad_norm_sq", "grad_trace_cov",
-    "replay_ratio", "driver_cpu_s", "learner_cpu_s", "stage", "env_restarts",
+    "trial_id",
+    "iteration",
+    "wall_time_s",
+    "env_steps",
+    "episodes",
+    "episode_return_mean",
+    "evaluation_return",
+    "eval_time_s",
+    "learner_updates",
+    "env_steps_per_s",
+    "target_metric_value",
+    "grad_noise_scale",
+    "grad_norm_sq",
+    "grad_trace_cov",
+    "replay_ratio",
+    "driver_cpu_s",
+    "learner_cpu_s",
+    "stage",
+    "env_restarts",
     "env_runner_restarts",
 ]
 
@@ -42,11 +93,21 @@ PROGRESS_COLUMNS = [
 UNREACHABLE = 'Target(metric="env_runners/episode_len_mean", value=1e9)'
 
 
-def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budget_s: float,
-                target: str = "Target(fraction_of_optimal=0.5)", reference: bool = False,
-                confirm: str = "None", evaluation: str = "Evaluation()") -> Path:
+def write_sweep(
+    tmp_path: Path,
+    name: str,
+    *,
+    num_samples: int,
+    seeds: int,
+    budget_s: float,
+    target: str = "Target(fraction_of_optimal=0.5)",
+    reference: bool = False,
+    confirm: str = "None",
+    evaluation: str = "Evaluation()",
+) -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Confirm, Evaluation, Search, Sweep, Target, choice
         SWEEP = Sweep(
             name="{name}", env="ContosoCabs-v0", algorithms=["DQN", "PPO"],
@@ -59,13 +120,22 @@ def write_sweep(tmp_path: Path, name: str, *, num_samples: int, seeds: int, budg
             baseline={{"algorithm": "DQN", "num_env_runners": 0}},
             reference={{"algorithm": "SB3-DQN"}} if {reference} else None,
         )
-        """))
+        """)
+    )
     return path
 
 
 def sweep_cmd(path: Path, results: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results),
-            "--no-report", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "sweeps.run",
+        str(path),
+        "--results",
+        str(results),
+        "--no-report",
+        *extra,
+    ]
 
 
 def site_env(tmp_path: Path, files: dict[str, str], **variables: str) -> dict[str, str]:
@@ -76,8 +146,11 @@ def site_env(tmp_path: Path, files: dict[str, str], **variables: str) -> dict[st
     site.mkdir()
     for name, text in files.items():
         (site / name).write_text(text)
-    return {**os.environ, **variables,
-            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    return {
+        **os.environ,
+        **variables,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 def only_run_dir(results: Path, name: str) -> Path:
@@ -94,9 +167,16 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     baseline and the reference on a fresh confirmation seed; every column recorded; the
     evaluation protocol on its own cadence (every 500 env steps)."""
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "tiny", num_samples=3, seeds=1, budget_s=15, reference=True,
-                       confirm="Confirm(top_k=1, seeds=1)",
-                       evaluation="Evaluation(every_env_steps=500)")
+    path = write_sweep(
+        tmp_path,
+        "tiny",
+        num_samples=3,
+        seeds=1,
+        budget_s=15,
+        reference=True,
+        confirm="Confirm(top_k=1, seeds=1)",
+        evaluation="Evaluation(every_env_steps=500)",
+    )
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     run_dir = only_run_dir(results, "tiny")
@@ -128,17 +208,22 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     for (algo, n), g in sampled.groupby(["algorithm", "num_env_runners"]):
         fastest = g.groupby("config_id").objective.median().idxmin()
         assert fastest in set(confirmed.config_id), (algo, n)
-    assert {(r.algorithm, r.num_env_runners) for r in confirm.itertuples()
-            if not r.is_reference} == cells
+    assert {
+        (r.algorithm, r.num_env_runners) for r in confirm.itertuples() if not r.is_reference
+    } == cells
     assert confirm.is_baseline.sum() == confirm.is_reference.sum() == 1
     # RLlib's default sampling layout: each env runner (the driver when none) steps its envs
     # in turn, one env step waiting at a time; the reference steps one env
     assert (trials.vectorize_mode == "sync").all()
     assert list(trials.concurrent_envs) == [
-        1 if t.is_reference else max(1, t.num_env_runners) for t in trials.itertuples()]
+        1 if t.is_reference else max(1, t.num_env_runners) for t in trials.itertuples()
+    ]
     # start-up recorded per trial; a warm trial's wall times are charged a cold start-up
     rllib = trials[~trials.is_reference]
-    assert set(trials.start) <= {"cold", "warm"} and (trials[trials.is_reference].start == "cold").all()
+    assert (
+        set(trials.start) <= {"cold", "warm"}
+        and (trials[trials.is_reference].start == "cold").all()
+    )
     assert (rllib.startup_s > 0).all() and trials[trials.is_reference].startup_s.isna().all()
     cold, warm_rows = rllib[rllib.start == "cold"], rllib[rllib.start == "warm"]
     assert (cold.cold_startup_s == cold.startup_s).all()
@@ -171,11 +256,15 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert (ran.total_env_steps > 0).all() and (ran.env_steps_per_s > 0).all()
     assert (trials.num_cpus >= 1).all() and (trials.node_count >= 1).all()
     reached = trials[trials.status == "reached"]
-    assert reached.time_to_target_s.notna().all() and (reached.time_to_target_s <= reached.elapsed_s).all()
+    assert (
+        reached.time_to_target_s.notna().all()
+        and (reached.time_to_target_s <= reached.elapsed_s).all()
+    )
     assert (reached.objective == reached.time_to_target_s).all()
     # the TTT's resolution: the gap since the evaluation before the crossing (or the start)
-    assert ((reached.ttt_resolution_s > 0)
-            & (reached.ttt_resolution_s <= reached.time_to_target_s)).all()
+    assert (
+        (reached.ttt_resolution_s > 0) & (reached.ttt_resolution_s <= reached.time_to_target_s)
+    ).all()
     censored = trials[trials.status == "censored"]
     assert censored.time_to_target_s.isna().all() and censored.ttt_resolution_s.isna().all()
     assert (censored.objective >= censored.budget_s).all()
@@ -220,7 +309,8 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     dqn = progress[progress.trial_id.isin(trials[trials.algorithm == "DQN"].trial_id)]
     learning = dqn[dqn.learner_updates > 0]
     assert len(learning) and (learning.replay_ratio > 0).all(), learning[
-        ["trial_id", "env_steps", "learner_updates", "replay_ratio"]]
+        ["trial_id", "env_steps", "learner_updates", "replay_ratio"]
+    ]
     others = progress[~progress.trial_id.isin(dqn.trial_id)]
     assert others.replay_ratio.isna().all()
     # the learner's CPU seconds in its updates (its thread's clock), cumulative: recorded
@@ -228,7 +318,8 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     # CPU (the learner runs in it), and none for the reference
     updated = rl[rl.learner_updates > 0]
     assert len(updated) and (updated.learner_cpu_s > 0).all(), updated[
-        ["trial_id", "learner_updates", "learner_cpu_s"]]
+        ["trial_id", "learner_updates", "learner_cpu_s"]
+    ]
     assert (rl.groupby("trial_id").learner_cpu_s.diff().dropna() >= 0).all()
     assert (updated.learner_cpu_s <= updated.driver_cpu_s + 1e-6).all()
     assert progress[progress.trial_id.isin(ref.trial_id)]["learner_cpu_s"].isna().all()
@@ -246,8 +337,12 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert "Traceback" not in proc.stderr
     # --confirm-only: the same configurations, the baseline and the reference once more, on the
     # seed after every seed the run used, recorded beside the first confirmation
-    again = subprocess.run(sweep_cmd(path, results, "--confirm-only", str(run_dir)),
-                           capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        sweep_cmd(path, results, "--confirm-only", str(run_dir)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     after = pd.read_parquet(run_dir / "trials.parquet")
     assert len(after) == 10 + 5 and after.trial_id.is_unique
@@ -256,8 +351,12 @@ def test_tiny_sweep_writes_every_column(tmp_path):
     assert set(fresh.config_id) == set(confirm.config_id)
     seeds = json.loads((run_dir / "spec.json").read_text())["seeds"]
     assert seeds == {"search": [0], "confirm": [1000, 1001]}
-    wrong = subprocess.run(sweep_cmd(path, results, "--confirm-only", str(tmp_path)),
-                           capture_output=True, text=True, timeout=120)
+    wrong = subprocess.run(
+        sweep_cmd(path, results, "--confirm-only", str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
     assert "--confirm-only" in wrong.stderr and "not a finished run" in wrong.stderr
 
@@ -274,10 +373,16 @@ def _wait_for_recorded_trial(results: Path, name: str, proc, timeout: float = 24
 
 def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=5,
-                       target=UNREACHABLE)
-    proc = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    path = write_sweep(
+        tmp_path, "interrupted", num_samples=2, seeds=1, budget_s=5, target=UNREACHABLE
+    )
+    proc = subprocess.Popen(
+        sweep_cmd(path, results),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         runs = [_wait_for_recorded_trial(results, "interrupted", proc)]
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal goes to the whole group
@@ -293,8 +398,11 @@ def test_ctrl_c_keeps_results_and_says_how_to_resume(tmp_path):
     # the driver shut its embedded Ray down: nothing of its process group is left (Ray's
     # processes may take a moment to exit after the driver)
     deadline = time.time() + 30
-    while (alive := subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True,
-                                   text=True).stdout.strip()) and time.time() < deadline:
+    while (
+        alive := subprocess.run(
+            ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
+        ).stdout.strip()
+    ) and time.time() < deadline:
         time.sleep(0.5)
     assert not alive, f"processes left in the sweep's group: {alive}"
 
@@ -347,17 +455,29 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
        own seed.
     """
     results = tmp_path / "results"
-    path = write_sweep(tmp_path, "terminated", num_samples=3, seeds=1, budget_s=5,
-                       target=UNREACHABLE,  # fixed-length trials
-                       confirm="Confirm(top_k=1, seeds=1, per_env_runners=False)")
+    path = write_sweep(
+        tmp_path,
+        "terminated",
+        num_samples=3,
+        seeds=1,
+        budget_s=5,
+        target=UNREACHABLE,  # fixed-length trials
+        confirm="Confirm(top_k=1, seeds=1, per_env_runners=False)",
+    )
     # 3 sampled configurations + the baseline, 1 seed; then the closest miss and the baseline
     expected = 3 + 1 + 2
-    first = subprocess.Popen(sweep_cmd(path, results), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    first = subprocess.Popen(
+        sweep_cmd(path, results),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         trials_file = _wait_for_recorded_trial(results, "terminated", first)
-        second = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
-                                text=True, timeout=120)
+        second = subprocess.run(
+            sweep_cmd(path, results, "--resume"), capture_output=True, text=True, timeout=120
+        )
         assert first.poll() is None, "the first run ended before the second was tried"
         first.send_signal(signal.SIGTERM)  # the driver only, as `timeout` and `kill` do
         out, err = first.communicate(timeout=120)
@@ -376,8 +496,12 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     assert 1 <= len(after_sigterm) < expected
 
     # Own process group, so the driver and the Ray it started are killed together.
-    third = subprocess.Popen(sweep_cmd(path, results, "--resume"), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+    third = subprocess.Popen(
+        sweep_cmd(path, results, "--resume"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         _wait_for_rows(trials_file, len(after_sigterm) + 1, third)
     finally:
@@ -388,8 +512,13 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     assert set(after_sigterm.trial_id) <= set(before.trial_id)
 
     disk_full = site_env(tmp_path, {"sitecustomize.py": DISK_FULL}, DISK_FULL_AFTER_WRITES="0")
-    full = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True, text=True,
-                          timeout=300, env=disk_full)
+    full = subprocess.run(
+        sweep_cmd(path, results, "--resume"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=disk_full,
+    )
     assert full.returncode == 3, (full.returncode, full.stdout[-2000:], full.stderr[-3000:])
     assert "Traceback" not in full.stderr, full.stderr[-3000:]
     lines = [line for line in full.stderr.strip().splitlines() if line.startswith("error:")]
@@ -398,8 +527,9 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     assert "--resume" in lines[0]
     assert pd.read_parquet(trials_file).equals(before)
 
-    resumed = subprocess.run(sweep_cmd(path, results, "--resume"), capture_output=True,
-                             text=True, timeout=300)
+    resumed = subprocess.run(
+        sweep_cmd(path, results, "--resume"), capture_output=True, text=True, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     # the ETA counts the trials it replays by their recorded durations (minutes, not hours)
     assert "ETA ~" in resumed.stdout
@@ -421,8 +551,9 @@ def test_sigterm_sigkill_a_full_disk_and_a_concurrent_second_run_lose_nothing(tm
     # the Optuna study kept its history: one completed Optuna trial per sampled config
     import optuna
 
-    study = optuna.load_study(study_name="terminated",
-                              storage=f"sqlite:///{trials_file.parent / 'optuna.db'}")
+    study = optuna.load_study(
+        study_name="terminated", storage=f"sqlite:///{trials_file.parent / 'optuna.db'}"
+    )
     complete = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(complete) == 3
     # the confirmation ran after the resumed search, on its own seed, with the closest miss
@@ -472,12 +603,15 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
     (max_failures=1): its row says attempts=2 and its times count from the first attempt. Its
     sweep file imports from the old path ``sweeps.spec``: it runs, with one notice line."""
     # every Python process of this sweep (driver, Ray workers) registers the env
-    env = site_env(tmp_path, {"flaky_env.py": FLAKY_ENV,
-                              "sitecustomize.py": "import flaky_env  # noqa: F401\n"})
+    env = site_env(
+        tmp_path,
+        {"flaky_env.py": FLAKY_ENV, "sitecustomize.py": "import flaky_env  # noqa: F401\n"},
+    )
     marker = tmp_path / "failed-once"
     path = tmp_path / "flaky.py"
     # written from an older README: the old import path still runs, with one notice
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps.spec import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="FlakyCartPole-v0", env_config={{"marker": "{marker}"}},
                       algorithms=["PPO"], search_space={{"num_env_runners": choice([0])}},
@@ -485,14 +619,18 @@ def test_a_retried_trial_is_recorded_with_its_attempts_and_timed_from_the_first(
                       target={UNREACHABLE}, budget=Budget(time_s=4),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
                       baseline={{"algorithm": "PPO", "num_env_runners": 0}})
-        """))
+        """)
+    )
     results = tmp_path / "results"
-    proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300,
-                          env=env)
+    proc = subprocess.run(
+        sweep_cmd(path, results), capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     notices = [line for line in proc.stderr.splitlines() if "deprecated" in line]
-    assert notices == [f"notice: {path}:1: 'sweeps.spec' is deprecated; it still works, but "
-                       "import from 'sweeps' (from sweeps import Sweep, Budget, ...)"], proc.stderr
+    assert notices == [
+        f"notice: {path}:1: 'sweeps.spec' is deprecated; it still works, but "
+        "import from 'sweeps' (from sweeps import Sweep, Budget, ...)"
+    ], proc.stderr
     assert marker.exists()  # the first attempt did fail
     trials = pd.read_parquet(only_run_dir(results, "flaky") / "trials.parquet")
     assert len(trials) == 1
@@ -512,7 +650,8 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
     from analysis.study import analyse
 
     path = tmp_path / "capped.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from sweeps import Budget, Capping, Search, Sweep, Target, choice
         SWEEP = Sweep(name="capped", env="ContosoCabs-v0", algorithms=["DQN"],
                       search_space={"num_env_runners": choice([0]), "lr": choice([1e-9])},
@@ -520,12 +659,14 @@ def test_adaptive_capping_stops_a_trial_that_can_no_longer_be_the_fastest(tmp_pa
                       search=Search(sampler="grid", num_samples=1, seeds=3,
                                     capping=Capping(margin=1.5)),
                       baseline={"algorithm": "DQN", "num_env_runners": 0})
-        """))
+        """)
+    )
     results = tmp_path / "results"
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "5 trials recorded" in proc.stdout and "1 more seed(s) skipped" in proc.stdout, (
-        proc.stdout[-3000:])
+        proc.stdout[-3000:]
+    )
     run_dir = only_run_dir(results, "capped")
     trials = pd.read_parquet(run_dir / "trials.parquet")
     base = trials[trials.is_baseline]
@@ -550,7 +691,8 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
     costs cap sampling at 8 x 1000/7 env steps/s; the trial's peak memory covers its 5
     processes."""
     path = tmp_path / "latency.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="latency", env="CartPole-v1", env_config={{"step_latency_ms": 5,
                                                                       "step_cpu_ms": 2}},
@@ -560,7 +702,8 @@ def test_step_cost_env_runners_on_fractional_cpus_and_their_memory(tmp_path):
                       target={UNREACHABLE}, budget=Budget(time_s=5),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline={{"algorithm": "PPO", "num_env_runners": 4}})
-        """))
+        """)
+    )
     results = tmp_path / "results"
     proc = subprocess.run(sweep_cmd(path, results), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -21,7 +21,7 @@ from sweeps.engine.env_faults import EnvFaultLimit, RecoveringEnv
 # faults from the same seeded stream, not from its pid or the clock. Random, not
 # every 499th call: a deterministic schedule ends every episode of 499 steps or more, so an
 # evaluation that re-runs a faulted episode from its seed could never finish one.
-FLAKY_ENV = '''\
+FLAKY_ENV = """\
 import random
 
 import gymnasium
@@ -65,14 +65,17 @@ def flaky_cartpole(config=None):
 
 
 gymnasium.register("FlakyCartPole-v0", entry_point=flaky_cartpole)
-'''
+"""
 
 
 def run_sweep(path, results) -> subprocess.CompletedProcess:
     """``python -m sweeps.run PATH --results RESULTS --no-report``, checked to exit 0."""
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--results",
-                           str(results), "--no-report"], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results), "--no-report"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -165,8 +168,9 @@ def test_a_step_that_hangs_past_env_step_timeout_s_is_a_fault():
     obs, reward, terminated, truncated, info = env.step(0)  # the hung step
     assert time.monotonic() - began < 5
     assert (reward, terminated, truncated) == (0.0, False, True)
-    assert info["env_fault"].startswith("EnvStepTimeout: step did not return within "
-                                        "env_step_timeout_s=0.5 s")
+    assert info["env_fault"].startswith(
+        "EnvStepTimeout: step did not return within env_step_timeout_s=0.5 s"
+    )
     assert env.restarts == 1 and len(made) == 2 and obs[0] == 0
     for _ in range(9):
         assert env.step(0)[1] == 1.0
@@ -181,7 +185,10 @@ def test_recovering_env_names_carry_the_step_timeout():
 
     assert recovering_env_name("m:Env-v0") == "m:Env-v0+recovering"
     assert parse_recovering_name(recovering_env_name("Cabs+step_cost", 2.5)) == (
-        "Cabs+step_cost", True, 2.5)
+        "Cabs+step_cost",
+        True,
+        2.5,
+    )
     assert parse_recovering_name("CartPole-v1") == ("CartPole-v1", False, None)
 
 
@@ -214,21 +221,24 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     150, a random policy's ~22 times seven."""
     (tmp_path / "flaky_env.py").write_text(FLAKY_ENV)
     path = tmp_path / "flaky.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="flaky_env:FlakyCartPole-v0", algorithms=["PPO", "DQN"],
                       search_space={"num_env_runners": choice([0, 1])},
                       target=Target(value=150.0), budget=Budget(time_s=60),
                       search=Search(sampler="grid", num_samples=4, seeds=2, capping=None),
                       baseline=None, reference={"algorithm": "SB3-DQN"})
-        """))
+        """)
+    )
     results = tmp_path / "results"
     proc = run_sweep(path, results)
     (run_dir,) = (results / "flaky").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet")
     progress = pd.read_parquet(run_dir / "progress.parquet")
-    rows = trials[["algorithm", "num_env_runners", "seed", "status", "env_restarts",
-                   "time_to_target_s"]].to_dict("records")
+    rows = trials[
+        ["algorithm", "num_env_runners", "seed", "status", "env_restarts", "time_to_target_s"]
+    ].to_dict("records")
     assert len(trials) == 10, rows
     assert set(trials.seed) == {0, 1}, rows
     assert (trials.status == "reached").all(), json.dumps(rows, default=str)
@@ -294,14 +304,16 @@ def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
 
     (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
     path = tmp_path / "hanging.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="hanging", env="hanging_env:HangingCabs-v0", algorithms=["PPO"],
                       search_space={"num_env_runners": choice([0])},
                       target=Target(value=2900.0), budget=Budget(time_s=15),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline=None)
-        """))
+        """)
+    )
     results = tmp_path / "results"
     began = time.monotonic()
     run_sweep(path, results)
@@ -325,7 +337,8 @@ def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_p
     the trial reaches the target within its budget, and the restart is counted."""
     (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
     path = tmp_path / "hanging_recovered.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="hanging_recovered", env="hanging_env:HangingCabs-v0",
                       algorithms=["DQN"], search_space={"num_env_runners": choice([0])},
@@ -333,7 +346,8 @@ def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_p
                       target=Target(value=1500.0), budget=Budget(time_s=60),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline=None)
-        """))
+        """)
+    )
     results = tmp_path / "results"
     run_sweep(path, results)
     (run_dir,) = (results / "hanging_recovered").iterdir()
@@ -354,14 +368,16 @@ def test_the_reference_and_the_evaluation_hold_their_budget_while_a_step_hangs(t
 
     (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
     path = tmp_path / "hanging_ref.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="hanging_ref", env="hanging_env:HangingEarlyCabs-v0",
                       algorithms=["PPO"], search_space={"num_env_runners": choice([0])},
                       target=Target(value=2900.0), budget=Budget(time_s=15),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline=None, reference={"algorithm": "SB3-DQN"})
-        """))
+        """)
+    )
     results = tmp_path / "results"
     began = time.monotonic()
     run_sweep(path, results)
@@ -377,7 +393,7 @@ def test_the_reference_and_the_evaluation_hold_their_budget_while_a_step_hangs(t
 
 # An env runner's process that dies once: the env's 200th step calls os._exit in an env
 # runner's process (never the trial's), the first time only (a marker file).
-DYING_ENV = '''\
+DYING_ENV = """\
 import os
 
 import gymnasium
@@ -406,7 +422,7 @@ def dying_cabs(config=None):
 
 
 gymnasium.register("DyingCabs-v0", entry_point=dying_cabs)
-'''
+"""
 
 
 @pytest.mark.ray
@@ -419,7 +435,8 @@ def test_an_env_runner_that_dies_is_one_console_line_and_its_banner_goes_to_the_
     (tmp_path / "dying_env.py").write_text(DYING_ENV)
     marker = tmp_path / "marker"
     path = tmp_path / "dying.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="dying", env="dying_env:DyingCabs-v0",
                       env_config={{"config": {{"die_marker": {str(marker)!r}}}}},
@@ -427,7 +444,8 @@ def test_an_env_runner_that_dies_is_one_console_line_and_its_banner_goes_to_the_
                       target=Target(value=1500.0), budget=Budget(time_s=120),
                       search=Search(sampler="grid", num_samples=1, seeds=1, capping=None),
                       baseline=None)
-        """))
+        """)
+    )
     results = tmp_path / "results"
     proc = run_sweep(path, results)
     assert marker.exists()  # the env runner did die
@@ -437,6 +455,7 @@ def test_an_env_runner_that_dies_is_one_console_line_and_its_banner_goes_to_the_
     console = proc.stdout + proc.stderr
     assert "worker died" not in console, console
     assert [line for line in console.splitlines() if "env runner restarts" in line] == [
-        next(line for line in console.splitlines() if line.lstrip().startswith("[  1]"))]
+        next(line for line in console.splitlines() if line.lstrip().startswith("[  1]"))
+    ]
     assert "1 env runner restarts" in console
     assert "A worker died or was killed" in (run_dir / "errors.log").read_text()

@@ -52,6 +52,7 @@ def test_every_episode_runs_to_its_end() -> None:
         steps.append(len(obs))
         loc = np.argmax(obs[:, :5], axis=1)
         return loc * 6  # action p*m + q with p == q == loc: stay put
+
     ret = ev.evaluate(no_ride)
     assert math.isfinite(ret) and len(steps) > 10 and steps[-1] >= 1
 
@@ -71,9 +72,14 @@ def test_sb3_reference_reports_iterations_and_stops_when_told(tmp_path, monkeypa
         reports.append(r)
         return len(reports) >= 2  # stop after the second iteration
 
-    run_reference({"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 0.3},
-                  env_id=CABS, env_config={}, evaluation={"episodes": 4, "seed": 10_000},
-                  budget_env_steps=None, report=report)
+    run_reference(
+        {"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 0.3},
+        env_id=CABS,
+        env_config={},
+        evaluation={"episodes": 4, "seed": 10_000},
+        budget_env_steps=None,
+        report=report,
+    )
     assert len(reports) == 2
     first, second = reports
     assert 0.3 <= first["wall_time_s"] < second["wall_time_s"]
@@ -98,8 +104,9 @@ def test_an_evaluation_falls_due_on_its_own_cadence() -> None:
     assert either.due(0.1, 200) and either.due(0.5, 1) and not either.due(0.4, 199)
 
 
-def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path,
-                                                                        monkeypatch) -> None:
+def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(
+    tmp_path, monkeypatch
+) -> None:
     """With a cadence, the reference evaluates its initial policy (0 env steps), then every
     ``every_env_steps`` env steps or ``every_s`` seconds, not once per 5 s iteration."""
     import tempfile
@@ -115,10 +122,14 @@ def test_the_reference_evaluates_on_the_cadence_from_its_initial_policy(tmp_path
             reports.append(r)
             return len(reports) >= 4
 
-        run_reference({"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 5.0},
-                      env_id=CABS, env_config={},
-                      evaluation={"episodes": 4, "seed": 10_000, **cadence},
-                      budget_env_steps=None, report=report)
+        run_reference(
+            {"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 5.0},
+            env_id=CABS,
+            env_config={},
+            evaluation={"episodes": 4, "seed": 10_000, **cadence},
+            budget_env_steps=None,
+            report=report,
+        )
         steps = [r["env_steps"] for r in reports]
         assert len(reports) == 4 and steps[0] == 0 and reports[0]["learner_updates"] == 0
         if "every_env_steps" in cadence:
@@ -142,8 +153,9 @@ def test_a_reference_s_horizon_is_the_budget_or_its_default_and_ends_it_only_whe
     assert schedule_horizon({**dqn, "total_timesteps": 3_000}, 9_000) == (3_000, 3_000, True)
 
 
-def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(tmp_path,
-                                                                         monkeypatch) -> None:
+def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(
+    tmp_path, monkeypatch
+) -> None:
     """No hidden step cap: with no env-step budget and no ``total_timesteps`` set, SB3-DQN
     trains past its schedules' 20,000-step horizon (exploration at its final value there),
     until its caller (the time budget, the target) stops it; a ``total_timesteps`` the sweep
@@ -156,24 +168,38 @@ def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(tmp_path
     monkeypatch.delenv("SB3_LOGDIR", raising=False)
     horizon = REFERENCE_DEFAULTS["SB3-DQN"]["total_timesteps"]
     # no gradient step (learning_starts beyond the run): only the env steps and the schedule
-    fast = {"algorithm": "SB3-DQN", "seed": 0, "min_time_s_per_iteration": 0.5,
-            "learning_starts": 10**6}
+    fast = {
+        "algorithm": "SB3-DQN",
+        "seed": 0,
+        "min_time_s_per_iteration": 0.5,
+        "learning_starts": 10**6,
+    }
     reports = []
 
     def report(r):
         reports.append(r)
         return r["env_steps"] > horizon + 2_000
 
-    run_reference(fast, env_id="CartPole-v1", env_config={},
-                  evaluation={"episodes": 1, "seed": 10_000}, budget_env_steps=None,
-                  report=report)
+    run_reference(
+        fast,
+        env_id="CartPole-v1",
+        env_config={},
+        evaluation={"episodes": 1, "seed": 10_000},
+        budget_env_steps=None,
+        report=report,
+    )
     assert reports[-1]["env_steps"] > horizon + 2_000, reports[-1]
     assert not any(r["done"] for r in reports) and {r["stop_reason"] for r in reports} == {""}
 
     reports.clear()
-    run_reference({**fast, "total_timesteps": 1_500}, env_id="CartPole-v1", env_config={},
-                  evaluation={"episodes": 1, "seed": 10_000}, budget_env_steps=None,
-                  report=lambda r: reports.append(r) or False)
+    run_reference(
+        {**fast, "total_timesteps": 1_500},
+        env_id="CartPole-v1",
+        env_config={},
+        evaluation={"episodes": 1, "seed": 10_000},
+        budget_env_steps=None,
+        report=lambda r: reports.append(r) or False,
+    )
     assert reports[-1]["env_steps"] == 1_500 and reports[-1]["done"], reports[-1]
     assert reports[-1]["stop_reason"] == "horizon"
 
@@ -181,15 +207,25 @@ def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(tmp_path
 def test_a_censored_trial_keeps_the_reason_its_last_result_gives() -> None:
     from sweeps.engine.record import trial_row
 
-    progress = [{"wall_time_s": 2.0, "env_steps": 1_500, "target_metric_value": 20.0,
-                 "learner_updates": 0.0, "eval_time_s": 0.1}]
+    progress = [
+        {
+            "wall_time_s": 2.0,
+            "env_steps": 1_500,
+            "target_metric_value": 20.0,
+            "learner_updates": 0.0,
+            "eval_time_s": 0.1,
+        }
+    ]
     target = {"metric": "evaluation", "value": 150.0}
     config = {"algorithm": "SB3-DQN", "is_reference": True}
-    ended = trial_row("t", config, progress, {"censor_reason": "horizon"}, target,
-                      {"time_s": 60}, None)
+    ended = trial_row(
+        "t", config, progress, {"censor_reason": "horizon"}, target, {"time_s": 60}, None
+    )
     assert ended["status"] == "censored" and ended["censor_reason"] == "horizon"
-    assert trial_row("t", config, progress, {}, target, {"time_s": 60},
-                     None)["censor_reason"] == "budget"
+    assert (
+        trial_row("t", config, progress, {}, target, {"time_s": 60}, None)["censor_reason"]
+        == "budget"
+    )
 
 
 def test_reference_params_are_checked() -> None:

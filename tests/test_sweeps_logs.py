@@ -20,8 +20,11 @@ def test_a_failed_experiment_state_save_is_one_line_without_its_traceback(capsys
         try:
             raise FileNotFoundError(2, "Failed to open local file '.x-tmp-searcher-state'")
         except FileNotFoundError:
-            logger.error("Saving experiment state to storage at '%s' failed with exception: ",
-                         "/runs/x", exc_info=True)
+            logger.error(
+                "Saving experiment state to storage at '%s' failed with exception: ",
+                "/runs/x",
+                exc_info=True,
+            )
             logger.error("something else", exc_info=True)
     finally:
         logger.removeHandler(handler)

@@ -12,14 +12,15 @@ def test_progress_line_counts_incumbent_elapsed_and_eta() -> None:
     # 4 done (median 20 s), one running for 5 s, 5 waiting:
     # ETA ~ 5 x 20 + (20 - 5) = 115 s; at most 5 x 60 + (60 - 5) = 355 s
     line = p.line(4, [10.0, 20.0, 20.0, 30.0], [5.0], 12.34, now=1090.0)
-    assert line == ("4/10 trials done · incumbent TTT 12.3 s · elapsed 1m30s · "
-                    "ETA ~1m55s at most 5m55s")
+    assert line == (
+        "4/10 trials done · incumbent TTT 12.3 s · elapsed 1m30s · ETA ~1m55s at most 5m55s"
+    )
     # two at once halve the ETA; a budget in env steps only has no upper bound
     two = SweepProgress(expected=10, budget_s=None, max_concurrent=2, start=1000.0)
-    assert two.line(4, [10.0, 20.0, 20.0, 30.0], [5.0], None, now=1090.0).endswith(
-        "ETA ~58s")
+    assert two.line(4, [10.0, 20.0, 20.0, 30.0], [5.0], None, now=1090.0).endswith("ETA ~58s")
     assert p.line(10, [1.0] * 10, [], 3.0, now=4700.0) == (
-        "10/10 trials done · incumbent TTT 3.0 s · elapsed 1h01m")
+        "10/10 trials done · incumbent TTT 3.0 s · elapsed 1h01m"
+    )
 
 
 def test_a_resumed_sweep_counts_earlier_trials_as_done() -> None:
@@ -34,13 +35,21 @@ def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     from sweeps import Capping
     from sweeps.engine.capping import AdaptiveCapping
 
-    p = SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0,
-                      capping=AdaptiveCapping(Capping(), 3))
+    p = SweepProgress(
+        expected=10,
+        budget_s=60.0,
+        max_concurrent=1,
+        start=0.0,
+        capping=AdaptiveCapping(Capping(), 3),
+    )
     rows = [{"config_id": "a", "censor_reason": "capped"}] * 2 + [
-        {"config_id": "base", "censor_reason": "capped", "is_baseline": True}] * 3
+        {"config_id": "base", "censor_reason": "capped", "is_baseline": True}
+    ] * 3
     skipped = p.skipped_in(rows)
     assert skipped == 1
     assert p.line(5, [10.0] * 5, [], None, now=60.0, skipped=skipped).startswith(
-        "5/9 trials done (1 seed(s) skipped) · no incumbent yet · elapsed 1m00s · ETA ~40s")
-    assert SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(
-        rows) == 0  # no capping given: nothing counted as skipped
+        "5/9 trials done (1 seed(s) skipped) · no incumbent yet · elapsed 1m00s · ETA ~40s"
+    )
+    assert (
+        SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(rows) == 0
+    )  # no capping given: nothing counted as skipped

@@ -20,16 +20,29 @@ from sweeps.engine.sweep_schema import SHIPPED_SCHEMA, explain, schema_text, swe
 from sweeps.run import main
 
 ROOT = Path(__file__).parents[1]
-PUBLIC = {"Sweep", "Search", "Confirm", "Budget", "Target", "Evaluation", "Capping", "Stall",
-          "choice", "uniform", "loguniform", "randint"}
+PUBLIC = {
+    "Sweep",
+    "Search",
+    "Confirm",
+    "Budget",
+    "Target",
+    "Evaluation",
+    "Capping",
+    "Stall",
+    "choice",
+    "uniform",
+    "loguniform",
+    "randint",
+}
 SHIPPED_YAML = sorted((ROOT / "sweeps").glob("*.yaml"))
 
 
 def test_the_public_face_is_what_a_sweep_file_needs_and_nothing_more():
     assert set(sweeps.__all__) == PUBLIC
     for name in PUBLIC:
-        assert getattr(sweeps, name) is getattr(importlib.import_module(
-            "sweeps.engine.sweep_spec"), name)
+        assert getattr(sweeps, name) is getattr(
+            importlib.import_module("sweeps.engine.sweep_spec"), name
+        )
 
 
 @pytest.mark.parametrize("old", OLD_PATHS)
@@ -65,7 +78,8 @@ SWEEP = Sweep(name="api", env="CartPole-v1", algorithms=["PPO"],
 
 @pytest.mark.parametrize("module", ["sweeps", *OLD_PATHS])
 def test_a_sweep_file_loads_from_the_public_face_and_from_an_old_path_with_one_notice(
-        tmp_path, capsys, module):
+    tmp_path, capsys, module
+):
     path = tmp_path / "api.py"
     path.write_text(SWEEP_FILE.format(module=module))
     sweep = load_sweep(path)
@@ -76,7 +90,8 @@ def test_a_sweep_file_loads_from_the_public_face_and_from_an_old_path_with_one_n
     else:  # one line for the file, not one per imported name
         assert err.strip().splitlines() == [
             f"notice: {path}:1: '{module}' is deprecated; it still works, but import from "
-            "'sweeps' (from sweeps import Sweep, Budget, ...)"]
+            "'sweeps' (from sweeps import Sweep, Budget, ...)"
+        ]
 
 
 def test_the_shipped_schema_is_the_generated_one():
@@ -85,8 +100,13 @@ def test_the_shipped_schema_is_the_generated_one():
 
 
 def test_the_schema_command_prints_the_shipped_copy():
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", "--schema"],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", "--schema"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (ROOT / SHIPPED_SCHEMA).read_text()
 
@@ -113,17 +133,21 @@ def test_the_schema_validates_every_shipped_yaml_sweep(path):
 def test_the_yaml_sweep_is_the_python_one():
     """The shipped YAML sanity sweep declares what its Python twin does."""
     assert load_sweep(ROOT / "sweeps/cartpole_quick.yaml") == load_sweep(
-        ROOT / "sweeps/cartpole_quick.py")
+        ROOT / "sweeps/cartpole_quick.py"
+    )
 
 
-@pytest.mark.parametrize("change, word", [
-    (lambda d: d["budget"].update(time_sec=3), "time_sec"),          # a misspelled field
-    (lambda d: d.update(serach={"seeds": 2}), "serach"),              # at the top level
-    (lambda d: d["search"].update(sampler="tpee"), "tpee"),           # not one of the choices
-    (lambda d: d["search_space"].update(lr={"logunifrom": [1e-4, 1e-3]}), "logunifrom"),
-    (lambda d: d["search_space"].update(lr={"loguniform": [1e-4]}), "loguniform"),  # one bound
-    (lambda d: d.pop("target"), "target"),                            # a required field
-])
+@pytest.mark.parametrize(
+    "change, word",
+    [
+        (lambda d: d["budget"].update(time_sec=3), "time_sec"),  # a misspelled field
+        (lambda d: d.update(serach={"seeds": 2}), "serach"),  # at the top level
+        (lambda d: d["search"].update(sampler="tpee"), "tpee"),  # not one of the choices
+        (lambda d: d["search_space"].update(lr={"logunifrom": [1e-4, 1e-3]}), "logunifrom"),
+        (lambda d: d["search_space"].update(lr={"loguniform": [1e-4]}), "loguniform"),  # one bound
+        (lambda d: d.pop("target"), "target"),  # a required field
+    ],
+)
 def test_the_schema_rejects_what_the_loader_rejects(tmp_path, change, word):
     data = yaml.safe_load((ROOT / "sweeps/cartpole_quick.yaml").read_text())
     change(data)
@@ -161,8 +185,13 @@ def test_every_field_in_the_schema_says_what_it_means_and_times_say_their_units(
 def test_explain_gives_meaning_type_default_and_units(capsys):
     assert main(["--explain", "budget.time_s"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines() == ["budget.time_s", "  wall-clock seconds per trial, start-up included",
-                                "  type: number or null", "  default: null", "  units: seconds"]
+    assert out.splitlines() == [
+        "budget.time_s",
+        "  wall-clock seconds per trial, start-up included",
+        "  type: number or null",
+        "  default: null",
+        "  units: seconds",
+    ]
     text = explain("search")
     assert "default: Search() with the defaults of its fields" in text
     assert "    confirm: after the search, confirm its best configurations on fresh seeds" in text
@@ -174,6 +203,8 @@ def test_explain_gives_meaning_type_default_and_units(capsys):
 def test_explain_of_an_unknown_field_is_one_line_and_exit_2(capsys):
     assert main(["--explain", "search.seedz"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: --explain: 'search.seedz': search has no field 'seedz' (its fields: "
-                   "sampler, num_samples, seeds, first_seed, max_concurrent, sampler_seed, "
-                   "capping, confirm, warm_trials, cold_every)"]
+    assert err == [
+        "error: --explain: 'search.seedz': search has no field 'seedz' (its fields: "
+        "sampler, num_samples, seeds, first_seed, max_concurrent, sampler_seed, "
+        "capping, confirm, warm_trials, cold_every)"
+    ]

@@ -25,14 +25,16 @@ RUN_ID = [d.strftime("%Y%m%d-%H%M%S") for d in _DAYS]
 
 def _sweep(tmp_path: Path, budget: float = 10.0) -> Path:
     path = tmp_path / "rel.py"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="rel", env="CartPole-v1", algorithms=["PPO"],
                       search_space={{"num_env_runners": choice([0])}},
                       target=Target(value=100.0), budget=Budget(time_s={budget}),
                       search=Search(sampler="grid", num_samples=1, seeds=1),
                       baseline={{"algorithm": "PPO", "num_env_runners": 0}})
-        """))
+        """)
+    )
     return path
 
 
@@ -52,8 +54,12 @@ def _spec_of(path: Path, results: Path) -> dict:
 
 
 def _run(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sweeps.run", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sweeps.run", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
@@ -65,8 +71,10 @@ def test_resume_refuses_an_edited_sweep_file_in_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "--resume: the sweep changed since run 20260101-000000 started: budget.time_s " \
-           "(10.0 -> 20.0)" in lines[0]
+    assert (
+        "--resume: the sweep changed since run 20260101-000000 started: budget.time_s "
+        "(10.0 -> 20.0)" in lines[0]
+    )
     assert json.loads((run / "spec.json").read_text())["budget"]["time_s"] == 10.0  # kept
 
 
@@ -97,6 +105,7 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
         (run / "trials.parquet").write_bytes(b"PAR1 cut short by a full disk")
     if damage == "corrupt_environment":
         (run / "environment.json").write_text('{"started_at": "' + STARTED[0][:15])
+
     def files():  # the run's files, less the lock sweeps.run takes before it checks anything
         return sorted(p.name for p in run.rglob("*") if not p.name.startswith(".lock"))
 
@@ -105,9 +114,11 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    named = {"no_tune_state": "tune/tuner.pkl: missing", "corrupt_trials":
-             "trials.parquet: not a readable Parquet file",
-             "corrupt_environment": "environment.json: missing or not JSON"}[damage]
+    named = {
+        "no_tune_state": "tune/tuner.pkl: missing",
+        "corrupt_trials": "trials.parquet: not a readable Parquet file",
+        "corrupt_environment": "environment.json: missing or not JSON",
+    }[damage]
     assert f"run {run} cannot be resumed: {named}" in lines[0], lines[0]
     assert files() == before
 
@@ -142,14 +153,23 @@ class _Trial:
 
 
 def _result(i: int) -> dict:
-    return {"training_iteration": i, "wall_time_s": float(i), "env_steps": 100 * i,
-            "episodes": i, "episode_return_mean": 10.0 * i, "evaluation_return": 10.0 * i,
-            "eval_time_s": 0.01 * i, "learner_updates": float(i),
-            "env_steps_per_s_iter": 100.0, "target_metric_value": 10.0 * i}
+    return {
+        "training_iteration": i,
+        "wall_time_s": float(i),
+        "env_steps": 100 * i,
+        "episodes": i,
+        "episode_return_mean": 10.0 * i,
+        "evaluation_return": 10.0 * i,
+        "eval_time_s": 0.01 * i,
+        "learner_updates": float(i),
+        "env_steps_per_s_iter": 100.0,
+        "target_metric_value": 10.0 * i,
+    }
 
 
 def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Progress is written before the trial's row: dying between the two writes leaves a trial
     that is not recorded (it reruns on --resume) with orphan progress rows that a resume
     ignores, never a recorded trial without its learning curve."""
@@ -187,8 +207,7 @@ def test_a_kill_between_the_two_writes_never_loses_a_recorded_trials_progress(
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protected_trials(
-        tmp_path):
+def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protected_trials(tmp_path):
     """Adaptive capping's decision (sweeps.engine.capping.AdaptiveCapping, asked by the Tune stopper
     sweeps.engine.record.Capper) on recorded rows: the incumbent is
     the smallest median TTT among configurations whose seeds all reached the target (the
@@ -198,15 +217,25 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
     from sweeps.engine.capping import AdaptiveCapping
     from sweeps.engine.record import Capper
 
-    capping = AdaptiveCapping(Capping(margin=2.0,
-                                      protect=[{"algorithm": "APEX", "num_env_runners": 8}]), 3)
-    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                          budget={"time_s": 60.0, "env_steps": None}, command_start=0.0,
-                          capping=capping)
+    capping = AdaptiveCapping(
+        Capping(margin=2.0, protect=[{"algorithm": "APEX", "num_env_runners": 8}]), 3
+    )
+    rec = ResultsRecorder(
+        tmp_path,
+        target={"metric": "training", "value": 1.0},
+        budget={"time_s": 60.0, "env_steps": None},
+        command_start=0.0,
+        capping=capping,
+    )
     row = dict(is_reference=False)
     rec._trials = [
-        {**row, "config_id": "ref", "is_reference": True, "status": "reached",
-         "time_to_target_s": 1.0},
+        {
+            **row,
+            "config_id": "ref",
+            "is_reference": True,
+            "status": "reached",
+            "time_to_target_s": 1.0,
+        },
         {**row, "config_id": "a", "status": "reached", "time_to_target_s": 10.0},
         {**row, "config_id": "a", "status": "reached", "time_to_target_s": 14.0},
         {**row, "config_id": "b", "status": "reached", "time_to_target_s": 5.0},
@@ -218,15 +247,22 @@ def test_capping_uses_the_fastest_fully_reached_configuration_and_spares_protect
     assert not capper("t1", {"wall_time_s": 23.9, "config": cfg})
     assert capper("t1", {"wall_time_s": 24.1, "config": cfg}) and rec.capped == {"t1": 24.0}
     assert not capper("t2", {"wall_time_s": 30.0, "reached": True, "config": cfg})
-    for spared in ({**cfg, "is_baseline": True}, {**cfg, "is_reference": True},
-                   {"algorithm": "APEX", "num_env_runners": 8, "lr": 1e-3}):
+    for spared in (
+        {**cfg, "is_baseline": True},
+        {**cfg, "is_reference": True},
+        {"algorithm": "APEX", "num_env_runners": 8, "lr": 1e-3},
+    ):
         assert not capper("t3", {"wall_time_s": 59.0, "config": spared})
-    assert capper("t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_env_runners": 4}})
-    assert not Capper(AdaptiveCapping(Capping(margin=2.0), 3),
-                      ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0))(
-        "t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped
+    assert capper(
+        "t4", {"wall_time_s": 59.0, "config": {"algorithm": "APEX", "num_env_runners": 4}}
+    )
+    assert not Capper(
+        AdaptiveCapping(Capping(margin=2.0), 3),
+        ResultsRecorder(tmp_path, rec.target, rec.budget, 0.0),
+    )("t5", {"wall_time_s": 59.0, "config": cfg})  # no incumbent yet: nothing is capped
     assert not Capper(AdaptiveCapping(None, 3), rec)(
-        "t6", {"wall_time_s": 1e9, "config": cfg})  # capping off
+        "t6", {"wall_time_s": 1e9, "config": cfg}
+    )  # capping off
 
 
 def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
@@ -244,9 +280,13 @@ def test_a_resumed_tuner_gets_this_processs_callbacks_and_stoppers(tmp_path):
 
     def build():
         capping = AdaptiveCapping(Capping(margin=2.0), 1)
-        rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                              budget={"time_s": 5.0, "env_steps": None}, command_start=0.0,
-                              capping=capping)
+        rec = ResultsRecorder(
+            tmp_path,
+            target={"metric": "training", "value": 1.0},
+            budget={"time_s": 5.0, "env_steps": None},
+            command_start=0.0,
+            capping=capping,
+        )
         return rec, CombinedStopper(StopOnWriteError(rec), Capper(capping, rec))
 
     first = pickle.dumps(build())  # the first run's state
@@ -277,8 +317,10 @@ def test_resume_reopens_the_search_state_tune_restores_whatever_the_files_mtimes
     assert reopen_search(tmp_path)
     restored = _load_newest_checkpoint(str(tmp_path), "search_gen_state-*.json")
     assert restored == {"counter": 2, "finished": False}
-    older = [cloudpickle.loads((tmp_path / f"search_gen_state-{s}.json").read_bytes())
-             for s in sessions[:2]]
+    older = [
+        cloudpickle.loads((tmp_path / f"search_gen_state-{s}.json").read_bytes())
+        for s in sessions[:2]
+    ]
     assert [s["finished"] for s in older] == [True, True]
     assert not reopen_search(tmp_path)  # nothing left to reopen
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

@@ -38,8 +38,14 @@ def test_the_check_finds_a_spelled_name():
     assert pattern.search("f\"{run_dir / 'spec.json'}\"")
     assert not pattern.search("the run's trials.parquet, in prose")
     assert not pattern.search('"""spec.json\'s content"""')
-    assert rundir.RUN_FILES == ("trials.parquet", "progress.parquet", "spec.json",
-                                "environment.json", "optuna.db", "report.html")
+    assert rundir.RUN_FILES == (
+        "trials.parquet",
+        "progress.parquet",
+        "spec.json",
+        "environment.json",
+        "optuna.db",
+        "report.html",
+    )
 
 
 def test_json_files_carry_the_schema_version(tmp_path):
@@ -52,14 +58,18 @@ def test_json_files_carry_the_schema_version(tmp_path):
     path = tmp_path / "spec.json"
     rundir.write_json(path, {"name": "x", rundir.JSON_VERSION_KEY: 99, "seeds": [1]})
     raw = json.loads(path.read_text())
-    assert list(raw)[0] == rundir.JSON_VERSION_KEY and raw[rundir.JSON_VERSION_KEY] == SCHEMA_VERSION
+    assert (
+        list(raw)[0] == rundir.JSON_VERSION_KEY and raw[rundir.JSON_VERSION_KEY] == SCHEMA_VERSION
+    )
     assert rundir.read_json(path) == {"name": "x", "seeds": [1]}  # the version is not content
     assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
     path.write_text(json.dumps({"name": "old"}))  # written before versions were recorded
     assert rundir.read_json(path) == {"name": "old"}
     path.write_text(json.dumps({rundir.JSON_VERSION_KEY: SCHEMA_VERSION + 1, "name": "new"}))
-    with pytest.raises(SchemaError, match=f"version {SCHEMA_VERSION + 1}, but this rl-scaling "
-                                          f"reads version {SCHEMA_VERSION}") as e:
+    with pytest.raises(
+        SchemaError,
+        match=f"version {SCHEMA_VERSION + 1}, but this rl-scaling reads version {SCHEMA_VERSION}",
+    ) as e:
         rundir.read_json(path)
     assert "\n" not in str(e.value)
     path.write_text("[1, 2]")

@@ -22,11 +22,15 @@ from sweeps.engine.search import (
 
 def make_sweep(**kw) -> Sweep:
     base = dict(
-        name="s", env="CartPole-v1", algorithms=["DQN", "IMPALA"],
+        name="s",
+        env="CartPole-v1",
+        algorithms=["DQN", "IMPALA"],
         search_space={"num_env_runners": choice([1, 2]), "lr": loguniform(1e-4, 1e-3)},
         per_algorithm={"IMPALA": {"rollout_fragment_length": choice([20, 50])}},
-        fixed={"gamma": 0.98}, per_algorithm_fixed={"DQN": {"train_batch_size": 64}},
-        target=Target(value=100.0), budget=Budget(time_s=10),
+        fixed={"gamma": 0.98},
+        per_algorithm_fixed={"DQN": {"train_batch_size": 64}},
+        target=Target(value=100.0),
+        budget=Budget(time_s=10),
         search=Search(sampler="tpe", num_samples=3, seeds=2),
     )
     base.update(kw)
@@ -43,17 +47,29 @@ def test_censored_objective():
 
 
 def test_trial_params_strip_algorithm_prefix():
-    cfg = {"algorithm": "IMPALA", "num_env_runners": 2, "IMPALA.rollout_fragment_length": 50,
-           "__fixed__": '{"gamma": 0.98}'}
-    assert trial_params(cfg) == {"algorithm": "IMPALA", "gamma": 0.98, "num_env_runners": 2,
-                                 "rollout_fragment_length": 50}
+    cfg = {
+        "algorithm": "IMPALA",
+        "num_env_runners": 2,
+        "IMPALA.rollout_fragment_length": 50,
+        "__fixed__": '{"gamma": 0.98}',
+    }
+    assert trial_params(cfg) == {
+        "algorithm": "IMPALA",
+        "gamma": 0.98,
+        "num_env_runners": 2,
+        "rollout_fragment_length": 50,
+    }
 
 
 def test_grid_points_cover_every_combination():
     sweep = make_sweep(search_space={"num_env_runners": choice([1, 2])})
     points = grid_points(sweep)
     assert len(points) == 2 + 2 * 2  # DQN: 2 workers; IMPALA: 2 workers x 2 fragments
-    assert {"algorithm": "IMPALA", "num_env_runners": 2, "IMPALA.rollout_fragment_length": 20} in points
+    assert {
+        "algorithm": "IMPALA",
+        "num_env_runners": 2,
+        "IMPALA.rollout_fragment_length": 20,
+    } in points
     with pytest.raises(ValueError, match="choice"):
         grid_points(make_sweep())  # lr is loguniform
 
@@ -61,41 +77,58 @@ def test_grid_points_cover_every_combination():
 def test_an_algorithms_own_grid_parameter_replaces_the_shared_one():
     """A per-algorithm choice of a shared parameter is that algorithm's whole range for it:
     each configuration once, not once per shared value."""
-    sweep = make_sweep(search_space={"num_env_runners": choice([1, 2, 4])},
-                       per_algorithm={"DQN": {"num_env_runners": choice([1])},
-                                      "IMPALA": {"num_env_runners": choice([2, 4]),
-                                                 "rollout_fragment_length": choice([20])}})
+    sweep = make_sweep(
+        search_space={"num_env_runners": choice([1, 2, 4])},
+        per_algorithm={
+            "DQN": {"num_env_runners": choice([1])},
+            "IMPALA": {"num_env_runners": choice([2, 4]), "rollout_fragment_length": choice([20])},
+        },
+    )
     resolved = [trial_params(p) for p in grid_points(sweep)]
     assert resolved == [
         {"algorithm": "DQN", "num_env_runners": 1},
         {"algorithm": "IMPALA", "num_env_runners": 2, "rollout_fragment_length": 20},
-        {"algorithm": "IMPALA", "num_env_runners": 4, "rollout_fragment_length": 20}]
+        {"algorithm": "IMPALA", "num_env_runners": 4, "rollout_fragment_length": 20},
+    ]
     # the define-by-run space asks Optuna for the algorithm's own parameter only (a fixed
     # trial raises on a parameter it was not given)
-    trial = optuna.trial.FixedTrial({"algorithm": "IMPALA", "IMPALA.num_env_runners": 4,
-                                     "IMPALA.rollout_fragment_length": 20})
+    trial = optuna.trial.FixedTrial(
+        {"algorithm": "IMPALA", "IMPALA.num_env_runners": 4, "IMPALA.rollout_fragment_length": 20}
+    )
     DefineByRun(sweep)(trial)
-    assert set(trial.params) == {"algorithm", "IMPALA.num_env_runners",
-                                 "IMPALA.rollout_fragment_length"}
+    assert set(trial.params) == {
+        "algorithm",
+        "IMPALA.num_env_runners",
+        "IMPALA.rollout_fragment_length",
+    }
 
 
 def test_a_grid_cut_short_by_num_samples_says_what_will_not_run():
-    sweep = make_sweep(search_space={"num_env_runners": choice([1, 2])},
-                       search=Search(sampler="grid", num_samples=3, seeds=1))
+    sweep = make_sweep(
+        search_space={"num_env_runners": choice([1, 2])},
+        search=Search(sampler="grid", num_samples=3, seeds=1),
+    )
     # DQN: 2 points less the default baseline (1 env runner), IMPALA: 2 x 2; the first 3
     # leave 2 of IMPALA's
-    assert grid_shortfall(sweep) == ("note: the grid has 5 configurations and "
-                                     "search.num_samples=3 runs the first 3; not run: IMPALA (2)")
-    assert grid_shortfall(sweep.model_copy(update={"search": Search(
-        sampler="grid", num_samples=5, seeds=1)})) is None
+    assert grid_shortfall(sweep) == (
+        "note: the grid has 5 configurations and "
+        "search.num_samples=3 runs the first 3; not run: IMPALA (2)"
+    )
+    assert (
+        grid_shortfall(
+            sweep.model_copy(update={"search": Search(sampler="grid", num_samples=5, seeds=1)})
+        )
+        is None
+    )
     assert grid_shortfall(make_sweep()) is None  # not a grid
 
 
 def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     sweep = make_sweep()
     inner, n = make_optuna_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}")
-    search = SeededSearch(inner, seeds=2, baseline={"algorithm": "DQN", "num_env_runners": 1},
-                          num_configs=n)
+    search = SeededSearch(
+        inner, seeds=2, baseline={"algorithm": "DQN", "num_env_runners": 1}, num_configs=n
+    )
     search.set_search_properties("objective", "min", {})
     assert search.total_trials == (3 + 1) * 2
     configs = [search.suggest(f"t{i}") for i in range(search.total_trials)]
@@ -104,7 +137,9 @@ def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     assert [c["seed"] for c in configs] == [0, 1] * 4
     for a, b in zip(configs[::2], configs[1::2], strict=True):
         assert a["config_id"] == b["config_id"]
-        assert {k: v for k, v in a.items() if k != "seed"} == {k: v for k, v in b.items() if k != "seed"}
+        assert {k: v for k, v in a.items() if k != "seed"} == {
+            k: v for k, v in b.items() if k != "seed"
+        }
     sampled = configs[2:]
     for c in sampled:
         assert c["algorithm"] in ("DQN", "IMPALA") and c["gamma"] == 0.98
@@ -134,9 +169,14 @@ def test_first_seed_shifts_every_configurations_seeds(tmp_path):
     reference, the baseline and every sampled configuration run the same shifted seeds."""
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=2, seeds=3, first_seed=10))
     inner, n = make_optuna_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}")
-    search = SeededSearch(inner, seeds=3, baseline={"algorithm": "DQN", "num_env_runners": 1},
-                          reference={"algorithm": "SB3-DQN"}, num_configs=n,
-                          first_seed=sweep.search.first_seed)
+    search = SeededSearch(
+        inner,
+        seeds=3,
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
+        reference={"algorithm": "SB3-DQN"},
+        num_configs=n,
+        first_seed=sweep.search.first_seed,
+    )
     search.set_search_properties("objective", "min", {})
     configs = [search.suggest(f"t{i}") for i in range(search.total_trials)]
     assert search.suggest("extra") == Searcher.FINISHED
@@ -155,9 +195,13 @@ def test_skipped_seeds_follow_the_median():
     def rows(cid, reasons, **kw):
         return [{"config_id": cid, "censor_reason": r, **kw} for r in reasons]
 
-    trials = (rows("a", ["capped", "capped"]) + rows("b", ["capped", ""])
-              + rows("c", ["capped", "capped", "capped"]) + rows("d", ["capped", "budget"])
-              + rows("base", ["capped", "capped"], is_baseline=True))
+    trials = (
+        rows("a", ["capped", "capped"])
+        + rows("b", ["capped", ""])
+        + rows("c", ["capped", "capped", "capped"])
+        + rows("d", ["capped", "budget"])
+        + rows("base", ["capped", "capped"], is_baseline=True)
+    )
     assert skipped_seeds(trials, 3) == {"a": 1, "c": 0}
     assert skipped_seeds(trials, 4) == {"c": 1}  # 2 of 4 capped: the median may still be low
     assert skipped_seeds(trials, 1) == {"a": 0, "b": 0, "c": 0, "d": 0}
@@ -171,16 +215,31 @@ def test_seeded_search_skips_the_seeds_capping_settled(tmp_path):
     sweep = make_sweep(search=Search(sampler="tpe", num_samples=2, seeds=3))
     storage = f"sqlite:///{tmp_path / 'optuna.db'}"
     inner, n = make_optuna_search(sweep, storage)
-    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
-    search = SeededSearch(inner, seeds=3, baseline={"algorithm": "DQN", "num_env_runners": 1},
-                          num_configs=n, recorder=rec)
+    rec = ResultsRecorder(
+        tmp_path,
+        target={"metric": "training", "value": 1.0},
+        budget={"time_s": 10.0, "env_steps": None},
+        command_start=0.0,
+    )
+    search = SeededSearch(
+        inner,
+        seeds=3,
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
+        num_configs=n,
+        recorder=rec,
+    )
     search.set_search_properties("objective", "min", {})
 
     def finish(tid, config, reason, objective):
-        rec.trials.append({"config_id": config["config_id"], "is_baseline": config["is_baseline"],
-                           "is_reference": False, "censor_reason": reason,
-                           "objective": objective})
+        rec.trials.append(
+            {
+                "config_id": config["config_id"],
+                "is_baseline": config["is_baseline"],
+                "is_reference": False,
+                "censor_reason": reason,
+                "objective": objective,
+            }
+        )
         search.on_trial_complete(tid, {"objective": objective})
 
     for i in range(3):  # the baseline is never skipped, capped or not
@@ -201,8 +260,12 @@ def test_seeded_search_skips_the_seeds_capping_settled(tmp_path):
     assert search.suggest("extra") == Searcher.FINISHED
     assert [t.value for t in study.trials] == [pytest.approx(22.0), pytest.approx(5.0)]
     # no recorder (capping off): every seed runs
-    plain = SeededSearch(make_optuna_search(sweep, f"sqlite:///{tmp_path / 'o2.db'}")[0],
-                         seeds=3, baseline=None, num_configs=1)
+    plain = SeededSearch(
+        make_optuna_search(sweep, f"sqlite:///{tmp_path / 'o2.db'}")[0],
+        seeds=3,
+        baseline=None,
+        num_configs=1,
+    )
     plain.set_search_properties("objective", "min", {})
     assert len([plain.suggest(f"p{i}") for i in range(3)]) == 3 and plain.skipped == {}
 
@@ -219,13 +282,16 @@ def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for sampler_seed in range(4):
-        sweep = Sweep(name="cover", env="CartPole-v1", algorithms=["PPO", "IMPALA", "APPO"],
-                      search_space={"num_env_runners": choice([1, 2]),
-                                    "lr": loguniform(1e-5, 1e-1)},
-                      target=Target(value=100.0), budget=Budget(time_s=5),
-                      search=Search(sampler="random", num_samples=3, seeds=1,
-                                    sampler_seed=sampler_seed),
-                      baseline={"algorithm": "PPO", "num_env_runners": 1})
+        sweep = Sweep(
+            name="cover",
+            env="CartPole-v1",
+            algorithms=["PPO", "IMPALA", "APPO"],
+            search_space={"num_env_runners": choice([1, 2]), "lr": loguniform(1e-5, 1e-1)},
+            target=Target(value=100.0),
+            budget=Budget(time_s=5),
+            search=Search(sampler="random", num_samples=3, seeds=1, sampler_seed=sampler_seed),
+            baseline={"algorithm": "PPO", "num_env_runners": 1},
+        )
         search, _ = sweep_search(sweep, "sqlite:///:memory:")
         configs = []
         for i in range(search.total_trials):
@@ -242,12 +308,17 @@ def test_too_few_samples_for_the_declared_algorithms_is_one_line(tmp_path):
     from sweeps.engine.sweep_file import SpecError, load_sweep
 
     path = tmp_path / "few.py"
-    path.write_text("from sweeps import Budget, Search, Sweep, Target\n"
-                    "SWEEP = Sweep(name='few', env='CartPole-v1', algorithms=['PPO', 'IMPALA', "
-                    "'APPO'], target=Target(value=100.0), budget=Budget(time_s=5), "
-                    "search=Search(num_samples=2))\n")
-    with pytest.raises(SpecError, match=r"search.num_samples: 2 cannot give each of the 3 "
-                                        r"algorithms one configuration; give at least 3$"):
+    path.write_text(
+        "from sweeps import Budget, Search, Sweep, Target\n"
+        "SWEEP = Sweep(name='few', env='CartPole-v1', algorithms=['PPO', 'IMPALA', "
+        "'APPO'], target=Target(value=100.0), budget=Budget(time_s=5), "
+        "search=Search(num_samples=2))\n"
+    )
+    with pytest.raises(
+        SpecError,
+        match=r"search.num_samples: 2 cannot give each of the 3 "
+        r"algorithms one configuration; give at least 3$",
+    ):
         load_sweep(path)
 
 
@@ -259,13 +330,23 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
     from sweeps.engine.record import ResultsRecorder
     from sweeps.engine.search import expected_trials, sweep_search
 
-    sweep = make_sweep(search=Search(sampler="tpe", num_samples=3, seeds=2,
-                                     confirm=Confirm(top_k=2, seeds=3, per_env_runners=False)),
-                       baseline={"algorithm": "DQN", "num_env_runners": 1},
-                       reference={"algorithm": "SB3-DQN"})
+    sweep = make_sweep(
+        search=Search(
+            sampler="tpe",
+            num_samples=3,
+            seeds=2,
+            confirm=Confirm(top_k=2, seeds=3, per_env_runners=False),
+        ),
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
+        reference={"algorithm": "SB3-DQN"},
+    )
     assert sweep.search.search_seeds == [0, 1] and sweep.search.confirm_seeds == [1000, 1001, 1002]
-    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
+    rec = ResultsRecorder(
+        tmp_path,
+        target={"metric": "training", "value": 1.0},
+        budget={"time_s": 10.0, "env_steps": None},
+        command_start=0.0,
+    )
     search, n = sweep_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}", recorder=rec)
     search.set_search_properties("objective", "min", {})
     assert search.total_trials == expected_trials(sweep) == (3 + 2) * 2 + (2 + 2) * 3
@@ -276,8 +357,11 @@ def test_the_confirmation_runs_the_searchs_fastest_on_fresh_seeds(tmp_path):
         config = search.suggest(f"s{i}")
         assert config["stage"] == "search" and config["seed"] in (0, 1)
         search_configs.append(config)
-    sampled = list(dict.fromkeys(c["config_id"] for c in search_configs
-                                 if not (c["is_baseline"] or c["is_reference"])))
+    sampled = list(
+        dict.fromkeys(
+            c["config_id"] for c in search_configs if not (c["is_baseline"] or c["is_reference"])
+        )
+    )
     objective = {sampled[0]: [7.0, 7.0], sampled[1]: [5.0, 19.0], sampled[2]: [6.0, 6.0]}
     for i, config in enumerate(search_configs):
         values = objective.get(config["config_id"], [3.0, 3.0])
@@ -317,20 +401,29 @@ def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count
     from sweeps.engine.rundir.schema import confirm_configs
     from sweeps.engine.search import confirm_axes, confirm_cells, expected_trials, sweep_search
 
-    sweep = make_sweep(search=Search(sampler="tpe", num_samples=6, seeds=1,
-                                     confirm=Confirm(top_k=1, seeds=2)),
-                       baseline={"algorithm": "DQN", "num_env_runners": 1},
-                       reference={"algorithm": "SB3-DQN"},
-                       search_space={"num_env_runners": choice([1, 2, 4]),
-                                     "lr": loguniform(1e-4, 1e-3)})
+    sweep = make_sweep(
+        search=Search(sampler="tpe", num_samples=6, seeds=1, confirm=Confirm(top_k=1, seeds=2)),
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
+        reference={"algorithm": "SB3-DQN"},
+        search_space={"num_env_runners": choice([1, 2, 4]), "lr": loguniform(1e-4, 1e-3)},
+    )
     assert confirm_axes(sweep) == ("num_env_runners",)
     assert [(c["algorithm"], c["num_env_runners"]) for c in confirm_cells(sweep)] == [
-        (a, n) for a in ("DQN", "IMPALA") for n in (1, 2, 4)]
-    assert confirm_axes(make_sweep(search=Search(num_samples=3, confirm=Confirm(
-        per_env_runners=False)))) == ()
+        (a, n) for a in ("DQN", "IMPALA") for n in (1, 2, 4)
+    ]
+    assert (
+        confirm_axes(
+            make_sweep(search=Search(num_samples=3, confirm=Confirm(per_env_runners=False)))
+        )
+        == ()
+    )
     assert confirm_axes(make_sweep(search=Search(num_samples=3))) == ()  # no confirmation
-    rec = ResultsRecorder(tmp_path, target={"metric": "training", "value": 1.0},
-                          budget={"time_s": 10.0, "env_steps": None}, command_start=0.0)
+    rec = ResultsRecorder(
+        tmp_path,
+        target={"metric": "training", "value": 1.0},
+        budget={"time_s": 10.0, "env_steps": None},
+        command_start=0.0,
+    )
     search, n = sweep_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}", recorder=rec)
     search.set_search_properties("objective", "min", {})
     # 6 sampled + baseline + reference, then at most 1 + 6 cells (6 sampled) + 2, x 2 seeds
@@ -352,8 +445,9 @@ def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count
     assert {(c["algorithm"], c["num_env_runners"]) for c in chosen} == cells
     assert {c["seed"] for c in confirm} == {1000, 1001}
     assert search.confirmed == confirm_configs(rec.trials, 1, ("num_env_runners",))
-    assert search.confirmed[0] == next(c["config_id"] for c in sampled
-                                       if (c["algorithm"], c["num_env_runners"]) == ("IMPALA", 4))
+    assert search.confirmed[0] == next(
+        c["config_id"] for c in sampled if (c["algorithm"], c["num_env_runners"]) == ("IMPALA", 4)
+    )
     # grouped by shape: the baseline's algorithm first, each count's seeds together
     order = [(c["algorithm"], c["num_env_runners"]) for c in chosen]
     assert order == sorted(order, key=lambda x: (x[0] != "DQN", x[0], x[1]))
@@ -362,18 +456,24 @@ def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count
 def test_confirm_per_cell_rules_are_checked_before_ray(tmp_path):
     from sweeps.engine.sweep_file import SpecError, load_sweep
 
-    head = ("from sweeps import Budget, Confirm, Search, Sweep, Target, choice\n"
-            "SWEEP = Sweep(name='c', env='CartPole-v1', algorithms=['PPO', 'IMPALA'], "
-            "search_space={'num_env_runners': choice([1, 2, 4])}, target=Target(value=100.0), "
-            "budget=Budget(time_s=5), ")
+    head = (
+        "from sweeps import Budget, Confirm, Search, Sweep, Target, choice\n"
+        "SWEEP = Sweep(name='c', env='CartPole-v1', algorithms=['PPO', 'IMPALA'], "
+        "search_space={'num_env_runners': choice([1, 2, 4])}, target=Target(value=100.0), "
+        "budget=Budget(time_s=5), "
+    )
     few = tmp_path / "few.py"
     few.write_text(head + "search=Search(num_samples=4, confirm=Confirm()))\n")
-    with pytest.raises(SpecError, match=r"search.num_samples: 4 cannot measure each of the 6 "
-                                        r"cells"):
+    with pytest.raises(
+        SpecError,
+        match=r"search.num_samples: 4 cannot measure each of the 6 "
+        r"cells",
+    ):
         load_sweep(few)
     unknown = tmp_path / "unknown.py"
-    unknown.write_text(head + "search=Search(num_samples=6, confirm=Confirm("
-                              "per_params=['gamma'])))\n")
+    unknown.write_text(
+        head + "search=Search(num_samples=6, confirm=Confirm(per_params=['gamma'])))\n"
+    )
     with pytest.raises(SpecError, match=r"search.confirm.per_params: 'gamma' is not searched"):
         load_sweep(unknown)
 

@@ -17,9 +17,16 @@ import pytest
 from sweeps.engine.sweep_file import SpecError, check_points, load_sweep, sweep_points
 
 SWEEPS = Path(__file__).parents[1] / "sweeps"
-SHIPPED = sorted([*(p for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
-                    if re.search(r"^SWEEP = Sweep\(", p.read_text(), re.MULTILINE)),
-                  *SWEEPS.glob("*.yaml")])
+SHIPPED = sorted(
+    [
+        *(
+            p
+            for p in [*SWEEPS.glob("*.py"), *SWEEPS.glob("experiments/*.py")]
+            if re.search(r"^SWEEP = Sweep\(", p.read_text(), re.MULTILINE)
+        ),
+        *SWEEPS.glob("*.yaml"),
+    ]
+)
 
 
 def test_the_shipped_sweeps_are_found():
@@ -36,8 +43,9 @@ def test_every_point_builds_a_valid_rllib_config(path):
 
 
 def _asks_for_gpus(path: Path) -> bool:
-    return any(float(p.get("num_gpus_per_learner") or 0) > 0
-               for _, p in sweep_points(load_sweep(path)))
+    return any(
+        float(p.get("num_gpus_per_learner") or 0) > 0 for _, p in sweep_points(load_sweep(path))
+    )
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
@@ -63,8 +71,10 @@ def test_dry_run(path, capsys, monkeypatch):
         return
     sweep = load_sweep(path)
     here = [{"CPU": float(os.cpu_count() or 1), "GPU": 0.0}]
-    largest = max(r.cpus for r in trial_requests(sweep, trial_setup(
-        sweep, sweep_target(sweep, str(path)), here)))
+    largest = max(
+        r.cpus
+        for r in trial_requests(sweep, trial_setup(sweep, sweep_target(sweep, str(path)), here))
+    )
     if largest > here[0]["CPU"] and not sweep.allow_oversubscription:
         # a study sized for a larger machine: refused here as its run would be, in one line,
         # and it passes on a node of its size
@@ -79,8 +89,12 @@ def test_dry_run(path, capsys, monkeypatch):
 
 def test_the_main_command_dry_runs_as_a_command():
     """``python -m sweeps.run`` itself: its own process, its exit code, no traceback."""
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(SWEEPS / "cabs_scaling.py"),
-                           "--dry-run"], capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(SWEEPS / "cabs_scaling.py"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "First trials" in proc.stdout
 
@@ -95,12 +109,20 @@ def test_an_invalid_point_is_one_line_naming_it(tmp_path):
         "    search_space={'num_env_runners': choice([1])},\n"
         "    fixed={'rollout_fragment_length': 50, 'minibatch_size': 128},\n"
         "    target=Target(metric='training', value=18.0), budget=Budget(time_s=60),\n"
-        "    baseline={'algorithm': 'IMPALA', 'num_env_runners': 1})\n")
-    with pytest.raises(SpecError, match=r"bad_pong.py: IMPALA point \{'num_env_runners': 1\}: "
-                                        r"invalid config: .*minibatch_size"):
+        "    baseline={'algorithm': 'IMPALA', 'num_env_runners': 1})\n"
+    )
+    with pytest.raises(
+        SpecError,
+        match=r"bad_pong.py: IMPALA point \{'num_env_runners': 1\}: "
+        r"invalid config: .*minibatch_size",
+    ):
         check_points(load_sweep(path), str(path))
-    proc = subprocess.run([sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sweeps.run", str(path), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "minibatch_size" in lines[0], proc.stderr

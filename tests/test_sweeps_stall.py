@@ -25,9 +25,16 @@ def feed(detector: StallDetector, rows: list[tuple[float, float, float]]) -> lis
 
 def test_env_steps_that_stop_moving_stall_after_k_iterations_and_the_minimum_time():
     d = StallDetector(iterations=3, min_time_s=5.0, wall=1.0)
-    out = feed(d, [(2, 100, 1), (3, 200, 2),  # moving
-                   (4, 200, 3), (5, 200, 4),  # 2 iterations without env steps
-                   (6, 200, 5)])               # 3rd: but only 4 s since the last move
+    out = feed(
+        d,
+        [
+            (2, 100, 1),
+            (3, 200, 2),  # moving
+            (4, 200, 3),
+            (5, 200, 4),  # 2 iterations without env steps
+            (6, 200, 5),
+        ],
+    )  # 3rd: but only 4 s since the last move
     assert out == [None] * 5
     reason = d.update(8.5, 200, 6)  # 4th iteration, 5.5 s: stalled
     assert reason == "stalled: env steps stayed at 200 for 4 iterations (6 s)"
@@ -47,7 +54,8 @@ def test_learner_updates_are_watched_only_once_they_moved():
     assert feed(d, [(20, 2000, 5), (21, 2100, 9)]) == [None, None]
     assert d.update(22, 2200, 9) is None
     assert d.update(23, 2300, math.nan) == (
-        "stalled: learner updates stayed at 9 for 2 iterations (2 s)")
+        "stalled: learner updates stayed at 9 for 2 iterations (2 s)"
+    )
 
 
 def test_an_env_runner_that_never_delivers_is_a_stall_too():
@@ -140,7 +148,10 @@ def test_a_trial_whose_env_runner_blocks_ends_as_stalled(tmp_path: Path):
     results = tmp_path / "results"
     proc = subprocess.run(
         [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results)],
-        capture_output=True, text=True, timeout=220)
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
     # no trial succeeded: exit 4 with a one-line summary (the report is still written)
     assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "no trial succeeded: 1 of 1 ended in stalled" in proc.stderr, proc.stderr[-3000:]
@@ -187,7 +198,10 @@ def test_the_report_lists_a_stalled_trial_apart_and_no_statistic_counts_it(tmp_p
     victim = censored.iloc[0]
     reason = "stalled: env steps stayed at 5120 for 5 iterations (31 s)"
     trials.loc[trials.trial_id == victim.trial_id, ["status", "error", "error_kind"]] = [
-        "error", reason, "stalled"]
+        "error",
+        reason,
+        "stalled",
+    ]
     trials.loc[trials.trial_id == victim.trial_id, "objective"] = math.nan
     write_parquet(trials, path, TRIAL_COLUMNS)
 

@@ -16,8 +16,14 @@ RUN = ROOT / "docs" / "data" / "cabs_scaling" / "20261122-203334"
 
 
 def _py(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_a_run_in_s3_is_analysed_from_its_uri(s3):
@@ -38,11 +44,19 @@ def test_a_run_in_s3_is_analysed_from_its_uri(s3):
 def test_an_unreachable_store_is_one_line_before_ray_starts(s3, tmp_path):
     # one attempt: botocore's retries of a refused connection take ~11 s and test nothing here
     env = {**s3["env"], "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_MAX_ATTEMPTS": "1"}
-    proc = _py("sweeps.run", "sweeps/cartpole_quick.py", "--results", "s3://rl-results/results",
-               env=env, timeout=180)
+    proc = _py(
+        "sweeps.run",
+        "sweeps/cartpole_quick.py",
+        "--results",
+        "s3://rl-results/results",
+        env=env,
+        timeout=180,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--results: cannot write to s3://rl-results/results" in lines[0], lines
+    assert len(lines) == 1 and "--results: cannot write to s3://rl-results/results" in lines[0], (
+        lines
+    )
 
 
 # A real sweep writing its run to S3 and analysed from there: tests/test_envs_forms.py

@@ -12,8 +12,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.parallel]
 def _config(algorithm: str, seed: int, **params):
     from sweeps.engine.algorithms import build_config
 
-    config = build_config({"algorithm": algorithm, "num_env_runners": 1, "seed": seed,
-                           **params}, "ContosoCabs-v0")
+    config = build_config(
+        {"algorithm": algorithm, "num_env_runners": 1, "seed": seed, **params}, "ContosoCabs-v0"
+    )
     config.debugging(log_level="ERROR")
     return config
 
@@ -23,24 +24,32 @@ def _start_state(algo) -> dict:
     first 64 env steps (observations, actions, rewards), the replay buffer's size."""
     import torch
 
-    learner_weights = {k: v.detach().clone() for k, v in
-                       algo.learner_group._learner.module["default_policy"].state_dict().items()}
+    learner_weights = {
+        k: v.detach().clone()
+        for k, v in algo.learner_group._learner.module["default_policy"].state_dict().items()
+    }
 
     def first_steps(runner):
         episodes = runner.sample(num_timesteps=64, random_actions=False)
         obs = np.concatenate([np.asarray(e.get_observations()) for e in episodes])
         actions = np.concatenate([np.asarray(e.get_actions()) for e in episodes])
         rewards = np.concatenate([np.asarray(e.get_rewards()) for e in episodes])
-        weights = {k: v.detach().cpu().numpy()
-                   for k, v in runner.module.state_dict().items()}
+        weights = {k: v.detach().cpu().numpy() for k, v in runner.module.state_dict().items()}
         return obs, actions, rewards, weights
 
-    (obs, actions, rewards, runner_weights), = algo.env_runner_group.foreach_env_runner(
-        first_steps, local_env_runner=False)
+    ((obs, actions, rewards, runner_weights),) = algo.env_runner_group.foreach_env_runner(
+        first_steps, local_env_runner=False
+    )
     buffer = getattr(algo, "local_replay_buffer", None)
-    return {"learner": learner_weights, "runner": runner_weights, "obs": obs,
-            "actions": actions, "rewards": rewards,
-            "replay": len(buffer) if buffer is not None else 0, "torch": torch}
+    return {
+        "learner": learner_weights,
+        "runner": runner_weights,
+        "obs": obs,
+        "actions": actions,
+        "rewards": rewards,
+        "replay": len(buffer) if buffer is not None else 0,
+        "torch": torch,
+    }
 
 
 def _assert_same_start(a: dict, b: dict) -> None:
@@ -64,7 +73,8 @@ def test_a_warm_trial_starts_where_a_cold_trial_of_its_seed_starts(local_ray, al
     algo, start, charged = warm.build(_config(algorithm, 1))
     assert (start, charged) == ("cold", None)
     pid_before = algo.env_runner_group.foreach_env_runner(
-        lambda r: __import__("os").getpid(), local_env_runner=False)
+        lambda r: __import__("os").getpid(), local_env_runner=False
+    )
     for _ in range(2):
         algo.train()
     warm.park_or_stop(algo, _config(algorithm, 1), startup_s=4.2)
@@ -73,8 +83,12 @@ def test_a_warm_trial_starts_where_a_cold_trial_of_its_seed_starts(local_ray, al
     config = _config(algorithm, 0)
     algo, start, charged = warm.build(config)
     assert (start, charged) == ("warm", 4.2)
-    assert algo.env_runner_group.foreach_env_runner(
-        lambda r: __import__("os").getpid(), local_env_runner=False) == pid_before
+    assert (
+        algo.env_runner_group.foreach_env_runner(
+            lambda r: __import__("os").getpid(), local_env_runner=False
+        )
+        == pid_before
+    )
     warm_start = _start_state(algo)
     warm.park_or_stop(algo, config, startup_s=0.1)
     warm.release_parked()

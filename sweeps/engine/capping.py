@@ -62,8 +62,14 @@ class AdaptiveCapping:
         protect = self.spec.protect if self.spec is not None else []
         return any(all(config.get(k) == v for k, v in entry.items()) for entry in protect)
 
-    def check(self, trial_id: str, config: dict[str, Any], elapsed_s: float, reached: bool,
-              incumbent_ttt_s: float | None) -> bool:
+    def check(
+        self,
+        trial_id: str,
+        config: dict[str, Any],
+        elapsed_s: float,
+        reached: bool,
+        incumbent_ttt_s: float | None,
+    ) -> bool:
         """Whether to stop the running trial ``trial_id`` now (and remember its cap).
 
         Args:
@@ -72,8 +78,7 @@ class AdaptiveCapping:
             reached: whether it already reached the target (then it is never stopped).
             incumbent_ttt_s: the fastest configuration's median TTT so far (seconds), or None.
         """
-        if (not self.enabled or reached or incumbent_ttt_s is None
-                or self.protected(config)):
+        if not self.enabled or reached or incumbent_ttt_s is None or self.protected(config):
             return False
         cap = self.spec.margin * incumbent_ttt_s
         if elapsed_s > cap:

@@ -70,6 +70,7 @@ def sigterm_as_interrupt() -> None:
     Call it after ``ray.init`` too: Ray's core worker installs its own SIGTERM handler (which
     prints a stack trace) when it starts. Main thread only (Python's ``signal`` rule).
     """
+
     def _handler(signum, frame):  # noqa: ARG001 - signal handler signature
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -102,8 +103,11 @@ def guard(prog: str, main: Callable[[], int]) -> int:
         msg = " ".join(str(exc).split()) or "(no message)"
         if len(msg) > 300:
             msg = msg[:297] + "..."
-        print(f"{prog}: internal error: {type(exc).__name__}: {msg} (rerun with --verbose or "
-              "RL_SCALING_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        print(
+            f"{prog}: internal error: {type(exc).__name__}: {msg} (rerun with --verbose or "
+            "RL_SCALING_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

@@ -42,15 +42,24 @@ def public_getattr(module: str):
         if name == "__all__":
             return list(sweeps.__all__)
         if name in sweeps.__all__:
-            warnings.warn(SweepAPIDeprecationWarning(
-                f"'{module}' is deprecated and will be removed: import from 'sweeps' instead "
-                f"(from sweeps import {name}, ...)", module), stacklevel=2)
+            warnings.warn(
+                SweepAPIDeprecationWarning(
+                    f"'{module}' is deprecated and will be removed: import from 'sweeps' instead "
+                    f"(from sweeps import {name}, ...)",
+                    module,
+                ),
+                stacklevel=2,
+            )
             return getattr(sweeps, name)
         if not name.startswith("__") and hasattr(sweep_spec, name):
-            warnings.warn(SweepAPIDeprecationWarning(
-                f"'{module}' is deprecated and will be removed, and {name!r} is not part of the "
-                f"sweep-file API (the public names: from sweeps import {', '.join(sweeps.__all__)})",
-                module), stacklevel=2)
+            warnings.warn(
+                SweepAPIDeprecationWarning(
+                    f"'{module}' is deprecated and will be removed, and {name!r} is not part of the "
+                    f"sweep-file API (the public names: from sweeps import {', '.join(sweeps.__all__)})",
+                    module,
+                ),
+                stacklevel=2,
+            )
             return getattr(sweep_spec, name)
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 

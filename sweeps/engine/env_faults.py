@@ -43,9 +43,19 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["DEFAULT_MAX_ENV_RESTARTS", "FAULTS_METRIC", "MAX_FAILED_RESETS", "EnvFaultLimit",
-           "EnvStepTimeout", "RecoveringEnv", "fault_limit_reason", "on_episode_end",
-           "parse_recovering_name", "recovering_env_name", "register_recovering_env"]
+__all__ = [
+    "DEFAULT_MAX_ENV_RESTARTS",
+    "FAULTS_METRIC",
+    "MAX_FAILED_RESETS",
+    "EnvFaultLimit",
+    "EnvStepTimeout",
+    "RecoveringEnv",
+    "fault_limit_reason",
+    "on_episode_end",
+    "parse_recovering_name",
+    "recovering_env_name",
+    "register_recovering_env",
+]
 
 #: The env runners' lifetime count of env faults their sub-envs recovered from (a key of
 #: RLlib's ``env_runners`` results).
@@ -92,8 +102,10 @@ class _CallThread:
         try:
             ok, value = self._results.get(timeout=timeout_s)
         except queue.Empty:
-            raise EnvStepTimeout(f"{getattr(fn, '__name__', 'call')} did not return within "
-                                 f"env_step_timeout_s={timeout_s:g} s") from None
+            raise EnvStepTimeout(
+                f"{getattr(fn, '__name__', 'call')} did not return within "
+                f"env_step_timeout_s={timeout_s:g} s"
+            ) from None
         if ok:
             return value
         raise value
@@ -101,9 +113,11 @@ class _CallThread:
 
 def fault_limit_reason(restarts: int, limit: int) -> str:
     """The one-line reason of a trial that ended on its env faults."""
-    return (f"env faults: {restarts} env restarts, more than max_env_restarts={limit} "
-            "(the env's step or reset kept raising; the first tracebacks are in the trial's "
-            "log)")
+    return (
+        f"env faults: {restarts} env restarts, more than max_env_restarts={limit} "
+        "(the env's step or reset kept raising; the first tracebacks are in the trial's "
+        "log)"
+    )
 
 
 def _close_quietly(env: gymnasium.Env) -> None:
@@ -140,8 +154,13 @@ class RecoveringEnv(gymnasium.Wrapper):
             would otherwise be re-made for ever).
     """
 
-    def __init__(self, make: Callable[[], gymnasium.Env], max_restarts: int | None = None,
-                 recover: bool = True, step_timeout_s: float | None = None):
+    def __init__(
+        self,
+        make: Callable[[], gymnasium.Env],
+        max_restarts: int | None = None,
+        recover: bool = True,
+        step_timeout_s: float | None = None,
+    ):
         super().__init__(make())
         self._make = make
         self.max_restarts = max_restarts
@@ -183,8 +202,9 @@ class RecoveringEnv(gymnasium.Wrapper):
             except Exception as e:  # noqa: BLE001 - any error of the env's is a fault
                 self._restart(e)
                 fault = f"{type(e).__name__}: {e}"
-        raise EnvFaultLimit(f"env faults: reset failed {MAX_FAILED_RESETS} times in a row "
-                            f"(last: {fault})")
+        raise EnvFaultLimit(
+            f"env faults: reset failed {MAX_FAILED_RESETS} times in a row (last: {fault})"
+        )
 
     def step(self, action):
         try:
@@ -224,8 +244,12 @@ def register_recovering_env(env_id: str, step_timeout_s: float | None = None) ->
     from ray.tune.registry import register_env
 
     name = recovering_env_name(env_id, step_timeout_s)
-    register_env(name, lambda cfg, _id=env_id, _t=step_timeout_s: RecoveringEnv(
-        lambda: _make_env(_id, cfg), step_timeout_s=_t))
+    register_env(
+        name,
+        lambda cfg, _id=env_id, _t=step_timeout_s: RecoveringEnv(
+            lambda: _make_env(_id, cfg), step_timeout_s=_t
+        ),
+    )
     return name
 
 
@@ -237,8 +261,11 @@ def _make_env(env_id: str, env_config) -> gymnasium.Env:
 
     import envs
 
-    if (env_id not in envs.RLLIB_ENVS and not envs.split_step_cost(env_config)[0]
-            and _global_registry.contains(ENV_CREATOR, env_id)):
+    if (
+        env_id not in envs.RLLIB_ENVS
+        and not envs.split_step_cost(env_config)[0]
+        and _global_registry.contains(ENV_CREATOR, env_id)
+    ):
         return _global_registry.get(ENV_CREATOR, env_id)(env_config)
     return envs.make_env(env_id, env_config)
 
@@ -252,6 +279,7 @@ def on_episode_end(*, episode, metrics_logger, **_: Any) -> None:
     except (IndexError, KeyError, AttributeError):  # an episode with no step
         return
     faults = (isinstance(first, dict) and "env_fault_on_reset" in first) + (
-        isinstance(last, dict) and "env_fault" in last)
+        isinstance(last, dict) and "env_fault" in last
+    )
     if faults:
         metrics_logger.log_value(FAULTS_METRIC, faults, reduce="lifetime_sum")

@@ -31,8 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Cadence", "GreedyEvaluator", "evaluation_env", "rllib_greedy_policy",
-           "trial_evaluator"]
+__all__ = ["Cadence", "GreedyEvaluator", "evaluation_env", "rllib_greedy_policy", "trial_evaluator"]
 
 #: A batched greedy policy: observations of shape (B, *obs_shape) -> actions of shape (B,).
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -64,14 +63,22 @@ class GreedyEvaluator:
             mean is over whole episodes.
     """
 
-    def __init__(self, env_id: str, env_config: Mapping[str, Any] | None, *, episodes: int,
-                 seed: int, max_steps: int = 1_000_000):
+    def __init__(
+        self,
+        env_id: str,
+        env_config: Mapping[str, Any] | None,
+        *,
+        episodes: int,
+        seed: int,
+        max_steps: int = 1_000_000,
+    ):
         if episodes < 1:
             raise ValueError(f"evaluation episodes must be >= 1, got {episodes}")
         from sweeps.engine.env_faults import RecoveringEnv
 
-        self.envs = [RecoveringEnv(lambda: evaluation_env(env_id, env_config))
-                     for _ in range(episodes)]
+        self.envs = [
+            RecoveringEnv(lambda: evaluation_env(env_id, env_config)) for _ in range(episodes)
+        ]
         self.seed = int(seed)
         self.max_steps = int(max_steps)
         self.total_time_s = 0.0
@@ -134,10 +141,12 @@ class GreedyEvaluator:
         while running and steps < self.max_steps:
             actions = np.asarray(policy(np.stack([obs[i] for i in running])))
             still = []
-            for i, a in zip(running, actions.reshape(len(running), *actions.shape[1:]),
-                            strict=True):
+            for i, a in zip(
+                running, actions.reshape(len(running), *actions.shape[1:]), strict=True
+            ):
                 o, r, terminated, truncated, info = self.envs[i].step(
-                    a.item() if a.ndim == 0 else a)
+                    a.item() if a.ndim == 0 else a
+                )
                 if "env_fault" in info:  # the env was re-made: episode i again, from its seed
                     self._check_faults()
                     obs[i], returns[i] = self.envs[i].reset(seed=self.seed + i)[0], 0.0
@@ -158,8 +167,10 @@ class GreedyEvaluator:
         from sweeps.engine.env_faults import EnvFaultLimit
 
         if self.restarts > 10 * len(self.envs) * max(1, self.evaluations + 1):
-            raise EnvFaultLimit(f"evaluation env faults: {self.restarts} restarts in "
-                                f"{self.evaluations + 1} evaluations")
+            raise EnvFaultLimit(
+                f"evaluation env faults: {self.restarts} restarts in "
+                f"{self.evaluations + 1} evaluations"
+            )
 
     def close(self) -> None:
         for env in self.envs:
@@ -197,8 +208,11 @@ class Cadence:
             return True
         if self.every_s is not None and wall_s - self._wall >= self.every_s:
             return True
-        return (self.every_env_steps is not None and env_steps is not None
-                and env_steps - self._steps >= self.every_env_steps)
+        return (
+            self.every_env_steps is not None
+            and env_steps is not None
+            and env_steps - self._steps >= self.every_env_steps
+        )
 
     def ended(self, wall_s: float, env_steps: int) -> None:
         """An evaluation ended now (``wall_s``, ``env_steps`` as in :meth:`due`)."""
@@ -208,8 +222,9 @@ class Cadence:
 _process_evaluator: tuple[tuple, GreedyEvaluator] | None = None
 
 
-def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episodes: int,
-                    seed: int) -> GreedyEvaluator:
+def trial_evaluator(
+    env_id: str, env_config: Mapping[str, Any] | None, *, episodes: int, seed: int
+) -> GreedyEvaluator:
     """The evaluator of a trial, shared by the trials that run one after another in a process.
 
     Tune reuses a trial's process for the next trial with the same resource request
@@ -224,8 +239,12 @@ def trial_evaluator(env_id: str, env_config: Mapping[str, Any] | None, *, episod
     import json
 
     global _process_evaluator
-    key = (env_id, json.dumps(dict(env_config or {}), sort_keys=True, default=repr),
-           int(episodes), int(seed))
+    key = (
+        env_id,
+        json.dumps(dict(env_config or {}), sort_keys=True, default=repr),
+        int(episodes),
+        int(seed),
+    )
     if _process_evaluator is not None and _process_evaluator[0] == key:
         evaluator = _process_evaluator[1]
         evaluator.total_time_s, evaluator.evaluations, evaluator.restarts = 0.0, 0, 0
@@ -274,12 +293,14 @@ def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy
 
     spec = algo.config.get_rl_module_spec(
         spaces={DEFAULT_MODULE_ID: (evaluator.observation_space, evaluator.action_space)},
-        inference_only=False)
+        inference_only=False,
+    )
     module = spec.build()
     module.eval()
     dist_cls = module.get_inference_action_dist_cls()
-    to_env = env_actions(evaluator.action_space, algo.config.normalize_actions,
-                         algo.config.clip_actions)
+    to_env = env_actions(
+        evaluator.action_space, algo.config.normalize_actions, algo.config.clip_actions
+    )
 
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
@@ -295,4 +316,3 @@ def rllib_greedy_policy(algo, evaluator: GreedyEvaluator) -> Callable[[], Policy
         return act
 
     return current
-

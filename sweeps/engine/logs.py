@@ -27,8 +27,9 @@ class _DropTuneLines:
     (the suite prints its own ``--resume`` command)."""
 
     def __init__(self, verbose: bool = False):
-        self.prefixes = ("Experiment has been interrupted",) + (() if verbose else (
-            "Trial task failed for trial", "Trials did not complete"))
+        self.prefixes = ("Experiment has been interrupted",) + (
+            () if verbose else ("Trial task failed for trial", "Trials did not complete")
+        )
 
     def filter(self, record) -> bool:
         return not str(record.msg).startswith(self.prefixes)
@@ -48,9 +49,11 @@ class _OneLineSyncError:
     def filter(self, record) -> bool:
         if str(record.msg).startswith(self.PREFIX) and record.exc_info:
             exc = record.exc_info[1]
-            record.msg = (f"{record.getMessage()}{type(exc).__name__}: {exc} (Tune's copy of "
-                          "its experiment state may be one save behind; the sweep's own "
-                          "records are not affected)")
+            record.msg = (
+                f"{record.getMessage()}{type(exc).__name__}: {exc} (Tune's copy of "
+                "its experiment state may be one save behind; the sweep's own "
+                "records are not affected)"
+            )
             record.args, record.exc_info, record.exc_text = None, None, None
         return True
 
@@ -108,8 +111,9 @@ def divert_worker_death_banners(log_path, verbose: bool = False) -> None:
 
     import ray._private.worker as ray_worker
 
-    original = getattr(ray_worker.print_to_stdstream, "_sweeps_original",
-                       ray_worker.print_to_stdstream)
+    original = getattr(
+        ray_worker.print_to_stdstream, "_sweeps_original", ray_worker.print_to_stdstream
+    )
     path = Path(log_path)
 
     def print_to_stdstream(data, ignore_prefix: bool):

@@ -34,9 +34,18 @@ from sweeps.engine.sweep_spec import Choice, IntRange, Sweep
 if TYPE_CHECKING:
     from sweeps.engine.trainable import TrialSetup
 
-__all__ = ["STRATEGIES", "TrialRequest", "cluster_nodes", "cluster_shape", "describe_cluster",
-           "env_runner_counts", "feasibility", "placement_problem", "trial_requests",
-           "trial_setup"]
+__all__ = [
+    "STRATEGIES",
+    "TrialRequest",
+    "cluster_nodes",
+    "cluster_shape",
+    "describe_cluster",
+    "env_runner_counts",
+    "feasibility",
+    "placement_problem",
+    "trial_requests",
+    "trial_setup",
+]
 
 #: Placement strategies a sweep can choose (``STRICT_SPREAD`` would need a node per bundle).
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK")
@@ -51,8 +60,7 @@ def _name(key: str) -> str:
 def cluster_nodes(nodes: Sequence[Mapping]) -> list[dict[str, float]]:
     """Ray's node dicts (``cluster.local.alive_nodes``: ``num_cpus``, ``num_gpus``) → the
     resource dicts :func:`placement_problem` takes (``{"CPU": .., "GPU": ..}``)."""
-    return [{"CPU": float(n.get("num_cpus", 0)), "GPU": float(n.get("num_gpus", 0))}
-            for n in nodes]
+    return [{"CPU": float(n.get("num_cpus", 0)), "GPU": float(n.get("num_gpus", 0))} for n in nodes]
 
 
 def describe_cluster(nodes: Sequence[Mapping[str, float]]) -> str:
@@ -60,12 +68,17 @@ def describe_cluster(nodes: Sequence[Mapping[str, float]]) -> str:
     cpus = sum(n.get("CPU", 0) for n in nodes)
     gpus = sum(n.get("GPU", 0) for n in nodes)
     big = max(nodes, key=lambda n: (n.get("CPU", 0), n.get("GPU", 0)))
-    return (f"{len(nodes)} node(s), {cpus:g} CPUs and {gpus:g} GPUs in total "
-            f"(largest node: {big.get('CPU', 0):g} CPUs, {big.get('GPU', 0):g} GPUs)")
+    return (
+        f"{len(nodes)} node(s), {cpus:g} CPUs and {gpus:g} GPUs in total "
+        f"(largest node: {big.get('CPU', 0):g} CPUs, {big.get('GPU', 0):g} GPUs)"
+    )
 
 
-def placement_problem(bundles: Sequence[Mapping[str, float]],
-                      nodes: Sequence[Mapping[str, float]], strategy: str = "PACK") -> str | None:
+def placement_problem(
+    bundles: Sequence[Mapping[str, float]],
+    nodes: Sequence[Mapping[str, float]],
+    strategy: str = "PACK",
+) -> str | None:
     """Why Ray could never place ``bundles`` on ``nodes`` with ``strategy``, or None if it can.
 
     Args:
@@ -90,8 +103,10 @@ def placement_problem(bundles: Sequence[Mapping[str, float]],
             return None
         largest = {k: max(n.get(k, 0.0) for n in nodes) for k in keys}
         k = next((k for k in keys if total[k] > largest[k] + 1e-9), keys[0])
-        return (f"STRICT_PACK needs all {total[k]:g} {_name(k)} on one node, and the largest "
-                f"node has {largest[k]:g}")
+        return (
+            f"STRICT_PACK needs all {total[k]:g} {_name(k)} on one node, and the largest "
+            f"node has {largest[k]:g}"
+        )
     for k in keys:
         have = sum(n.get(k, 0.0) for n in nodes)
         if total[k] > have + 1e-9:
@@ -99,8 +114,10 @@ def placement_problem(bundles: Sequence[Mapping[str, float]],
     for b in bundles:
         if not any(all(v <= n.get(k, 0.0) + 1e-9 for k, v in b.items()) for n in nodes):
             k = next(iter(k for k, v in b.items() if v > 0))
-            return (f"one of its bundles asks for {b[k]:g} {_name(k)} and no node has that "
-                    f"many (largest: {max(n.get(k, 0.0) for n in nodes):g})")
+            return (
+                f"one of its bundles asks for {b[k]:g} {_name(k)} and no node has that "
+                f"many (largest: {max(n.get(k, 0.0) for n in nodes):g})"
+            )
     free = [dict(n) for n in nodes]
     for b in sorted(bundles, key=lambda b: tuple(-b.get(k, 0.0) for k in ("GPU", "CPU"))):
         for n in free:
@@ -151,27 +168,52 @@ def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
     for a in sweep.algorithms:
         for n in env_runner_counts(sweep, a) or [None]:
             for mode in _param_values(sweep, a, "gym_env_vectorize_mode") or [None]:
-                for k in (_param_values(sweep, a, "num_envs_per_env_runner") or [None]
-                          if mode == "async" else [None]):
+                for k in (
+                    _param_values(sweep, a, "num_envs_per_env_runner") or [None]
+                    if mode == "async"
+                    else [None]
+                ):
                     combos.append((a, n, mode, k))
     if sweep.baseline:
-        combos.insert(0, (sweep.baseline["algorithm"], sweep.baseline.get("num_env_runners"),
-                          sweep.baseline.get("gym_env_vectorize_mode"),
-                          sweep.baseline.get("num_envs_per_env_runner")))
+        combos.insert(
+            0,
+            (
+                sweep.baseline["algorithm"],
+                sweep.baseline.get("num_env_runners"),
+                sweep.baseline.get("gym_env_vectorize_mode"),
+                sweep.baseline.get("num_envs_per_env_runner"),
+            ),
+        )
     out = []
     for algo, n, mode, k in dict.fromkeys(combos):
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
-        for key, value in (("num_env_runners", n), ("gym_env_vectorize_mode", mode),
-                           ("num_envs_per_env_runner", k)):
+        for key, value in (
+            ("num_env_runners", n),
+            ("gym_env_vectorize_mode", mode),
+            ("num_envs_per_env_runner", k),
+        ):
             if value is not None:
                 cfg[key] = value
-        if sweep.baseline and algo == sweep.baseline["algorithm"] and n == sweep.baseline.get("num_env_runners"):
+        if (
+            sweep.baseline
+            and algo == sweep.baseline["algorithm"]
+            and n == sweep.baseline.get("num_env_runners")
+        ):
             cfg.update(sweep.baseline)
         algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
-        out.append(TrialRequest(algo, n, float(info["requested_cpus"]), float(info["num_gpus"]),
-                                request_bundles(algo_config), info["vectorize_mode"],
-                                algo_config.num_envs_per_env_runner, info["concurrent_envs"],
-                                info["env_processes"]))
+        out.append(
+            TrialRequest(
+                algo,
+                n,
+                float(info["requested_cpus"]),
+                float(info["num_gpus"]),
+                request_bundles(algo_config),
+                info["vectorize_mode"],
+                algo_config.num_envs_per_env_runner,
+                info["concurrent_envs"],
+                info["env_processes"],
+            )
+        )
     return out
 
 
@@ -202,10 +244,15 @@ class TrialRequest(NamedTuple):
         CPU-bound env) it says their CPU is not reserved."""
         if not self.env_processes:
             return ""
-        cpu = ("; their env steps' CPU (step_cpu_ms) is not in Ray's request"
-               if step_cpu_ms > 0 else "")
-        return (f", +{self.env_processes} env processes "
-                f"(~{self.env_processes * ENV_PROCESS_MIB:,.0f} MiB{cpu})")
+        cpu = (
+            "; their env steps' CPU (step_cpu_ms) is not in Ray's request"
+            if step_cpu_ms > 0
+            else ""
+        )
+        return (
+            f", +{self.env_processes} env processes "
+            f"(~{self.env_processes * ENV_PROCESS_MIB:,.0f} MiB{cpu})"
+        )
 
 
 def cluster_shape(text: str) -> list[dict[str, float]]:
@@ -220,7 +267,8 @@ def cluster_shape(text: str) -> list[dict[str, float]]:
         m = re.fullmatch(r"(\d+)x(\d+(?:\.\d+)?)(?::(\d+(?:\.\d+)?))?", part)
         if m is None or int(m.group(1)) < 1 or float(m.group(2)) <= 0:
             raise argparse.ArgumentTypeError(
-                f"{text!r}: expected NODESxCPUS[:GPUS] joined by '+', e.g. '1x6+4x2' or '4x16:1'")
+                f"{text!r}: expected NODESxCPUS[:GPUS] joined by '+', e.g. '1x6+4x2' or '4x16:1'"
+            )
         nodes += [{"CPU": float(m.group(2)), "GPU": float(m.group(3) or 0)}] * int(m.group(1))
     return nodes
 
@@ -230,13 +278,19 @@ def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet
     dicts, ``{"CPU": .., "GPU": ..}``), for ``target`` (:func:`sweeps.engine.sweep_file.sweep_target`)."""
     from sweeps.engine.trainable import TrialSetup
 
-    return TrialSetup.of(sweep, target, max(n["CPU"] for n in nodes), quiet=quiet,
-                         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
-                         cluster_cpus=sum(n["CPU"] for n in nodes))
+    return TrialSetup.of(
+        sweep,
+        target,
+        max(n["CPU"] for n in nodes),
+        quiet=quiet,
+        max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
+        cluster_cpus=sum(n["CPU"] for n in nodes),
+    )
 
 
-def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]],
-                strict: bool = True) -> list[str]:
+def feasibility(
+    sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[str, float]], strict: bool = True
+) -> list[str]:
     """Check every algorithm × num_env_runners against the cluster by Ray's placement rule
     (:func:`sweeps.engine.placement.placement_problem`: each bundle on some node, all of them in the
     cluster, over several nodes unless the strategy is STRICT_PACK).
@@ -256,24 +310,37 @@ def feasibility(sweep: Sweep, setup: TrialSetup, source: str, nodes: list[dict[s
     strategy = sweep.placement_strategy
     requests = trial_requests(sweep, setup)
     problems = [placement_problem(r.bundles, nodes, strategy) for r in requests]
-    for r, problem in sorted(zip(requests, problems, strict=True), key=lambda rp: (-rp[0].cpus, -rp[0].gpus)):
-        gpu_problem = placement_problem([{"GPU": b.get("GPU", 0.0)} for b in r.bundles], nodes,
-                                        strategy) if r.gpus else None
+    for r, problem in sorted(
+        zip(requests, problems, strict=True), key=lambda rp: (-rp[0].cpus, -rp[0].gpus)
+    ):
+        gpu_problem = (
+            placement_problem([{"GPU": b.get("GPU", 0.0)} for b in r.bundles], nodes, strategy)
+            if r.gpus
+            else None
+        )
         if gpu_problem:  # the largest trial is named
             raise SpecError(
                 f"{source}: num_gpus_per_learner: a trial of {r.algorithm} cannot be placed: "
-                f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs")
+                f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs"
+            )
         if problem and not sweep.allow_oversubscription and strict:
             raise SpecError(
                 f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
                 f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
-                "lower it, use a larger cluster or set allow_oversubscription=True")
+                "lower it, use a larger cluster or set allow_oversubscription=True"
+            )
     lines = []
     step_cpu_ms = float(sweep.env_config.get("step_cpu_ms") or 0.0)
     for r, problem in zip(requests, problems, strict=True):
-        lines.append(f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}{r.layout()}: "
-                     f"{r.cpus:g} CPUs, {r.gpus:g} GPUs{r.outside_ray(step_cpu_ms)}  "
-                     + ("fits" if not problem else
-                        f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
-                        if sweep.allow_oversubscription else f"DOES NOT FIT ({problem})"))
+        lines.append(
+            f"  {r.algorithm:<7} num_env_runners={r.num_env_runners}{r.layout()}: "
+            f"{r.cpus:g} CPUs, {r.gpus:g} GPUs{r.outside_ray(step_cpu_ms)}  "
+            + (
+                "fits"
+                if not problem
+                else f"OVERSUBSCRIBED ({problem}; scaled down and flagged)"
+                if sweep.allow_oversubscription
+                else f"DOES NOT FIT ({problem})"
+            )
+        )
     return lines

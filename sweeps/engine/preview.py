@@ -23,8 +23,14 @@ def local_gpus() -> float:
         return 0.0
 
 
-def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str],
-                  nodes: list[dict[str, float]], n_show: int = 6) -> None:
+def print_dry_run(
+    sweep: Sweep,
+    target: dict,
+    setup: TrialSetup,
+    lines: list[str],
+    nodes: list[dict[str, float]],
+    n_show: int = 6,
+) -> None:
     """Print the resolved spec, the cluster, the first sampled trials and their resources."""
     from sweeps.engine.placement import describe_cluster
 
@@ -35,8 +41,10 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
     print(f"\nCluster: {describe_cluster(nodes)}")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))
-    print(f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
-          "in the order they would start:")
+    print(
+        f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
+        "in the order they would start:"
+    )
     from sweeps.engine.search import sweep_search
     from sweeps.engine.trainable import trial_algorithm_config
 
@@ -46,24 +54,38 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
     seeds = sweep.search.confirm_seeds
     from sweeps.engine.search import confirm_axes, confirm_cells, confirm_count
 
-    print(f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
-          f"{sweep.search.seeds} seeds"
-          + (f", then ({confirm_count(sweep)} confirmed{extra}) x {confirm.seeds} "
-             f"confirmation seeds ({seeds[0]}-{seeds[-1]})" if confirm else "")
-          + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps")
+    print(
+        f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
+        f"{sweep.search.seeds} seeds"
+        + (
+            f", then ({confirm_count(sweep)} confirmed{extra}) x {confirm.seeds} "
+            f"confirmation seeds ({seeds[0]}-{seeds[-1]})"
+            if confirm
+            else ""
+        )
+        + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps"
+    )
     if confirm:
         fixed_groups = bool(sweep.baseline) + bool(sweep.reference)
         n_confirm = (confirm_count(sweep) + fixed_groups) * confirm.seeds
         cells = confirm_cells(sweep)
         axes = " x ".join(confirm_axes(sweep)) or "-"
-        what = (f"its {min(confirm.top_k, num_configs)} fastest" + (
-            f" and the fastest of each of {len(cells)} cells (algorithm x {axes})" if cells
-            else f" and the fastest at each sampled algorithm x {axes}" if cells is None
-            else ""))
+        what = f"its {min(confirm.top_k, num_configs)} fastest" + (
+            f" and the fastest of each of {len(cells)} cells (algorithm x {axes})"
+            if cells
+            else f" and the fastest at each sampled algorithm x {axes}"
+            if cells is None
+            else ""
+        )
         time_s = n_confirm * sweep.budget.time_s if sweep.budget.time_s else None
-        print(f"Confirmation: {n_confirm} trials, {what}{extra}, at most "
-              + (f"{time_s:,.0f} s ({time_s / 60:.1f} min) of trial budget" if time_s
-                 else "their env step budgets"))
+        print(
+            f"Confirmation: {n_confirm} trials, {what}{extra}, at most "
+            + (
+                f"{time_s:,.0f} s ({time_s / 60:.1f} min) of trial budget"
+                if time_s
+                else "their env step budgets"
+            )
+        )
         for cell in cells or []:
             print("  cell " + ", ".join(f"{k}={v}" for k, v in cell.items()))
     from sweeps.engine.search import grid_shortfall
@@ -74,10 +96,14 @@ def print_dry_run(sweep: Sweep, target: dict, setup: TrialSetup, lines: list[str
         config = search.suggest(f"dry{i}")
         if not isinstance(config, dict):  # the confirmation waits for the search's trials
             break
-        meta = {k: config.pop(k)
-                for k in ("config_id", "is_baseline", "is_reference", "seed", "stage")}
+        meta = {
+            k: config.pop(k) for k in ("config_id", "is_baseline", "is_reference", "seed", "stage")
+        }
         if meta["is_reference"]:
             config["is_reference"] = True
         _, info = trial_algorithm_config(config, setup)
-        print(f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
-              f"  -> {info['num_cpus']:g} CPUs" + ("  oversubscribed" if info["oversubscribed"] else ""))
+        print(
+            f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
+            f"  -> {info['num_cpus']:g} CPUs"
+            + ("  oversubscribed" if info["oversubscribed"] else "")
+        )

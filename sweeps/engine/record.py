@@ -107,10 +107,14 @@ class Capper(LiveOnRestore, Stopper):
         self._make_live()
 
     def __call__(self, trial_id: str, result: dict) -> bool:
-        elapsed = (float(result.get("wall_time_s", 0.0))
-                   + self.recorder.attempt_offset_s(trial_id))
-        return self.capping.check(trial_id, result.get("config") or {}, elapsed,
-                                  bool(result.get("reached")), self.recorder.incumbent_ttt_s())
+        elapsed = float(result.get("wall_time_s", 0.0)) + self.recorder.attempt_offset_s(trial_id)
+        return self.capping.check(
+            trial_id,
+            result.get("config") or {},
+            elapsed,
+            bool(result.get("reached")),
+            self.recorder.incumbent_ttt_s(),
+        )
 
     def stop_all(self) -> bool:
         return False
@@ -135,8 +139,11 @@ class StopOnWriteError(LiveOnRestore, Stopper):
 
 def _fmt_duration(seconds: float) -> str:
     s = max(0, round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else (
-        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+    return (
+        f"{s // 3600}h{s % 3600 // 60:02d}m"
+        if s >= 3600
+        else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+    )
 
 
 class SweepProgress:
@@ -156,8 +163,14 @@ class SweepProgress:
             the run leaves unrun; None: none are.
     """
 
-    def __init__(self, expected: int, budget_s: float | None, max_concurrent: int,
-                 start: float, capping: AdaptiveCapping | None = None):
+    def __init__(
+        self,
+        expected: int,
+        budget_s: float | None,
+        max_concurrent: int,
+        start: float,
+        capping: AdaptiveCapping | None = None,
+    ):
         self.expected = int(expected)
         self.budget_s = budget_s
         self.max_concurrent = max(1, int(max_concurrent))
@@ -170,8 +183,15 @@ class SweepProgress:
         (:meth:`sweeps.engine.capping.AdaptiveCapping.unrun_seeds`)."""
         return sum(self.capping.unrun_seeds(trials).values()) if self.capping else 0
 
-    def line(self, done: int, durations: list[float], running: list[float],
-             incumbent: float | None, now: float | None = None, skipped: int = 0) -> str:
+    def line(
+        self,
+        done: int,
+        durations: list[float],
+        running: list[float],
+        incumbent: float | None,
+        now: float | None = None,
+        skipped: int = 0,
+    ) -> str:
         """One line. ``done``: trials recorded (earlier runs of a resumed sweep included);
         ``durations``: wall-clock seconds of the trials finished by this run (references
         left out: they are no typical trial); ``running``:
@@ -180,21 +200,30 @@ class SweepProgress:
         now = time.time() if now is None else now
         expected = self.expected - skipped
         left = max(expected - done - len(running), 0)
-        parts = [f"{done}/{expected} trials done"
-                 + (f" ({skipped} seed(s) skipped)" if skipped else ""),
-                 f"incumbent TTT {incumbent:.1f} s" if incumbent is not None
-                 else "no incumbent yet", f"elapsed {_fmt_duration(now - self.start)}"]
+        parts = [
+            f"{done}/{expected} trials done" + (f" ({skipped} seed(s) skipped)" if skipped else ""),
+            f"incumbent TTT {incumbent:.1f} s" if incumbent is not None else "no incumbent yet",
+            f"elapsed {_fmt_duration(now - self.start)}",
+        ]
         if done < expected:
             eta = []
             if durations:
                 typical = statistics.median(durations)
-                eta.append("ETA ~" + _fmt_duration(
-                    (left * typical + sum(max(typical - r, 0.0) for r in running))
-                    / self.max_concurrent))
+                eta.append(
+                    "ETA ~"
+                    + _fmt_duration(
+                        (left * typical + sum(max(typical - r, 0.0) for r in running))
+                        / self.max_concurrent
+                    )
+                )
             if self.budget_s:
-                eta.append("at most " + _fmt_duration(
-                    (left * self.budget_s + sum(max(self.budget_s - r, 0.0) for r in running))
-                    / self.max_concurrent))
+                eta.append(
+                    "at most "
+                    + _fmt_duration(
+                        (left * self.budget_s + sum(max(self.budget_s - r, 0.0) for r in running))
+                        / self.max_concurrent
+                    )
+                )
             parts.append(" ".join(eta) if eta else "ETA after the first trial")
         return " · ".join(parts)
 
@@ -215,9 +244,18 @@ class ResultsRecorder(LiveOnRestore, Callback):
 
     live_role = "callback.recorder"
 
-    def __init__(self, run_dir: Path, target: dict, budget: dict, command_start: float,
-                 mirror=None, step_latency_ms: float = 0.0, step_cpu_ms: float = 0.0,
-                 capping: AdaptiveCapping | None = None, progress: SweepProgress | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        target: dict,
+        budget: dict,
+        command_start: float,
+        mirror=None,
+        step_latency_ms: float = 0.0,
+        step_cpu_ms: float = 0.0,
+        capping: AdaptiveCapping | None = None,
+        progress: SweepProgress | None = None,
+    ):
         self._make_live()
         self.run_dir = Path(run_dir)
         #: the env's modelled step latency (envs.latency), recorded in every trial row
@@ -258,8 +296,11 @@ class ResultsRecorder(LiveOnRestore, Callback):
                 continue
             ttt = row["time_to_target_s"] if row["status"] == "reached" else math.nan
             by_config.setdefault(row["config_id"], []).append(ttt)
-        medians = [statistics.median(v) for v in by_config.values()
-                   if v and all(math.isfinite(t) for t in v)]
+        medians = [
+            statistics.median(v)
+            for v in by_config.values()
+            if v and all(math.isfinite(t) for t in v)
+        ]
         return min(medians) if medians else None
 
     @property
@@ -293,13 +334,17 @@ class ResultsRecorder(LiveOnRestore, Callback):
         # --resume), never a recorded trial whose learning curve is lost.
         try:
             if self._progress:
-                _write_parquet(pd.DataFrame(self._progress, columns=list(PROGRESS_COLUMNS)),
-                               self.run_dir / rundir.PROGRESS, PROGRESS_COLUMNS)
+                _write_parquet(
+                    pd.DataFrame(self._progress, columns=list(PROGRESS_COLUMNS)),
+                    self.run_dir / rundir.PROGRESS,
+                    PROGRESS_COLUMNS,
+                )
                 if self.mirror is not None:
                     self.mirror.put(self.run_dir / rundir.PROGRESS)
             if self._trials:
-                _write_parquet(pd.DataFrame(self._trials), self.run_dir / rundir.TRIALS,
-                               TRIAL_COLUMNS)
+                _write_parquet(
+                    pd.DataFrame(self._trials), self.run_dir / rundir.TRIALS, TRIAL_COLUMNS
+                )
                 if self.mirror is not None:  # progress first, the rows last, there too
                     self.mirror.put(self.run_dir / rundir.TRIALS)
         except OSError as e:
@@ -342,23 +387,33 @@ class ResultsRecorder(LiveOnRestore, Callback):
         rows = self._pending.setdefault(tid, [])
         it = int(result.get("training_iteration", len(rows) + 1))
         rows[:] = [r for r in rows if r["iteration"] < it]  # a restarted trial starts over
-        rows.append({
-            "trial_id": tid,
-            "iteration": it,
-            "wall_time_s": float(result["wall_time_s"]) + self.attempt_offset_s(tid),
-            "env_steps": int(result["env_steps"]),
-            "episodes": int(result["episodes"]),
-            "episode_return_mean": float(result["episode_return_mean"]),
-            "evaluation_return": float(result.get("evaluation_return", math.nan)),
-            "eval_time_s": float(result.get("eval_time_s", 0.0)),
-            "learner_updates": float(result["learner_updates"]),
-            "env_steps_per_s": float(result["env_steps_per_s_iter"]),
-            "target_metric_value": float(result["target_metric_value"]),
-            **{k: float(result.get(k, math.nan)) for k in (
-                "grad_noise_scale", "grad_norm_sq", "grad_trace_cov", "replay_ratio",
-                "driver_cpu_s", "learner_cpu_s")},
-            **{k: int(result.get(k) or 0) for k in ("env_restarts", "env_runner_restarts")},
-        })
+        rows.append(
+            {
+                "trial_id": tid,
+                "iteration": it,
+                "wall_time_s": float(result["wall_time_s"]) + self.attempt_offset_s(tid),
+                "env_steps": int(result["env_steps"]),
+                "episodes": int(result["episodes"]),
+                "episode_return_mean": float(result["episode_return_mean"]),
+                "evaluation_return": float(result.get("evaluation_return", math.nan)),
+                "eval_time_s": float(result.get("eval_time_s", 0.0)),
+                "learner_updates": float(result["learner_updates"]),
+                "env_steps_per_s": float(result["env_steps_per_s_iter"]),
+                "target_metric_value": float(result["target_metric_value"]),
+                **{
+                    k: float(result.get(k, math.nan))
+                    for k in (
+                        "grad_noise_scale",
+                        "grad_norm_sq",
+                        "grad_trace_cov",
+                        "replay_ratio",
+                        "driver_cpu_s",
+                        "learner_cpu_s",
+                    )
+                },
+                **{k: int(result.get(k) or 0) for k in ("env_restarts", "env_runner_restarts")},
+            }
+        )
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._record(trial, error=None)
@@ -383,9 +438,14 @@ class ResultsRecorder(LiveOnRestore, Callback):
             return None
         now = time.time() if now is None else now
         running = [now - st[0] for tid, st in self._starts.items() if tid not in self._recorded]
-        return self.progress.line(len(self._trials), self._durations, running,
-                                  self.incumbent_ttt_s(), now,
-                                  skipped=self.progress.skipped_in(self._trials))
+        return self.progress.line(
+            len(self._trials),
+            self._durations,
+            running,
+            self.incumbent_ttt_s(),
+            now,
+            skipped=self.progress.skipped_in(self._trials),
+        )
 
     def _live(self) -> None:
         """Keep the progress line at the bottom of a terminal (at most once a second)."""
@@ -424,8 +484,11 @@ class ResultsRecorder(LiveOnRestore, Callback):
                         results.append(json.loads(line))
                     except ValueError:  # a line cut short by a kill
                         break
-            if (trial.status == "TERMINATED" and trial.trial_id not in self.capped
-                    and not (results and results[-1].get("done"))):
+            if (
+                trial.status == "TERMINATED"
+                and trial.trial_id not in self.capped
+                and not (results and results[-1].get("done"))
+            ):
                 # stopped from outside before it ended (Ctrl-C, SIGTERM: Tune's clean-up marks
                 # the running trials TERMINATED): not a censored trial; left unrecorded, it
                 # runs again on --resume
@@ -454,8 +517,10 @@ class ResultsRecorder(LiveOnRestore, Callback):
             text = _error_line(trial)
         try:
             with open(self.run_dir / ERRORS_LOG, "a") as f:
-                f.write(f"=== trial {trial.trial_id} {json.dumps(trial.config, default=str)}\n"
-                        f"{text.rstrip()}\n\n")
+                f.write(
+                    f"=== trial {trial.trial_id} {json.dumps(trial.config, default=str)}\n"
+                    f"{text.rstrip()}\n\n"
+                )
         except OSError:  # the recorder's own write reports a full disk
             pass
 
@@ -469,9 +534,10 @@ class ResultsRecorder(LiveOnRestore, Callback):
         top = max(set(classes), key=classes.count)
         first = next(t["error"] for t, c in zip(self._trials, classes, strict=True) if c == top)
         log = self.run_dir / ERRORS_LOG
-        return (f"no trial succeeded: {classes.count(top)} of {len(self._trials)} ended in "
-                f"{top} (first: {first[:200]})"
-                + (f"; tracebacks in {log}" if log.exists() else ""))
+        return (
+            f"no trial succeeded: {classes.count(top)} of {len(self._trials)} ended in "
+            f"{top} (first: {first[:200]})" + (f"; tracebacks in {log}" if log.exists() else "")
+        )
 
     def _record(self, trial, error: str | None) -> None:
         tid = trial.trial_id
@@ -483,8 +549,16 @@ class ResultsRecorder(LiveOnRestore, Callback):
         if error is None and last.get("stalled"):  # the trial ended itself as an error:
             # StallDetector ("stalled") or its env faults ("env_faults")
             error, error_kind = str(last["stalled"]), str(last.get("error_kind") or "stalled")
-        row = trial_row(tid, trial.config, rows, last, self.target, self.budget, error,
-                        capped=tid in self.capped)
+        row = trial_row(
+            tid,
+            trial.config,
+            rows,
+            last,
+            self.target,
+            self.budget,
+            error,
+            capped=tid in self.capped,
+        )
         row["error_kind"] = error_kind
         row["node_count"] = _node_count()
         row["step_latency_ms"] = self.step_latency_ms
@@ -496,8 +570,11 @@ class ResultsRecorder(LiveOnRestore, Callback):
         starts = self._starts.get(tid)
         if not row.get("is_reference"):  # a single-process reference is no typical trial
             # a trial replayed from Tune's state on --resume has no start time here (0.0)
-            self._durations.append(time.time() - starts[0] if starts and starts[0] > 0 else
-                                   float(row.get("elapsed_s") or 0.0))
+            self._durations.append(
+                time.time() - starts[0]
+                if starts and starts[0] > 0
+                else float(row.get("elapsed_s") or 0.0)
+            )
         self._flush()
         self._print(row)
 
@@ -514,16 +591,25 @@ class ResultsRecorder(LiveOnRestore, Callback):
         batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
         self.console.print(
             f"[{len(self._trials):>3}] {row['algorithm']:<7} env_runners={row['num_env_runners']}"
-            + (" (reference)" if row["is_reference"] else "") + " "
+            + (" (reference)" if row["is_reference"] else "")
+            + " "
             f"batch={batch} seed={row['seed']}"
-            + (" (confirm)" if row.get("stage") == "confirm" else "") + f"  {outcome}  "
+            + (" (confirm)" if row.get("stage") == "confirm" else "")
+            + f"  {outcome}  "
             f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
             + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
-            + (f"  warm: started in {row['startup_s']:.1f} s, charged "
-               f"{row['cold_startup_s']:.1f} s" if row.get("start") == "warm" else "")
-            + (f"  env faults: {row['env_restarts']} env restarts, "
-               f"{row['env_runner_restarts']} env runner restarts"
-               if row.get("env_restarts") or row.get("env_runner_restarts") else ""),
+            + (
+                f"  warm: started in {row['startup_s']:.1f} s, charged "
+                f"{row['cold_startup_s']:.1f} s"
+                if row.get("start") == "warm"
+                else ""
+            )
+            + (
+                f"  env faults: {row['env_restarts']} env restarts, "
+                f"{row['env_runner_restarts']} env runner restarts"
+                if row.get("env_restarts") or row.get("env_runner_restarts")
+                else ""
+            ),
             soft_wrap=True,
         )
         line = self.progress_line()
@@ -548,8 +634,10 @@ def _error_line(trial) -> str:
 
 
 #: A traceback's exception line with a message: "ValueError: ...", "gymnasium.error.X: ...".
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|"
-                             r"NotFound|Failure)\w*(\(\w+\))?: \S")
+_EXCEPTION_LINE = re.compile(
+    r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|"
+    r"NotFound|Failure)\w*(\(\w+\))?: \S"
+)
 
 
 def error_message(text: str) -> str:
@@ -571,8 +659,16 @@ def _node_count() -> int:
         return 0
 
 
-def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, target: dict,
-              budget: dict, error: str | None, capped: bool = False) -> dict[str, Any]:
+def trial_row(
+    trial_id: str,
+    config: dict,
+    progress: list[dict],
+    last: dict,
+    target: dict,
+    budget: dict,
+    error: str | None,
+    capped: bool = False,
+) -> dict[str, Any]:
     """One trials.parquet row from a trial's config, its progress rows and last result.
 
     ``capped``: adaptive capping stopped the trial (:class:`Capper`); a censored trial's
@@ -581,9 +677,13 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
     """
     nan = math.nan
     times = [r["wall_time_s"] for r in progress]
-    _, _, i = first_crossing(times, [r["env_steps"] for r in progress],
-                             [r["target_metric_value"] for r in progress], target["value"],
-                             budget.get("time_s"))
+    _, _, i = first_crossing(
+        times,
+        [r["env_steps"] for r in progress],
+        [r["target_metric_value"] for r in progress],
+        target["value"],
+        budget.get("time_s"),
+    )
     first = progress[i] if i >= 0 else None
     status = "error" if error is not None else ("reached" if first else "censored")
     elapsed = progress[-1]["wall_time_s"] if progress else nan
@@ -596,8 +696,9 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "is_reference": bool(config.get("is_reference", False)),
         "algorithm": config["algorithm"],
         # the reference samples in its own (the trial's) process: 0 env runners
-        "num_env_runners": int(config.get("num_env_runners",
-                                          0 if config.get("is_reference") else -1)),
+        "num_env_runners": int(
+            config.get("num_env_runners", 0 if config.get("is_reference") else -1)
+        ),
         "num_envs_per_env_runner": int(config.get("num_envs_per_env_runner", 1)),
         "train_batch_size": config.get("train_batch_size"),
         "rollout_fragment_length": config.get("rollout_fragment_length"),
@@ -606,8 +707,7 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "status": status,
         "time_to_target_s": first["wall_time_s"] if first and status == "reached" else nan,
         "steps_to_target": float(first["env_steps"]) if first and status == "reached" else nan,
-        "ttt_resolution_s": ttt_resolution(times, i)
-        if first and status == "reached" else nan,
+        "ttt_resolution_s": ttt_resolution(times, i) if first and status == "reached" else nan,
         "budget_s": float(budget.get("time_s") or nan),
         "budget_env_steps": float(budget.get("env_steps") or nan),
         "elapsed_s": elapsed,
@@ -628,12 +728,14 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "objective": float(last.get("objective", nan)) if status != "error" else nan,
         # a reference that ended at a horizon its sweep set says so (sweeps.engine.reference)
         "censor_reason": ("capped" if capped else str(last.get("censor_reason") or "budget"))
-        if status == "censored" else "",
+        if status == "censored"
+        else "",
         "peak_rss_mib": float(last.get("peak_rss_mib", nan)),
         "stage": str(config.get("stage", "search")),
         # the layout as the trial built it (RLlib's default mode where the config is silent)
-        "vectorize_mode": str(last.get("vectorize_mode")
-                              or config.get("gym_env_vectorize_mode", "sync")),
+        "vectorize_mode": str(
+            last.get("vectorize_mode") or config.get("gym_env_vectorize_mode", "sync")
+        ),
         # env faults recovered (sweeps.engine.env_faults): the last iteration's lifetime counts
         "env_restarts": int(progress[-1].get("env_restarts", 0)) if progress else 0,
         "env_runner_restarts": int(progress[-1].get("env_runner_restarts", 0)) if progress else 0,
@@ -642,9 +744,15 @@ def trial_row(trial_id: str, config: dict, progress: list[dict], last: dict, tar
         "startup_s": float(last.get("startup_s", nan)),
         "cold_startup_s": float(last.get("cold_startup_s", nan)),
     }
-    row["concurrent_envs"] = int(last.get("concurrent_envs") or concurrent_envs(
-        max(row["num_env_runners"], 0), row["num_envs_per_env_runner"], row["vectorize_mode"],
-        row["is_reference"]))
+    row["concurrent_envs"] = int(
+        last.get("concurrent_envs")
+        or concurrent_envs(
+            max(row["num_env_runners"], 0),
+            row["num_envs_per_env_runner"],
+            row["vectorize_mode"],
+            row["is_reference"],
+        )
+    )
     for key, value in config.items():
         if key in META_KEYS or key == "algorithm" or key in VOCAB_COLUMNS:
             continue
@@ -688,11 +796,20 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
     except (ValueError, OSError):
         mem_gib = math.nan
     try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5,
-                               cwd=Path(__file__).resolve().parent).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=5,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip()
         if rev and dirty:
             rev += "-dirty"
     except (OSError, subprocess.SubprocessError):
@@ -700,13 +817,17 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
     return {
         "versions": {
             "python": sys.version.split()[0],
-            **{p: version(p) for p in ("ray", "torch", "gymnasium", "optuna", "ale-py", "rl-scaling")},
+            **{
+                p: version(p)
+                for p in ("ray", "torch", "gymnasium", "optuna", "ale-py", "rl-scaling")
+            },
         },
         "platform": platform.platform(),
         "cpu_model": cpu_model,
         "cpu_count": os.cpu_count(),
-        "usable_cores": (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                         else os.cpu_count()),
+        "usable_cores": (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ),
         "memory_gib": round(mem_gib, 1),
         "nodes": nodes,
         "git_revision": rev or "unknown",
@@ -715,5 +836,3 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
         "started_at": now_iso(),
         "finished_at": None,
     }
-
-

@@ -23,8 +23,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["REFERENCE_ALGORITHMS", "REFERENCE_DEFAULTS", "check_reference", "run_reference",
-           "schedule_horizon"]
+__all__ = [
+    "REFERENCE_ALGORITHMS",
+    "REFERENCE_DEFAULTS",
+    "check_reference",
+    "run_reference",
+    "schedule_horizon",
+]
 
 #: Reference implementations a sweep can name → the SB3 class name.
 REFERENCE_ALGORITHMS = {"SB3-DQN": "DQN", "SB3-PPO": "PPO", "SB3-SAC": "SAC"}
@@ -34,18 +39,18 @@ _OWN = {
     "seed": "RNG seed of the trial (SB3 seed=...)",
     "reward_scale": "factor on rewards seen by the learner only (evaluation stays in env units)",
     "total_timesteps": "SB3 learn(total_timesteps): the horizon of its schedules (exploration). "
-                       "Set in the sweep, training also ends there (censor_reason 'horizon'); "
-                       "unset, it is the sweep's env-step budget, else the reference's default, "
-                       "and training goes on past it, at the schedules' final values, until "
-                       "the budget or the target",
+    "Set in the sweep, training also ends there (censor_reason 'horizon'); "
+    "unset, it is the sweep's env-step budget, else the reference's default, "
+    "and training goes on past it, at the schedules' final values, until "
+    "the budget or the target",
     "min_time_s_per_iteration": "minimum wall-clock seconds of training between evaluations",
     "hidden_sizes": "hidden layer widths of the MLP (SB3 policy_kwargs net_arch)",
     "max_env_restarts": "env faults the trial recovers from before it ends as an error "
-                        "(sweeps.engine.env_faults; default 1000)",
+    "(sweeps.engine.env_faults; default 1000)",
     "recover_env_faults": "re-make the env when its step or reset raises, its episode ending "
-                          "there (default True; sweeps.engine.env_faults)",
+    "there (default True; sweeps.engine.env_faults)",
     "env_step_timeout_s": "seconds a step or reset may take before it counts as a fault "
-                          "(default None: no limit; sweeps.engine.env_faults)",
+    "(default None: no limit; sweeps.engine.env_faults)",
 }
 
 #: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
@@ -53,39 +58,96 @@ _OWN = {
 #: learning_starts 1000, target update 1000, rewards x0.01 for the learner).
 REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
     "SB3-DQN": {
-        "learning_rate": 1e-3, "batch_size": 64, "train_freq": 4, "gradient_steps": 1,
-        "buffer_size": 50_000, "learning_starts": 1000, "target_update_interval": 1000,
-        "exploration_fraction": 0.1, "exploration_initial_eps": 1.0,
-        "exploration_final_eps": 0.05, "gamma": 0.99, "hidden_sizes": [64, 64],
-        "reward_scale": 0.01, "total_timesteps": 20_000, "min_time_s_per_iteration": 1.0,
+        "learning_rate": 1e-3,
+        "batch_size": 64,
+        "train_freq": 4,
+        "gradient_steps": 1,
+        "buffer_size": 50_000,
+        "learning_starts": 1000,
+        "target_update_interval": 1000,
+        "exploration_fraction": 0.1,
+        "exploration_initial_eps": 1.0,
+        "exploration_final_eps": 0.05,
+        "gamma": 0.99,
+        "hidden_sizes": [64, 64],
+        "reward_scale": 0.01,
+        "total_timesteps": 20_000,
+        "min_time_s_per_iteration": 1.0,
     },
     "SB3-PPO": {
-        "learning_rate": 3e-4, "n_steps": 2048, "batch_size": 64, "n_epochs": 10,
-        "gamma": 0.99, "gae_lambda": 0.95, "clip_range": 0.2, "ent_coef": 0.0,
-        "hidden_sizes": [64, 64], "reward_scale": 0.01, "total_timesteps": 200_000,
+        "learning_rate": 3e-4,
+        "n_steps": 2048,
+        "batch_size": 64,
+        "n_epochs": 10,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "clip_range": 0.2,
+        "ent_coef": 0.0,
+        "hidden_sizes": [64, 64],
+        "reward_scale": 0.01,
+        "total_timesteps": 200_000,
         "min_time_s_per_iteration": 1.0,
     },
     # SB3's SAC defaults (MLP 256x256, batch 256, one update per env step, automatic entropy
     # coefficient), a 100 k replay buffer and no reward scaling
     "SB3-SAC": {
-        "learning_rate": 3e-4, "batch_size": 256, "buffer_size": 100_000,
-        "learning_starts": 100, "train_freq": 1, "gradient_steps": 1, "tau": 0.005,
-        "gamma": 0.99, "hidden_sizes": [256, 256], "reward_scale": 1.0,
-        "total_timesteps": 100_000, "min_time_s_per_iteration": 1.0,
+        "learning_rate": 3e-4,
+        "batch_size": 256,
+        "buffer_size": 100_000,
+        "learning_starts": 100,
+        "train_freq": 1,
+        "gradient_steps": 1,
+        "tau": 0.005,
+        "gamma": 0.99,
+        "hidden_sizes": [256, 256],
+        "reward_scale": 1.0,
+        "total_timesteps": 100_000,
+        "min_time_s_per_iteration": 1.0,
     },
 }
 
 #: SB3 constructor arguments a sweep may set, per reference.
 _SB3_ARGS = {
-    "SB3-DQN": ("learning_rate", "batch_size", "train_freq", "gradient_steps", "buffer_size",
-                "learning_starts", "target_update_interval", "exploration_fraction",
-                "exploration_initial_eps", "exploration_final_eps", "gamma", "tau",
-                "max_grad_norm"),
-    "SB3-PPO": ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda",
-                "clip_range", "ent_coef", "vf_coef", "max_grad_norm"),
-    "SB3-SAC": ("learning_rate", "batch_size", "buffer_size", "learning_starts", "train_freq",
-                "gradient_steps", "tau", "gamma", "ent_coef", "target_update_interval",
-                "target_entropy"),
+    "SB3-DQN": (
+        "learning_rate",
+        "batch_size",
+        "train_freq",
+        "gradient_steps",
+        "buffer_size",
+        "learning_starts",
+        "target_update_interval",
+        "exploration_fraction",
+        "exploration_initial_eps",
+        "exploration_final_eps",
+        "gamma",
+        "tau",
+        "max_grad_norm",
+    ),
+    "SB3-PPO": (
+        "learning_rate",
+        "n_steps",
+        "batch_size",
+        "n_epochs",
+        "gamma",
+        "gae_lambda",
+        "clip_range",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+    ),
+    "SB3-SAC": (
+        "learning_rate",
+        "batch_size",
+        "buffer_size",
+        "learning_starts",
+        "train_freq",
+        "gradient_steps",
+        "tau",
+        "gamma",
+        "ent_coef",
+        "target_update_interval",
+        "target_entropy",
+    ),
 }
 
 
@@ -96,8 +158,11 @@ def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
     :func:`run_reference` ignores them."""
     algo = config["algorithm"]
     params = {**REFERENCE_DEFAULTS[algo], **config}
-    return {"num_env_runners": 0, "lr": params["learning_rate"],
-            "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"]}
+    return {
+        "num_env_runners": 0,
+        "lr": params["learning_rate"],
+        "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"],
+    }
 
 
 def known_params(algorithm: str) -> frozenset[str]:
@@ -115,20 +180,35 @@ def check_reference(reference: Mapping[str, Any]) -> None:
     """
     algo = reference.get("algorithm")
     if algo not in REFERENCE_ALGORITHMS:
-        raise ValueError(f"algorithm: unknown reference {algo!r} "
-                         f"(known: {', '.join(REFERENCE_ALGORITHMS)})")
+        raise ValueError(
+            f"algorithm: unknown reference {algo!r} (known: {', '.join(REFERENCE_ALGORITHMS)})"
+        )
     known = known_params(algo)
     for key, value in reference.items():
         if key == "algorithm":
             continue
         if key not in known:
-            raise ValueError(f"{key}: unknown parameter for reference {algo} "
-                             f"(known: {', '.join(sorted(known))})")
-        if key in ("learning_rate", "batch_size", "buffer_size", "n_steps", "n_epochs",
-                   "total_timesteps", "min_time_s_per_iteration", "reward_scale",
-                   "train_freq", "target_update_interval"):
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not math.isfinite(value) or value <= 0):
+            raise ValueError(
+                f"{key}: unknown parameter for reference {algo} (known: {', '.join(sorted(known))})"
+            )
+        if key in (
+            "learning_rate",
+            "batch_size",
+            "buffer_size",
+            "n_steps",
+            "n_epochs",
+            "total_timesteps",
+            "min_time_s_per_iteration",
+            "reward_scale",
+            "train_freq",
+            "target_update_interval",
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
                 raise ValueError(f"{key}: must be a positive number, got {value!r}")
 
 
@@ -136,8 +216,9 @@ def check_reference(reference: Mapping[str, Any]) -> None:
 _UNLIMITED_STEPS = 2**62
 
 
-def schedule_horizon(config: Mapping[str, Any],
-                     budget_env_steps: int | None) -> tuple[int, int, bool]:
+def schedule_horizon(
+    config: Mapping[str, Any], budget_env_steps: int | None
+) -> tuple[int, int, bool]:
     """The env steps a reference's schedules run over and the env steps it may train for.
 
     Args:
@@ -187,18 +268,31 @@ def _build_model(algo: str, params: dict[str, Any], env, seed: int):
 
     cls = getattr(sb3, REFERENCE_ALGORITHMS[algo])
     kwargs = {k: params[k] for k in _SB3_ARGS[algo] if k in params}
-    model = cls("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
-                policy_kwargs={"net_arch": list(params["hidden_sizes"])}, **kwargs)
+    model = cls(
+        "MlpPolicy",
+        env,
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        policy_kwargs={"net_arch": list(params["hidden_sizes"])},
+        **kwargs,
+    )
     # No outputs: without a logger of its own, learn() makes an (empty) tempdir/SB3-<date>
     # folder per call (stable_baselines3.common.logger.configure), one per reference trial.
     model.set_logger(Logger(folder=None, output_formats=[]))
     return model
 
 
-def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping[str, Any],
-                  evaluation: Mapping[str, Any], budget_env_steps: int | None,
-                  report: Callable[[dict[str, Any]], bool],
-                  started: Callable[[float], None] | None = None) -> None:
+def run_reference(
+    config: Mapping[str, Any],
+    *,
+    env_id: str,
+    env_config: Mapping[str, Any],
+    evaluation: Mapping[str, Any],
+    budget_env_steps: int | None,
+    report: Callable[[dict[str, Any]], bool],
+    started: Callable[[float], None] | None = None,
+) -> None:
     """Train one reference trial, evaluating and reporting at the end of every iteration.
 
     Args:
@@ -236,25 +330,32 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
     from sweeps.engine.evaluation import Cadence, trial_evaluator
 
     algo = config["algorithm"]
-    params = {**REFERENCE_DEFAULTS[algo], **{k: v for k, v in config.items()
-                                             if k not in ("algorithm", "num_env_runners",
-                                                          "train_batch_size", "lr")}}
+    params = {
+        **REFERENCE_DEFAULTS[algo],
+        **{
+            k: v
+            for k, v in config.items()
+            if k not in ("algorithm", "num_env_runners", "train_batch_size", "lr")
+        },
+    }
     seed = int(params.pop("seed", 0))
     torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests
     scale = float(params["reward_scale"])
     iteration_s = float(params["min_time_s_per_iteration"])
     horizon, total, ends_at_horizon = schedule_horizon(config, budget_env_steps)
     params.pop("total_timesteps", None)
-    evaluator = trial_evaluator(env_id, env_config, episodes=int(evaluation["episodes"]),
-                                seed=int(evaluation["seed"]))
+    evaluator = trial_evaluator(
+        env_id, env_config, episodes=int(evaluation["episodes"]), seed=int(evaluation["seed"])
+    )
     # an env whose step raises is re-made and its episode ends there, as RLlib's env runners
     # do (sweeps.engine.env_faults), so both sides of a comparison see the same simulator
     limit = int(params.pop("max_env_restarts", DEFAULT_MAX_ENV_RESTARTS))
     evaluator.recover = bool(params.pop("recover_env_faults", True))
     timeout = params.pop("env_step_timeout_s", None)
     evaluator.step_timeout_s = timeout
-    env = RecoveringEnv(lambda: envs.make_env(env_id, env_config), limit, evaluator.recover,
-                        step_timeout_s=timeout)
+    env = RecoveringEnv(
+        lambda: envs.make_env(env_id, env_config), limit, evaluator.recover, step_timeout_s=timeout
+    )
     monitor = train_env = Monitor(env)  # unscaled returns; step latency
     if scale != 1.0:
         train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
@@ -276,8 +377,10 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
         def _on_step(self) -> bool:
             now = time.perf_counter() - start
             if self.num_timesteps < total and (
-                    not cadence.due(now, self.num_timesteps) if cadence.active
-                    else now - self.last < iteration_s):
+                not cadence.due(now, self.num_timesteps)
+                if cadence.active
+                else now - self.last < iteration_s
+            ):
                 return True
             self.end_iteration()
             return not self.stop
@@ -289,18 +392,30 @@ def run_reference(config: Mapping[str, Any], *, env_id: str, env_config: Mapping
             cadence.ended(wall, steps)
             self.last = wall
             episodes = model.ep_info_buffer or []
-            self.stop = bool(report({
-                "wall_time_s": wall, "env_steps": steps,
-                "episodes": len(monitor.get_episode_rewards()),
-                "learner_updates": float(getattr(model, "_n_updates", math.nan)),
-                "evaluation_return": value, "eval_time_s": evaluator.total_time_s,
-                "driver_cpu_s": time.process_time() - cpu_start,
-                "env_restarts": env.restarts + evaluator.restarts,
-                "training_return": (sum(e["r"] for e in episodes) / len(episodes)
-                                    if episodes else math.nan),
-                "done": steps >= total,
-                "stop_reason": "horizon" if ends_at_horizon and steps >= total else "",
-            })) or steps >= total
+            self.stop = (
+                bool(
+                    report(
+                        {
+                            "wall_time_s": wall,
+                            "env_steps": steps,
+                            "episodes": len(monitor.get_episode_rewards()),
+                            "learner_updates": float(getattr(model, "_n_updates", math.nan)),
+                            "evaluation_return": value,
+                            "eval_time_s": evaluator.total_time_s,
+                            "driver_cpu_s": time.process_time() - cpu_start,
+                            "env_restarts": env.restarts + evaluator.restarts,
+                            "training_return": (
+                                sum(e["r"] for e in episodes) / len(episodes)
+                                if episodes
+                                else math.nan
+                            ),
+                            "done": steps >= total,
+                            "stop_reason": "horizon" if ends_at_horizon and steps >= total else "",
+                        }
+                    )
+                )
+                or steps >= total
+            )
 
     start = time.perf_counter()  # the timed region starts before the model is built
     cpu_start = time.process_time()

@@ -52,8 +52,13 @@ META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
 
 # Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
 # does not set them), so results tables and Tune's status table always have them.
-RECORDED_PARAMS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
-                   "rollout_fragment_length", "lr")
+RECORDED_PARAMS = (
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "train_batch_size",
+    "rollout_fragment_length",
+    "lr",
+)
 
 
 def complete_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +144,11 @@ def _default_in(p: Param, default: Any) -> Any:
     if isinstance(p, Choice):
         return default if default in p.values else p.values[0]
     ok = isinstance(default, (int, float)) and not isinstance(default, bool)
-    if ok and p.low <= default <= p.high and (not isinstance(p, IntRange) or default == int(default)):
+    if (
+        ok
+        and p.low <= default <= p.high
+        and (not isinstance(p, IntRange) or default == int(default))
+    ):
         return int(default) if isinstance(p, IntRange) else float(default)
     if isinstance(p, IntRange):
         return int(round(math.sqrt(p.low * p.high))) if p.log else (p.low + p.high) // 2
@@ -177,7 +186,8 @@ def confirm_axes(sweep: Sweep) -> tuple[str, ...]:
     if per is None:
         per = any(_varies(sweep.params_for(a).get("num_env_runners")) for a in sweep.algorithms)
     axes = (["num_env_runners"] if per else []) + [
-        n for n in confirm.per_params if n != "num_env_runners"]
+        n for n in confirm.per_params if n != "num_env_runners"
+    ]
     return tuple(axes)
 
 
@@ -208,8 +218,10 @@ def confirm_cells(sweep: Sweep) -> list[dict[str, Any]] | None:
             else:
                 v = [fixed.get(name, ALGORITHMS[algo].defaults.get(name))]
             values.append(v)
-        cells += [{"algorithm": algo, **dict(zip(axes, combo, strict=True))}
-                  for combo in itertools.product(*values)]
+        cells += [
+            {"algorithm": algo, **dict(zip(axes, combo, strict=True))}
+            for combo in itertools.product(*values)
+        ]
     return cells
 
 
@@ -232,12 +244,18 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     for algo in sweep.algorithms:
         defaults = ALGORITHMS[algo].defaults
         point: dict[str, Any] = {"algorithm": algo}
-        for shared, params in ((True, sweep.search_space),
-                               (False, sweep.per_algorithm.get(algo, {}))):
+        for shared, params in (
+            (True, sweep.search_space),
+            (False, sweep.per_algorithm.get(algo, {})),
+        ):
             for name, p in params.items():
                 value = _default_in(p, defaults.get(name))
-                if (name == "num_env_runners" and algo == base.get("algorithm")
-                        and isinstance(p, Choice) and value == base.get("num_env_runners")):
+                if (
+                    name == "num_env_runners"
+                    and algo == base.get("algorithm")
+                    and isinstance(p, Choice)
+                    and value == base.get("num_env_runners")
+                ):
                     value = next((v for v in p.values if v != value), value)
                 point[_optuna_name(algo, name, shared)] = value
         points.append(point)
@@ -297,9 +315,12 @@ def _grid_configs(sweep: Sweep) -> list[dict[str, Any]]:
     """The grid points a ``grid`` sweep samples (the baseline already runs with every seed;
     it is not run again as a grid point)."""
     base = baseline_params(sweep)
-    return [p for p in grid_points(sweep)
-            if base is None or trial_params({**p, "__fixed__": json.dumps(
-                sweep.fixed_for(p["algorithm"]))}) != base]
+    return [
+        p
+        for p in grid_points(sweep)
+        if base is None
+        or trial_params({**p, "__fixed__": json.dumps(sweep.fixed_for(p["algorithm"]))}) != base
+    ]
 
 
 def num_configs(sweep: Sweep) -> int:
@@ -321,8 +342,10 @@ def grid_shortfall(sweep: Sweep) -> str | None:
         return None
     left = Counter(p["algorithm"] for p in points[n:])
     names = ", ".join(f"{a} ({k})" for a, k in left.items())
-    return (f"note: the grid has {len(points)} configurations and search.num_samples={n} runs "
-            f"the first {n}; not run: {names}")
+    return (
+        f"note: the grid has {len(points)} configurations and search.num_samples={n} runs "
+        f"the first {n}; not run: {names}"
+    )
 
 
 def confirm_count(sweep: Sweep) -> int:
@@ -374,8 +397,7 @@ def make_optuna_search(sweep: Sweep, storage_url: str) -> tuple[OptunaSearch, in
     if sweep.search.sampler == "grid":
         points = _grid_configs(sweep)
     else:  # every declared algorithm measured at least once (counted in num_samples)
-        points = (first_points(sweep)
-                  if len(sweep.algorithms) > 1 or confirm_cells(sweep) else None)
+        points = first_points(sweep) if len(sweep.algorithms) > 1 or confirm_cells(sweep) else None
     n = num_configs(sweep)
     if sweep.search.sampler == "tpe":
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(5, n))
@@ -439,12 +461,24 @@ class SeededSearch(_PickledState):
         metric, mode: the objective the trials report (``objective``, ``min``).
     """
 
-    def __init__(self, inner: Searcher, *, seeds: int, baseline: dict[str, Any] | None,
-                 num_configs: int, reference: dict[str, Any] | None = None,
-                 first_seed: int = 0, recorder: Any = None, confirm: Confirm | None = None,
-                 confirm_seeds: list[int] | None = None, capping: AdaptiveCapping | None = None,
-                 confirm_per: tuple[str, ...] = (), confirm_max: int | None = None,
-                 metric: str = "objective", mode: str = "min"):
+    def __init__(
+        self,
+        inner: Searcher,
+        *,
+        seeds: int,
+        baseline: dict[str, Any] | None,
+        num_configs: int,
+        reference: dict[str, Any] | None = None,
+        first_seed: int = 0,
+        recorder: Any = None,
+        confirm: Confirm | None = None,
+        confirm_seeds: list[int] | None = None,
+        capping: AdaptiveCapping | None = None,
+        confirm_per: tuple[str, ...] = (),
+        confirm_max: int | None = None,
+        metric: str = "objective",
+        mode: str = "min",
+    ):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
         self.recorder = recorder
@@ -458,8 +492,11 @@ class SeededSearch(_PickledState):
         self._confirm = confirm
         self._confirm_seeds = list(confirm_seeds or [])
         self._confirm_per = tuple(confirm_per)
-        self._confirm_max = (confirm_max if confirm_max is not None or confirm is None
-                             else min(confirm.top_k, num_configs))
+        self._confirm_max = (
+            confirm_max
+            if confirm_max is not None or confirm is None
+            else min(confirm.top_k, num_configs)
+        )
         #: the stage whose trials are being suggested: "search", then "confirm"
         self.stage = "search"
         #: config_id of the configurations the confirmation stage runs, fastest first
@@ -476,17 +513,23 @@ class SeededSearch(_PickledState):
         """Trials this search will start at most: (configs + baseline + reference) × seeds,
         plus (confirmed configs + baseline + reference) × confirmation seeds."""
         extra = (1 if self._baseline_params else 0) + (1 if self._reference_params else 0)
-        confirm = 0 if self._confirm is None else (
-            (getattr(self, "_confirm_max", min(self._confirm.top_k, self.num_configs)) + extra)
-            * len(self._confirm_seeds))
+        confirm = (
+            0
+            if self._confirm is None
+            else (
+                (getattr(self, "_confirm_max", min(self._confirm.top_k, self.num_configs)) + extra)
+                * len(self._confirm_seeds)
+            )
+        )
         return (self.num_configs + extra) * self.seeds + confirm
 
     def set_search_properties(self, metric, mode, config, **spec) -> bool:
         super().set_search_properties(metric, mode, config, **spec)
         return self.inner.set_search_properties(metric, mode, config, **spec)
 
-    def _enqueue(self, group: str, params: dict[str, Any], stage: str = "search",
-                 cid: str | None = None) -> None:
+    def _enqueue(
+        self, group: str, params: dict[str, Any], stage: str = "search", cid: str | None = None
+    ) -> None:
         """Queue one configuration once per seed of ``stage``; ``group`` is ``"reference"``,
         ``"baseline"`` (their config ids) or a sampled configuration's (``cid``, else the
         config id of its params), prefixed ``"confirm:"`` in the confirmation stage."""
@@ -497,14 +540,25 @@ class SeededSearch(_PickledState):
         params = complete_params(params)
         if not (is_baseline or is_reference):
             self._params_of[cid] = params
-        seeds = (self._confirm_seeds if stage == "confirm"
-                 else range(self.first_seed, self.first_seed + self.seeds))
+        seeds = (
+            self._confirm_seeds
+            if stage == "confirm"
+            else range(self.first_seed, self.first_seed + self.seeds)
+        )
         self._group_size[group] = len(seeds)
         self._group_results[group] = []
         for seed in seeds:
-            self._queue.append({**params, "seed": seed, "config_id": cid,
-                                "is_baseline": is_baseline, "is_reference": is_reference,
-                                "stage": stage, "__group__": group})
+            self._queue.append(
+                {
+                    **params,
+                    "seed": seed,
+                    "config_id": cid,
+                    "is_baseline": is_baseline,
+                    "is_reference": is_reference,
+                    "stage": stage,
+                    "__group__": group,
+                }
+            )
 
     def _start_confirmation(self) -> None:
         """Queue the confirmation stage: the reference, the baseline and the search's
@@ -513,15 +567,20 @@ class SeededSearch(_PickledState):
         confirmation seed; the configurations run grouped by algorithm and env runner count,
         so that a trial finds the previous one's processes to reuse (a warm trial)."""
         self.stage = "confirm"
-        self.confirmed = [cid for cid in confirm_configs(
-            self._recorded(), self._confirm.top_k, getattr(self, "_confirm_per", ()))
-            if cid in self._params_of]
+        self.confirmed = [
+            cid
+            for cid in confirm_configs(
+                self._recorded(), self._confirm.top_k, getattr(self, "_confirm_per", ())
+            )
+            if cid in self._params_of
+        ]
         if self._reference_params is not None:
             self._enqueue("confirm:reference", self._reference_params, stage="confirm")
         if self._baseline_params is not None:
             self._enqueue("confirm:baseline", self._baseline_params, stage="confirm")
-        for cid in sorted(self.confirmed, key=lambda c: _shape_order(self._params_of[c],
-                                                                      self._baseline_params)):
+        for cid in sorted(
+            self.confirmed, key=lambda c: _shape_order(self._params_of[c], self._baseline_params)
+        ):
             self._enqueue(f"confirm:{cid}", self._params_of[cid], stage="confirm", cid=cid)
 
     def _skip_dominated(self) -> bool:
@@ -531,14 +590,14 @@ class SeededSearch(_PickledState):
         or the configuration's (:func:`sweeps.engine.rundir.schema.failed_seeds`); Optuna gets its
         objective once its running seeds end.
         Returns whether it dropped any (the queue holds one configuration's seeds at a time)."""
-        if (not self._queue or self.recorder is None
-                or self._queue[0].get("stage") == "confirm"):
+        if not self._queue or self.recorder is None or self._queue[0].get("stage") == "confirm":
             return False  # a confirmation measures every seed of what it confirms
         head = self._queue[0]
         group = head["__group__"]
         failed = failed_seeds(self._recorded(), self.seeds)  # fail fast: an env/config error
         if head["config_id"] not in failed and (
-                group in ("baseline", "reference") or head["config_id"] not in self.skipped):
+            group in ("baseline", "reference") or head["config_id"] not in self.skipped
+        ):
             return False
         self._queue = [c for c in self._queue if c["__group__"] != group]
         running = sum(1 for g in self._group_of.values() if g == group)
@@ -552,8 +611,13 @@ class SeededSearch(_PickledState):
         configuration sampled again after it was skipped: its earlier recorded trials')."""
         values = [v for v in self._group_results[group] if v is not None and math.isfinite(v)]
         if not values and cid is not None and self.recorder is not None:
-            values = [v for r in self._recorded() if r.get("config_id") == cid
-                      for v in [float(r.get("objective") or math.nan)] if math.isfinite(v)]
+            values = [
+                v
+                for r in self._recorded()
+                if r.get("config_id") == cid
+                for v in [float(r.get("objective") or math.nan)]
+                if math.isfinite(v)
+            ]
         if values:
             self.inner.on_trial_complete(group, {self.metric: sum(values) / len(values)})
         else:
@@ -594,8 +658,11 @@ class SeededSearch(_PickledState):
         value = None if (error or not result) else result.get(self.metric)
         self._group_results[group].append(value)
         done = self._group_results[group]
-        if (len(done) < self._group_size[group] or group in ("baseline", "reference")
-                or group.startswith("confirm:")):  # Optuna learns from the search alone
+        if (
+            len(done) < self._group_size[group]
+            or group in ("baseline", "reference")
+            or group.startswith("confirm:")
+        ):  # Optuna learns from the search alone
             return
         self._tell(group)
 
@@ -609,9 +676,9 @@ class SeededSearch(_PickledState):
         return getattr(self.recorder, "trials", None) or []
 
 
-
-def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
-                 capping: AdaptiveCapping | None = None) -> tuple[SeededSearch, int]:
+def sweep_search(
+    sweep: Sweep, storage_url: str, recorder: Any = None, capping: AdaptiveCapping | None = None
+) -> tuple[SeededSearch, int]:
     """The searcher a run of ``sweep`` uses: :func:`make_optuna_search`'s sampler (its study
     in ``storage_url``, e.g. ``sqlite:///.../optuna.db``) inside a :class:`SeededSearch` with
     the sweep's seeds, baseline and reference; ``recorder`` (the run's
@@ -622,20 +689,27 @@ def sweep_search(sweep: Sweep, storage_url: str, recorder: Any = None,
         (search, num_configs): the searcher and the number of sampled configurations.
     """
     inner, num_configs = make_optuna_search(sweep, storage_url)
-    return SeededSearch(inner, seeds=sweep.search.seeds, baseline=baseline_params(sweep),
-                        num_configs=num_configs, reference=sweep.reference,
-                        first_seed=sweep.search.first_seed, recorder=recorder,
-                        confirm=sweep.search.confirm, confirm_seeds=sweep.search.confirm_seeds,
-                        confirm_per=confirm_axes(sweep), confirm_max=confirm_count(sweep),
-                        capping=capping), num_configs
+    return SeededSearch(
+        inner,
+        seeds=sweep.search.seeds,
+        baseline=baseline_params(sweep),
+        num_configs=num_configs,
+        reference=sweep.reference,
+        first_seed=sweep.search.first_seed,
+        recorder=recorder,
+        confirm=sweep.search.confirm,
+        confirm_seeds=sweep.search.confirm_seeds,
+        confirm_per=confirm_axes(sweep),
+        confirm_max=confirm_count(sweep),
+        capping=capping,
+    ), num_configs
 
 
 class FixedSearch(_PickledState):
     """Suggest ``configs`` in order, then ``FINISHED`` (a re-confirmation: the trials are
     known before it starts, :func:`reconfirmation`)."""
 
-    def __init__(self, configs: list[dict[str, Any]], metric: str = "objective",
-                 mode: str = "min"):
+    def __init__(self, configs: list[dict[str, Any]], metric: str = "objective", mode: str = "min"):
         super().__init__(metric=metric, mode=mode)
         self._queue = [dict(c) for c in configs]
         self.total_trials = len(self._queue)
@@ -647,9 +721,9 @@ class FixedSearch(_PickledState):
         pass
 
 
-
-def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
-                   params_of: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+def reconfirmation(
+    sweep: Sweep, trials: list[dict[str, Any]], params_of: dict[str, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[int]]:
     """The trials of a new confirmation of a finished run (``sweeps.run --confirm-only``).
 
     The search's ``top_k`` fastest configurations (:func:`sweeps.engine.rundir.schema.confirm_configs` on
@@ -672,11 +746,15 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
     from sweeps.engine.sweep_spec import CONFIRM_FIRST_SEED
 
     confirm = sweep.search.confirm or Confirm()
-    chosen = [cid for cid in confirm_configs(trials, confirm.top_k, confirm_axes(sweep))
-              if cid in params_of]
+    chosen = [
+        cid
+        for cid in confirm_configs(trials, confirm.top_k, confirm_axes(sweep))
+        if cid in params_of
+    ]
     if not chosen:
-        raise ValueError("no configuration of its search finished without an error: nothing "
-                         "to confirm")
+        raise ValueError(
+            "no configuration of its search finished without an error: nothing to confirm"
+        )
     used = [int(r["seed"]) for r in trials]
     first = max([CONFIRM_FIRST_SEED, *(s + 1 for s in used)])
     seeds = list(range(first, first + confirm.seeds))
@@ -687,7 +765,16 @@ def reconfirmation(sweep: Sweep, trials: list[dict[str, Any]],
     if base is not None:
         groups.append(("baseline", complete_params(base), True, False))
     groups += [(cid, params_of[cid], False, False) for cid in chosen]
-    configs = [{**params, "seed": seed, "config_id": cid, "is_baseline": is_b,
-                "is_reference": is_r, "stage": "confirm"}
-               for cid, params, is_b, is_r in groups for seed in seeds]
+    configs = [
+        {
+            **params,
+            "seed": seed,
+            "config_id": cid,
+            "is_baseline": is_b,
+            "is_reference": is_r,
+            "stage": "confirm",
+        }
+        for cid, params, is_b, is_r in groups
+        for seed in seeds
+    ]
     return configs, seeds

@@ -79,8 +79,9 @@ def code_dirs(sweep: Sweep, path: str | Path) -> list[Path]:
     for i, d in enumerate(sweep.code_dirs):
         folder = (Path(path).parent / d).resolve()
         if not folder.is_dir():
-            raise SpecError(f"{path}: code_dirs[{i}]: {d!r} is not a folder (relative to the "
-                            "sweep file's)")
+            raise SpecError(
+                f"{path}: code_dirs[{i}]: {d!r} is not a folder (relative to the sweep file's)"
+            )
         out.append(folder)
     return out
 
@@ -115,7 +116,8 @@ def code_root(sweep: Sweep, path: str | Path, project: str | Path) -> Path:
         if not p.resolve().is_relative_to(root):
             raise SpecError(
                 f"{path}: {p} lies outside {root}, the folder uploaded with the sweep file; "
-                "move it into that folder (code_dirs are looked up relative to the sweep file)")
+                "move it into that folder (code_dirs are looked up relative to the sweep file)"
+            )
     return root
 
 
@@ -157,9 +159,11 @@ def _say_deprecations(path: Path, caught: list[warnings.WarningMessage]) -> None
         old = w.message.old_path
         if old not in seen:
             seen.add(old)
-            print(f"notice: {path}:{w.lineno}: '{old}' is deprecated; it still works, but "
-                  f"import from 'sweeps' (from sweeps import Sweep, Budget, ...)",
-                  file=sys.stderr)
+            print(
+                f"notice: {path}:{w.lineno}: '{old}' is deprecated; it still works, but "
+                f"import from 'sweeps' (from sweeps import Sweep, Budget, ...)",
+                file=sys.stderr,
+            )
 
 
 _YAML_MODELS = {m.__name__: m for m in (Choice, IntRange, Uniform, LogUniform)}
@@ -170,7 +174,7 @@ def _yaml_param(value: Any) -> Any:
     ``{choice: [..]}``, ``{randint: [lo, hi]}``, ``{uniform: [lo, hi]}``,
     ``{loguniform: [lo, hi]}``) as its model's long form; anything else as it is."""
     if isinstance(value, dict) and len(value) == 1:
-        (key, args), = value.items()
+        ((key, args),) = value.items()
         model = _YAML_MODELS.get(YAML_PARAMS.get(key, ""))
         if model is None:
             return value
@@ -215,8 +219,9 @@ def _load_yaml(path: Path) -> Sweep:
     try:
         data = yaml.load(path.read_text(), Loader=_yaml_loader())  # noqa: S506 - a SafeLoader
     except UnicodeDecodeError as e:
-        raise SpecError(f"{path}: not a text file (YAML is UTF-8 text; byte {e.start} is "
-                        f"not UTF-8)") from None
+        raise SpecError(
+            f"{path}: not a text file (YAML is UTF-8 text; byte {e.start} is not UTF-8)"
+        ) from None
     except _DuplicateKey as e:
         raise SpecError(f"{path}: {e}: a key may appear once per mapping") from None
     except yaml.YAMLError as e:
@@ -240,13 +245,19 @@ def _load_yaml(path: Path) -> Sweep:
 
 #: A sweep field's name for each nested model: an error raised while a sweep file builds
 #: ``Budget(...)`` itself (before the Sweep exists) still names ``budget``.
-_MODEL_FIELD = {"Budget": "budget", "Target": "target", "Search": "search",
-                "Evaluation": "evaluation"}
+_MODEL_FIELD = {
+    "Budget": "budget",
+    "Target": "target",
+    "Search": "search",
+    "Evaluation": "evaluation",
+}
 
 
 def _pydantic_line(e: pydantic.ValidationError) -> str:
     err = e.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform"))
+    loc = ".".join(
+        str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform")
+    )
     if e.title in _MODEL_FIELD:
         loc = ".".join(x for x in (_MODEL_FIELD[e.title], loc) if x)
     msg = err["msg"].removeprefix("Value error, ")
@@ -291,7 +302,9 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
                     from sweeps.engine.algorithms import UnknownParameterError
 
                     reason = str(UnknownParameterError(key, algo, known))
-                    raise fail(f"{section}.{key}", reason.replace(f"parameter {key!r} ", "parameter "))
+                    raise fail(
+                        f"{section}.{key}", reason.replace(f"parameter {key!r} ", "parameter ")
+                    )
     if sweep.baseline:
         known = algorithms.known_params(baseline_algo)
         for key in sweep.baseline:
@@ -313,8 +326,9 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
             check_gym_env_config(sweep.env, own)
         elif sweep.env in envs.atari.PONG_IDS:  # the keys that go on to ale-py's constructor
             _, ale_kwargs = envs.atari.check_atari_config(sweep.env, own)
-            check_gym_env_config(sweep.env, dict(ale_kwargs),
-                                 also_accepted=set(envs.atari.PREPROCESSING_DEFAULTS))
+            check_gym_env_config(
+                sweep.env, dict(ale_kwargs), also_accepted=set(envs.atari.PREPROCESSING_DEFAULTS)
+            )
     except EnvError as e:
         raise fail("env", str(e)) from None
     except ValueError as e:
@@ -327,8 +341,11 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
             raise fail("env", str(e)) from None
 
     if sweep.target.metric not in KNOWN_METRICS:
-        raise fail("target.metric", f"{sweep.target.metric!r} is not produced by env {sweep.env} "
-                                    f"(known: {', '.join(sorted(KNOWN_METRICS))})")
+        raise fail(
+            "target.metric",
+            f"{sweep.target.metric!r} is not produced by env {sweep.env} "
+            f"(known: {', '.join(sorted(KNOWN_METRICS))})",
+        )
     if sweep.reference is not None:
         from sweeps.engine.reference import check_reference
 
@@ -337,54 +354,85 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
         except ValueError as e:  # "key: reason"
             raise SpecError(f"{source}: reference.{e}") from None
         if sweep.target.metric not in (EVALUATION, TRAINING, EPISODE_RETURN):
-            raise fail("reference", f"a reference is judged on target metric 'evaluation' or "
-                                    f"'training', not the RLlib key {sweep.target.metric!r}")
+            raise fail(
+                "reference",
+                f"a reference is judged on target metric 'evaluation' or "
+                f"'training', not the RLlib key {sweep.target.metric!r}",
+            )
     optimal = _oracle(sweep, source)
     if sweep.target.fraction_of_optimal is not None:
         if optimal is None:
-            raise fail("target.fraction_of_optimal",
-                       f"env {sweep.env} has no oracle optimum; give target value= instead")
+            raise fail(
+                "target.fraction_of_optimal",
+                f"env {sweep.env} has no oracle optimum; give target value= instead",
+            )
         if sweep.target.fraction_of_optimal > 1 and sweep.target.metric in RETURN_METRICS:
-            raise fail("target.fraction_of_optimal",
-                       f"{sweep.target.fraction_of_optimal:g} is above the env's exact optimum "
-                       "(1.0): no policy can reach it")
-    elif (optimal is not None and sweep.target.metric in RETURN_METRICS
-          and sweep.target.value > optimal):
-        raise fail("target.value", f"{sweep.target.value:g} is above the env's exact optimal "
-                                   f"return {optimal:.2f}: no policy can reach it")
+            raise fail(
+                "target.fraction_of_optimal",
+                f"{sweep.target.fraction_of_optimal:g} is above the env's exact optimum "
+                "(1.0): no policy can reach it",
+            )
+    elif (
+        optimal is not None
+        and sweep.target.metric in RETURN_METRICS
+        and sweep.target.value > optimal
+    ):
+        raise fail(
+            "target.value",
+            f"{sweep.target.value:g} is above the env's exact optimal "
+            f"return {optimal:.2f}: no policy can reach it",
+        )
     if sweep.search.sampler != "grid" and sweep.search.num_samples < len(sweep.algorithms):
-        raise fail("search.num_samples", f"{sweep.search.num_samples} cannot give each of the "
-                                         f"{len(sweep.algorithms)} algorithms one configuration; "
-                                         f"give at least {len(sweep.algorithms)}")
+        raise fail(
+            "search.num_samples",
+            f"{sweep.search.num_samples} cannot give each of the "
+            f"{len(sweep.algorithms)} algorithms one configuration; "
+            f"give at least {len(sweep.algorithms)}",
+        )
     confirm = sweep.search.confirm
     if confirm is not None:
         for name in confirm.per_params:
             if not any(name in sweep.params_for(a) for a in sweep.algorithms):
-                raise fail("search.confirm.per_params", f"{name!r} is not searched by any "
-                                                        "algorithm: it has one value, no cells")
+                raise fail(
+                    "search.confirm.per_params",
+                    f"{name!r} is not searched by any algorithm: it has one value, no cells",
+                )
         from sweeps.engine.search import first_points
 
         cells = len(first_points(sweep)) if sweep.search.sampler != "grid" else 0
         if cells > sweep.search.num_samples:
-            raise fail("search.num_samples", f"{sweep.search.num_samples} cannot measure each "
-                                             f"of the {cells} cells the confirmation confirms "
-                                             "(each algorithm at each env runner count) once; "
-                                             f"give at least {cells}, or set "
-                                             "confirm=Confirm(per_env_runners=False)")
+            raise fail(
+                "search.num_samples",
+                f"{sweep.search.num_samples} cannot measure each "
+                f"of the {cells} cells the confirmation confirms "
+                "(each algorithm at each env runner count) once; "
+                f"give at least {cells}, or set "
+                "confirm=Confirm(per_env_runners=False)",
+            )
     if sweep.search.sampler == "grid":
         for algo in sweep.algorithms:
             for name, p in sweep.params_for(algo).items():
                 if not isinstance(p, Choice):
-                    section = ("search_space" if name in sweep.search_space
-                               else f"per_algorithm.{algo}")
-                    raise fail(f"{section}.{name}", f"the grid sampler needs choice() values, "
-                                                    f"got a {p.kind} range")
+                    section = (
+                        "search_space" if name in sweep.search_space else f"per_algorithm.{algo}"
+                    )
+                    raise fail(
+                        f"{section}.{name}",
+                        f"the grid sampler needs choice() values, got a {p.kind} range",
+                    )
     _check_action_space(sweep, fail, checked)
 
 
 #: Target metrics that are episode returns (compared with an env's exact optimum).
-RETURN_METRICS = frozenset({EVALUATION, TRAINING, EPISODE_RETURN,
-                            "env_runners/episode_return_mean", "env_runners/episode_return_max"})
+RETURN_METRICS = frozenset(
+    {
+        EVALUATION,
+        TRAINING,
+        EPISODE_RETURN,
+        "env_runners/episode_return_mean",
+        "env_runners/episode_return_max",
+    }
+)
 
 #: Algorithms that act in a discrete action space only (Q-learning: argmax over actions; SEED's
 #: inference server samples categorical actions).
@@ -421,26 +469,35 @@ def _check_action_space(sweep: Sweep, fail, env=None) -> None:
         try:
             env = evaluation_env(sweep.env, sweep.env_config)
         except Exception as e:  # noqa: BLE001 - the env's own constructor failed: one line
-            raise fail("env_config", f"env {sweep.env} cannot be built with it: "
-                                     f"{type(e).__name__}: {e}") from None
+            raise fail(
+                "env_config", f"env {sweep.env} cannot be built with it: {type(e).__name__}: {e}"
+            ) from None
         env.close()
     space, obs_space = env.action_space, env.observation_space
     if continuous and not isinstance(space, gymnasium.spaces.Box):
-        raise fail("reference", f"{continuous[0]} needs a continuous (Box) action space, but "
-                                f"{sweep.env}'s is {space}; SB3-DQN or SB3-PPO take it")
+        raise fail(
+            "reference",
+            f"{continuous[0]} needs a continuous (Box) action space, but "
+            f"{sweep.env}'s is {space}; SB3-DQN or SB3-PPO take it",
+        )
     if not q_learners:
         return
     if not isinstance(space, gymnasium.spaces.Discrete):
         field, who, how = _whose(sweep, q_learners[0])
-        raise fail(field, f"{who} needs a discrete action space, but {sweep.env}'s is "
-                          f"{space}{how}")
+        raise fail(field, f"{who} needs a discrete action space, but {sweep.env}'s is {space}{how}")
     flat = [a for a in q_learners if a in BOX_OBSERVATIONS_ONLY]
     if flat and not isinstance(obs_space, gymnasium.spaces.Box):
         field, who, how = _whose(sweep, flat[0])
-        why, other = (("its inference server batches arrays", "IMPALA") if flat[0] == "SEED"
-                      else ("its replay stores arrays", "RLLIB-DQN"))
-        raise fail(field, f"{who} needs a Box observation space ({why}), "
-                          f"but {sweep.env}'s is {obs_space}{how or f'; {other} takes it'}")
+        why, other = (
+            ("its inference server batches arrays", "IMPALA")
+            if flat[0] == "SEED"
+            else ("its replay stores arrays", "RLLIB-DQN")
+        )
+        raise fail(
+            field,
+            f"{who} needs a Box observation space ({why}), "
+            f"but {sweep.env}'s is {obs_space}{how or f'; {other} takes it'}",
+        )
 
 
 def _whose(sweep: Sweep, algorithm: str) -> tuple[str, str, str]:
@@ -454,15 +511,18 @@ def _whose(sweep: Sweep, algorithm: str) -> tuple[str, str, str]:
     if "baseline" in sweep.model_fields_set:
         return "baseline.algorithm", algorithm, ""
     first = sweep.algorithms[0]
-    return ("baseline", f"the default baseline ({algorithm} with 1 env runner, used when a sweep "
-                        "names none)",
-            f"; declare one, e.g. baseline={{'algorithm': '{first}', 'num_env_runners': 1}} "
-            f"(YAML: 'baseline: {{algorithm: {first}, num_env_runners: 1}}'), or "
-            "baseline=None for no relative speedups")
+    return (
+        "baseline",
+        f"the default baseline ({algorithm} with 1 env runner, used when a sweep names none)",
+        f"; declare one, e.g. baseline={{'algorithm': '{first}', 'num_env_runners': 1}} "
+        f"(YAML: 'baseline: {{algorithm: {first}, num_env_runners: 1}}'), or "
+        "baseline=None for no relative speedups",
+    )
 
 
-def check_gym_env_config(env_id: str, env_config: dict[str, Any],
-                         also_accepted: set[str] = frozenset()) -> None:
+def check_gym_env_config(
+    env_id: str, env_config: dict[str, Any], also_accepted: set[str] = frozenset()
+) -> None:
     """Reject ``env_config`` keys a gymnasium env's constructor does not take.
 
     The env is built as ``gymnasium.make(env_id, **env_config)``; keys go to its entry point's
@@ -494,13 +554,19 @@ def check_gym_env_config(env_id: str, env_config: dict[str, Any],
         return
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
-    make_keys = {"max_episode_steps", "autoreset", "apply_api_compatibility",
-                 "disable_env_checker", "render_mode"}
+    make_keys = {
+        "max_episode_steps",
+        "autoreset",
+        "apply_api_compatibility",
+        "disable_env_checker",
+        "render_mode",
+    }
     accepted = (set(params) - {"self"}) | make_keys | set(spec.kwargs) | set(also_accepted)
     for key in env_config:
         if key not in accepted:
-            raise ValueError(f"{key!r} is not a parameter of {env_id} "
-                             f"(accepted: {', '.join(sorted(accepted))})")
+            raise ValueError(
+                f"{key!r} is not a parameter of {env_id} (accepted: {', '.join(sorted(accepted))})"
+            )
 
 
 def _oracle(sweep: Sweep, source: str) -> float | None:
@@ -607,8 +673,9 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             raise SpecError(f"{source}: {where}: invalid config: {msg[:300]}") from None
         except Exception as e:  # noqa: BLE001 - anything else RLlib raises: still one line
             msg = " ".join(str(e).split())
-            raise SpecError(f"{source}: {where}: invalid config: {type(e).__name__}: "
-                            f"{msg[:300]}") from None
+            raise SpecError(
+                f"{source}: {where}: invalid config: {type(e).__name__}: {msg[:300]}"
+            ) from None
     return len(points)
 
 

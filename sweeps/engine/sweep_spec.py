@@ -102,7 +102,8 @@ class LogUniform(_Strict):
     """A float log-uniform in [low, high), both > 0 (learning rates)."""
 
     kind: Literal["loguniform"] = Field(
-        "loguniform", description="the parameter's kind: 'loguniform'")
+        "loguniform", description="the parameter's kind: 'loguniform'"
+    )
     low: float = Field(description="lower end (inclusive, > 0)")
     high: float = Field(description="upper end (exclusive)")
 
@@ -156,12 +157,18 @@ class Target(_Strict):
         "an RLlib result key such as 'env_runners/episode_return_mean'",
     )
     value: float | None = Field(
-        None, description="absolute threshold on the metric, in the metric's units (an "
-        "episode return for 'evaluation' and 'training')")
+        None,
+        description="absolute threshold on the metric, in the metric's units (an "
+        "episode return for 'evaluation' and 'training')",
+    )
     fraction_of_optimal: float | None = Field(
-        None, gt=0, le=1.5, json_schema_extra={"units": "fraction"},
+        None,
+        gt=0,
+        le=1.5,
+        json_schema_extra={"units": "fraction"},
         description="threshold as a fraction of the env's exact optimal return (envs with an "
-        "oracle only)")
+        "oracle only)",
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> Target:
@@ -176,10 +183,14 @@ class Budget(_Strict):
     """Per-trial budget: a trial that has not reached the target when either runs out is
     censored (its time-to-target is '> budget')."""
 
-    time_s: float | None = Field(None, json_schema_extra={"units": "seconds"},
-                                 description="wall-clock seconds per trial, start-up included")
-    env_steps: int | None = Field(None, json_schema_extra={"units": "env steps"},
-                                  description="env steps sampled per trial")
+    time_s: float | None = Field(
+        None,
+        json_schema_extra={"units": "seconds"},
+        description="wall-clock seconds per trial, start-up included",
+    )
+    env_steps: int | None = Field(
+        None, json_schema_extra={"units": "env steps"}, description="env steps sampled per trial"
+    )
 
     @model_validator(mode="after")
     def _positive(self) -> Budget:
@@ -208,14 +219,28 @@ class Evaluation(_Strict):
     """
 
     episodes: int = Field(
-        20, ge=1, le=1000, json_schema_extra={"units": "episodes"}, description="evaluation episodes per evaluation (run as one batch)")
+        20,
+        ge=1,
+        le=1000,
+        json_schema_extra={"units": "episodes"},
+        description="evaluation episodes per evaluation (run as one batch)",
+    )
     seed: int = Field(
-        10_000, ge=0, description="episode i of every evaluation starts from reset(seed=seed+i)")
+        10_000, ge=0, description="episode i of every evaluation starts from reset(seed=seed+i)"
+    )
     every_s: float | None = Field(
-        None, gt=0, le=86_400, json_schema_extra={"units": "seconds"},
-        description="seconds of training between two evaluations (None: every iteration)")
+        None,
+        gt=0,
+        le=86_400,
+        json_schema_extra={"units": "seconds"},
+        description="seconds of training between two evaluations (None: every iteration)",
+    )
     every_env_steps: int | None = Field(
-        None, ge=1, json_schema_extra={"units": "env steps"}, description="env steps between two evaluations (None: every iteration)")
+        None,
+        ge=1,
+        json_schema_extra={"units": "env steps"},
+        description="env steps between two evaluations (None: every iteration)",
+    )
 
 
 class Capping(_Strict):
@@ -234,11 +259,16 @@ class Capping(_Strict):
     """
 
     margin: float = Field(
-        2.0, ge=1.0, le=100.0, json_schema_extra={"units": "x the incumbent's TTT"},
-        description="cap = margin × the incumbent's TTT (ParamILS's bound multiplier, 2 there)")
+        2.0,
+        ge=1.0,
+        le=100.0,
+        json_schema_extra={"units": "x the incumbent's TTT"},
+        description="cap = margin × the incumbent's TTT (ParamILS's bound multiplier, 2 there)",
+    )
     protect: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="partial configs never capped, e.g. [{'algorithm': 'APEX'}, {'num_env_runners': 8}]")
+        description="partial configs never capped, e.g. [{'algorithm': 'APEX'}, {'num_env_runners': 8}]",
+    )
 
     @field_validator("protect", mode="before")
     @classmethod
@@ -247,8 +277,9 @@ class Capping(_Strict):
 
         if not isinstance(v, list):
             return v
-        return [canonical_params(p, "search.capping.protect") if isinstance(p, dict) else p
-                for p in v]
+        return [
+            canonical_params(p, "search.capping.protect") if isinstance(p, dict) else p for p in v
+        ]
 
 
 class Stall(_Strict):
@@ -263,11 +294,19 @@ class Stall(_Strict):
     """
 
     iterations: int = Field(
-        5, ge=2, le=10_000, json_schema_extra={"units": "training iterations"},
-        description="consecutive training iterations in which a counter did not move")
+        5,
+        ge=2,
+        le=10_000,
+        json_schema_extra={"units": "training iterations"},
+        description="consecutive training iterations in which a counter did not move",
+    )
     min_time_s: float = Field(
-        30.0, gt=0, le=86_400, json_schema_extra={"units": "seconds"},
-        description="... spanning at least this many seconds since the counter last moved")
+        30.0,
+        gt=0,
+        le=86_400,
+        json_schema_extra={"units": "seconds"},
+        description="... spanning at least this many seconds since the counter last moved",
+    )
 
 
 #: The first seed of the confirmation stream when :class:`Confirm` names none: far above any
@@ -291,15 +330,22 @@ class Confirm(_Strict):
     top_k: int = Field(2, ge=1, description="search configurations confirmed (fastest first)")
     seeds: int = Field(5, ge=1, description="confirmation seeds per configuration")
     first_seed: int | None = Field(
-        None, ge=0, description="first confirmation seed (default: 1000, or past the search's "
-        "seeds when they reach it); the confirmation seeds never overlap the search's")
+        None,
+        ge=0,
+        description="first confirmation seed (default: 1000, or past the search's "
+        "seeds when they reach it); the confirmation seeds never overlap the search's",
+    )
     per_env_runners: bool | None = Field(
-        None, description="also confirm the search's fastest configuration of each algorithm "
-        "at each env runner count; None: when the search space varies num_env_runners")
+        None,
+        description="also confirm the search's fastest configuration of each algorithm "
+        "at each env runner count; None: when the search space varies num_env_runners",
+    )
     per_params: list[str] = Field(
-        default_factory=list, description="further parameters whose every searched value gets "
+        default_factory=list,
+        description="further parameters whose every searched value gets "
         "its own fastest configuration confirmed, per algorithm (and env runner count), e.g. "
-        "['train_batch_size'] for the batch-size check")
+        "['train_batch_size'] for the batch-size check",
+    )
 
 
 class Search(_Strict):
@@ -314,26 +360,36 @@ class Search(_Strict):
     )
     seeds: int = Field(2, ge=1, description="seeds per sampled configuration (and the baseline)")
     first_seed: int = Field(
-        0, ge=0, description="seeds are first_seed .. first_seed + seeds - 1 (e.g. a confirmation "
-        "run on seeds other than those the defaults were tuned on)")
+        0,
+        ge=0,
+        description="seeds are first_seed .. first_seed + seeds - 1 (e.g. a confirmation "
+        "run on seeds other than those the defaults were tuned on)",
+    )
     max_concurrent: int = Field(
         1, ge=1, description="trials running at once (1 keeps timings clean and TPE model-based)"
     )
     sampler_seed: int = Field(0, description="seed of the Optuna sampler")
     capping: Capping | None = Field(
         default_factory=Capping,
-        description="adaptive capping of trials that can no longer be the fastest; None: off")
+        description="adaptive capping of trials that can no longer be the fastest; None: off",
+    )
     confirm: Confirm | None = Field(
-        None, description="after the search, confirm its best configurations on fresh seeds")
+        None, description="after the search, confirm its best configurations on fresh seeds"
+    )
     warm_trials: bool = Field(
-        True, description="a trial may reuse the env runner processes of the previous trial of "
+        True,
+        description="a trial may reuse the env runner processes of the previous trial of "
         "its shape (algorithm, env runners and their resources) on its actor, everything they "
         "hold re-made from the new trial's config; its time-to-target is charged its shape's "
-        "cold start-up. False (or --cold): every trial starts its processes")
+        "cold start-up. False (or --cold): every trial starts its processes",
+    )
     cold_every: int | None = Field(
-        None, ge=1, description="with warm trials: every cold_every-th trial of a shape on a "
+        None,
+        ge=1,
+        description="with warm trials: every cold_every-th trial of a shape on a "
         "trial actor starts cold anyway, so that the cold start-up charged to the warm ones is "
-        "the median of several measured in this run, not one; None: only the first is cold")
+        "the median of several measured in this run, not one; None: only the first is cold",
+    )
 
     @property
     def search_seeds(self) -> list[int]:
@@ -358,7 +414,8 @@ class Search(_Strict):
                 f"confirm.first_seed: the confirmation seeds {self.confirm_seeds[0]}.."
                 f"{self.confirm_seeds[-1]} overlap the search's {self.search_seeds[0]}.."
                 f"{self.search_seeds[-1]} (a choice is never confirmed on the seeds it was "
-                "made on)")
+                "made on)"
+            )
         return self
 
 
@@ -377,35 +434,44 @@ class Sweep(_Strict):
     """
 
     name: str = Field(description="study name; results go to <results_dir>/<name>/<run_id>/")
-    env: str = Field(description="a registered gymnasium id or RLlib env name "
-                     "('ContosoCabs-v0'), 'module:EnvId' (importing module registers EnvId) "
-                     "or 'module:Factory' (called with env_config); a module beside the sweep "
-                     "file ships to every process of every trial")
+    env: str = Field(
+        description="a registered gymnasium id or RLlib env name "
+        "('ContosoCabs-v0'), 'module:EnvId' (importing module registers EnvId) "
+        "or 'module:Factory' (called with env_config); a module beside the sweep "
+        "file ships to every process of every trial"
+    )
     env_config: dict[str, Any] = Field(default_factory=dict, description="passed to the env")
     code_dirs: list[str] = Field(
         default_factory=list,
         description="folders (relative to the sweep file) whose modules and packages the env "
-        "needs besides its own module: searched for it and shipped with it to every node")
+        "needs besides its own module: searched for it and shipped with it to every node",
+    )
     algorithms: list[str] = Field(description="algorithms searched over, e.g. ['DQN', 'APEX']")
     search_space: dict[str, Param] = Field(
         default_factory=dict,
         description="parameters sampled for every algorithm, by RLlib's names: name -> "
         "choice([...]), randint(low, high), uniform(low, high) or loguniform(low, high) "
-        "(YAML: {choice: [...]}, {loguniform: [low, high]}, ...)")
+        "(YAML: {choice: [...]}, {loguniform: [low, high]}, ...)",
+    )
     per_algorithm: dict[str, dict[str, Param]] = Field(
         default_factory=dict,
         description="extra parameters sampled only for one algorithm: algorithm -> "
-        "{name -> parameter} (they win over search_space)")
-    fixed: dict[str, Any] = Field(default_factory=dict, description="parameters set for every trial")
+        "{name -> parameter} (they win over search_space)",
+    )
+    fixed: dict[str, Any] = Field(
+        default_factory=dict, description="parameters set for every trial"
+    )
     per_algorithm_fixed: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="parameters set for every trial of one algorithm"
     )
     target: Target = Field(description="when a trial counts as converged (metric >= value)")
     budget: Budget = Field(
-        description="per trial: a trial out of budget is censored (its TTT is '> budget')")
+        description="per trial: a trial out of budget is censored (its TTT is '> budget')"
+    )
     search: Search = Field(
         default_factory=Search,
-        description="how configurations are sampled and repeated, and the confirmation stage")
+        description="how configurations are sampled and repeated, and the confirmation stage",
+    )
     baseline: dict[str, Any] | None = Field(
         default_factory=lambda: {"algorithm": "DQN", "num_env_runners": 1},
         description="configuration speedups are relative to (run first, with every seed); "
@@ -419,12 +485,14 @@ class Sweep(_Strict):
         "relative to it",
     )
     evaluation: Evaluation = Field(
-        default_factory=Evaluation, description="the evaluation protocol of target 'evaluation'")
+        default_factory=Evaluation, description="the evaluation protocol of target 'evaluation'"
+    )
     results_dir: str = Field("results", description="root folder for results")
     stall: Stall | None = Field(
         default_factory=Stall,
         description="when a trial whose env steps or learner updates stopped moving ends as "
-        "'stalled' (an error, never censored evidence); None: never")
+        "'stalled' (an error, never censored evidence); None: never",
+    )
     allow_oversubscription: bool = Field(
         False,
         description="run trials that ask for more CPUs than the cluster has (their CPU "
@@ -434,7 +502,8 @@ class Sweep(_Strict):
         "PACK",
         description="how Ray places a trial's bundles (driver, env runners, learners) on the "
         "nodes: PACK (RLlib's default: as few nodes as possible, over several when one is too "
-        "small), SPREAD (over as many nodes as possible) or STRICT_PACK (one node)")
+        "small), SPREAD (over as many nodes as possible) or STRICT_PACK (one node)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -451,8 +520,10 @@ class Sweep(_Strict):
                 data[section] = canonical_params(data[section], section)
         for section in ("per_algorithm", "per_algorithm_fixed"):
             if isinstance(data.get(section), dict):
-                data[section] = {a: canonical_params(p, f"{section}.{a}") if isinstance(p, dict) else p
-                                 for a, p in data[section].items()}
+                data[section] = {
+                    a: canonical_params(p, f"{section}.{a}") if isinstance(p, dict) else p
+                    for a, p in data[section].items()
+                }
         return data
 
     @field_validator("name")

@@ -87,28 +87,41 @@ class TrialSetup:
     cold_every: int | None = None
 
     @classmethod
-    def of(cls, sweep: Sweep, target: Mapping[str, Any], max_node_cpus: float,
-           quiet: bool = True, max_node_gpus: float | None = None,
-           cluster_cpus: float | None = None) -> TrialSetup:
+    def of(
+        cls,
+        sweep: Sweep,
+        target: Mapping[str, Any],
+        max_node_cpus: float,
+        quiet: bool = True,
+        max_node_gpus: float | None = None,
+        cluster_cpus: float | None = None,
+    ) -> TrialSetup:
         """The setup of ``sweep``'s trials; ``target``: the resolved ``{"metric", "value"}``
         (:func:`sweeps.engine.sweep_file.sweep_target`)."""
         from envs.forms import runner_env
 
-        return cls(env=runner_env(sweep.env), env_config=dict(sweep.env_config),
-                   target_metric=str(target["metric"]), target_value=float(target["value"]),
-                   budget_time_s=sweep.budget.time_s, budget_env_steps=sweep.budget.env_steps,
-                   evaluation_episodes=sweep.evaluation.episodes,
-                   evaluation_seed=sweep.evaluation.seed,
-                   evaluation_every_s=sweep.evaluation.every_s,
-                   evaluation_every_env_steps=sweep.evaluation.every_env_steps,
-                   max_node_cpus=float(max_node_cpus),
-                   max_node_gpus=max_node_gpus, cluster_cpus=cluster_cpus,
-                   allow_oversubscription=sweep.allow_oversubscription,
-                   placement_strategy=sweep.placement_strategy, quiet=quiet,
-                   stall_iterations=sweep.stall.iterations if sweep.stall else None,
-                   stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0,
-                   warm_trials=sweep.search.warm_trials,
-                   cold_every=sweep.search.cold_every)
+        return cls(
+            env=runner_env(sweep.env),
+            env_config=dict(sweep.env_config),
+            target_metric=str(target["metric"]),
+            target_value=float(target["value"]),
+            budget_time_s=sweep.budget.time_s,
+            budget_env_steps=sweep.budget.env_steps,
+            evaluation_episodes=sweep.evaluation.episodes,
+            evaluation_seed=sweep.evaluation.seed,
+            evaluation_every_s=sweep.evaluation.every_s,
+            evaluation_every_env_steps=sweep.evaluation.every_env_steps,
+            max_node_cpus=float(max_node_cpus),
+            max_node_gpus=max_node_gpus,
+            cluster_cpus=cluster_cpus,
+            allow_oversubscription=sweep.allow_oversubscription,
+            placement_strategy=sweep.placement_strategy,
+            quiet=quiet,
+            stall_iterations=sweep.stall.iterations if sweep.stall else None,
+            stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0,
+            warm_trials=sweep.search.warm_trials,
+            cold_every=sweep.search.cold_every,
+        )
 
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
@@ -127,9 +140,12 @@ class TrialSetup:
     @property
     def evaluation(self) -> dict[str, Any]:
         """``{"episodes", "seed", "every_s", "every_env_steps"}`` of the evaluation protocol."""
-        return {"episodes": self.evaluation_episodes, "seed": self.evaluation_seed,
-                "every_s": self.evaluation_every_s,
-                "every_env_steps": self.evaluation_every_env_steps}
+        return {
+            "episodes": self.evaluation_episodes,
+            "seed": self.evaluation_seed,
+            "every_s": self.evaluation_every_s,
+            "every_env_steps": self.evaluation_every_env_steps,
+        }
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
@@ -162,9 +178,15 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
         its sampling layout as built (:func:`sampling_layout`).
     """
     if config.get("is_reference"):  # single process: the trial's own CPU, no actors
-        return None, {"requested_cpus": 1.0, "num_cpus": 1.0, "num_gpus": 0.0,
-                      "oversubscribed": False, "vectorize_mode": "sync",
-                      "concurrent_envs": 1, "env_processes": 0}
+        return None, {
+            "requested_cpus": 1.0,
+            "num_cpus": 1.0,
+            "num_gpus": 0.0,
+            "oversubscribed": False,
+            "vectorize_mode": "sync",
+            "concurrent_envs": 1,
+            "env_processes": 0,
+        }
     from sweeps.engine.algorithms import build_config
 
     params = algorithm_params(config)
@@ -173,10 +195,18 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
         algo_config.debugging(log_level="ERROR")  # RLlib's level in the trial and its env runners
     algo_config.resources(placement_strategy=setup.placement_strategy)
     cpus, gpus = request_totals(algo_config)
-    info = {"requested_cpus": cpus, "num_cpus": cpus, "num_gpus": gpus, "oversubscribed": False,
-            **sampling_layout(algo_config)}
-    limit = (setup.max_node_cpus if setup.placement_strategy == "STRICT_PACK"
-             else setup.cluster_cpus or setup.max_node_cpus)
+    info = {
+        "requested_cpus": cpus,
+        "num_cpus": cpus,
+        "num_gpus": gpus,
+        "oversubscribed": False,
+        **sampling_layout(algo_config),
+    }
+    limit = (
+        setup.max_node_cpus
+        if setup.placement_strategy == "STRICT_PACK"
+        else setup.cluster_cpus or setup.max_node_cpus
+    )
     if limit and cpus > limit and setup.allow_oversubscription:
         runners = algo_config.num_env_runners
         others = cpus - runners * algo_config.num_cpus_per_env_runner
@@ -199,11 +229,15 @@ def sampling_layout(algo_config) -> dict[str, Any]:
     """
     from sweeps.engine.rundir.schema import concurrent_envs
 
-    mode = str(getattr(algo_config.gym_env_vectorize_mode, "value",
-                       algo_config.gym_env_vectorize_mode))
+    mode = str(
+        getattr(algo_config.gym_env_vectorize_mode, "value", algo_config.gym_env_vectorize_mode)
+    )
     runners, envs = algo_config.num_env_runners, algo_config.num_envs_per_env_runner
-    return {"vectorize_mode": mode, "concurrent_envs": concurrent_envs(runners, envs, mode),
-            "env_processes": max(1, runners) * envs if mode == "async" else 0}
+    return {
+        "vectorize_mode": mode,
+        "concurrent_envs": concurrent_envs(runners, envs, mode),
+        "env_processes": max(1, runners) * envs if mode == "async" else 0,
+    }
 
 
 def request_bundles(algo_config) -> list[dict[str, float]]:
@@ -250,6 +284,7 @@ def preload_libraries(*, rllib: bool = True) -> None:
     import scipy.signal  # noqa: F401
     import torch  # noqa: F401
     import torch._dynamo  # noqa: F401
+
     if rllib:
         from ray.rllib.algorithms.algorithm import Algorithm  # noqa: F401
 
@@ -375,12 +410,17 @@ class TrialPeakMemory:
         learners = getattr(self.algo, "learner_group", None)
         total = 0.0
         if runners is not None and runners.num_remote_env_runners() > 0:
-            total += sum(runners.foreach_env_runner(
-                lambda _runner: process_peak_rss_mib(), local_env_runner=False,
-                timeout_seconds=self.timeout_s))
+            total += sum(
+                runners.foreach_env_runner(
+                    lambda _runner: process_peak_rss_mib(),
+                    local_env_runner=False,
+                    timeout_seconds=self.timeout_s,
+                )
+            )
         if learners is not None and not learners.is_local:
-            results = learners.foreach_learner(lambda _learner: process_peak_rss_mib(),
-                                               timeout_seconds=self.timeout_s)
+            results = learners.foreach_learner(
+                lambda _learner: process_peak_rss_mib(), timeout_seconds=self.timeout_s
+            )
             total += sum(r.get() for r in results if r.ok)  # RemoteCallResults
         own = getattr(self.algo, "remote_peak_rss_mib", None)  # SEED's actors and server
         if callable(own):
@@ -410,9 +450,13 @@ def trial_nodes(algo, timeout_s: float = 2.0) -> str:
     runners = getattr(algo, "env_runner_group", None)
     if runners is not None and runners.num_remote_env_runners() > 0:
         try:
-            ids.update(runners.foreach_env_runner(
-                lambda _runner: ray.get_runtime_context().get_node_id(),
-                local_env_runner=False, timeout_seconds=timeout_s))
+            ids.update(
+                runners.foreach_env_runner(
+                    lambda _runner: ray.get_runtime_context().get_node_id(),
+                    local_env_runner=False,
+                    timeout_seconds=timeout_s,
+                )
+            )
         except Exception:  # noqa: BLE001 - where it ran is reported, never a reason to fail
             pass
     if not ids:
@@ -420,8 +464,9 @@ def trial_nodes(algo, timeout_s: float = 2.0) -> str:
     return ",".join(sorted(i[:12] for i in ids if i))
 
 
-def stall_min_time_s(min_time_s: float, fragment_steps: int, num_envs: int,
-                     step_cost_ms: float) -> float:
+def stall_min_time_s(
+    min_time_s: float, fragment_steps: int, num_envs: int, step_cost_ms: float
+) -> float:
     """The stall detector's minimum time (seconds) for one trial: the spec's ``min_time_s``,
     or two rollout fragments at the env's declared cost when that is longer.
 
@@ -431,8 +476,9 @@ def stall_min_time_s(min_time_s: float, fragment_steps: int, num_envs: int,
     no new env step for ``fragment_steps x num_envs x step_cost_ms`` (30.7 s for 32 x 8 at
     120 ms): a slow simulator, not a stall.
     """
-    fragment_s = max(int(fragment_steps), 1) * max(int(num_envs), 1) * max(
-        float(step_cost_ms), 0.0) / 1000.0
+    fragment_s = (
+        max(int(fragment_steps), 1) * max(int(num_envs), 1) * max(float(step_cost_ms), 0.0) / 1000.0
+    )
     return max(float(min_time_s), 2.0 * fragment_s)
 
 
@@ -462,8 +508,11 @@ class StallDetector:
     def update(self, wall: float, env_steps: float, learner_updates: float) -> str | None:
         """Feed one iteration's counters (``wall``: seconds since the trial started);
         returns the one-line reason once a counter is stalled, else None."""
-        if "learner updates" not in self._state and math.isfinite(learner_updates) \
-                and learner_updates > 0:  # armed at the first update, as if it just moved
+        if (
+            "learner updates" not in self._state
+            and math.isfinite(learner_updates)
+            and learner_updates > 0
+        ):  # armed at the first update, as if it just moved
             self._state["learner updates"] = [0.0, wall, 0]
         for name, value in (("env steps", env_steps), ("learner updates", learner_updates)):
             state = self._state.get(name)
@@ -475,8 +524,10 @@ class StallDetector:
             state[2] += 1
             still = wall - state[1]
             if state[2] >= self.iterations and still >= self.min_time_s:
-                return (f"stalled: {name} stayed at {state[0]:.0f} for {int(state[2])} "
-                        f"iterations ({still:.0f} s)")
+                return (
+                    f"stalled: {name} stayed at {state[0]:.0f} for {int(state[2])} "
+                    f"iterations ({still:.0f} s)"
+                )
         return None
 
 
@@ -486,14 +537,17 @@ class _IterationReporter:
     of each iteration, and decides whether an iteration ends the trial (target reached or
     budget spent) and the Optuna objective so far."""
 
-    def __init__(self, setup: TrialSetup, info: dict[str, Any], node_ip: str,
-                 wall: float = 0.0):
+    def __init__(self, setup: TrialSetup, info: dict[str, Any], node_ip: str, wall: float = 0.0):
         self.target = float(setup.target_value)
         self.budget = setup.budget
-        self.fixed = {"node_ip": node_ip, "num_cpus": info["num_cpus"],
-                      "num_gpus": info["num_gpus"], "oversubscribed": info["oversubscribed"],
-                      "vectorize_mode": info["vectorize_mode"],
-                      "concurrent_envs": info["concurrent_envs"]}
+        self.fixed = {
+            "node_ip": node_ip,
+            "num_cpus": info["num_cpus"],
+            "num_gpus": info["num_gpus"],
+            "oversubscribed": info["oversubscribed"],
+            "vectorize_mode": info["vectorize_mode"],
+            "concurrent_envs": info["concurrent_envs"],
+        }
         self.best = -math.inf
         self.last_steps, self.last_wall = 0, wall  # wall: when sampling could start
 
@@ -501,10 +555,19 @@ class _IterationReporter:
         """True when the budget is used up at ``wall`` seconds and ``steps`` env steps."""
         budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
         return (budget_s is not None and wall >= budget_s) or (
-            budget_steps is not None and steps >= budget_steps)
+            budget_steps is not None and steps >= budget_steps
+        )
 
-    def report(self, *, wall: float, steps: int, value: float, out_of_steps: bool = False,
-               stalled: str = "", **columns: Any) -> bool:
+    def report(
+        self,
+        *,
+        wall: float,
+        steps: int,
+        value: float,
+        out_of_steps: bool = False,
+        stalled: str = "",
+        **columns: Any,
+    ) -> bool:
         """Report one iteration (``columns``: episodes, episode_return_mean,
         evaluation_return, eval_time_s, learner_updates); returns True when the trial ends.
         ``stalled``: the :class:`StallDetector`'s reason, which ends the trial as an error
@@ -517,22 +580,32 @@ class _IterationReporter:
             self.best = max(self.best, value)
         budget_s = self.budget.get("time_s")
         # an evaluation that ends after the budget (an iteration that overran it) is censored
-        reached = (math.isfinite(value) and value >= self.target
-                   and (budget_s is None or wall <= budget_s))
+        reached = (
+            math.isfinite(value) and value >= self.target and (budget_s is None or wall <= budget_s)
+        )
         done = reached or bool(stalled) or out_of_steps or self.spent(wall, steps)
         if callable(columns.get("peak_rss_mib")):
             columns["peak_rss_mib"] = columns["peak_rss_mib"](final=bool(done))
         if callable(columns.get("nodes_used")):  # asked once, at the trial's last iteration
             columns["nodes_used"] = columns["nodes_used"]() if done else ""
-        tune.report({
-            "wall_time_s": wall, "env_steps": steps, **columns, "target_metric_value": value,
-            "env_steps_per_s_iter": (steps - self.last_steps) / max(wall - self.last_wall, 1e-9),
-            "best_return": self.best if math.isfinite(self.best) else math.nan,
-            "reached": bool(reached), "done": bool(done), "stalled": stalled,
-            "objective": wall if reached else censored_objective(budget_s or wall, self.best,
-                                                                 self.target),
-            **self.fixed,
-        })
+        tune.report(
+            {
+                "wall_time_s": wall,
+                "env_steps": steps,
+                **columns,
+                "target_metric_value": value,
+                "env_steps_per_s_iter": (steps - self.last_steps)
+                / max(wall - self.last_wall, 1e-9),
+                "best_return": self.best if math.isfinite(self.best) else math.nan,
+                "reached": bool(reached),
+                "done": bool(done),
+                "stalled": stalled,
+                "objective": wall
+                if reached
+                else censored_objective(budget_s or wall, self.best, self.target),
+                **self.fixed,
+            }
+        )
         self.last_steps, self.last_wall = steps, wall
         return bool(done)
 
@@ -610,15 +683,19 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
     algo_config, info = trial_algorithm_config(config, setup)
     evaluator = None
     if target_metric == EVALUATION:
-        evaluator = trial_evaluator(setup.env, dict(setup.env_config),
-                                    episodes=setup.evaluation_episodes,
-                                    seed=setup.evaluation_seed)
+        evaluator = trial_evaluator(
+            setup.env,
+            dict(setup.env_config),
+            episodes=setup.evaluation_episodes,
+            seed=setup.evaluation_seed,
+        )
     from sweeps.engine import warm
 
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     cpu_start = time.process_time()
-    algo, start_kind, charged = warm.build(algo_config, enabled=setup.warm_trials,
-                                           cold_every=setup.cold_every)
+    algo, start_kind, charged = warm.build(
+        algo_config, enabled=setup.warm_trials, cold_every=setup.cold_every
+    )
     built_at = time.perf_counter()
     startup_s = built_at - start
     # a warm trial is charged its shape's cold start-up (sweeps.engine.warm): its wall times
@@ -626,17 +703,23 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
     start = warm.clock_start(start, built_at, charged)
     built = built_at - start
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address(), wall=built)
-    reporter.fixed.update(start=start_kind, startup_s=startup_s,
-                          cold_startup_s=charged if charged is not None else startup_s)
+    reporter.fixed.update(
+        start=start_kind,
+        startup_s=startup_s,
+        cold_startup_s=charged if charged is not None else startup_s,
+    )
     stall = None
     if setup.stall_iterations:
         from envs.latency import split_step_cost
 
         cost, _ = split_step_cost(setup.env_config)
         fragment = algo_config.get_rollout_fragment_length()
-        min_time = stall_min_time_s(setup.stall_min_time_s, fragment,
-                                    algo_config.num_envs_per_env_runner,
-                                    cost.latency_ms + cost.cpu_ms)
+        min_time = stall_min_time_s(
+            setup.stall_min_time_s,
+            fragment,
+            algo_config.num_envs_per_env_runner,
+            cost.latency_ms + cost.cpu_ms,
+        )
         stall = StallDetector(setup.stall_iterations, min_time, wall=built)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
     peak_memory = TrialPeakMemory(algo)
@@ -676,22 +759,30 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
             evaluation_return=evaluation_return,
             eval_time_s=evaluator.total_time_s if evaluator else 0.0,
             learner_updates=float(m["learner_updates"]),
-            grad_noise_scale=m["grad_noise_scale"], grad_norm_sq=m["grad_norm_sq"],
+            grad_noise_scale=m["grad_noise_scale"],
+            grad_norm_sq=m["grad_norm_sq"],
             grad_trace_cov=m["grad_trace_cov"],
             replay_ratio=float(m.get("replay_ratio", math.nan)),
             driver_cpu_s=time.process_time() - cpu_start,
             learner_cpu_s=float(m.get("learner_cpu_s", math.nan)),
-            env_restarts=restarts, env_runner_restarts=env_runner_restarts(algo))
+            env_restarts=restarts,
+            env_runner_restarts=env_runner_restarts(algo),
+        )
         with watchdog.lock:
             if watchdog.fired:  # the budget's watchdog has ended the trial
                 raise _TrialEnded
             watchdog.alive()
             watchdog.last = (int(m["env_steps"]), columns)
             return reporter.report(
-                wall=wall, steps=int(m["env_steps"]), value=value, stalled=stalled or "",
-                error_kind=error_kind, **columns,
+                wall=wall,
+                steps=int(m["env_steps"]),
+                value=value,
+                stalled=stalled or "",
+                error_kind=error_kind,
+                **columns,
                 peak_rss_mib=lambda final: peak_memory(time.perf_counter(), final),
-                nodes_used=lambda: trial_nodes(algo))
+                nodes_used=lambda: trial_nodes(algo),
+            )
 
     def due() -> bool:  # after every training step: the metrics are read only when needed
         watchdog.alive()
@@ -706,8 +797,10 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
             if measure({**counters.last, "result": {}}):
                 return
             evaluate_between_training_steps(
-                algo, due, lambda: measure({**extract_metrics(algo_name, algo.metrics.peek()),
-                                            "result": {}}))
+                algo,
+                due,
+                lambda: measure({**extract_metrics(algo_name, algo.metrics.peek()), "result": {}}),
+            )
         while True:
             try:
                 result = algo.train()
@@ -728,8 +821,9 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         watchdog.cancel()
         # a body the watchdog ended wakes while a later trial may own the actor: it parks
         # nothing (its env runners are stopped with it)
-        warm.park_or_stop(algo, algo_config, startup_s=startup_s,
-                          enabled=setup.warm_trials and not watchdog.fired)
+        warm.park_or_stop(
+            algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials and not watchdog.fired
+        )
 
 
 #: Seconds a trial's loop may go without a sign of life (a training step, an evaluation)
@@ -756,21 +850,27 @@ class BudgetWatchdog:
         grace_s: seconds, :data:`WATCHDOG_GRACE_S` by default.
     """
 
-    def __init__(self, reporter: _IterationReporter, start: float, budget_s: float | None,
-                 grace_s: float = WATCHDOG_GRACE_S):
+    def __init__(
+        self,
+        reporter: _IterationReporter,
+        start: float,
+        budget_s: float | None,
+        grace_s: float = WATCHDOG_GRACE_S,
+    ):
         import threading
 
         self.lock = threading.Lock()
         self.fired = False
-        self.last: tuple[int, dict[str, Any]] = (0, {
-            "episodes": 0, "episode_return_mean": math.nan, "learner_updates": 0.0})
+        self.last: tuple[int, dict[str, Any]] = (
+            0,
+            {"episodes": 0, "episode_return_mean": math.nan, "learner_updates": 0.0},
+        )
         self._reporter, self._start, self._grace = reporter, start, grace_s
         self._last_alive = time.perf_counter()
         self._ended = threading.Event()
         if budget_s is not None:
             self._deadline = start + float(budget_s) + grace_s
-            threading.Thread(target=self._watch, daemon=True,
-                             name="budget-watchdog").start()
+            threading.Thread(target=self._watch, daemon=True, name="budget-watchdog").start()
 
     def alive(self) -> None:
         """The trial's loop made progress (called after every training step)."""
@@ -792,13 +892,14 @@ class BudgetWatchdog:
         import logging
 
         logging.getLogger(__name__).warning(
-            "trial blocked %.0f s past its budget: ended by the watchdog (censored)",
-            self._grace)
+            "trial blocked %.0f s past its budget: ended by the watchdog (censored)", self._grace
+        )
         # outside the lock: Tune's report blocks this thread until it stops the trial (and
         # ends this thread then); either way the trial's thread may return to Tune
         try:
-            self._reporter.report(wall=time.perf_counter() - self._start, steps=steps,
-                                  value=math.nan, **columns)
+            self._reporter.report(
+                wall=time.perf_counter() - self._start, steps=steps, value=math.nan, **columns
+            )
         finally:
             if _ABANDONED is not None:
                 _ABANDONED.set()
@@ -832,18 +933,24 @@ class _Counters:
     KEYS = ("env_steps", "episodes", "learner_updates", "learner_cpu_s", "env_restarts")
 
     def __init__(self):
-        self.last: dict[str, Any] = {"env_steps": 0, "episodes": 0, "learner_updates": math.nan,
-                                     "episode_return_mean": math.nan,
-                                     "grad_noise_scale": math.nan, "grad_norm_sq": math.nan,
-                                     "grad_trace_cov": math.nan, "replay_ratio": math.nan,
-                                     "learner_cpu_s": math.nan, "env_restarts": 0}
+        self.last: dict[str, Any] = {
+            "env_steps": 0,
+            "episodes": 0,
+            "learner_updates": math.nan,
+            "episode_return_mean": math.nan,
+            "grad_noise_scale": math.nan,
+            "grad_norm_sq": math.nan,
+            "grad_trace_cov": math.nan,
+            "replay_ratio": math.nan,
+            "learner_cpu_s": math.nan,
+            "env_restarts": 0,
+        }
 
     def update(self, m: dict[str, Any]) -> dict[str, Any]:
         out = dict(m)
         for k in self.KEYS:
             prev, now = float(self.last[k]), float(m.get(k, math.nan))
-            out[k] = prev if not math.isfinite(now) or (math.isfinite(prev) and now < prev) \
-                else now
+            out[k] = prev if not math.isfinite(now) or (math.isfinite(prev) and now < prev) else now
         if not math.isfinite(float(out.get("episode_return_mean", math.nan))):
             out["episode_return_mean"] = self.last["episode_return_mean"]  # a running mean
         self.last = {k: out[k] for k in self.last}
@@ -861,8 +968,9 @@ def env_steps_so_far(algo) -> int:
         return 0
 
 
-def evaluate_between_training_steps(algo, due: Callable[[], bool],
-                                    measure: Callable[[], bool]) -> None:
+def evaluate_between_training_steps(
+    algo, due: Callable[[], bool], measure: Callable[[], bool]
+) -> None:
     """Make ``algo`` run ``measure`` after each of its training steps when ``due()``.
 
     ``Algorithm.train()`` runs ``training_step()`` until ``min_time_s_per_iteration`` has
@@ -907,10 +1015,15 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     def report(r: dict[str, Any], fault: str = "") -> bool:
         last.update(r)
         columns = dict(
-            episodes=r["episodes"], episode_return_mean=r["training_return"],
-            evaluation_return=r["evaluation_return"], eval_time_s=r["eval_time_s"],
-            learner_updates=r["learner_updates"], driver_cpu_s=r["driver_cpu_s"],
-            env_restarts=int(r.get("env_restarts", 0)), env_runner_restarts=0)
+            episodes=r["episodes"],
+            episode_return_mean=r["training_return"],
+            evaluation_return=r["evaluation_return"],
+            eval_time_s=r["eval_time_s"],
+            learner_updates=r["learner_updates"],
+            driver_cpu_s=r["driver_cpu_s"],
+            env_restarts=int(r.get("env_restarts", 0)),
+            env_runner_restarts=0,
+        )
         dog = watchdog[0] if watchdog else None
         if dog is not None:
             with dog.lock:
@@ -919,18 +1032,30 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
                 dog.alive()
                 dog.last = (int(r["env_steps"]), columns)
         return reporter.report(
-            wall=r["wall_time_s"], steps=r["env_steps"], out_of_steps=r["done"],
+            wall=r["wall_time_s"],
+            steps=r["env_steps"],
+            out_of_steps=r["done"],
             value=r["evaluation_return"] if evaluation else r["training_return"],
-            stalled=fault, error_kind="env_faults" if fault else "",
-            censor_reason=r.get("stop_reason", ""), **columns,
-            peak_rss_mib=process_peak_rss_mib(), nodes_used=trial_nodes(None))
+            stalled=fault,
+            error_kind="env_faults" if fault else "",
+            censor_reason=r.get("stop_reason", ""),
+            **columns,
+            peak_rss_mib=process_peak_rss_mib(),
+            nodes_used=trial_nodes(None),
+        )
 
     from sweeps.engine.env_faults import EnvFaultLimit
 
     try:
-        run_reference(params, env_id=setup.env, env_config=dict(setup.env_config),
-                      evaluation=setup.evaluation, report=report,
-                      budget_env_steps=setup.budget_env_steps, started=started)
+        run_reference(
+            params,
+            env_id=setup.env,
+            env_config=dict(setup.env_config),
+            evaluation=setup.evaluation,
+            report=report,
+            budget_env_steps=setup.budget_env_steps,
+            started=started,
+        )
     except EnvFaultLimit as e:  # its env kept failing: an error of the env's, said in one line
         if not last:
             raise

@@ -59,11 +59,23 @@ def platform_callbacks(environ: dict[str, str] | None = None) -> list[Any]:
     return callbacks
 
 
-def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Path, *,
-              file: str, cluster_info, command_start: float, argv: list[str],
-              resume: bool = False, reconfirm: tuple[list[dict[str, Any]], list[int]] | None = None,
-              verbose: bool = False, mirror=None, callbacks: Sequence[Any] = (),
-              write_report: Callable[[Path], None] | None = None) -> int:
+def run_sweep(
+    sweep: Sweep,
+    spec: dict[str, Any],
+    setup: TrialSetup,
+    run_dir: Path,
+    *,
+    file: str,
+    cluster_info,
+    command_start: float,
+    argv: list[str],
+    resume: bool = False,
+    reconfirm: tuple[list[dict[str, Any]], list[int]] | None = None,
+    verbose: bool = False,
+    mirror=None,
+    callbacks: Sequence[Any] = (),
+    write_report: Callable[[Path], None] | None = None,
+) -> int:
     """Run ``sweep`` with Ray Tune on the connected Ray cluster and record it in ``run_dir``.
 
     Args:
@@ -131,21 +143,36 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
 
     step_cost = envs.split_step_cost(sweep.env_config)[0]
     capping = AdaptiveCapping(sweep.search.capping, sweep.search.seeds)
-    expected = (expected_trials(sweep) if reconfirm is None
-                else count_trials(run_dir) + len(reconfirm[0]))
-    progress = SweepProgress(expected, setup.budget_time_s, sweep.search.max_concurrent or 1,
-                             command_start, capping=capping)
-    recorder = ResultsRecorder(run_dir, target=setup.target, budget=setup.budget,
-                               mirror=mirror, step_latency_ms=step_cost.latency_ms,
-                               step_cpu_ms=step_cost.cpu_ms, command_start=command_start,
-                               capping=capping, progress=progress)
+    expected = (
+        expected_trials(sweep) if reconfirm is None else count_trials(run_dir) + len(reconfirm[0])
+    )
+    progress = SweepProgress(
+        expected,
+        setup.budget_time_s,
+        sweep.search.max_concurrent or 1,
+        command_start,
+        capping=capping,
+    )
+    recorder = ResultsRecorder(
+        run_dir,
+        target=setup.target,
+        budget=setup.budget,
+        mirror=mirror,
+        step_latency_ms=step_cost.latency_ms,
+        step_cpu_ms=step_cost.cpu_ms,
+        command_start=command_start,
+        capping=capping,
+        progress=progress,
+    )
     callbacks = [recorder, *callbacks]
     from ray.tune.stopper import CombinedStopper
 
-    stopper = CombinedStopper(StopOnWriteError(recorder), *(
-        [Capper(capping, recorder)] if capping.enabled else []))
-    trainable = tune.with_resources(tune.with_parameters(run_trial, setup=setup),
-                                    resources_for(setup))
+    stopper = CombinedStopper(
+        StopOnWriteError(recorder), *([Capper(capping, recorder)] if capping.enabled else [])
+    )
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, setup=setup), resources_for(setup)
+    )
     tune_dir = run_dir / rundir.TUNE_DIR
     where = mirror.uri_of(run_dir) if mirror is not None else run_dir
     print(f"Sweep {sweep.name}: results in {where}")
@@ -156,49 +183,92 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
     if reconfirm is not None:
         configs, seeds = reconfirm
         search = FixedSearch(configs)
-        print(f"Confirming again on seeds {seeds[0]}-{seeds[-1]}: {len(configs)} trials, "
-              f"recorded beside the run's {count_trials(run_dir)}")
+        print(
+            f"Confirming again on seeds {seeds[0]}-{seeds[-1]}: {len(configs)} trials, "
+            f"recorded beside the run's {count_trials(run_dir)}"
+        )
         tuner = tune.Tuner(
             trainable,
-            tune_config=tune.TuneConfig(search_alg=search, metric="objective", mode="min",
-                                        num_samples=len(configs), reuse_actors=True,
-                                        trial_dirname_creator=trial_dirname),
+            tune_config=tune.TuneConfig(
+                search_alg=search,
+                metric="objective",
+                mode="min",
+                num_samples=len(configs),
+                reuse_actors=True,
+                trial_dirname_creator=trial_dirname,
+            ),
             run_config=tune.RunConfig(
-                name=f"{rundir.TUNE_DIR}_confirm_{seeds[0]}", storage_path=str(run_dir.resolve()),
-                callbacks=callbacks, stop=stopper, verbose=1 if verbose else 0,
+                name=f"{rundir.TUNE_DIR}_confirm_{seeds[0]}",
+                storage_path=str(run_dir.resolve()),
+                callbacks=callbacks,
+                stop=stopper,
+                verbose=1 if verbose else 0,
                 failure_config=tune.FailureConfig(max_failures=1),
-                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)))
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False),
+            ),
+        )
     elif resume:
         print(f"Resuming {tune_dir} (finished trials are kept, unfinished ones restart)")
         reopen_search(tune_dir)
-        tuner = tune.Tuner.restore(str(tune_dir.resolve()), trainable=trainable,
-                                   resume_unfinished=True, resume_errored=False)
+        tuner = tune.Tuner.restore(
+            str(tune_dir.resolve()),
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=False,
+        )
     else:
-        search, _ = sweep_search(sweep, f"sqlite:///{(run_dir / rundir.OPTUNA_DB).resolve()}",
-                                 recorder=recorder, capping=capping)
+        search, _ = sweep_search(
+            sweep,
+            f"sqlite:///{(run_dir / rundir.OPTUNA_DB).resolve()}",
+            recorder=recorder,
+            capping=capping,
+        )
         # Tune's status table every 60 s (with a driver-artifacts path no user needs) only with
         # --verbose; otherwise the recorder's line per trial and its progress line
-        reporter = None if not verbose else tune.CLIReporter(
-            metric_columns={"wall_time_s": "wall s", "env_steps": "env steps",
-                            "best_return": "best return", "reached": "reached"},
-            parameter_columns={"algorithm": "algo", "num_env_runners": "env runners",
-                               "train_batch_size": "batch", "seed": "seed"},
-            max_report_frequency=60, sort_by_metric=False, max_progress_rows=12)
+        reporter = (
+            None
+            if not verbose
+            else tune.CLIReporter(
+                metric_columns={
+                    "wall_time_s": "wall s",
+                    "env_steps": "env steps",
+                    "best_return": "best return",
+                    "reached": "reached",
+                },
+                parameter_columns={
+                    "algorithm": "algo",
+                    "num_env_runners": "env runners",
+                    "train_batch_size": "batch",
+                    "seed": "seed",
+                },
+                max_report_frequency=60,
+                sort_by_metric=False,
+                max_progress_rows=12,
+            )
+        )
         tuner = tune.Tuner(
             trainable,
             tune_config=tune.TuneConfig(
                 search_alg=ConcurrencyLimiter(search, max_concurrent=sweep.search.max_concurrent),
-                metric="objective", mode="min", num_samples=search.total_trials,
+                metric="objective",
+                mode="min",
+                num_samples=search.total_trials,
                 # a trial with the previous one's resource request runs in its actor process:
                 # no process start or imports between them (before the clock either way;
                 # sweeps.engine.trainable.begin_trial_in_process)
-                reuse_actors=True, trial_dirname_creator=trial_dirname),
+                reuse_actors=True,
+                trial_dirname_creator=trial_dirname,
+            ),
             run_config=tune.RunConfig(
-                name=rundir.TUNE_DIR, storage_path=str(run_dir.resolve()), callbacks=callbacks,
+                name=rundir.TUNE_DIR,
+                storage_path=str(run_dir.resolve()),
+                callbacks=callbacks,
                 stop=stopper,
-                progress_reporter=reporter, verbose=1 if verbose else 0,
+                progress_reporter=reporter,
+                verbose=1 if verbose else 0,
                 failure_config=tune.FailureConfig(max_failures=1),
-                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False)),
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False),
+            ),
         )
     # On --resume Tune unpickles the first run's callbacks and stopper: they are
     # sweeps.engine.record.LiveOnRestore objects, so it gets this process's (built above).
@@ -225,9 +295,12 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
             raise
         recorder.note_write_error(find_os_error(exc))
     if recorder.write_error is not None:
-        print(f"error: {file}: results: {describe_os_error(recorder.write_error)}; the "
-              f"{count_trials(run_dir)} trial(s) recorded before it are kept in {run_dir}; "
-              f"continue with: python -m sweeps.run {file} --resume", file=sys.stderr)
+        print(
+            f"error: {file}: results: {describe_os_error(recorder.write_error)}; the "
+            f"{count_trials(run_dir)} trial(s) recorded before it are kept in {run_dir}; "
+            f"continue with: python -m sweeps.run {file} --resume",
+            file=sys.stderr,
+        )
         return EXIT_WRITE_FAILED
     env_info["finished_at"] = now_iso()
     if recorder.first_iteration_s is not None:
@@ -242,15 +315,28 @@ def run_sweep(sweep: Sweep, spec: dict[str, Any], setup: TrialSetup, run_dir: Pa
     unfilled = confirm_shortfall(sweep, recorder.trials) if reconfirm is None else 0
     skipped = capped + unfilled
     if interrupted or n < expected - skipped:
-        print(f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
-              f"{run_dir}; continue with: python -m sweeps.run {file} --resume",
-              file=sys.stderr)
+        print(
+            f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
+            f"{run_dir}; continue with: python -m sweeps.run {file} --resume",
+            file=sys.stderr,
+        )
         return 130
-    why = ([f"{capped} more seed(s) skipped: adaptive capping had capped most of their "
-            "configuration's seeds, or one of them raised an error"] if capped else []) + (
-        [f"{unfilled} confirmation trial(s) not needed: fewer distinct configurations to "
-         "confirm than the most the sweep allows (a cell measured by the baseline alone, or "
-         "the fastest overall also a cell's fastest)"] if unfilled else [])
+    why = (
+        [
+            f"{capped} more seed(s) skipped: adaptive capping had capped most of their "
+            "configuration's seeds, or one of them raised an error"
+        ]
+        if capped
+        else []
+    ) + (
+        [
+            f"{unfilled} confirmation trial(s) not needed: fewer distinct configurations to "
+            "confirm than the most the sweep allows (a cell measured by the baseline alone, or "
+            "the fastest overall also a cell's fastest)"
+        ]
+        if unfilled
+        else []
+    )
     print(f"Done: {n} trials recorded in {where}" + (f" ({'; '.join(why)})" if why else ""))
     if mirror is not None and (run_dir / ERRORS_LOG).is_file():
         mirror.put(run_dir / ERRORS_LOG)
@@ -306,8 +392,9 @@ def count_trials(run_dir: Path) -> int:
     return len(read_parquet(path)) if path.exists() else 0
 
 
-def reconfirmation_of(run_dir: Path, sweep: Sweep, source: str
-                      ) -> tuple[list[dict[str, Any]], list[int]]:
+def reconfirmation_of(
+    run_dir: Path, sweep: Sweep, source: str
+) -> tuple[list[dict[str, Any]], list[int]]:
     """The trials and seeds of ``--confirm-only RUN`` (:func:`sweeps.engine.search.reconfirmation`),
     checked before Ray starts: ``run_dir`` is a run of this sweep (its spec.json's name) with
     recorded trials and the Tune state that holds their exact parameters.

@@ -78,13 +78,18 @@ def shape_key(algo_config) -> tuple:
     runner classes, the number of env runners and what each asks Ray for (CPUs, GPUs,
     custom resources, restarts). Everything else (env, envs per env runner, vectorize mode,
     model, hyperparameters, seed) is given to the re-initialised env runners."""
-    restarts = (algo_config.max_num_env_runner_restarts
-                if algo_config.restart_failed_env_runners else 0)
-    return (algo_config.algo_class.__qualname__, algo_config.env_runner_cls,
-            int(algo_config.num_env_runners), float(algo_config.num_cpus_per_env_runner),
-            float(algo_config.num_gpus_per_env_runner),
-            tuple(sorted((algo_config.custom_resources_per_env_runner or {}).items())),
-            restarts)
+    restarts = (
+        algo_config.max_num_env_runner_restarts if algo_config.restart_failed_env_runners else 0
+    )
+    return (
+        algo_config.algo_class.__qualname__,
+        algo_config.env_runner_cls,
+        int(algo_config.num_env_runners),
+        float(algo_config.num_cpus_per_env_runner),
+        float(algo_config.num_gpus_per_env_runner),
+        tuple(sorted((algo_config.custom_resources_per_env_runner or {}).items())),
+        restarts,
+    )
 
 
 def _reinit(runner, **kwargs: Any) -> bool:
@@ -102,8 +107,9 @@ def _reinit(runner, **kwargs: Any) -> bool:
     return True
 
 
-def build(algo_config, enabled: bool = True,
-          cold_every: int | None = None) -> tuple[Any, str, float | None]:
+def build(
+    algo_config, enabled: bool = True, cold_every: int | None = None
+) -> tuple[Any, str, float | None]:
     """Build the trial's Algorithm, warm when the parked env runners fit its shape.
 
     Returns:
@@ -121,8 +127,9 @@ def build(algo_config, enabled: bool = True,
     global _parked
     parked, _parked = _parked, None
     key = shape_key(algo_config)
-    if parked is not None and (not enabled or parked.key != key or not parked.handles
-                               or _starts.cold_due(key, cold_every)):
+    if parked is not None and (
+        not enabled or parked.key != key or not parked.handles or _starts.cold_due(key, cold_every)
+    ):
         _release(parked)
         parked = None
     if parked is None:
@@ -131,18 +138,42 @@ def build(algo_config, enabled: bool = True,
     refs = []
     original = EnvRunnerGroup._make_worker
 
-    def make_worker(self, *, env_creator, validate_env, worker_index, num_workers,
-                    recreated_worker=False, config, spaces=None):
+    def make_worker(
+        self,
+        *,
+        env_creator,
+        validate_env,
+        worker_index,
+        num_workers,
+        recreated_worker=False,
+        config,
+        spaces=None,
+    ):
         if worker_index == 0 or recreated_worker or worker_index > len(parked.handles):
-            return original(self, env_creator=env_creator, validate_env=validate_env,
-                            worker_index=worker_index, num_workers=num_workers,
-                            recreated_worker=recreated_worker, config=config, spaces=spaces)
+            return original(
+                self,
+                env_creator=env_creator,
+                validate_env=validate_env,
+                worker_index=worker_index,
+                num_workers=num_workers,
+                recreated_worker=recreated_worker,
+                config=config,
+                spaces=spaces,
+            )
         # the keyword arguments RLlib's own _make_worker gives a new env runner (Ray 2.60)
-        kwargs = dict(env_creator=env_creator, validate_env=validate_env,
-                      default_policy_class=self._policy_class, config=config,
-                      worker_index=worker_index, num_workers=num_workers,
-                      recreated_worker=recreated_worker, log_dir=self._logdir, spaces=spaces,
-                      dataset_shards=self._ds_shards, tune_trial_id=self._tune_trial_id)
+        kwargs = dict(
+            env_creator=env_creator,
+            validate_env=validate_env,
+            default_policy_class=self._policy_class,
+            config=config,
+            worker_index=worker_index,
+            num_workers=num_workers,
+            recreated_worker=recreated_worker,
+            log_dir=self._logdir,
+            spaces=spaces,
+            dataset_shards=self._ds_shards,
+            tune_trial_id=self._tune_trial_id,
+        )
         handle = parked.handles[worker_index - 1]
         refs.append(handle.__ray_call__.remote(_reinit, **kwargs))
         return handle
@@ -160,8 +191,9 @@ def build(algo_config, enabled: bool = True,
     except Exception as e:  # a parked process that cannot be re-initialised: start cold
         import logging
 
-        logging.getLogger(__name__).warning("warm trial: an env runner could not be "
-                                            "re-initialised, starting cold: %s", e)
+        logging.getLogger(__name__).warning(
+            "warm trial: an env runner could not be re-initialised, starting cold: %s", e
+        )
         algo.stop()
         _release(parked)
         return algo_config.build_algo(), COLD, None
@@ -192,7 +224,8 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
     if enabled and manager is not None and algo_config.num_env_runners > 0:
         ids = sorted(manager.actor_ids())
         if len(ids) == algo_config.num_env_runners and all(
-                manager.is_actor_healthy(i) for i in ids):
+            manager.is_actor_healthy(i) for i in ids
+        ):
             handles = [manager._actors[i] for i in ids]
             # detach: Algorithm.stop() kills the actors its group still holds
             manager._actors.clear()
@@ -231,4 +264,3 @@ def clock_start(build_started: float, build_ended: float, cold_startup_s: float 
     if cold_startup_s is None:
         return build_started
     return build_ended - cold_startup_s
-

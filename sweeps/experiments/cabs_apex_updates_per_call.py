@@ -16,8 +16,10 @@ SWEEP = Sweep(
     env="ContosoCabs-v0",
     env_config={"num_cities": 5, "time_matrix_seed": 0},
     algorithms=["APEX"],
-    search_space={"num_env_runners": choice([0, 1]),
-                  "updates_per_learner_call": choice([4, 8, 16])},
+    search_space={
+        "num_env_runners": choice([0, 1]),
+        "updates_per_learner_call": choice([4, 8, 16]),
+    },
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=20),
     search=Search(sampler="grid", num_samples=6, seeds=5, max_concurrent=1, capping=None),

@@ -14,12 +14,23 @@ of the suite used. The same IMPALA settings as the study (512-step train batches
 from sweeps import choice
 from sweeps.experiments.cabs_break_even_120ms import SWEEP as _SYNC
 
-SWEEP = _SYNC.model_copy(update={
-    "name": "cabs_async_120ms",
-    "search_space": {"num_env_runners": choice([2])},
-    "fixed": {"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 32,
-              "gym_env_vectorize_mode": "async"},
-    "search": _SYNC.search.model_copy(update={"seeds": 3, "first_seed": 30}),
-    "baseline": {"algorithm": "IMPALA", "num_env_runners": 16, "num_envs_per_env_runner": 8,
-                 "gym_env_vectorize_mode": "sync", "train_batch_size": 512, "lr": 0.001},
-})
+SWEEP = _SYNC.model_copy(
+    update={
+        "name": "cabs_async_120ms",
+        "search_space": {"num_env_runners": choice([2])},
+        "fixed": {
+            "num_cpus_per_env_runner": 0.0625,
+            "num_envs_per_env_runner": 32,
+            "gym_env_vectorize_mode": "async",
+        },
+        "search": _SYNC.search.model_copy(update={"seeds": 3, "first_seed": 30}),
+        "baseline": {
+            "algorithm": "IMPALA",
+            "num_env_runners": 16,
+            "num_envs_per_env_runner": 8,
+            "gym_env_vectorize_mode": "sync",
+            "train_batch_size": 512,
+            "lr": 0.001,
+        },
+    }
+)

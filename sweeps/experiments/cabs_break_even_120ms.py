@@ -25,9 +25,9 @@ SWEEP = Sweep(
     fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=300),
-    search=Search(sampler="grid", num_samples=1, seeds=5, first_seed=3, max_concurrent=1,
-                  capping=None),
-    baseline={"algorithm": "IMPALA", "num_env_runners": 16, "train_batch_size": 512,
-              "lr": 0.001},
+    search=Search(
+        sampler="grid", num_samples=1, seeds=5, first_seed=3, max_concurrent=1, capping=None
+    ),
+    baseline={"algorithm": "IMPALA", "num_env_runners": 16, "train_batch_size": 512, "lr": 0.001},
     reference={"algorithm": "SB3-DQN"},
 )

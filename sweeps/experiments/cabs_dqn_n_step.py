@@ -18,8 +18,9 @@ SWEEP = Sweep(
     search_space={"num_env_runners": choice([1]), "n_step": choice([1, 3])},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=45),
-    search=Search(sampler="grid", num_samples=2, seeds=5, first_seed=20, max_concurrent=1,
-                  capping=None),
+    search=Search(
+        sampler="grid", num_samples=2, seeds=5, first_seed=20, max_concurrent=1, capping=None
+    ),
     baseline=None,
     reference=None,
 )

@@ -27,6 +27,7 @@ SWEEP = Sweep(
     fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8},
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=90),
-    search=Search(sampler="grid", num_samples=4, seeds=1, first_seed=50, max_concurrent=1,
-                  capping=None),
+    search=Search(
+        sampler="grid", num_samples=4, seeds=1, first_seed=50, max_concurrent=1, capping=None
+    ),
 )

@@ -16,11 +16,17 @@ SWEEP = Sweep(
     env_config={"num_cities": 5, "time_matrix_seed": 0, "step_latency_ms": 4},
     algorithms=["APEX"],
     search_space={"num_env_runners": choice([4, 8, 16])},
-    fixed={"num_cpus_per_env_runner": 0.0625, "num_envs_per_env_runner": 8,
-           "train_batch_size": 64, "lr": 0.00124, "min_replay_ratio": 8.0},
+    fixed={
+        "num_cpus_per_env_runner": 0.0625,
+        "num_envs_per_env_runner": 8,
+        "train_batch_size": 64,
+        "lr": 0.00124,
+        "min_replay_ratio": 8.0,
+    },
     target=Target(metric="evaluation", fraction_of_optimal=0.95),
     budget=Budget(time_s=100),
-    search=Search(sampler="grid", num_samples=3, seeds=5, first_seed=3, max_concurrent=1,
-                  capping=None),
+    search=Search(
+        sampler="grid", num_samples=3, seeds=5, first_seed=3, max_concurrent=1, capping=None
+    ),
     baseline=None,
 )

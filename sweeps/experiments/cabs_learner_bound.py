@@ -19,13 +19,16 @@ first's parts and prints the error; about 7 minutes for the two (docs/transfer.m
 from sweeps import Budget, choice
 from sweeps.cabs_transfer import SWEEP as _TRANSFER
 
-SWEEP = _TRANSFER.model_copy(update={
-    "name": "cabs_learner_bound",
-    "search_space": {"num_env_runners": choice([2])},
-    "fixed": {**_TRANSFER.fixed, "hidden_sizes": [1024, 1024], "num_epochs": 128},
-    "budget": Budget(time_s=90),
-    "search": _TRANSFER.search.model_copy(update={"num_samples": 2, "seeds": 2,
-                                                  "first_seed": 20}),
-    "baseline": None,
-    "reference": None,
-})
+SWEEP = _TRANSFER.model_copy(
+    update={
+        "name": "cabs_learner_bound",
+        "search_space": {"num_env_runners": choice([2])},
+        "fixed": {**_TRANSFER.fixed, "hidden_sizes": [1024, 1024], "num_epochs": 128},
+        "budget": Budget(time_s=90),
+        "search": _TRANSFER.search.model_copy(
+            update={"num_samples": 2, "seeds": 2, "first_seed": 20}
+        ),
+        "baseline": None,
+        "reference": None,
+    }
+)

@@ -4,7 +4,9 @@ enters the prediction (``benchmarks/bench_learner_ceiling.py``, docs/transfer.md
 
 from sweeps.experiments.cabs_learner_bound import SWEEP as _ONE_CORE
 
-SWEEP = _ONE_CORE.model_copy(update={
-    "name": "cabs_learner_bound_2cores",
-    "search": _ONE_CORE.search.model_copy(update={"first_seed": 22}),
-})
+SWEEP = _ONE_CORE.model_copy(
+    update={
+        "name": "cabs_learner_bound_2cores",
+        "search": _ONE_CORE.search.model_copy(update={"first_seed": 22}),
+    }
+)

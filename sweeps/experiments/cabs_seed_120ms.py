@@ -11,15 +11,21 @@ the reference too, on seeds 40-42, which no other run of the suite used.
 from sweeps import choice
 from sweeps.experiments.cabs_break_even_120ms import SWEEP as _SYNC
 
-_LAYOUT = {"num_env_runners": 2, "num_envs_per_env_runner": 32, "gym_env_vectorize_mode": "async",
-           "num_cpus_per_env_runner": 0.25}
+_LAYOUT = {
+    "num_env_runners": 2,
+    "num_envs_per_env_runner": 32,
+    "gym_env_vectorize_mode": "async",
+    "num_cpus_per_env_runner": 0.25,
+}
 
-SWEEP = _SYNC.model_copy(update={
-    "name": "cabs_seed_120ms",
-    "algorithms": ["SEED"],
-    "search_space": {"num_env_runners": choice([2])},
-    "per_algorithm": {"SEED": {"train_batch_size": choice([512]), "lr": choice([0.001])}},
-    "fixed": {k: v for k, v in _LAYOUT.items() if k != "num_env_runners"},
-    "search": _SYNC.search.model_copy(update={"seeds": 3, "first_seed": 40}),
-    "baseline": {"algorithm": "IMPALA", **_LAYOUT, "train_batch_size": 512, "lr": 0.001},
-})
+SWEEP = _SYNC.model_copy(
+    update={
+        "name": "cabs_seed_120ms",
+        "algorithms": ["SEED"],
+        "search_space": {"num_env_runners": choice([2])},
+        "per_algorithm": {"SEED": {"train_batch_size": choice([512]), "lr": choice([0.001])}},
+        "fixed": {k: v for k, v in _LAYOUT.items() if k != "num_env_runners"},
+        "search": _SYNC.search.model_copy(update={"seeds": 3, "first_seed": 40}),
+        "baseline": {"algorithm": "IMPALA", **_LAYOUT, "train_batch_size": 512, "lr": 0.001},
+    }
+)

@@ -8,7 +8,9 @@ The one-core run's parts predict this run (``python -m analysis.plan ONE_CORE_RU
 
 from sweeps.cabs_transfer import SWEEP as _ONE_CORE
 
-SWEEP = _ONE_CORE.model_copy(update={
-    "name": "cabs_transfer_2cores",
-    "search": _ONE_CORE.search.model_copy(update={"first_seed": 3}),
-})
+SWEEP = _ONE_CORE.model_copy(
+    update={
+        "name": "cabs_transfer_2cores",
+        "search": _ONE_CORE.search.model_copy(update={"first_seed": 3}),
+    }
+)

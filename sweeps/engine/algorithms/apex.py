@@ -26,12 +26,16 @@ APEX_PARAMS: dict[str, OwnParam] = {
     "epsilon_alpha": OwnParam("training", "α of ε_i (paper: 7)"),
     "weights_sync_period": OwnParam("training", "learner updates between weight broadcasts"),
     "updates_per_learner_call": OwnParam(
-        "training", "prioritized minibatches trained on per call of the learner"),
+        "training", "prioritized minibatches trained on per call of the learner"
+    ),
     "training_intensity": OwnParam(
-        "training", "upper bound on replayed / sampled transitions (None = unbounded)"),
+        "training", "upper bound on replayed / sampled transitions (None = unbounded)"
+    ),
     "min_replay_ratio": OwnParam(
-        "training", "lower bound on replayed / sampled transitions: actors wait for the learner "
-                    "below it (None = unbounded)"),
+        "training",
+        "lower bound on replayed / sampled transitions: actors wait for the learner "
+        "below it (None = unbounded)",
+    ),
 }
 
 #: A sweep's APEX trial: the sample shape, network and optimiser tuned on Contoso Cabs

@@ -96,7 +96,9 @@ def actor_epsilon(i: int, num_actors: int, epsilon: float = 0.4, alpha: float = 
     if num_actors < 1 or not 0 <= i < num_actors:
         raise ValueError(f"actor index {i} out of range for {num_actors} actors")
     if not 0 < epsilon <= 1 or alpha < 0:
-        raise ValueError(f"need 0 < epsilon <= 1 and alpha >= 0, got epsilon={epsilon}, alpha={alpha}")
+        raise ValueError(
+            f"need 0 < epsilon <= 1 and alpha >= 0, got epsilon={epsilon}, alpha={alpha}"
+        )
     if num_actors == 1:
         return float(epsilon)
     return float(epsilon ** (1 + alpha * i / (num_actors - 1)))
@@ -121,7 +123,8 @@ class ApexEnvRunner(TransitionEnvRunner):
         # module draws a random action with probability epsilon_schedule.get_current_value().
         if self.module is not None:
             self.module.epsilon_schedule = Scheduler(
-                fixed_value_or_schedule=self.epsilon, framework="torch")
+                fixed_value_or_schedule=self.epsilon, framework="torch"
+            )
 
     def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
         """One sample call's n-step transitions, each with its initial priority's TD error
@@ -133,12 +136,18 @@ class ApexEnvRunner(TransitionEnvRunner):
             # ALGO LOGIC: the actor, not the learner, prices its new experience.
             with torch.no_grad():
                 q = self.module.compute_q_values(
-                    {Columns.OBS: torch.as_tensor(transitions["obs"])})[QF_PREDS]
+                    {Columns.OBS: torch.as_tensor(transitions["obs"])}
+                )[QF_PREDS]
                 q_next = self.module.compute_q_values(
-                    {Columns.OBS: torch.as_tensor(transitions["new_obs"])})[QF_PREDS]
+                    {Columns.OBS: torch.as_tensor(transitions["new_obs"])}
+                )[QF_PREDS]
             transitions["td_errors"] = n_step_td_errors(
-                q.cpu().numpy(), q_next.cpu().numpy(), transitions, self.config.gamma,
-                float(self.config.reward_scale))
+                q.cpu().numpy(),
+                q_next.cpu().numpy(),
+                transitions,
+                self.config.gamma,
+                float(self.config.reward_scale),
+            )
         return transitions, metrics
 
 
@@ -173,8 +182,11 @@ class ApexDQNConfig(ReplayDQNConfig):
         self.double_q = d["double_q"]
         self.dueling = d["dueling"]
         self.replay_buffer_config = {
-            "type": "PrioritizedEpisodeReplayBuffer", "capacity": d["buffer_size"],
-            "alpha": d["prioritized_replay_alpha"], "beta": d["prioritized_replay_beta"]}
+            "type": "PrioritizedEpisodeReplayBuffer",
+            "capacity": d["buffer_size"],
+            "alpha": d["prioritized_replay_alpha"],
+            "beta": d["prioritized_replay_beta"],
+        }
         self.weights_sync_period = d["weights_sync_period"]
         self.updates_per_learner_call = d["updates_per_learner_call"]
         self.training_intensity = d["training_intensity"]
@@ -185,8 +197,14 @@ class ApexDQNConfig(ReplayDQNConfig):
         self.env_runner_cls = ApexEnvRunner
         self.max_requests_in_flight_per_env_runner = 2
 
-    def training(self, *, epsilon_alpha=NotProvided, weights_sync_period=NotProvided,
-                 min_replay_ratio=NotProvided, **kwargs):
+    def training(
+        self,
+        *,
+        epsilon_alpha=NotProvided,
+        weights_sync_period=NotProvided,
+        min_replay_ratio=NotProvided,
+        **kwargs,
+    ):
         super().training(**kwargs)
         if min_replay_ratio is not NotProvided:
             self.min_replay_ratio = None if min_replay_ratio is None else float(min_replay_ratio)
@@ -199,19 +217,30 @@ class ApexDQNConfig(ReplayDQNConfig):
     def validate(self) -> None:
         super().validate()
         if not isinstance(self.epsilon, (int, float)) or not 0 < self.epsilon <= 1:
-            self._value_error(f"APEX `epsilon` is the actors' base ε, a number in (0, 1]; got {self.epsilon!r}")
+            self._value_error(
+                f"APEX `epsilon` is the actors' base ε, a number in (0, 1]; got {self.epsilon!r}"
+            )
         if self.epsilon_alpha < 0:
             self._value_error(f"APEX `epsilon_alpha` must be >= 0; got {self.epsilon_alpha}")
         if self.weights_sync_period < 1:
-            self._value_error(f"APEX `weights_sync_period` must be >= 1; got {self.weights_sync_period}")
+            self._value_error(
+                f"APEX `weights_sync_period` must be >= 1; got {self.weights_sync_period}"
+            )
         if self.min_replay_ratio is not None and not self.min_replay_ratio > 0:
-            self._value_error("APEX `min_replay_ratio` (replayed / sampled transitions) must be "
-                              f"> 0 or None; got {self.min_replay_ratio!r}")
-        if (self.min_replay_ratio is not None and self.training_intensity is not None
-                and self.min_replay_ratio > self.training_intensity):
-            self._value_error(f"APEX `min_replay_ratio` {self.min_replay_ratio} exceeds "
-                              f"`training_intensity` {self.training_intensity}: no replay "
-                              "ratio satisfies both")
+            self._value_error(
+                "APEX `min_replay_ratio` (replayed / sampled transitions) must be "
+                f"> 0 or None; got {self.min_replay_ratio!r}"
+            )
+        if (
+            self.min_replay_ratio is not None
+            and self.training_intensity is not None
+            and self.min_replay_ratio > self.training_intensity
+        ):
+            self._value_error(
+                f"APEX `min_replay_ratio` {self.min_replay_ratio} exceeds "
+                f"`training_intensity` {self.training_intensity}: no replay "
+                "ratio satisfies both"
+            )
         if not issubclass(self.env_runner_cls, ApexEnvRunner):
             self._value_error("APEX needs `env_runner_cls` to be ApexEnvRunner (or a subclass)")
 
@@ -235,7 +264,8 @@ class ApexDQN(ReplayDQN):
         remote = self.env_runner_group.num_remote_env_runners() > 0
         if remote:
             eps = self.env_runner_group.foreach_env_runner(
-                lambda er: (er.worker_index, er.epsilon), local_env_runner=False)
+                lambda er: (er.worker_index, er.epsilon), local_env_runner=False
+            )
         else:
             eps = [(0, self.env_runner.epsilon)]
         self.actor_epsilons = {int(k): float(e) for k, e in eps}
@@ -250,8 +280,10 @@ class ApexDQN(ReplayDQN):
             return 0
         k = cfg.updates_per_learner_call
         if cfg.training_intensity is not None:
-            k = min(k, int(cfg.training_intensity * sampled) // cfg.total_train_batch_size
-                    - updates_done)
+            k = min(
+                k,
+                int(cfg.training_intensity * sampled) // cfg.total_train_batch_size - updates_done,
+            )
         return max(0, k)
 
     # ------------------------------------------------------------------------------------
@@ -264,7 +296,8 @@ class ApexDQN(ReplayDQN):
         # actor only delays its own samples, never the learner.
         if self.env_runner_group.num_remote_env_runners() > 0:
             ready = self.env_runner_group.foreach_env_runner_async_fetch_ready(
-                "sample_transitions", tag=_SAMPLE_TAG, timeout_seconds=0.0)
+                "sample_transitions", tag=_SAMPLE_TAG, timeout_seconds=0.0
+            )
         else:  # num_env_runners=0: the driver is the only actor and samples synchronously.
             ready = [self.env_runner.sample_transitions()]
         self._add_to_replay(ready)

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_td_errors",
-           "n_step_transitions"]
+__all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_td_errors", "n_step_transitions"]
 
 #: Columns of a transition batch, by RLlib's names (``Columns``): observation, action, n-step
 #: return, observation n steps later, whether the episode terminated within those n steps,
@@ -31,8 +30,14 @@ __all__ = ["PrioritizedReplay", "TRANSITION_KEYS", "n_step_td_errors",
 TRANSITION_KEYS = ("obs", "actions", "rewards", "new_obs", "terminateds", "n_step")
 
 
-def n_step_transitions(observations: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
-                       terminated: bool, n: int, gamma: float) -> dict[str, np.ndarray]:
+def n_step_transitions(
+    observations: np.ndarray,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    terminated: bool,
+    n: int,
+    gamma: float,
+) -> dict[str, np.ndarray]:
     """The n-step transitions of one episode chunk of T env steps.
 
     Transition t (0 ≤ t < T) bootstraps from the observation k = min(n, T − t) steps later:
@@ -62,8 +67,10 @@ def n_step_transitions(observations: np.ndarray, actions: np.ndarray, rewards: n
     rews = np.asarray(rewards, dtype=np.float64)
     t_len = len(acts)
     if len(obs) != t_len + 1 or len(rews) != t_len:
-        raise ValueError(f"n_step_transitions: need T+1 observations and T actions and rewards, "
-                         f"got {len(obs)}, {t_len}, {len(rews)}")
+        raise ValueError(
+            f"n_step_transitions: need T+1 observations and T actions and rewards, "
+            f"got {len(obs)}, {t_len}, {len(rews)}"
+        )
     if n < 1 or not 0.0 <= gamma <= 1.0:
         raise ValueError(f"n_step_transitions: need n >= 1 and 0 <= gamma <= 1, got {n}, {gamma}")
     t = np.arange(t_len)
@@ -82,8 +89,13 @@ def n_step_transitions(observations: np.ndarray, actions: np.ndarray, rewards: n
     }
 
 
-def n_step_td_errors(q: np.ndarray, q_next: np.ndarray, transitions: dict[str, np.ndarray],
-                     gamma: float, reward_scale: float = 1.0) -> np.ndarray:
+def n_step_td_errors(
+    q: np.ndarray,
+    q_next: np.ndarray,
+    transitions: dict[str, np.ndarray],
+    gamma: float,
+    reward_scale: float = 1.0,
+) -> np.ndarray:
     """The n-step TD errors of a batch of transitions under one Q-network: what an Ape-X actor
     computes with its local copy of the network to give new transitions their initial priority
     (Horgan et al. 2018, section 3: "actors ... compute initial priorities").
@@ -104,10 +116,12 @@ def n_step_td_errors(q: np.ndarray, q_next: np.ndarray, transitions: dict[str, n
     """
     q, q_next = np.asarray(q, dtype=np.float64), np.asarray(q_next, dtype=np.float64)
     actions = np.asarray(transitions["actions"]).astype(np.int64).reshape(-1)
-    bootstrap = (gamma ** np.asarray(transitions["n_step"], dtype=np.float64)
-                 * (1.0 - np.asarray(transitions["terminateds"], dtype=np.float64)))
-    target = reward_scale * np.asarray(transitions["rewards"], dtype=np.float64) \
-        + bootstrap * q_next.max(axis=-1)
+    bootstrap = gamma ** np.asarray(transitions["n_step"], dtype=np.float64) * (
+        1.0 - np.asarray(transitions["terminateds"], dtype=np.float64)
+    )
+    target = reward_scale * np.asarray(
+        transitions["rewards"], dtype=np.float64
+    ) + bootstrap * q_next.max(axis=-1)
     return target - q[np.arange(len(actions)), actions]
 
 
@@ -133,11 +147,20 @@ class PrioritizedReplay:
         ValueError: capacity < 1, α < 0, β < 0 or ε ≤ 0.
     """
 
-    def __init__(self, capacity: int, *, alpha: float = 0.6, beta: float = 0.4,
-                 eps: float = 1e-6, seed: int | None = None):
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        eps: float = 1e-6,
+        seed: int | None = None,
+    ):
         if capacity < 1 or alpha < 0 or beta < 0 or eps <= 0:
-            raise ValueError(f"PrioritizedReplay: need capacity >= 1, alpha >= 0, beta >= 0, "
-                             f"eps > 0; got {capacity}, {alpha}, {beta}, {eps}")
+            raise ValueError(
+                f"PrioritizedReplay: need capacity >= 1, alpha >= 0, beta >= 0, "
+                f"eps > 0; got {capacity}, {alpha}, {beta}, {eps}"
+            )
         self.capacity = int(capacity)
         self.alpha, self.beta, self.eps = float(alpha), float(beta), float(eps)
         self._leaves = 1 << max(0, (self.capacity - 1).bit_length())  # power of two ≥ capacity
@@ -161,8 +184,7 @@ class PrioritizedReplay:
         """p_i^α of the transitions at ``indices`` (shape (k,))."""
         return self._tree[self._leaves + np.asarray(indices)]
 
-    def add(self, transitions: dict[str, np.ndarray],
-            td_errors: np.ndarray | None = None) -> None:
+    def add(self, transitions: dict[str, np.ndarray], td_errors: np.ndarray | None = None) -> None:
         """Store a batch of transitions (arrays of equal length m keyed by
         :data:`TRANSITION_KEYS`), each with priority (|δ_i| + ε)^α from ``td_errors`` (shape
         (m,), e.g. :func:`n_step_td_errors`) or, without them, the largest priority so far.
@@ -182,20 +204,28 @@ class PrioritizedReplay:
         if td_errors is not None:
             td_errors = np.abs(np.asarray(td_errors, dtype=np.float64)).reshape(-1)
             if td_errors.shape != (m,) or not np.all(np.isfinite(td_errors)):
-                raise ValueError(f"PrioritizedReplay.add: {td_errors.shape[0]} TD errors for "
-                                 f"{m} transitions, or one not finite")
+                raise ValueError(
+                    f"PrioritizedReplay.add: {td_errors.shape[0]} TD errors for "
+                    f"{m} transitions, or one not finite"
+                )
         if self._data is None:
-            self._data = {key: np.zeros((self.capacity, *np.shape(transitions[key])[1:]),
-                                        dtype=np.asarray(transitions[key]).dtype)
-                          for key in TRANSITION_KEYS}
+            self._data = {
+                key: np.zeros(
+                    (self.capacity, *np.shape(transitions[key])[1:]),
+                    dtype=np.asarray(transitions[key]).dtype,
+                )
+                for key in TRANSITION_KEYS
+            }
         for key in TRANSITION_KEYS:
             if np.shape(transitions[key])[1:] != self._data[key].shape[1:]:
-                raise ValueError(f"PrioritizedReplay.add: {key!r} has shape "
-                                 f"{np.shape(transitions[key])[1:]} per item, the buffer "
-                                 f"{self._data[key].shape[1:]}")
+                raise ValueError(
+                    f"PrioritizedReplay.add: {key!r} has shape "
+                    f"{np.shape(transitions[key])[1:]} per item, the buffer "
+                    f"{self._data[key].shape[1:]}"
+                )
         if m > self.capacity:  # only the newest `capacity` survive
-            transitions = {key: np.asarray(v)[-self.capacity:] for key, v in transitions.items()}
-            td_errors = td_errors[-self.capacity:] if td_errors is not None else None
+            transitions = {key: np.asarray(v)[-self.capacity :] for key, v in transitions.items()}
+            td_errors = td_errors[-self.capacity :] if td_errors is not None else None
             self.added += m - self.capacity
             m = self.capacity
         idx = (self._next + np.arange(m)) % self.capacity
@@ -205,11 +235,11 @@ class PrioritizedReplay:
         self.size = min(self.capacity, self.size + m)
         self.added += m
         if td_errors is None:
-            self._set(idx, np.full(m, self._max_priority ** self.alpha))
+            self._set(idx, np.full(m, self._max_priority**self.alpha))
         else:
             p = td_errors + self.eps
             self._max_priority = max(self._max_priority, float(p.max()))
-            self._set(idx, p ** self.alpha)
+            self._set(idx, p**self.alpha)
 
     def sample(self, batch_size: int) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """A prioritized minibatch.
@@ -223,8 +253,9 @@ class PrioritizedReplay:
             ValueError: the buffer is empty or ``batch_size`` < 1.
         """
         if self.size == 0 or batch_size < 1:
-            raise ValueError(f"PrioritizedReplay.sample: cannot sample {batch_size} from "
-                             f"{self.size} transitions")
+            raise ValueError(
+                f"PrioritizedReplay.sample: cannot sample {batch_size} from {self.size} transitions"
+            )
         total = self._tree[1]
         bounds = (np.arange(batch_size) + self.rng.random(batch_size)) * (total / batch_size)
         indices = self._find(np.minimum(bounds, np.nextafter(total, 0)))
@@ -248,7 +279,7 @@ class PrioritizedReplay:
             raise ValueError("update_priorities: a TD error is not finite")
         p = td + self.eps
         self._max_priority = max(self._max_priority, float(p.max(initial=0.0)))
-        self._set(indices, p ** self.alpha)
+        self._set(indices, p**self.alpha)
 
     # ------------------------------------------------------------------ sum tree
     def _set(self, indices: np.ndarray, values: np.ndarray) -> None:

@@ -14,8 +14,12 @@ APPO_PARAMS: dict[str, OwnParam] = {
     "use_kl_loss": OwnParam("training", "add the KL penalty"),
     "kl_coeff": OwnParam("training", "KL coefficient"),
     "kl_target": OwnParam("training", "KL target"),
-    "target_network_update_freq": OwnParam("training", "learner updates between target-network updates"),
-    "circular_buffer_num_batches": OwnParam("training", "train batches held in the learner's circular buffer"),
+    "target_network_update_freq": OwnParam(
+        "training", "learner updates between target-network updates"
+    ),
+    "circular_buffer_num_batches": OwnParam(
+        "training", "train batches held in the learner's circular buffer"
+    ),
     "circular_buffer_iterations_per_batch": OwnParam("training", "times each batch is trained on"),
 }
 

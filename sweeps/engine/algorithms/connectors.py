@@ -37,15 +37,24 @@ class ScaleRewards(ConnectorV2):
             supported by ``reward_scale``).
     """
 
-    def __init__(self, input_observation_space=None, input_action_space=None, *,
-                 scale: float = 1.0, **kwargs):
+    def __init__(
+        self, input_observation_space=None, input_action_space=None, *, scale: float = 1.0, **kwargs
+    ):
         super().__init__(input_observation_space, input_action_space, **kwargs)
         if not np.isfinite(scale) or scale <= 0:
             raise ValueError(f"reward_scale must be a positive number, got {scale!r}")
         self.scale = float(scale)
 
-    def __call__(self, *, rl_module, batch: dict[str, Any], episodes: list, explore=None,
-                 shared_data=None, **kwargs) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module,
+        batch: dict[str, Any],
+        episodes: list,
+        explore=None,
+        shared_data=None,
+        **kwargs,
+    ) -> Any:
         if self.scale == 1.0:
             return batch
         for i, episode in enumerate(episodes):
@@ -61,8 +70,9 @@ def scaled_copy(episode, scale: float):
         TypeError: not a ``SingleAgentEpisode``.
     """
     if not isinstance(episode, SingleAgentEpisode):
-        raise TypeError(f"reward_scale supports single-agent episodes only, got "
-                        f"{type(episode).__name__}")
+        raise TypeError(
+            f"reward_scale supports single-agent episodes only, got {type(episode).__name__}"
+        )
     rewards = copy.copy(episode.rewards)
     if isinstance(rewards.data, list):
         rewards.data = [r * scale for r in rewards.data]

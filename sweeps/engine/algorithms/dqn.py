@@ -33,19 +33,25 @@ DQN_PARAMS: dict[str, OwnParam] = {
     "n_step": OwnParam("training", "n-step return length"),
     "epsilon": OwnParam(
         "training",
-        "ε-greedy exploration: a constant or a schedule [[env_steps, ε], ...] (linear in between)"),
+        "ε-greedy exploration: a constant or a schedule [[env_steps, ε], ...] (linear in between)",
+    ),
     "target_network_update_freq": OwnParam(
-        "training", "env steps sampled between target-network updates"),
+        "training", "env steps sampled between target-network updates"
+    ),
     "tau": OwnParam("training", "target-network update weight (1.0 = hard copy)"),
     "num_steps_sampled_before_learning_starts": OwnParam(
-        "training", "env steps in replay before the first learner update"),
+        "training", "env steps in replay before the first learner update"
+    ),
     "training_intensity": OwnParam(
-        "training", "replayed transitions per sampled transition, rounded by RLlib to whole "
-                    "sample or update calls (None = RLlib's natural ratio)"),
+        "training",
+        "replayed transitions per sampled transition, rounded by RLlib to whole "
+        "sample or update calls (None = RLlib's natural ratio)",
+    ),
     "td_error_loss_fn": OwnParam("training", "'huber' or 'mse'"),
     "adam_epsilon": OwnParam("training", "Adam's epsilon"),
     "prioritized_replay": OwnParam(
-        "derived", "True: PrioritizedEpisodeReplayBuffer; False: uniform EpisodeReplayBuffer"),
+        "derived", "True: PrioritizedEpisodeReplayBuffer; False: uniform EpisodeReplayBuffer"
+    ),
     "buffer_size": OwnParam("derived", "replay capacity in transitions"),
     "prioritized_replay_alpha": OwnParam("derived", "priority exponent α of prioritized replay"),
     "prioritized_replay_beta": OwnParam("derived", "importance-sampling exponent β"),
@@ -60,12 +66,20 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
         return params.get(key, defaults[key])
 
     if get("prioritized_replay"):
-        return {"training.replay_buffer_config": {
-            "type": "PrioritizedEpisodeReplayBuffer", "capacity": int(get("buffer_size")),
-            "alpha": float(get("prioritized_replay_alpha")),
-            "beta": float(get("prioritized_replay_beta"))}}
-    return {"training.replay_buffer_config": {
-        "type": "EpisodeReplayBuffer", "capacity": int(get("buffer_size"))}}
+        return {
+            "training.replay_buffer_config": {
+                "type": "PrioritizedEpisodeReplayBuffer",
+                "capacity": int(get("buffer_size")),
+                "alpha": float(get("prioritized_replay_alpha")),
+                "beta": float(get("prioritized_replay_beta")),
+            }
+        }
+    return {
+        "training.replay_buffer_config": {
+            "type": "EpisodeReplayBuffer",
+            "capacity": int(get("buffer_size")),
+        }
+    }
 
 
 #: Tuned defaults of RLLIB-DQN (measured on Contoso Cabs, docs/benchmarks.md; before the
@@ -132,10 +146,13 @@ def _make_replay_config():
 REPLAY_DQN_PARAMS: dict[str, OwnParam] = {
     **DQN_PARAMS,
     "training_intensity": OwnParam(
-        "training", "replay ratio: replayed / sampled transitions since learning started "
-                    "(None = one learner call per sample round)"),
+        "training",
+        "replay ratio: replayed / sampled transitions since learning started "
+        "(None = one learner call per sample round)",
+    ),
     "updates_per_learner_call": OwnParam(
-        "training", "prioritized minibatches trained on per call of the learner"),
+        "training", "prioritized minibatches trained on per call of the learner"
+    ),
 }
 
 #: Tuned defaults of a sweep's DQN trial (Contoso Cabs, docs/benchmarks.md "DQN on the same
@@ -160,7 +177,7 @@ DQN_DEFAULTS: dict[str, Any] = {
 SPEC = AlgorithmSpec(
     name="DQN",
     summary="DQN on RLlib's learner with flat n-step prioritized replay (double, dueling, "
-            "n-step as options); the baseline",
+    "n-step as options); the baseline",
     make_config=_make_replay_config,
     own_params=REPLAY_DQN_PARAMS,
     defaults=DQN_DEFAULTS,

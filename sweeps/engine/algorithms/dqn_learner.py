@@ -70,18 +70,24 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
         """As ``TorchLearner``'s (Adam, ``config.lr`` as a constant or schedule), with torch's
         fused implementation."""
         params = self.get_parameters(self._module[module_id])
-        self.register_optimizer(module_id=module_id, optimizer=torch.optim.Adam(
-            params, fused=True), params=params, lr_or_lr_schedule=config.lr)
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=torch.optim.Adam(params, fused=True),
+            params=params,
+            lr_or_lr_schedule=config.lr,
+        )
 
     # ------------------------------- 2. clipping and the finiteness check -------------------------------
     def _get_clip_function(self):
         """:func:`clip_gradients_foreach`, counting the gradient tensors it found finite in
         ``self._grads_known_finite`` (zeroed by :meth:`postprocess_gradients`, read by
         :meth:`apply_gradients`)."""
+
         def clip(gradients_dict, *, grad_clip=None, grad_clip_by="value"):
             norm, known_finite = _clip_foreach(gradients_dict, grad_clip, grad_clip_by)
             self._grads_known_finite += known_finite
             return norm
+
         return clip
 
     def postprocess_gradients(self, gradients_dict):
@@ -96,10 +102,15 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
         ``TorchLearner.apply_gradients`` (which zeroes non-finite gradients or skips the step,
         per ``torch_skip_nan_gradients``)."""
         grads = [g for g in gradients_dict.values() if g is not None]
-        if (self._grad_scalers is not None or self._lr_scheduler_classes is not None
-                or not grads
-                or (self._grads_known_finite != len(grads) and not bool(
-                    torch.isfinite(torch.nn.utils.get_total_norm(grads, foreach=True))))):
+        if (
+            self._grad_scalers is not None
+            or self._lr_scheduler_classes is not None
+            or not grads
+            or (
+                self._grads_known_finite != len(grads)
+                and not bool(torch.isfinite(torch.nn.utils.get_total_norm(grads, foreach=True)))
+            )
+        ):
             return super().apply_gradients(gradients_dict)
         for pid, grad in gradients_dict.items():
             self._params[pid].grad = grad
@@ -119,26 +130,49 @@ class ReplayDQNTorchLearner(DQNTorchLearner):
                 module.forward_train = _forward_train_in_train_mode.__get__(module)
 
     # ------------------------------------ 4. minibatches ------------------------------------
-    def _create_iterator_if_necessary(self, *, training_data, num_total_minibatches=0,
-                                      num_epochs=1, minibatch_size=None,
-                                      shuffle_batch_per_epoch=False, **kwargs):
-        simple = (training_data.batch is not None and training_data.episodes is None
-                  and not training_data.data_iterators and minibatch_size
-                  and num_epochs == 1 and not shuffle_batch_per_epoch
-                  and not num_total_minibatches and not kwargs)
+    def _create_iterator_if_necessary(
+        self,
+        *,
+        training_data,
+        num_total_minibatches=0,
+        num_epochs=1,
+        minibatch_size=None,
+        shuffle_batch_per_epoch=False,
+        **kwargs,
+    ):
+        simple = (
+            training_data.batch is not None
+            and training_data.episodes is None
+            and not training_data.data_iterators
+            and minibatch_size
+            and num_epochs == 1
+            and not shuffle_batch_per_epoch
+            and not num_total_minibatches
+            and not kwargs
+        )
         if simple:
             batch = self._make_batch_if_necessary(training_data=training_data)
             parts = batch.policy_batches
-            if (all(mid in self.module and self.should_module_be_updated(mid, batch)
+            if (
+                all(
+                    mid in self.module
+                    and self.should_module_be_updated(mid, batch)
                     and not self.module[mid].is_stateful()
-                    and sb.get(SampleBatch.SEQ_LENS) is None for mid, sb in parts.items())
-                    and len(rows := {len(sb) for sb in parts.values()}) == 1
-                    and next(iter(rows)) % minibatch_size == 0):
+                    and sb.get(SampleBatch.SEQ_LENS) is None
+                    for mid, sb in parts.items()
+                )
+                and len(rows := {len(sb) for sb in parts.values()}) == 1
+                and next(iter(rows)) % minibatch_size == 0
+            ):
                 return _row_slices(parts, next(iter(rows)), minibatch_size)
         return super()._create_iterator_if_necessary(
-            training_data=training_data, num_total_minibatches=num_total_minibatches,
-            num_epochs=num_epochs, minibatch_size=minibatch_size,
-            shuffle_batch_per_epoch=shuffle_batch_per_epoch, **kwargs)
+            training_data=training_data,
+            num_total_minibatches=num_total_minibatches,
+            num_epochs=num_epochs,
+            minibatch_size=minibatch_size,
+            shuffle_batch_per_epoch=shuffle_batch_per_epoch,
+            **kwargs,
+        )
 
     # ------------------------------- 5. window-1 statistics -------------------------------
     def update(self, *args, **kwargs):
@@ -175,8 +209,12 @@ class LastValueLogger:
 
     @staticmethod
     def _holdable(value, reduce, window, kwargs) -> bool:
-        return (window == 1 and reduce in (None, "mean") and not kwargs
-                and not isinstance(value, StatsBase))
+        return (
+            window == 1
+            and reduce in (None, "mean")
+            and not kwargs
+            and not isinstance(value, StatsBase)
+        )
 
     def log_value(self, key, value, *, reduce=None, window=None, **kwargs) -> None:
         """``MetricsLogger.log_value``; held if a window-1 mean of a plain value."""
@@ -187,9 +225,10 @@ class LastValueLogger:
 
     def log_dict(self, value_dict, *, key=None, reduce="mean", window=None, **kwargs) -> None:
         """``MetricsLogger.log_dict``; held if a flat dict of window-1 means of plain values."""
-        if (isinstance(value_dict, dict)
-                and all(not isinstance(v, dict) and self._holdable(v, reduce, window, kwargs)
-                        for v in value_dict.values())):
+        if isinstance(value_dict, dict) and all(
+            not isinstance(v, dict) and self._holdable(v, reduce, window, kwargs)
+            for v in value_dict.values()
+        ):
             prefix = () if key is None else key if isinstance(key, tuple) else (key,)
             for k, v in value_dict.items():
                 self._latest[prefix + (k,)] = v
@@ -212,8 +251,9 @@ class LastValueLogger:
         return getattr(self.logger, name)
 
 
-def clip_gradients_foreach(gradients_dict: dict, *, grad_clip: float | None = None,
-                           grad_clip_by: str = "value"):
+def clip_gradients_foreach(
+    gradients_dict: dict, *, grad_clip: float | None = None, grad_clip_by: str = "value"
+):
     """RLlib's ``clip_gradients`` (``ray.rllib.utils.torch_utils``) with the global norm and
     the scaling done by torch's multi-tensor (foreach) kernels when that norm is finite:
     coefficient ``min(1, grad_clip / (norm + 1e-6))`` as RLlib's. A non-finite norm, or
@@ -232,12 +272,10 @@ def _clip_foreach(gradients_dict: dict, grad_clip, grad_clip_by) -> tuple[Any, i
     else 0."""
     grads = [g for g in gradients_dict.values() if g is not None]
     if grad_clip is None or grad_clip_by != "global_norm" or not grads:
-        return clip_gradients(gradients_dict, grad_clip=grad_clip,
-                              grad_clip_by=grad_clip_by), 0
+        return clip_gradients(gradients_dict, grad_clip=grad_clip, grad_clip_by=grad_clip_by), 0
     total = torch.nn.utils.get_total_norm(grads, foreach=True)
     if not bool(torch.isfinite(total)):
-        return clip_gradients(gradients_dict, grad_clip=grad_clip,
-                              grad_clip_by=grad_clip_by), 0
+        return clip_gradients(gradients_dict, grad_clip=grad_clip, grad_clip_by=grad_clip_by), 0
     coeff = torch.clamp(grad_clip / torch.clamp(total + 1e-6, min=grad_clip), max=1.0)
     torch._foreach_mul_([g.detach() for g in grads], coeff)
     return total, len(grads)
@@ -259,5 +297,9 @@ def _row_slices(policy_batches: dict[str, SampleBatch], rows: int, size: int):
     for lo in range(0, rows, size):
         hi = min(rows, lo + size)
         yield MultiAgentBatch(
-            {mid: SampleBatch({k: v[lo:hi] for k, v in cols.items()})
-             for mid, cols in columns.items()}, env_steps=rows)
+            {
+                mid: SampleBatch({k: v[lo:hi] for k, v in cols.items()})
+                for mid, cols in columns.items()
+            },
+            env_steps=rows,
+        )

@@ -16,14 +16,21 @@ from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 IMPALA_PARAMS: dict[str, OwnParam] = {
     "num_epochs": OwnParam("training", "passes over each train batch"),
     "minibatch_size": OwnParam("training", "SGD minibatch (None = the whole train batch)"),
-    "vtrace_clip_rho_threshold": OwnParam("training", "V-trace ρ̄ (importance-weight clip of the value target)"),
-    "vtrace_clip_pg_rho_threshold": OwnParam("training", "V-trace clip of the policy-gradient weight"),
+    "vtrace_clip_rho_threshold": OwnParam(
+        "training", "V-trace ρ̄ (importance-weight clip of the value target)"
+    ),
+    "vtrace_clip_pg_rho_threshold": OwnParam(
+        "training", "V-trace clip of the policy-gradient weight"
+    ),
     "vf_loss_coeff": OwnParam("training", "value-loss coefficient"),
     "entropy_coeff": OwnParam("training", "entropy-bonus coefficient"),
-    "broadcast_interval": OwnParam("training", "training steps between weight broadcasts to env runners"),
+    "broadcast_interval": OwnParam(
+        "training", "training steps between weight broadcasts to env runners"
+    ),
     "learner_queue_size": OwnParam("training", "train batches queued per learner"),
     "num_aggregator_actors_per_learner": OwnParam(
-        "learners", "aggregator actors building train batches for each learner"),
+        "learners", "aggregator actors building train batches for each learner"
+    ),
 }
 
 #: Tuned defaults (Contoso Cabs, docs/benchmarks.md): 8 vectorised envs × 32 steps = 256 env

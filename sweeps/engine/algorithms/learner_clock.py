@@ -45,8 +45,9 @@ class UpdateClockMixin:
         try:
             return super()._update(batch)
         finally:
-            self.metrics.log_value((ALL_MODULES, UPDATE_CPU_KEY), time.thread_time() - start,
-                                   reduce="lifetime_sum")
+            self.metrics.log_value(
+                (ALL_MODULES, UPDATE_CPU_KEY), time.thread_time() - start, reduce="lifetime_sum"
+            )
 
 
 _CLASSES: dict[type, type] = {}
@@ -62,7 +63,6 @@ def clocked_learner_class(base: type) -> type:
     cls = _CLASSES.get(base)
     if cls is None:
         name = f"Clocked{base.__name__}"
-        cls = type(name, (UpdateClockMixin, base), {"__module__": __name__,
-                                                    "__qualname__": name})
+        cls = type(name, (UpdateClockMixin, base), {"__module__": __name__, "__qualname__": name})
         _CLASSES[base] = cls
     return cls

@@ -48,8 +48,9 @@ EMA_DECAY = 0.9
 """Decay of the exponential moving averages of |G|^2 and tr(Sigma), per measurement."""
 
 
-def two_batch_estimates(norm_sq_small: float, norm_sq_big: float, b_small: float,
-                        b_big: float) -> tuple[float, float]:
+def two_batch_estimates(
+    norm_sq_small: float, norm_sq_big: float, b_small: float, b_big: float
+) -> tuple[float, float]:
     """Unbiased estimates of ``(|G|^2, tr(Sigma))`` from two gradient norms.
 
     Args:
@@ -103,12 +104,12 @@ class NoiseScaleEMA:
     @property
     def norm_sq(self) -> float:
         """Smoothed ``|G|^2`` (NaN before any measurement)."""
-        return self._g2 / (1.0 - self.decay ** self.count) if self.count else math.nan
+        return self._g2 / (1.0 - self.decay**self.count) if self.count else math.nan
 
     @property
     def trace(self) -> float:
         """Smoothed ``tr(Sigma)`` (NaN before any measurement)."""
-        return self._trace / (1.0 - self.decay ** self.count) if self.count else math.nan
+        return self._trace / (1.0 - self.decay**self.count) if self.count else math.nan
 
     @property
     def noise_scale(self) -> float:
@@ -201,14 +202,19 @@ class NoiseScaleMixin:
             half = (n // 2 // unit) * unit
             if half < 1:
                 continue
-            parts = [(_slice(mb, n, a, b), _slice(mf, n, a, b))
-                     for a, b in ((0, half), (half, 2 * half))]
+            parts = [
+                (_slice(mb, n, a, b), _slice(mf, n, a, b)) for a, b in ((0, half), (half, 2 * half))
+            ]
             real_metrics = self.metrics
             self.metrics = MetricsLogger()  # the extra loss calls must log nothing
             try:
                 cfg = self.config.get_config_for_module(module_id)
-                l1, l2 = (self.compute_loss_for_module(module_id=module_id, config=cfg,
-                                                       batch=b, fwd_out=f) for b, f in parts)
+                l1, l2 = (
+                    self.compute_loss_for_module(
+                        module_id=module_id, config=cfg, batch=b, fwd_out=f
+                    )
+                    for b, f in parts
+                )
                 small, big = half_batch_norms(l1, l2, list(self.module[module_id].parameters()))
             except Exception:  # noqa: BLE001 - a measurement must never break an update
                 continue
@@ -217,9 +223,15 @@ class NoiseScaleMixin:
             g2, trace = two_batch_estimates(small, big, half, 2 * half)
             ema = emas.setdefault(module_id, NoiseScaleEMA())
             ema.update(g2, trace)
-            self.metrics.log_dict({"grad_noise_scale": ema.noise_scale,
-                                   "grad_norm_sq": ema.norm_sq, "grad_trace_cov": ema.trace},
-                                  key=module_id, window=1)
+            self.metrics.log_dict(
+                {
+                    "grad_noise_scale": ema.noise_scale,
+                    "grad_norm_sq": ema.norm_sq,
+                    "grad_trace_cov": ema.trace,
+                },
+                key=module_id,
+                window=1,
+            )
 
 
 _CLASSES: dict[tuple[type, bool], type] = {}
@@ -239,8 +251,14 @@ def noise_learner_class(base: type, whole_fragments: bool = False) -> type:
     cls = _CLASSES.get((base, whole_fragments))
     if cls is None:
         name = f"NoiseScale{base.__name__}"
-        cls = type(name, (NoiseScaleMixin, base), {"__module__": __name__,
-                                                    "__qualname__": name,
-                                                    "_noise_unit_is_fragment": whole_fragments})
+        cls = type(
+            name,
+            (NoiseScaleMixin, base),
+            {
+                "__module__": __name__,
+                "__qualname__": name,
+                "_noise_unit_is_fragment": whole_fragments,
+            },
+        )
         _CLASSES[(base, whole_fragments)] = cls
     return cls

@@ -30,8 +30,17 @@ __all__ = [
 
 #: Every algorithm a sweep can name → its :class:`~sweeps.engine.algorithms.vocabulary.AlgorithmSpec`.
 ALGORITHMS: dict[str, AlgorithmSpec] = {
-    s.name: s for s in (dqn.SPEC, apex.SPEC, impala.SPEC, ppo.SPEC, appo.SPEC, seed.SPEC,
-                        dqn.RLLIB_DQN_SPEC, *(generic_spec(n) for n in GENERIC))
+    s.name: s
+    for s in (
+        dqn.SPEC,
+        apex.SPEC,
+        impala.SPEC,
+        ppo.SPEC,
+        appo.SPEC,
+        seed.SPEC,
+        dqn.RLLIB_DQN_SPEC,
+        *(generic_spec(n) for n in GENERIC),
+    )
 }
 
 #: RLlib algorithms a sweep cannot name → why (:data:`sweeps.engine.algorithms.rllib_any.OFFLINE`).
@@ -80,8 +89,9 @@ def _register_envs() -> None:
         register()
 
 
-def build_config(trial_config: Mapping[str, Any], env: str,
-                 env_config: Mapping[str, Any] | None = None):
+def build_config(
+    trial_config: Mapping[str, Any], env: str, env_config: Mapping[str, Any] | None = None
+):
     """The RLlib ``AlgorithmConfig`` of one trial.
 
     Args:
@@ -126,10 +136,13 @@ def build_config(trial_config: Mapping[str, Any], env: str,
         from sweeps.engine.env_faults import on_episode_end, register_recovering_env
 
         timeout = params.get("env_step_timeout_s")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(
-                timeout, (int, float)) or not timeout > 0):
-            raise ValueError(f"parameter 'env_step_timeout_s' for algorithm {spec.name} must "
-                             f"be a positive number of seconds or None, got {timeout!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(
+                f"parameter 'env_step_timeout_s' for algorithm {spec.name} must "
+                f"be a positive number of seconds or None, got {timeout!r}"
+            )
         env = register_recovering_env(env, timeout)
         config.callbacks(on_episode_end=on_episode_end)
     elif envs.split_step_cost(env_config)[0]:  # RLlib's gymnasium.make would not take the keys
@@ -203,8 +216,11 @@ def _noise_scale(result: Mapping[str, Any]) -> dict[str, float]:
     learners = result.get("learners")
     if isinstance(learners, Mapping):
         for module_id, stats in learners.items():
-            if module_id != "__all_modules__" and isinstance(stats, Mapping) and (
-                    "grad_noise_scale" in stats):
+            if (
+                module_id != "__all_modules__"
+                and isinstance(stats, Mapping)
+                and ("grad_noise_scale" in stats)
+            ):
                 return {k: _float(stats.get(k, math.nan)) for k in out}
     return out
 

@@ -107,11 +107,19 @@ class TransitionEnvRunner(SingleAgentEnvRunner):
         transitions (arrays keyed by :data:`~sweeps.engine.algorithms.apex_replay.TRANSITION_KEYS`,
         rewards in the env's units; empty dict if no env step), and the env runner's metrics."""
         # ALGO LOGIC: the env runner, not the learner, builds the n-step transitions.
-        parts = [n_step_transitions(ep.get_observations(), ep.get_actions(), ep.get_rewards(),
-                                    ep.is_terminated, self.config.n_step, self.config.gamma)
-                 for ep in self.sample() if len(ep) > 0]
-        transitions = ({k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts
-                       else {})
+        parts = [
+            n_step_transitions(
+                ep.get_observations(),
+                ep.get_actions(),
+                ep.get_rewards(),
+                ep.is_terminated,
+                self.config.n_step,
+                self.config.gamma,
+            )
+            for ep in self.sample()
+            if len(ep) > 0
+        ]
+        transitions = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
         return transitions, self.get_metrics()
 
 
@@ -148,8 +156,9 @@ class ReplayDQNConfig(DQNConfig):
     def get_default_learner_class(self):
         """:class:`~sweeps.engine.algorithms.dqn_learner.ReplayDQNTorchLearner` (torch only)."""
         if self.framework_str != "torch":
-            raise ValueError(f"{self.algo_class.__name__} needs framework 'torch', got "
-                             f"{self.framework_str!r}")
+            raise ValueError(
+                f"{self.algo_class.__name__} needs framework 'torch', got {self.framework_str!r}"
+            )
         from sweeps.engine.algorithms.dqn_learner import ReplayDQNTorchLearner
 
         return ReplayDQNTorchLearner
@@ -164,21 +173,29 @@ class ReplayDQNConfig(DQNConfig):
         super().validate()
         name = self.algo_class.__name__
         if self.updates_per_learner_call < 1:
-            self._value_error(f"{name} `updates_per_learner_call` must be >= 1; got "
-                              f"{self.updates_per_learner_call}")
+            self._value_error(
+                f"{name} `updates_per_learner_call` must be >= 1; got "
+                f"{self.updates_per_learner_call}"
+            )
         if self.training_intensity is not None and not self.training_intensity > 0:
-            self._value_error(f"{name} `training_intensity` (replayed / sampled transitions) "
-                              f"must be > 0 or None; got {self.training_intensity!r}")
+            self._value_error(
+                f"{name} `training_intensity` (replayed / sampled transitions) "
+                f"must be > 0 or None; got {self.training_intensity!r}"
+            )
         if not isinstance(self.n_step, int) or self.n_step < 1:
             self._value_error(f"{name} `n_step` must be an integer >= 1; got {self.n_step!r}")
         if self.env_runner_cls is None or not issubclass(self.env_runner_cls, TransitionEnvRunner):
             self._value_error(f"{name} needs `env_runner_cls` to be a TransitionEnvRunner")
         if self._env_to_module_connector is not None:
-            self._value_error(f"{name} builds its train batches from the env's observations: "
-                              "a custom env-to-module connector is not supported")
+            self._value_error(
+                f"{name} builds its train batches from the env's observations: "
+                "a custom env-to-module connector is not supported"
+            )
         if self._learner_connector is not None and not hasattr(self._learner_connector, "scale"):
-            self._value_error(f"{name} builds its train batches without RLlib's learner "
-                              "connector pipeline: only `reward_scale` is supported there")
+            self._value_error(
+                f"{name} builds its train batches without RLlib's learner "
+                "connector pipeline: only `reward_scale` is supported there"
+            )
 
     @property
     def reward_scale(self) -> float:
@@ -218,9 +235,11 @@ class ReplayDQN(DQN):
         unless its ``type`` names a prioritized buffer."""
         rb = self.config.replay_buffer_config
         prioritized = "Prioritized" in str(rb.get("type", ""))
-        return (int(rb.get("capacity", 50_000)),
-                float(rb.get("alpha", 0.6)) if prioritized else 0.0,
-                float(rb.get("beta", 0.4)) if prioritized else 0.0)
+        return (
+            int(rb.get("capacity", 50_000)),
+            float(rb.get("alpha", 0.6)) if prioritized else 0.0,
+            float(rb.get("beta", 0.4)) if prioritized else 0.0,
+        )
 
     # --------------------------------------------------------------------------------------
     def training_step(self) -> None:
@@ -234,8 +253,12 @@ class ReplayDQN(DQN):
             if self.env_runner_group.num_remote_env_runners() > 0:
                 self._request_rounds()
                 tag = f"{_ROUND_TAG}{self._rounds_collected % self._pipeline_depth}"
-                ready = [r for _, r in self.env_runner_group.fetch_ready_async_reqs(
-                    tags=tag, timeout_seconds=cfg.sample_timeout_s)]
+                ready = [
+                    r
+                    for _, r in self.env_runner_group.fetch_ready_async_reqs(
+                        tags=tag, timeout_seconds=cfg.sample_timeout_s
+                    )
+                ]
                 self._rounds_collected += 1
                 self._request_rounds()
             else:  # num_env_runners=0: the driver samples, then learns.
@@ -265,8 +288,9 @@ class ReplayDQN(DQN):
             self._rounds_requested += 1
 
     def _sampled(self) -> int:
-        return int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME),
-                                     default=0))
+        return int(
+            self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        )
 
     def _updates_due(self) -> int:
         """Learner updates to do now: with ``training_intensity`` ρ, enough that replayed /
@@ -302,7 +326,9 @@ class ReplayDQN(DQN):
             self.metrics.log_value(
                 (REPLAY_RESULTS, "replay_ratio"),
                 self._num_updates * self.config.total_train_batch_size / sampled,
-                reduce="mean", window=1)
+                reduce="mean",
+                window=1,
+            )
 
     def _learn(self, k: int) -> list[dict]:
         """``k`` learner updates on ``k`` prioritized minibatches of ``train_batch_size``, in one
@@ -319,18 +345,28 @@ class ReplayDQN(DQN):
             indices, weights, data = self.replay.sample(k * batch)
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             learner_results, td_errors = self._update_learner(
-                indices, weights, data, self._sampled(),
-                self.metrics.peek((ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME),
-                                  default={}))
+                indices,
+                weights,
+                data,
+                self._sampled(),
+                self.metrics.peek(
+                    (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}
+                ),
+            )
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
             self.replay.update_priorities(indices, td_errors)
         self._log_replay_ratio()
         return learner_results
 
-    def _update_learner(self, indices: np.ndarray, weights: np.ndarray,
-                        data: dict[str, np.ndarray], env_steps_sampled: int,
-                        agent_steps_sampled: dict) -> tuple[list[dict], np.ndarray]:
+    def _update_learner(
+        self,
+        indices: np.ndarray,
+        weights: np.ndarray,
+        data: dict[str, np.ndarray],
+        env_steps_sampled: int,
+        agent_steps_sampled: dict,
+    ) -> tuple[list[dict], np.ndarray]:
         """One call of RLlib's DQN learner on a replayed batch of k × ``train_batch_size``
         transitions (``indices`` and importance ``weights``, shape (k·batch,)), k minibatches in
         order. Touches neither replay nor ``self.metrics``.
@@ -352,10 +388,14 @@ class ReplayDQN(DQN):
         # PLUMBING: RLlib's DQN learner, the minibatches in order (no shuffle), so the TD
         # errors come back in the order of `indices`.
         learner_results = self.learner_group.update(
-            batch=train_batch, minibatch_size=batch, num_epochs=1,
+            batch=train_batch,
+            minibatch_size=batch,
+            num_epochs=1,
             shuffle_batch_per_epoch=False,
-            timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps_sampled,
-                       NUM_AGENT_STEPS_SAMPLED_LIFETIME: agent_steps_sampled},
+            timesteps={
+                NUM_ENV_STEPS_SAMPLED_LIFETIME: env_steps_sampled,
+                NUM_AGENT_STEPS_SAMPLED_LIFETIME: agent_steps_sampled,
+            },
         )
         self._num_updates += n // batch
         td_errors = []
@@ -369,7 +409,8 @@ class ReplayDQN(DQN):
             raise RuntimeError(
                 f"{type(self).__name__}: the learner returned {td_errors.size} TD errors for "
                 f"{n} replayed transitions; priorities need one per transition, in "
-                f"order (num_learners={self.config.num_learners}: use 0 or 1)")
+                f"order (num_learners={self.config.num_learners}: use 0 or 1)"
+            )
         return learner_results, td_errors
 
     def _broadcast_weights(self, learner_results: list[dict]) -> None:
@@ -393,8 +434,9 @@ class ReplayDQN(DQN):
             "learner_updates_lifetime": self._num_updates,
             "learner_updates_per_s": (self._num_updates - u0) / dt,
             "env_steps_sampled_per_s": (s1 - s0) / dt,
-            "replay_ratio": (self._num_updates * self.config.total_train_batch_size / s1
-                             if s1 else float("nan")),
+            "replay_ratio": (
+                self._num_updates * self.config.total_train_batch_size / s1 if s1 else float("nan")
+            ),
             "replay_size": len(self.replay),
         }
         return results

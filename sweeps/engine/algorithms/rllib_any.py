@@ -30,7 +30,7 @@ GENERIC: dict[str, str] = {
 #: RLlib's offline algorithms: refused, with this reason.
 OFFLINE: dict[str, str] = {
     name: "an offline algorithm: it learns from a recorded dataset, not by sampling the env, "
-          "so time-to-target and env runner scaling do not apply"
+    "so time-to-target and env runner scaling do not apply"
     for name in ("BC", "CQL", "IQL", "MARWIL")
 }
 
@@ -41,9 +41,17 @@ GENERIC_DEFAULTS: dict[str, Any] = {"min_time_s_per_iteration": 1.0, "grad_noise
 
 # keys of AlgorithmConfig.training() the shared vocabulary already covers, or that are not
 # knobs (classes, callbacks)
-_NOT_OWN = {"self", "kwargs", "learner_class", "learner_connector",
-            "add_default_connectors_to_learner_pipeline", "train_batch_size",
-            "train_batch_size_per_learner", "lr", "gamma"}
+_NOT_OWN = {
+    "self",
+    "kwargs",
+    "learner_class",
+    "learner_connector",
+    "add_default_connectors_to_learner_pipeline",
+    "train_batch_size",
+    "train_batch_size_per_learner",
+    "lr",
+    "gamma",
+}
 
 
 def _config_class(name: str):
@@ -67,7 +75,9 @@ class _TrainingKeys(Mapping):
             for cls in (_config_class(self.name), AlgorithmConfig):
                 for key in inspect.signature(cls.training).parameters:
                     if key not in _NOT_OWN and key not in SHARED_PARAMS and key not in keys:
-                        keys[key] = OwnParam("training", f"RLlib {cls.__name__}.training({key}=...)")
+                        keys[key] = OwnParam(
+                            "training", f"RLlib {cls.__name__}.training({key}=...)"
+                        )
             self._keys = keys
         return self._keys
 

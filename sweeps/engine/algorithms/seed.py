@@ -18,14 +18,19 @@ from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 SEED_PARAMS: dict[str, OwnParam] = {
     **{k: v for k, v in IMPALA_PARAMS.items() if k != "num_aggregator_actors_per_learner"},
     "inference_batch_size": OwnParam(
-        "training", "observations the inference server batches per forward pass (None: half "
-                    "the concurrent envs)"),
+        "training",
+        "observations the inference server batches per forward pass (None: half "
+        "the concurrent envs)",
+    ),
     "inference_timeout_ms": OwnParam(
-        "training", "ms a partial inference batch waits for more observations (default 2)"),
+        "training", "ms a partial inference batch waits for more observations (default 2)"
+    ),
     "inference_num_cpus": OwnParam(
-        "training", "CPUs Ray reserves for the inference server (default 0: the learner's)"),
+        "training", "CPUs Ray reserves for the inference server (default 0: the learner's)"
+    ),
     "inference_num_gpus": OwnParam(
-        "training", "GPUs for the inference server (default 0; > 0 runs the policy there)"),
+        "training", "GPUs for the inference server (default 0; > 0 runs the policy there)"
+    ),
 }
 
 #: A sweep's SEED trial: IMPALA's tuned learner and sample shape; the actors are light, so

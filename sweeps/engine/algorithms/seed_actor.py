@@ -43,10 +43,15 @@ def tree_peak_rss_mib() -> float:
     return float(sum(vm_hwm_mib(pid) or 0.0 for pid in pids))
 
 
-def make_vector_env(env_id: str, env_config: Mapping[str, Any] | None, num_envs: int,
-                    mode: str, recover: bool,
-                    creator: Callable[[dict], gymnasium.Env] | None = None,
-                    step_timeout_s: float | None = None):
+def make_vector_env(
+    env_id: str,
+    env_config: Mapping[str, Any] | None,
+    num_envs: int,
+    mode: str,
+    recover: bool,
+    creator: Callable[[dict], gymnasium.Env] | None = None,
+    step_timeout_s: float | None = None,
+):
     """``num_envs`` sub-envs of ``env_id`` as one gymnasium vector env that resets an ended
     sub-env in the same step (its last observation in ``info["final_obs"]``).
 
@@ -118,22 +123,38 @@ class SeedEnvRunner:
         server: the inference server's actor handle.
     """
 
-    def __init__(self, index: int, env_id: str, env_config: Mapping[str, Any] | None,
-                 num_envs: int, mode: str, recover: bool, seed: int | None, server: Any,
-                 creator: Callable[[dict], gymnasium.Env] | None = None,
-                 step_timeout_s: float | None = None):
+    def __init__(
+        self,
+        index: int,
+        env_id: str,
+        env_config: Mapping[str, Any] | None,
+        num_envs: int,
+        mode: str,
+        recover: bool,
+        seed: int | None,
+        server: Any,
+        creator: Callable[[dict], gymnasium.Env] | None = None,
+        step_timeout_s: float | None = None,
+    ):
         self._t0 = time.time()
         import os
+
         self._pid_start = os.path.getmtime(f"/proc/{os.getpid()}")
         self.index, self.seed, self.server = int(index), seed, server
-        self.env = make_vector_env(env_id, env_config, num_envs, mode, recover, creator,
-                                   step_timeout_s)
+        self.env = make_vector_env(
+            env_id, env_config, num_envs, mode, recover, creator, step_timeout_s
+        )
         self.first_step_at: float | None = None  # time.time() of the first env step
 
     def ready(self) -> bool:
         """True once built (the envs are made): a handle to wait on."""
         import sys
-        return ("torch" in sys.modules, "ray.rllib" in sys.modules, round(time.time() - self._t0, 2))
+
+        return (
+            "torch" in sys.modules,
+            "ray.rllib" in sys.modules,
+            round(time.time() - self._t0, 2),
+        )
 
     def run(self) -> int:
         """Step the envs until the server answers None; returns the env steps taken."""
@@ -144,8 +165,11 @@ class SeedEnvRunner:
         rewards = terminateds = truncateds = final_obs = None
         faults, steps = 0, 0
         while True:
-            actions = ray.get(self.server.infer.remote(
-                self.index, obs, rewards, terminateds, truncateds, final_obs, faults))
+            actions = ray.get(
+                self.server.infer.remote(
+                    self.index, obs, rewards, terminateds, truncateds, final_obs, faults
+                )
+            )
             if actions is None:
                 return steps
             if self.first_step_at is None:

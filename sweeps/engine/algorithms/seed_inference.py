@@ -45,8 +45,18 @@ class InferenceServer:
         seed: torch's seed for the action sampling (None: unseeded).
     """
 
-    def __init__(self, module_spec, state: dict, observation_space, action_space, num_envs: int,
-                 fragment: int, batch_size: int, timeout_s: float, seed: int | None = None):
+    def __init__(
+        self,
+        module_spec,
+        state: dict,
+        observation_space,
+        action_space,
+        num_envs: int,
+        fragment: int,
+        batch_size: int,
+        timeout_s: float,
+        seed: int | None = None,
+    ):
         import torch
 
         torch.set_num_threads(1)  # one core's worth; the learner owns the trial's others
@@ -78,13 +88,28 @@ class InferenceServer:
         self.batch_rows = 0
 
     # ---------------------------------- trajectories ----------------------------------
-    def _open(self, g: int, obs: np.ndarray, episode_id: str | None = None, t: int = 0,
-              ret: float = 0.0, length: int = 0) -> None:
+    def _open(
+        self,
+        g: int,
+        obs: np.ndarray,
+        episode_id: str | None = None,
+        t: int = 0,
+        ret: float = 0.0,
+        length: int = 0,
+    ) -> None:
         import uuid
 
-        self._traj[g] = {"id": episode_id or uuid.uuid4().hex, "t": t, "obs": [obs],
-                         "act": [], "rew": [], "logp": [], "ret": ret, "len": length,
-                         "win": self._traj[g]["win"] if g in self._traj else 0}
+        self._traj[g] = {
+            "id": episode_id or uuid.uuid4().hex,
+            "t": t,
+            "obs": [obs],
+            "act": [],
+            "rew": [],
+            "logp": [],
+            "ret": ret,
+            "len": length,
+            "win": self._traj[g]["win"] if g in self._traj else 0,
+        }
 
     def _emit(self, g: int, terminated: bool, truncated: bool) -> None:
         from ray.rllib.env.single_agent_episode import SingleAgentEpisode
@@ -93,17 +118,26 @@ class InferenceServer:
         if not tr["act"]:
             return
         ep = SingleAgentEpisode(
-            id_=tr["id"], observations=tr["obs"], actions=tr["act"], rewards=tr["rew"],
-            extra_model_outputs={"action_logp": tr["logp"]}, terminated=terminated,
-            truncated=truncated, observation_space=self.obs_space,
-            action_space=self.act_space, t_started=tr["t"], len_lookback_buffer=0)
+            id_=tr["id"],
+            observations=tr["obs"],
+            actions=tr["act"],
+            rewards=tr["rew"],
+            extra_model_outputs={"action_logp": tr["logp"]},
+            terminated=terminated,
+            truncated=truncated,
+            observation_space=self.obs_space,
+            action_space=self.act_space,
+            t_started=tr["t"],
+            len_lookback_buffer=0,
+        )
         self._chunks.append(ep.to_numpy())
         self._chunk_steps += len(tr["act"])
         if self._chunk_steps >= self._want:
             self._ready.set()
 
-    def _record(self, actor: int, obs, rewards, terminateds, truncateds, final_obs,
-                faults: int) -> None:
+    def _record(
+        self, actor: int, obs, rewards, terminateds, truncateds, final_obs, faults: int
+    ) -> None:
         self._faults[actor] = int(faults)
         base = actor * self.num_envs
         if rewards is None:  # the actor's first call: its envs' first observations
@@ -130,8 +164,14 @@ class InferenceServer:
                 cur = self._traj[g]
                 if cur["act"]:  # cut: the next chunk goes on from this observation
                     self._emit(g, False, False)
-                    self._open(g, cur["obs"][-1], cur["id"], cur["t"] + len(cur["act"]),
-                               cur["ret"], cur["len"])
+                    self._open(
+                        g,
+                        cur["obs"][-1],
+                        cur["id"],
+                        cur["t"] + len(cur["act"]),
+                        cur["ret"],
+                        cur["len"],
+                    )
                 self._traj[g]["win"] = 0
         self.env_steps += len(obs)
 
@@ -147,7 +187,8 @@ class InferenceServer:
         obs = np.concatenate([w[1] for w in waiting], axis=0)
         with torch.no_grad():
             out = self.module.forward_exploration(
-                {Columns.OBS: torch.as_tensor(obs, dtype=torch.float32, device=self.device)})
+                {Columns.OBS: torch.as_tensor(obs, dtype=torch.float32, device=self.device)}
+            )
             dist = self.dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
             actions = dist.sample()
             logp = dist.logp(actions)
@@ -157,17 +198,18 @@ class InferenceServer:
         i = 0
         for actor, o, fut in waiting:
             k = len(o)
-            self._last[actor] = (actions[i:i + k], logp[i:i + k])
+            self._last[actor] = (actions[i : i + k], logp[i : i + k])
             if not fut.done():
-                fut.set_result(actions[i:i + k])
+                fut.set_result(actions[i : i + k])
             i += k
 
     def _serve_late(self, batch_no: int) -> None:
         if self._batch_no == batch_no:  # that batch was not served in the meantime
             self._serve()
 
-    async def infer(self, actor: int, obs, rewards, terminateds, truncateds, final_obs,
-                    faults: int):
+    async def infer(
+        self, actor: int, obs, rewards, terminateds, truncateds, final_obs, faults: int
+    ):
         """One actor's step (class docstring); returns its actions, or None once the trial
         is ending (the actor then stops)."""
         if self.stopping:
@@ -180,8 +222,7 @@ class InferenceServer:
         if self._waiting_rows >= self.batch_size:
             self._serve()
         elif len(self._waiting) == 1:
-            asyncio.get_running_loop().call_later(self.timeout_s, self._serve_late,
-                                                  self._batch_no)
+            asyncio.get_running_loop().call_later(self.timeout_s, self._serve_late, self._batch_no)
         return await fut
 
     async def set_weights(self, state: dict) -> None:
@@ -209,9 +250,14 @@ class InferenceServer:
         chunks, self._chunks, self._chunk_steps = self._chunks, [], 0
         returns = list(self._returns)
         self._returns.clear()
-        out = {"chunks": chunks, "env_steps": self.env_steps, "returns": returns,
-               "env_faults": sum(self._faults.values()), "batches": self.batches,
-               "batch_rows": self.batch_rows}
+        out = {
+            "chunks": chunks,
+            "env_steps": self.env_steps,
+            "returns": returns,
+            "env_faults": sum(self._faults.values()),
+            "batches": self.batches,
+            "batch_rows": self.batch_rows,
+        }
         self.env_steps = self.batches = self.batch_rows = 0
         return out
 

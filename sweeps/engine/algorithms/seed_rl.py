@@ -96,12 +96,20 @@ class SEEDConfig(IMPALAConfig):
         self.broadcast_interval = 1
         without_state_server(self)
 
-    def training(self, *, inference_batch_size=NotProvided, inference_timeout_ms=NotProvided,
-                 inference_num_cpus=NotProvided, inference_num_gpus=NotProvided, **kwargs):
+    def training(
+        self,
+        *,
+        inference_batch_size=NotProvided,
+        inference_timeout_ms=NotProvided,
+        inference_num_cpus=NotProvided,
+        inference_num_gpus=NotProvided,
+        **kwargs,
+    ):
         super().training(**kwargs)
         if inference_batch_size is not NotProvided:
-            self.inference_batch_size = (None if inference_batch_size is None
-                                         else int(inference_batch_size))
+            self.inference_batch_size = (
+                None if inference_batch_size is None else int(inference_batch_size)
+            )
         if inference_timeout_ms is not NotProvided:
             self.inference_timeout_ms = float(inference_timeout_ms)
         if inference_num_cpus is not NotProvided:
@@ -113,16 +121,20 @@ class SEEDConfig(IMPALAConfig):
     def validate(self) -> None:
         super().validate()
         if self.inference_batch_size is not None and self.inference_batch_size < 1:
-            self._value_error(f"SEED `inference_batch_size` must be >= 1 or None; got "
-                              f"{self.inference_batch_size}")
+            self._value_error(
+                f"SEED `inference_batch_size` must be >= 1 or None; got {self.inference_batch_size}"
+            )
         if not self.inference_timeout_ms >= 0:
-            self._value_error(f"SEED `inference_timeout_ms` must be >= 0; got "
-                              f"{self.inference_timeout_ms}")
+            self._value_error(
+                f"SEED `inference_timeout_ms` must be >= 0; got {self.inference_timeout_ms}"
+            )
         if self.inference_num_cpus < 0 or self.inference_num_gpus < 0:
             self._value_error("SEED `inference_num_cpus` and `inference_num_gpus` must be >= 0")
         if self.num_learners > 0:
-            self._value_error("SEED has one learner, in the trial's process: num_learners must "
-                              f"be 0; got {self.num_learners}")
+            self._value_error(
+                "SEED has one learner, in the trial's process: num_learners must "
+                f"be 0; got {self.num_learners}"
+            )
 
 
 class SEED(IMPALA):
@@ -145,8 +157,11 @@ class SEED(IMPALA):
         from ray.tune import PlacementGroupFactory
 
         pgf = super().default_resource_request(config)
-        cfg = config if isinstance(config, AlgorithmConfig) else \
-            cls.get_default_config().update_from_dict(config)
+        cfg = (
+            config
+            if isinstance(config, AlgorithmConfig)
+            else cls.get_default_config().update_from_dict(config)
+        )
         bundles = [dict(b) for b in pgf.bundles]
         if cfg.inference_num_cpus > 0 or cfg.inference_num_gpus > 0:
             bundles.append({"CPU": cfg.inference_num_cpus, "GPU": cfg.inference_num_gpus})
@@ -162,8 +177,9 @@ class SEED(IMPALA):
         # RLlib's part runs with no remote env runner and one sync env in the trial's process
         # (its spaces and connectors; never sampled): the actors are SEED's own.
         local = cfg.copy(copy_frozen=False)
-        local.env_runners(num_env_runners=0, num_envs_per_env_runner=1,
-                          gym_env_vectorize_mode="sync")
+        local.env_runners(
+            num_env_runners=0, num_envs_per_env_runner=1, gym_env_vectorize_mode="sync"
+        )
         local.freeze()
         self.config = local
         super().setup(local)
@@ -193,25 +209,45 @@ class SEED(IMPALA):
         obs_space = runner.env.single_observation_space
         act_space = runner.env.single_action_space
         spec = self.config.get_rl_module_spec(
-            spaces={DEFAULT_MODULE_ID: (obs_space, act_space)}, inference_only=False)
+            spaces={DEFAULT_MODULE_ID: (obs_space, act_space)}, inference_only=False
+        )
         state = self.learner_group.get_weights(module_ids=[DEFAULT_MODULE_ID])[DEFAULT_MODULE_ID]
         concurrent = self._actors_n * self._envs_n
         batch = cfg.inference_batch_size or default_inference_batch_size(concurrent)
         seed = cfg.seed
-        server_cls = ray.remote(num_cpus=cfg.inference_num_cpus,
-                                num_gpus=cfg.inference_num_gpus)(InferenceServer)
+        server_cls = ray.remote(num_cpus=cfg.inference_num_cpus, num_gpus=cfg.inference_num_gpus)(
+            InferenceServer
+        )
         self._server = server_cls.options(max_concurrency=max(16, 4 * self._actors_n)).remote(
-            spec, state, obs_space, act_space, self._envs_n,
-            int(cfg.get_rollout_fragment_length()), batch, cfg.inference_timeout_ms / 1000.0,
-            seed)
+            spec,
+            state,
+            obs_space,
+            act_space,
+            self._envs_n,
+            int(cfg.get_rollout_fragment_length()),
+            batch,
+            cfg.inference_timeout_ms / 1000.0,
+            seed,
+        )
         env_id, recover, timeout, creator = self._env_and_creator()
-        actor_cls = ray.remote(num_cpus=cfg.num_cpus_per_env_runner,
-                               max_concurrency=2)(SeedEnvRunner)
+        actor_cls = ray.remote(num_cpus=cfg.num_cpus_per_env_runner, max_concurrency=2)(
+            SeedEnvRunner
+        )
         self._actors = [
-            actor_cls.remote(i, env_id, dict(cfg.env_config), self._envs_n, self._mode,
-                             recover, None if seed is None else seed * 10_000 + i * self._envs_n,
-                             self._server, creator, timeout)
-            for i in range(self._actors_n)]
+            actor_cls.remote(
+                i,
+                env_id,
+                dict(cfg.env_config),
+                self._envs_n,
+                self._mode,
+                recover,
+                None if seed is None else seed * 10_000 + i * self._envs_n,
+                self._server,
+                creator,
+                timeout,
+            )
+            for i in range(self._actors_n)
+        ]
         ray.get([a.ready.remote() for a in self._actors] + [self._server.take.remote(0, 0.0)])
         self._runs = [a.run.remote() for a in self._actors]
         self._setup_started = t0
@@ -245,14 +281,19 @@ class SEED(IMPALA):
         episodes, self._buffer, self._buffered_steps = self._buffer, [], 0
         timesteps = {
             NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
-                (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0),
+                (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+            ),
             NUM_ENV_STEPS_TRAINED_LIFETIME: self.metrics.peek(
-                (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), default=0),
+                (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), default=0
+            ),
         }
         results = self.learner_group.update(
-            training_data=TrainingData(episodes=episodes), timesteps=timesteps,
-            num_epochs=cfg.num_epochs, minibatch_size=cfg.minibatch_size,
-            shuffle_batch_per_epoch=cfg.shuffle_batch_per_epoch)
+            training_data=TrainingData(episodes=episodes),
+            timesteps=timesteps,
+            num_epochs=cfg.num_epochs,
+            minibatch_size=cfg.minibatch_size,
+            shuffle_batch_per_epoch=cfg.shuffle_batch_per_epoch,
+        )
         self.metrics.aggregate(results, key=LEARNER_RESULTS)
         self._updates_since_sync += 1
         if self._updates_since_sync >= cfg.broadcast_interval:
@@ -264,10 +305,15 @@ class SEED(IMPALA):
         from sweeps.engine.env_faults import FAULTS_METRIC
 
         m = self.metrics
-        m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), got["env_steps"],
-                    reduce="lifetime_sum", with_throughput=True)
-        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), len(got["returns"]),
-                    reduce="lifetime_sum")
+        m.log_value(
+            (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME),
+            got["env_steps"],
+            reduce="lifetime_sum",
+            with_throughput=True,
+        )
+        m.log_value(
+            (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), len(got["returns"]), reduce="lifetime_sum"
+        )
         win = self.config.metrics_num_episodes_for_smoothing
         for ret, length in got["returns"]:
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN), ret, window=win)
@@ -277,13 +323,18 @@ class SEED(IMPALA):
         if faults:
             m.log_value((ENV_RUNNER_RESULTS, FAULTS_METRIC), faults, reduce="lifetime_sum")
         if got["batches"]:
-            m.log_value((SEED_RESULTS, "inference_batch_mean"),
-                        got["batch_rows"] / got["batches"], window=20)
+            m.log_value(
+                (SEED_RESULTS, "inference_batch_mean"),
+                got["batch_rows"] / got["batches"],
+                window=20,
+            )
 
     def remote_peak_rss_mib(self, timeout_s: float = 2.0) -> float:
         """Peak RSS (MiB) of the actors (with their async sub-env processes) and the inference
         server, each its own peak, summed; those that do not answer in ``timeout_s`` count 0."""
-        refs = [a.peak_rss_mib.remote() for a in self._actors] + [self._server.peak_rss_mib.remote()]
+        refs = [a.peak_rss_mib.remote() for a in self._actors] + [
+            self._server.peak_rss_mib.remote()
+        ]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
         return float(sum(ray.get(ready)))
 

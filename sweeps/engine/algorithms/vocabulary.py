@@ -46,8 +46,9 @@ class UnknownParameterError(ValueError):
 
         self.key, self.algorithm, self.known = key, algorithm, known
         if key in REMOVED_PARAMS:
-            super().__init__(f"parameter {key!r} of algorithm {algorithm} was removed: "
-                             f"{REMOVED_PARAMS[key]}")
+            super().__init__(
+                f"parameter {key!r} of algorithm {algorithm} was removed: {REMOVED_PARAMS[key]}"
+            )
             return
         close = difflib.get_close_matches(str(key), sorted(known), n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
@@ -61,7 +62,7 @@ class UnknownParameterError(ValueError):
 REMOVED_PARAMS: dict[str, str] = {
     "num_replay_shards": "APEX's replay-shard layout (the paper's replay actors and a learner "
     "thread) ran fewer learner updates/s than replay and learner in the driver's thread at "
-    "every actor count measured (docs/benchmarks.md, \"APEX's learner as actors are added\"); "
+    'every actor count measured (docs/benchmarks.md, "APEX\'s learner as actors are added"); '
     "delete the key",
 }
 
@@ -124,12 +125,17 @@ def canonical_params(params: Mapping[str, Any], where: str = "config") -> dict[s
             out[key] = value
             continue
         if new in params:
-            raise ValueError(f"{where}: gives both {key!r} and {new!r}; {key!r} is RLlib's old "
-                             f"name of {new!r}, give only {new!r}")
+            raise ValueError(
+                f"{where}: gives both {key!r} and {new!r}; {key!r} is RLlib's old "
+                f"name of {new!r}, give only {new!r}"
+            )
         if key not in _NOTIFIED:
             _NOTIFIED.add(key)
-            print(f"notice: {where}: {key!r} is RLlib's old name of {new!r}; it still works, "
-                  f"but use {new!r}", file=sys.stderr)
+            print(
+                f"notice: {where}: {key!r} is RLlib's old name of {new!r}; it still works, "
+                f"but use {new!r}",
+                file=sys.stderr,
+            )
         out[new] = value
     return out
 
@@ -147,41 +153,59 @@ class OwnParam(NamedTuple):
 #: RLlib keys every algorithm accepts (passed through by their RLlib names).
 COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
     "min_time_s_per_iteration": OwnParam(
-        "reporting", "minimum wall-clock seconds per training iteration (resolution of time-to-target)"
+        "reporting",
+        "minimum wall-clock seconds per training iteration (resolution of time-to-target)",
     ),
     "metrics_num_episodes_for_smoothing": OwnParam(
         "reporting", "episodes in the moving window of episode_return_mean"
     ),
     "grad_clip": OwnParam("training", "gradient clipping threshold (global norm)"),
-    "fcnet_activation": OwnParam("rl_module", "activation of the fully connected torso: relu, tanh, ..."),
+    "fcnet_activation": OwnParam(
+        "rl_module", "activation of the fully connected torso: relu, tanh, ..."
+    ),
     "reward_scale": OwnParam(
-        "derived", "factor on rewards seen by the learner only (metrics stay in env units)"),
+        "derived", "factor on rewards seen by the learner only (metrics stay in env units)"
+    ),
     "grad_noise_scale_every": OwnParam(
-        "derived", "learner updates between two measurements of the gradient noise scale "
-        "(sweeps.engine.algorithms.noise_scale; default 20, 0 = off)"),
+        "derived",
+        "learner updates between two measurements of the gradient noise scale "
+        "(sweeps.engine.algorithms.noise_scale; default 20, 0 = off)",
+    ),
     # env faults (sweeps.engine.env_faults), by RLlib's names (AlgorithmConfig.fault_tolerance)
     "recover_env_faults": OwnParam(
-        "derived", "re-make a sub-env alone when its step or reset raises, its episode ending "
-        "there as truncated, and count it (default True; sweeps.engine.env_faults)"),
+        "derived",
+        "re-make a sub-env alone when its step or reset raises, its episode ending "
+        "there as truncated, and count it (default True; sweeps.engine.env_faults)",
+    ),
     "restart_failed_sub_environments": OwnParam(
-        "fault_tolerance", "RLlib's own recovery: re-make all of an env runner's envs and start "
+        "fault_tolerance",
+        "RLlib's own recovery: re-make all of an env runner's envs and start "
         "its sample call over when one raises (RLlib's default False; with recover_env_faults "
-        "on, never reached)"),
+        "on, never reached)",
+    ),
     "restart_failed_env_runners": OwnParam(
-        "fault_tolerance", "restart an env runner whose process died (RLlib's default True)"),
+        "fault_tolerance", "restart an env runner whose process died (RLlib's default True)"
+    ),
     "max_num_env_runner_restarts": OwnParam(
-        "fault_tolerance", "env runner restarts RLlib allows per env runner (RLlib's default 1000)"),
+        "fault_tolerance", "env runner restarts RLlib allows per env runner (RLlib's default 1000)"
+    ),
     "max_env_restarts": OwnParam(
-        "derived", "env faults a trial recovers from before it ends as an error with "
-        "error_kind 'env_faults' (default 1000; sweeps.engine.env_faults)"),
+        "derived",
+        "env faults a trial recovers from before it ends as an error with "
+        "error_kind 'env_faults' (default 1000; sweeps.engine.env_faults)",
+    ),
     "env_step_timeout_s": OwnParam(
-        "derived", "seconds an env's step or reset may take before it counts as a fault: the "
+        "derived",
+        "seconds an env's step or reset may take before it counts as a fault: the "
         "env is re-made and its episode ends truncated (default None: no limit; "
-        "sweeps.engine.env_faults)"),
+        "sweeps.engine.env_faults)",
+    ),
     "num_cpus_per_env_runner": OwnParam(
-        "env_runners", "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
+        "env_runners",
+        "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
         "e.g. 0.125: 16 env runners that wait on a slow env share 2 CPUs; an honest request, "
-        "not oversubscription)"),
+        "not oversubscription)",
+    ),
 }
 
 
@@ -216,7 +240,9 @@ class AlgorithmSpec:
 
     def known_params(self) -> frozenset[str]:
         """Shared vocabulary ∪ RLlib keys common to all ∪ this algorithm's own keys."""
-        return frozenset(SHARED_PARAMS) | frozenset(COMMON_RLLIB_PARAMS) | frozenset(self.own_params)
+        return (
+            frozenset(SHARED_PARAMS) | frozenset(COMMON_RLLIB_PARAMS) | frozenset(self.own_params)
+        )
 
     def param_section(self, key: str) -> OwnParam | None:
         return self.own_params.get(key) or COMMON_RLLIB_PARAMS.get(key)
@@ -224,15 +250,26 @@ class AlgorithmSpec:
 
 def _int(key: str, value: Any, algorithm: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be an integer, got {value!r}")
+        raise ValueError(
+            f"parameter {key!r} for algorithm {algorithm} must be an integer, got {value!r}"
+        )
     if int(value) < minimum:
-        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be ≥ {minimum}, got {value!r}")
+        raise ValueError(
+            f"parameter {key!r} for algorithm {algorithm} must be ≥ {minimum}, got {value!r}"
+        )
     return int(value)
 
 
 def _positive_float(key: str, value: Any, algorithm: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"parameter {key!r} for algorithm {algorithm} must be a positive number, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"parameter {key!r} for algorithm {algorithm} must be a positive number, got {value!r}"
+        )
     return float(value)
 
 
@@ -261,30 +298,39 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     # ---- shared vocabulary → RLlib ----
     runner_kwargs: dict[str, Any] = {}
     if "num_env_runners" in p:
-        runner_kwargs["num_env_runners"] = _int("num_env_runners", p.pop("num_env_runners"), name, 0)
+        runner_kwargs["num_env_runners"] = _int(
+            "num_env_runners", p.pop("num_env_runners"), name, 0
+        )
     if "num_envs_per_env_runner" in p:
         runner_kwargs["num_envs_per_env_runner"] = _int(
-            "num_envs_per_env_runner", p.pop("num_envs_per_env_runner"), name, 1)
+            "num_envs_per_env_runner", p.pop("num_envs_per_env_runner"), name, 1
+        )
     if "gym_env_vectorize_mode" in p:
         mode = p.pop("gym_env_vectorize_mode")
         if mode not in VECTORIZE_MODES:
-            raise ValueError(f"parameter 'gym_env_vectorize_mode' for algorithm {name} must be "
-                             f"one of {', '.join(map(repr, VECTORIZE_MODES))}, got {mode!r}")
+            raise ValueError(
+                f"parameter 'gym_env_vectorize_mode' for algorithm {name} must be "
+                f"one of {', '.join(map(repr, VECTORIZE_MODES))}, got {mode!r}"
+            )
         runner_kwargs["gym_env_vectorize_mode"] = mode
     if "rollout_fragment_length" in p:
         v = p.pop("rollout_fragment_length")
         runner_kwargs["rollout_fragment_length"] = (
-            v if v == "auto" else _int("rollout_fragment_length", v, name, 1))
+            v if v == "auto" else _int("rollout_fragment_length", v, name, 1)
+        )
     if "num_cpus_per_env_runner" in p:
         runner_kwargs["num_cpus_per_env_runner"] = _positive_float(
-            "num_cpus_per_env_runner", p.pop("num_cpus_per_env_runner"), name)
+            "num_cpus_per_env_runner", p.pop("num_cpus_per_env_runner"), name
+        )
     learner_kwargs: dict[str, Any] = {}
     if "num_learners" in p:
         learner_kwargs["num_learners"] = _int("num_learners", p.pop("num_learners"), name, 0)
     if "num_gpus_per_learner" in p:
         v = p.pop("num_gpus_per_learner")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise ValueError(f"parameter 'num_gpus_per_learner' for algorithm {name} must be ≥ 0, got {v!r}")
+            raise ValueError(
+                f"parameter 'num_gpus_per_learner' for algorithm {name} must be ≥ 0, got {v!r}"
+            )
         learner_kwargs["num_gpus_per_learner"] = v
     training_kwargs: dict[str, Any] = {}
     if "train_batch_size" in p:
@@ -301,11 +347,15 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     model_config: dict[str, Any] = {}
     if "hidden_sizes" in p:
         hs = p.pop("hidden_sizes")
-        if (not isinstance(hs, (list, tuple)) or not hs
-                or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hs)):
+        if (
+            not isinstance(hs, (list, tuple))
+            or not hs
+            or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in hs)
+        ):
             raise ValueError(
                 f"parameter 'hidden_sizes' for algorithm {name} must be a non-empty list of "
-                f"positive ints, got {hs!r}")
+                f"positive ints, got {hs!r}"
+            )
         model_config["fcnet_hiddens"] = list(hs)
     seed = p.pop("seed", None)
     if seed is not None:
@@ -313,8 +363,12 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
 
     # ---- algorithm-specific keys, by their RLlib names ----
     sections: dict[str, dict[str, Any]] = {
-        "env_runners": runner_kwargs, "learners": learner_kwargs, "training": training_kwargs,
-        "rl_module": model_config, "reporting": {}, "evaluation": {},
+        "env_runners": runner_kwargs,
+        "learners": learner_kwargs,
+        "training": training_kwargs,
+        "rl_module": model_config,
+        "reporting": {},
+        "evaluation": {},
         "fault_tolerance": {},
     }
     if spec.translate is not None:
@@ -326,7 +380,8 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
         from sweeps.engine.algorithms.connectors import RewardScaleConnector
 
         learner_kwargs["learner_connector"] = RewardScaleConnector(
-            _positive_float("reward_scale", scale, name))
+            _positive_float("reward_scale", scale, name)
+        )
     every = p.pop("grad_noise_scale_every", None)
     every = NOISE_EVERY if every is None else _int("grad_noise_scale_every", every, name, 0)
     if every > 0:
@@ -335,7 +390,8 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
         base = config.learner_class  # the algorithm's own, or the one its config set
         if isinstance(base, type):
             learner_kwargs["learner_class"] = noise_learner_class(
-                base, whole_fragments=spec.sequence_loss)
+                base, whole_fragments=spec.sequence_loss
+            )
             learner_kwargs["learner_config_dict"] = {"grad_noise_scale_every": every}
     base = learner_kwargs.get("learner_class", config.learner_class)
     if isinstance(base, type):  # the learner's CPU per update, for plans on other machines

@@ -58,8 +58,10 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
     from sweeps.engine.rundir.schema import SCHEMA_VERSION
 
     path = Path(path)
-    body = {JSON_VERSION_KEY: SCHEMA_VERSION,
-            **{k: v for k, v in data.items() if k != JSON_VERSION_KEY}}
+    body = {
+        JSON_VERSION_KEY: SCHEMA_VERSION,
+        **{k: v for k, v in data.items() if k != JSON_VERSION_KEY},
+    }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(body, indent=2, default=str) + "\n")
@@ -87,7 +89,8 @@ def read_json(path: str | Path) -> dict[str, Any]:
     if version != SCHEMA_VERSION:
         raise SchemaError(
             f"{path}: results schema version {version!r}, but this rl-scaling reads version "
-            f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it")
+            f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it"
+        )
     return data
 
 
@@ -174,8 +177,10 @@ def lock_run_dir(run_dir: Path, source: str):
             holder = (run_dir / f"{LOCK}.pid").read_text().strip()
         except OSError:
             holder = "unknown"
-        raise SpecError(f"{source}: results: {run_dir} is in use by another sweeps.run "
-                        f"(pid {holder}); wait for it to finish or choose another --results") from None
+        raise SpecError(
+            f"{source}: results: {run_dir} is in use by another sweeps.run "
+            f"(pid {holder}); wait for it to finish or choose another --results"
+        ) from None
     (run_dir / f"{LOCK}.pid").write_text(f"{os.getpid()}\n")
     return lock
 
@@ -208,8 +213,10 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
     import pyarrow.parquet as pq
 
     def bad(name: str, why: str) -> SpecError:
-        return SpecError(f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
-                         "move it aside and start a new run")
+        return SpecError(
+            f"{source}: --resume: run {run_dir} cannot be resumed: {name}: {why}; "
+            "move it aside and start a new run"
+        )
 
     if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
@@ -226,8 +233,11 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
             except Exception as e:  # noqa: BLE001 - pyarrow raises several types for bad files
                 raise bad(name, f"not a readable Parquet file ({type(e).__name__})") from None
             if version != SCHEMA_VERSION:
-                raise bad(name, f"results schema version {version}, this rl-scaling writes "
-                                f"version {SCHEMA_VERSION}")
+                raise bad(
+                    name,
+                    f"results schema version {version}, this rl-scaling writes "
+                    f"version {SCHEMA_VERSION}",
+                )
     try:
         read_json(run_dir / ENVIRONMENT)
     except (OSError, ValueError) as e:
@@ -243,13 +253,17 @@ def check_resume_spec(run_dir: Path, spec: dict[str, Any], source: str, allow: b
     try:
         old = read_json(run_dir / SPEC)
     except (OSError, ValueError) as e:
-        raise SpecError(f"{source}: --resume: {run_dir / SPEC} is missing or corrupt "
-                        f"({type(e).__name__}); this is not a run of this tool to resume") from None
+        raise SpecError(
+            f"{source}: --resume: {run_dir / SPEC} is missing or corrupt "
+            f"({type(e).__name__}); this is not a run of this tool to resume"
+        ) from None
     changes = spec_changes(old, spec)
     if changes and not allow:
-        raise SpecError(f"{source}: --resume: the sweep changed since run {run_dir.name} "
-                        f"started: {'; '.join(changes)}; resume with the original file, start a "
-                        "new run, or pass --allow-changed-spec (spec.json keeps what ran)")
+        raise SpecError(
+            f"{source}: --resume: the sweep changed since run {run_dir.name} "
+            f"started: {'; '.join(changes)}; resume with the original file, start a "
+            "new run, or pass --allow-changed-spec (spec.json keeps what ran)"
+        )
 
 
 def check_results_root(root: Path, source: str) -> None:

@@ -38,7 +38,7 @@ def is_uri(path: str | os.PathLike | None) -> bool:
 def local_path(path: str | os.PathLike) -> Path:
     """A local path from a path or a ``file://`` URI."""
     text = str(path)
-    return Path(text[len("file://"):]) if text.startswith("file://") else Path(text)
+    return Path(text[len("file://") :]) if text.startswith("file://") else Path(text)
 
 
 def _cache(kind: str, uri: str) -> Path:
@@ -136,8 +136,9 @@ def fetch_run(uri: str) -> Path:
     except Exception as e:  # noqa: BLE001
         raise _store_error(f"cannot read {uri}", e) from None
     if rundir.TRIALS not in names:
-        raise FileNotFoundError(errno.ENOENT, "no trials.parquet there (is this a "
-                                "<results>/<sweep>/<run_id> URI?)", uri)
+        raise FileNotFoundError(
+            errno.ENOENT, "no trials.parquet there (is this a <results>/<sweep>/<run_id> URI?)", uri
+        )
     for name in RUN_FILES:
         if name in names:
             fs.get_file(f"{root}/{name}", str(dest / name))

@@ -59,28 +59,65 @@ VERSION_KEY = b"rl_scaling.schema_version"
 
 #: Trial-config keys recorded as trials.parquet columns of the same name (every other
 #: parameter becomes ``param_<name>``).
-VOCAB_COLUMNS = ("num_env_runners", "num_envs_per_env_runner", "train_batch_size",
-                 "rollout_fragment_length", "lr")
+VOCAB_COLUMNS = (
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "train_batch_size",
+    "rollout_fragment_length",
+    "lr",
+)
 
 #: trials.parquet: column → dtype kind (``str``, ``int``, ``float``, ``bool``), in the order the
 #: recorder writes them; plus ``param_<name>`` columns of any kind. Meanings: docs/results.md.
 TRIAL_COLUMNS: dict[str, str] = {
-    "trial_id": "str", "config_id": "str", "is_baseline": "bool", "is_reference": "bool",
-    "algorithm": "str", "num_env_runners": "int", "num_envs_per_env_runner": "int",
-    "train_batch_size": "float", "rollout_fragment_length": "float", "lr": "float",
-    "seed": "int", "status": "str", "time_to_target_s": "float", "steps_to_target": "float",
-    "budget_s": "float", "budget_env_steps": "float", "elapsed_s": "float",
-    "total_env_steps": "int", "target_metric": "str", "target_value": "float",
-    "final_return": "float", "best_return": "float", "env_steps_per_s": "float",
-    "learner_updates": "float", "eval_time_s": "float", "num_cpus": "float",
-    "num_gpus": "float", "oversubscribed": "bool", "node_ip": "str", "error": "str",
-    "objective": "float", "censor_reason": "str", "peak_rss_mib": "float",
-    "node_count": "int", "step_latency_ms": "float", "step_cpu_ms": "float", "attempts": "int",
+    "trial_id": "str",
+    "config_id": "str",
+    "is_baseline": "bool",
+    "is_reference": "bool",
+    "algorithm": "str",
+    "num_env_runners": "int",
+    "num_envs_per_env_runner": "int",
+    "train_batch_size": "float",
+    "rollout_fragment_length": "float",
+    "lr": "float",
+    "seed": "int",
+    "status": "str",
+    "time_to_target_s": "float",
+    "steps_to_target": "float",
+    "budget_s": "float",
+    "budget_env_steps": "float",
+    "elapsed_s": "float",
+    "total_env_steps": "int",
+    "target_metric": "str",
+    "target_value": "float",
+    "final_return": "float",
+    "best_return": "float",
+    "env_steps_per_s": "float",
+    "learner_updates": "float",
+    "eval_time_s": "float",
+    "num_cpus": "float",
+    "num_gpus": "float",
+    "oversubscribed": "bool",
+    "node_ip": "str",
+    "error": "str",
+    "objective": "float",
+    "censor_reason": "str",
+    "peak_rss_mib": "float",
+    "node_count": "int",
+    "step_latency_ms": "float",
+    "step_cpu_ms": "float",
+    "attempts": "int",
     "error_kind": "str",
-    "nodes_used": "str", "ttt_resolution_s": "float", "stage": "str",
-    "vectorize_mode": "str", "concurrent_envs": "int",
-    "env_restarts": "int", "env_runner_restarts": "int",
-    "start": "str", "startup_s": "float", "cold_startup_s": "float",
+    "nodes_used": "str",
+    "ttt_resolution_s": "float",
+    "stage": "str",
+    "vectorize_mode": "str",
+    "concurrent_envs": "int",
+    "env_restarts": "int",
+    "env_runner_restarts": "int",
+    "start": "str",
+    "startup_s": "float",
+    "cold_startup_s": "float",
 }
 
 #: Columns without which no analysis is possible.
@@ -134,21 +171,38 @@ TRIAL_DEFAULTS: dict[str, Any] = {
 
 #: progress.parquet: column → dtype kind, one row per trial per training iteration.
 PROGRESS_COLUMNS: dict[str, str] = {
-    "trial_id": "str", "iteration": "int", "wall_time_s": "float", "env_steps": "int",
-    "episodes": "int", "episode_return_mean": "float", "evaluation_return": "float",
-    "eval_time_s": "float", "learner_updates": "float", "env_steps_per_s": "float",
-    "target_metric_value": "float", "grad_noise_scale": "float", "grad_norm_sq": "float",
-    "grad_trace_cov": "float", "replay_ratio": "float", "driver_cpu_s": "float",
-    "learner_cpu_s": "float", "stage": "str",
-    "env_restarts": "int", "env_runner_restarts": "int",
+    "trial_id": "str",
+    "iteration": "int",
+    "wall_time_s": "float",
+    "env_steps": "int",
+    "episodes": "int",
+    "episode_return_mean": "float",
+    "evaluation_return": "float",
+    "eval_time_s": "float",
+    "learner_updates": "float",
+    "env_steps_per_s": "float",
+    "target_metric_value": "float",
+    "grad_noise_scale": "float",
+    "grad_norm_sq": "float",
+    "grad_trace_cov": "float",
+    "replay_ratio": "float",
+    "driver_cpu_s": "float",
+    "learner_cpu_s": "float",
+    "stage": "str",
+    "env_restarts": "int",
+    "env_runner_restarts": "int",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
 REQUIRED_PROGRESS_COLUMNS = ("trial_id", "wall_time_s")
 
 
-def concurrent_envs(num_env_runners: int, num_envs_per_env_runner: int,
-                    vectorize_mode: str = "sync", is_reference: bool = False) -> int:
+def concurrent_envs(
+    num_env_runners: int,
+    num_envs_per_env_runner: int,
+    vectorize_mode: str = "sync",
+    is_reference: bool = False,
+) -> int:
     """The env steps of one sampling layout that can wait at once (docs/design.md, *concurrent
     envs*): every env runner (the driver's own when there are none) steps its
     ``num_envs_per_env_runner`` envs in turn when ``"sync"`` (one env step waits at a time) and
@@ -185,8 +239,9 @@ def conform(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     return df
 
 
-def write_parquet(df: pd.DataFrame, path: str | Path,
-                  columns: dict[str, str] | None = None) -> None:
+def write_parquet(
+    df: pd.DataFrame, path: str | Path, columns: dict[str, str] | None = None
+) -> None:
     """Write ``df`` to ``path`` atomically with :data:`SCHEMA_VERSION` in its metadata, its
     schema ``columns`` (:data:`TRIAL_COLUMNS` or :data:`PROGRESS_COLUMNS`) cast to their
     dtypes (:func:`conform`).
@@ -203,7 +258,8 @@ def write_parquet(df: pd.DataFrame, path: str | Path,
         df = conform(df, columns)
     table = pa.Table.from_pandas(df, preserve_index=False)
     table = table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), VERSION_KEY: str(SCHEMA_VERSION).encode()})
+        {**(table.schema.metadata or {}), VERSION_KEY: str(SCHEMA_VERSION).encode()}
+    )
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         pq.write_table(table, tmp)
@@ -230,8 +286,9 @@ def schema_version(path: str | Path) -> int:
     try:
         return int(raw.decode())
     except (UnicodeDecodeError, ValueError):
-        raise SchemaError(f"{path}: schema version {raw!r} in its metadata is not an "
-                          "integer") from None
+        raise SchemaError(
+            f"{path}: schema version {raw!r} in its metadata is not an integer"
+        ) from None
 
 
 def read_parquet(path: str | Path) -> pd.DataFrame:
@@ -246,7 +303,8 @@ def read_parquet(path: str | Path) -> pd.DataFrame:
     if version != SCHEMA_VERSION:
         raise SchemaError(
             f"{path}: results schema version {version}, but this rl-scaling reads version "
-            f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it")
+            f"{SCHEMA_VERSION} (docs/results.md); analyse it with the rl-scaling that wrote it"
+        )
     return pd.read_parquet(path)
 
 
@@ -258,8 +316,9 @@ def config_id(algorithm: str, params: dict[str, Any]) -> str:
     return f"{algorithm}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
 
 
-def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
-                   target: float, budget_s: float | None = None) -> tuple[float, float, int]:
+def first_crossing(
+    wall_time_s: Any, env_steps: Any, values: Any, target: float, budget_s: float | None = None
+) -> tuple[float, float, int]:
     """When a learning curve first reaches the target within the trial's time budget.
 
     Args:
@@ -283,7 +342,11 @@ def first_crossing(wall_time_s: Any, env_steps: Any, values: Any,
     if hit.size == 0:
         return math.nan, math.nan, -1
     i = int(hit[0])
-    return float(np.asarray(wall_time_s, dtype=float)[i]), float(np.asarray(env_steps, dtype=float)[i]), i
+    return (
+        float(np.asarray(wall_time_s, dtype=float)[i]),
+        float(np.asarray(env_steps, dtype=float)[i]),
+        i,
+    )
 
 
 def ttt_resolution(wall_time_s, index: int) -> float:
@@ -323,7 +386,8 @@ def censored_objective(budget_s: float, best: float, target: float) -> float:
 SYSTEM_ERRORS = re.compile(
     r"\b(ActorDiedError|ActorUnavailableError|RayActorError|NodeDiedError|WorkerCrashedError|"
     r"OutOfMemoryError|ObjectLostError|OwnerDiedError|RaySystemError|GetTimeoutError|"
-    r"TimeoutError|ActorUnschedulableError|TaskUnschedulableError|RpcError)\b")
+    r"TimeoutError|ActorUnschedulableError|TaskUnschedulableError|RpcError)\b"
+)
 
 
 #: The two stages of a run (docs/design.md, *stage*): the search, on its own seeds, and the
@@ -368,19 +432,21 @@ def confirm_configs(trials: Any, top_k: int, per: tuple[str, ...] | list[str] = 
         objective = float(row.get("objective") if row.get("objective") is not None else np.nan)
         values.setdefault(cid, [])
         if per:
-            cell_of[cid] = (str(row.get("algorithm")), *(
-                _cell_value(row.get(n, row.get(f"param_{n}"))) for n in per))
+            cell_of[cid] = (
+                str(row.get("algorithm")),
+                *(_cell_value(row.get(n, row.get(f"param_{n}"))) for n in per),
+            )
         if math.isfinite(objective):
             values[cid].append(objective)
-    ranked = sorted((float(np.median(v)), i, cid)
-                    for i, (cid, v) in enumerate(values.items()) if v)
-    chosen = [cid for _, _, cid in ranked[:int(top_k)]]
+    ranked = sorted((float(np.median(v)), i, cid) for i, (cid, v) in enumerate(values.items()) if v)
+    chosen = [cid for _, _, cid in ranked[: int(top_k)]]
     best: dict[tuple, str] = {}
     for _, _, cid in ranked:
         if per:
             best.setdefault(cell_of[cid], cid)
-    for cell in sorted(best, key=lambda c: tuple((0, x) if isinstance(x, (int, float))
-                                                 else (1, str(x)) for x in c)):
+    for cell in sorted(
+        best, key=lambda c: tuple((0, x) if isinstance(x, (int, float)) else (1, str(x)) for x in c)
+    ):
         if best[cell] not in chosen:
             chosen.append(best[cell])
     return chosen
@@ -419,8 +485,11 @@ def failed_seeds(trials: Any, seeds: int) -> dict[str, int]:
     for row in rows:
         cid = str(row["config_id"])
         recorded[cid] = recorded.get(cid, 0) + 1
-        if (row.get("status") == "error" and row.get("error_kind") == "exception"
-                and not SYSTEM_ERRORS.search(str(row.get("error") or ""))):
+        if (
+            row.get("status") == "error"
+            and row.get("error_kind") == "exception"
+            and not SYSTEM_ERRORS.search(str(row.get("error") or ""))
+        ):
             failed.add(cid)
     return {cid: max(int(seeds) - recorded[cid], 0) for cid in failed}
 
@@ -455,5 +524,6 @@ def skipped_seeds(trials: Any, seeds: int) -> dict[str, int]:
         cid = str(row["config_id"])
         recorded[cid] = recorded.get(cid, 0) + 1
         capped[cid] = capped.get(cid, 0) + (row.get("censor_reason") == "capped")
-    return {cid: max(int(seeds) - recorded[cid], 0) for cid, c in capped.items()
-            if 2 * c > int(seeds)}
+    return {
+        cid: max(int(seeds) - recorded[cid], 0) for cid, c in capped.items() if 2 * c > int(seeds)
+    }
