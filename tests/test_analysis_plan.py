@@ -30,14 +30,25 @@ from analysis.plan import (
 from analysis.stats import summarize_configs
 from analysis.synthetic import write_synthetic_results
 
-REQUIRED_SIZES = ("Standard_D2_v2", "Standard_D4s_v5", "Standard_D16s_v5",
-                  "Standard_NC4as_T4_v3", "Standard_NC24ads_A100_v4")
+REQUIRED_SIZES = (
+    "Standard_D2_v2",
+    "Standard_D4s_v5",
+    "Standard_D16s_v5",
+    "Standard_NC4as_T4_v3",
+    "Standard_NC24ads_A100_v4",
+    "Standard_F8s_v2",  # cluster.azure's default VM
+)
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_synthetic_results(tmp_path_factory.mktemp("plan") / "run", seeds=4,
-                                   env_runners=(1, 2, 4), rng_seed=1, with_optuna=False)
+    return write_synthetic_results(
+        tmp_path_factory.mktemp("plan") / "run",
+        seeds=4,
+        env_runners=(1, 2, 4),
+        rng_seed=1,
+        with_optuna=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +57,17 @@ def metrics(results: Path):
     return tm, summarize_configs(tm)
 
 
-@pytest.mark.parametrize("text, seconds", [("10m", 600.0), ("90s", 90.0), ("1h30m", 5400.0),
-                                           ("2.5h", 9000.0), ("600", 600.0), ("1 min", 60.0)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("10m", 600.0),
+        ("90s", 90.0),
+        ("1h30m", 5400.0),
+        ("2.5h", 9000.0),
+        ("600", 600.0),
+        ("1 min", 60.0),
+    ],
+)
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
@@ -58,8 +78,9 @@ def test_parse_duration_rejects(text: str) -> None:
         parse_duration(text)
 
 
-@pytest.mark.parametrize("text, usd", [("5usd", 5.0), ("$5", 5.0), ("5.50 USD", 5.5),
-                                       ("5", 5.0), ("0.25$", 0.25)])
+@pytest.mark.parametrize(
+    "text, usd", [("5usd", 5.0), ("$5", 5.0), ("5.50 USD", 5.5), ("5", 5.0), ("0.25$", 0.25)]
+)
 def test_parse_money(text: str, usd: float) -> None:
     assert parse_money(text) == usd
 
@@ -94,13 +115,15 @@ def test_cost_model_by_hand() -> None:
     assert nodes_for(2, 0, d4, memory_mib=float("nan")) == 1
     assert run_cost_usd(1800.0, 2, d4) == pytest.approx(2 * 0.192 * 0.5)
     assert run_cost_usd(1800.0, 2, d4, low_priority=True) == pytest.approx(
-        2 * 0.192 * 0.5 * (1 - d4.low_priority_discount))
+        2 * 0.192 * 0.5 * (1 - d4.low_priority_discount)
+    )
 
 
 def test_plan_recommends_and_flags_extrapolation(metrics) -> None:
     tm, summary = metrics
-    plan = make_plan(tm, summary, deadline_s=60.0, budget_usd=0.01, n_resamples=50,
-                     launcher=LAUNCHERS["none"])
+    plan = make_plan(
+        tm, summary, deadline_s=60.0, budget_usd=0.01, n_resamples=50, launcher=LAUNCHERS["none"]
+    )
     c = plan.candidates
     assert set(c["vm"]) == set(REQUIRED_SIZES)
     assert plan.cheapest is not None and plan.cheapest["ttt_s"] <= 60.0
@@ -126,12 +149,15 @@ def test_plan_low_priority_and_impossible_deadline(metrics) -> None:
     tm, summary = metrics
     d4 = load_vm_sizes()["Standard_D4s_v5"]
     full = make_plan(tm, summary, vms=[d4], n_resamples=20, launcher=LAUNCHERS["none"])
-    cheap = make_plan(tm, summary, vms=[d4], low_priority=True, n_resamples=20,
-                      launcher=LAUNCHERS["none"])
+    cheap = make_plan(
+        tm, summary, vms=[d4], low_priority=True, n_resamples=20, launcher=LAUNCHERS["none"]
+    )
     assert cheap.candidates["cost_usd"].sum() == pytest.approx(
-        full.candidates["cost_usd"].sum() * (1 - d4.low_priority_discount))
-    none = make_plan(tm, summary, vms=[d4], deadline_s=0.5, n_resamples=20,
-                     launcher=LAUNCHERS["none"])
+        full.candidates["cost_usd"].sum() * (1 - d4.low_priority_discount)
+    )
+    none = make_plan(
+        tm, summary, vms=[d4], deadline_s=0.5, n_resamples=20, launcher=LAUNCHERS["none"]
+    )
     assert none.cheapest is None
     assert any("no candidate is predicted to reach the target within" in n for n in none.notes)
 
@@ -150,21 +176,30 @@ def test_launcher_start_up_and_billing_are_added_and_stated(metrics) -> None:
     billed = math.ceil((300.0 + b["ttt_s"]) / 60.0) * 60.0  # whole minutes
     assert a["cost_usd"] == pytest.approx(a["nodes"] * d4.price_per_hour_usd * billed / 3600)
     start_up = dict(plan_answer(aml, vms=[d4]).assumptions)["Start-up and billing"]
-    assert start_up.startswith("azure-ml: 5.0 min before the first trial, added to every "
-                               "planned TTT; billed in 60.0 s units")
+    assert start_up.startswith(
+        "azure-ml: 5.0 min before the first trial, added to every "
+        "planned TTT; billed in 60.0 s units"
+    )
     # the scaling curve itself is unchanged
     assert aml.knee["num_env_runners"] == bare.knee["num_env_runners"]
     assert aml.knee["speedup"] == pytest.approx(bare.knee["speedup"])
     start_up = dict(plan_answer(bare, vms=[d4]).assumptions)["Start-up and billing"]
-    assert start_up.startswith("none: 0.0 s before the first trial, added to every planned "
-                               "TTT; billed continuously")
+    assert start_up.startswith(
+        "none: 0.0 s before the first trial, added to every planned TTT; billed continuously"
+    )
     mine = Launcher("aks", 30.0, 1.0, "given")
     assert mine.billed_s(2.2) == pytest.approx(33.0) and math.isnan(mine.billed_s(math.nan))
 
 
 def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
-    path = write_synthetic_results(tmp_path / "one", seeds=3, env_runners=(2,), baseline=("DQN", 2),
-                                   algorithms=("DQN",), with_optuna=False)
+    path = write_synthetic_results(
+        tmp_path / "one",
+        seeds=3,
+        env_runners=(2,),
+        baseline=("DQN", 2),
+        algorithms=("DQN",),
+        with_optuna=False,
+    )
     tm, _, _ = trial_metrics(load_results(path))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
     assert set(plan.candidates["num_env_runners"]) == {2}
@@ -172,21 +207,40 @@ def test_plan_without_fit_plans_measured_points_only(tmp_path: Path) -> None:
 
 
 def test_cli_prints_recommendation_with_interval(results: Path, capsys) -> None:
-    assert main([str(results), "--deadline", "1m", "--budget", "1usd", "--launcher", "none",
-                 "--vm", "Standard_D4s_v5", "--vm", "Standard_D16s_v5"]) == 0
+    assert (
+        main(
+            [
+                str(results),
+                "--deadline",
+                "1m",
+                "--budget",
+                "1usd",
+                "--launcher",
+                "none",
+                "--vm",
+                "Standard_D4s_v5",
+                "--vm",
+                "Standard_D16s_v5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Cheapest meeting the deadline 60.0 s" in out and "95%" in out
     assert "Fastest within the budget $1.00" in out and "Knee of the efficiency curve" in out
     assert "Standard_NC4as_T4_v3" not in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["/nonexistent/results"], "no such results directory"),
-    (["{results}", "--deadline", "soon"], "deadline 'soon'"),
-    (["{results}", "--budget", "5eur"], "budget '5eur'"),
-    (["{results}", "--vm", "Standard_X9"], "unknown VM size"),
-    (["{results}", "--target", "lots"], "--target 'lots'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/nonexistent/results"], "no such results directory"),
+        (["{results}", "--deadline", "soon"], "deadline 'soon'"),
+        (["{results}", "--budget", "5eur"], "budget '5eur'"),
+        (["{results}", "--vm", "Standard_X9"], "unknown VM size"),
+        (["{results}", "--target", "lots"], "--target 'lots'"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2(results: Path, capsys, args, message) -> None:
     args = [a.format(results=results) for a in args]
     assert main(args) == 2
@@ -195,12 +249,17 @@ def test_cli_bad_input_is_one_line_exit_2(results: Path, capsys, args, message) 
 
 
 def test_module_entry_point(results: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "analysis.plan", str(results), "--deadline",
-                           "10x"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.plan", str(results), "--deadline", "10x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "python -m analysis.plan: error: deadline '10x': expected a duration like 10m, 90s, "
-        "1h30m or seconds"]
+        "1h30m or seconds"
+    ]
 
 
 def test_plan_from_a_sample_budget_by_hand() -> None:
@@ -219,8 +278,22 @@ def test_plan_from_a_sample_budget_by_hand() -> None:
 
 
 def test_cli_plan_from_a_sample_budget(results: Path, capsys) -> None:
-    assert main([str(results), "--steps-to-target", "5e6", "--deadline", "1h", "--startup",
-                 "5m", "--vm", "Standard_D4s_v5"]) == 0
+    assert (
+        main(
+            [
+                str(results),
+                "--steps-to-target",
+                "5e6",
+                "--deadline",
+                "1h",
+                "--startup",
+                "5m",
+                "--vm",
+                "Standard_D4s_v5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "5,000,000 env steps to the target" in out and "Predicted, not measured" in out
     assert "Cheapest within the deadline" in out or "No candidate meets the deadline" in out
@@ -230,11 +303,15 @@ def test_cli_plan_from_a_sample_budget(results: Path, capsys) -> None:
 
 def test_trial_resources_from_requests_and_peak_rss() -> None:
     """CPUs as the trials asked (fractional env runners), memory a line through peak RSS."""
-    tm = pd.DataFrame({
-        "num_env_runners": [1, 1, 4, 4, 16], "is_reference": [False] * 5,
-        "num_cpus": [1.0625, 1.0625, 1.25, 1.25, 2.0],
-        "cpus_per_env_runner": [0.0625] * 5,
-        "peak_rss_mib": [1225.0, 1235.0, 2843.0, 2853.0, 9232.0]})
+    tm = pd.DataFrame(
+        {
+            "num_env_runners": [1, 1, 4, 4, 16],
+            "is_reference": [False] * 5,
+            "num_cpus": [1.0625, 1.0625, 1.25, 1.25, 2.0],
+            "cpus_per_env_runner": [0.0625] * 5,
+            "peak_rss_mib": [1225.0, 1235.0, 2843.0, 2853.0, 9232.0],
+        }
+    )
     r = trial_resources(tm)
     assert r.driver_cpus == pytest.approx(1.0) and r.cpus_per_env_runner == 0.0625
     assert r.cpus(16) == pytest.approx(2.0)
@@ -243,14 +320,18 @@ def test_trial_resources_from_requests_and_peak_rss() -> None:
     assert r.memory_mib(32) == pytest.approx(icpt + 32 * slope)
     assert "MiB" in r.describe()
     # nothing recorded: CPUs only, memory not sized
-    old = trial_resources(tm.drop(columns=["peak_rss_mib", "cpus_per_env_runner"]).assign(
-        num_cpus=[2.0, 2.0, 5.0, 5.0, 17.0]))
+    old = trial_resources(
+        tm.drop(columns=["peak_rss_mib", "cpus_per_env_runner"]).assign(
+            num_cpus=[2.0, 2.0, 5.0, 5.0, 17.0]
+        )
+    )
     assert old.cpus(8) == 9.0 and math.isnan(old.memory_mib(8))
     assert "not sized" in old.describe()
 
 
 def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_names_the_start_up(
-        metrics) -> None:
+    metrics,
+) -> None:
     """One sentence answers the question asked (the fastest; the cheapest within a deadline;
     the fastest within a budget), puts the measured TTT beside the planned one and names the
     assumed start-up that separates them; the commands and the assumptions follow."""
@@ -266,50 +347,72 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
     assert answer.sentence.startswith(
         f"Fastest run to the target: {r['algorithm']} with {r['num_env_runners']} env runner(s) "
         f"on {r['nodes']} x Standard_D4s_v5, planned TTT {fmt_s(r['ttt_s'])} = "
-        f"{fmt_s(r['ttt_s'] - 300.0)} predicted by the Amdahl fit (95% "), answer.sentence
-    assert (f"; extrapolated from {fmt_s(best['ttt_s'] - 300.0)} measured here at N="
-            f"{best['num_env_runners']}) + 5.0 min start-up assumed for azure-ml; $"
-            in answer.sentence), answer.sentence
+        f"{fmt_s(r['ttt_s'] - 300.0)} predicted by the Amdahl fit (95% "
+    ), answer.sentence
+    assert (
+        f"; extrapolated from {fmt_s(best['ttt_s'] - 300.0)} measured here at N="
+        f"{best['num_env_runners']}) + 5.0 min start-up assumed for azure-ml; $" in answer.sentence
+    ), answer.sentence
     assert answer.sentence.count(". ") == 0 and answer.sentence.endswith(" a run.")
-    assert answer.commands[0] == ("Run it on Azure ML: python -m cluster.azure submit "
-                                  f"sweeps/cabs_scaling.py --nodes {r['nodes']} --vm "
-                                  "Standard_D4s_v5")
+    assert answer.commands[0] == (
+        "Run it on Azure ML: python -m cluster.azure submit "
+        f"sweeps/cabs_scaling.py --nodes {r['nodes']} --vm "
+        "Standard_D4s_v5"
+    )
     assert [a for a, _ in answer.assumptions] == [
-        "Start-up and billing", "vCPU speed", "CPUs and memory per run", "Extrapolated",
-        "Several nodes", "Prices"]
+        "Start-up and billing",
+        "vCPU speed",
+        "CPUs and memory per run",
+        "Extrapolated",
+        "Several nodes",
+        "Prices",
+    ]
     assert not any("start-up" in line for line in answer.details)  # said once, up front
     deadline = make_plan(tm, summary, vms=[d4], n_resamples=20, deadline_s=3600.0)
     assert plan_answer(deadline, vms=[d4]).sentence.startswith(
-        "Cheapest run within the 1.00 h deadline: ")
+        "Cheapest run within the 1.00 h deadline: "
+    )
     budget = make_plan(tm, summary, vms=[d4], n_resamples=20, budget_usd=5.0)
     assert plan_answer(budget, vms=[d4]).sentence.startswith(
-        "Fastest run within the $5.00 budget: ")
-    measured = make_plan(tm, summary, vms=[d4], n_resamples=20, max_env_runners=4,
-                         launcher=LAUNCHERS["none"])  # only measured N; no start-up
+        "Fastest run within the $5.00 budget: "
+    )
+    measured = make_plan(
+        tm, summary, vms=[d4], n_resamples=20, max_env_runners=4, launcher=LAUNCHERS["none"]
+    )  # only measured N; no start-up
     m = measured.fastest
     assert plan_answer(measured, vms=[d4]).sentence.endswith(
         f"planned TTT {fmt_s(m['ttt_s'])} = {fmt_s(m['ttt_s'])} measured here (95% "
         f"{fmt_s(m['ttt_low_s'])}-{fmt_s(m['ttt_high_s'])}) + no start-up (none: TTT only, as "
-        f"if machines appeared instantly); {fmt_usd(m['cost_usd'])} a run.")
+        f"if machines appeared instantly); {fmt_usd(m['cost_usd'])} a run."
+    )
     never = make_plan(tm, summary, vms=[d4], n_resamples=20, deadline_s=1.0)
     text = plan_answer(never, vms=[d4]).sentence
-    assert text.startswith("No run is predicted to reach the target within the 1.0 s "
-                           "deadline: the fastest, ") and "start-up assumed for azure-ml" in text
+    assert (
+        text.startswith(
+            "No run is predicted to reach the target within the 1.0 s deadline: the fastest, "
+        )
+        and "start-up assumed for azure-ml" in text
+    )
 
 
 def test_an_exactly_determined_fit_is_not_planned_with(tmp_path: Path) -> None:
     """Two env runner counts determine Amdahl exactly: the plan predicts no other N from it
     and says why; a third count makes Amdahl testable and the plan predicts with it."""
-    two = write_synthetic_results(tmp_path / "two", seeds=3, env_runners=(1, 2),
-                                  algorithms=("DQN",), with_optuna=False)
+    two = write_synthetic_results(
+        tmp_path / "two", seeds=3, env_runners=(1, 2), algorithms=("DQN",), with_optuna=False
+    )
     tm, _, _ = trial_metrics(load_results(two))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
     assert set(plan.candidates["num_env_runners"]) == {1, 2}
-    assert any("2 distinct N determine Amdahl exactly; measure at least 3 env runner counts"
-               in n for n in plan.notes), plan.notes
-    three = write_synthetic_results(tmp_path / "three", seeds=3, env_runners=(1, 2, 4),
-                                    algorithms=("DQN",), with_optuna=False)
+    assert any(
+        "2 distinct N determine Amdahl exactly; measure at least 3 env runner counts" in n
+        for n in plan.notes
+    ), plan.notes
+    three = write_synthetic_results(
+        tmp_path / "three", seeds=3, env_runners=(1, 2, 4), algorithms=("DQN",), with_optuna=False
+    )
     tm, _, _ = trial_metrics(load_results(three))
     plan = make_plan(tm, summarize_configs(tm), n_resamples=20)
     assert set(plan.candidates.loc[plan.candidates["source"] != "measured", "source"]) == {
-        "Amdahl fit"}
+        "Amdahl fit"
+    }
