@@ -114,6 +114,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--num-samples", type=int, default=None, help="override search.num_samples")
     p.add_argument("--seeds", type=int, default=None, help="override search.seeds")
+    p.add_argument(
+        "--first-seed",
+        type=int,
+        default=None,
+        help="override search.first_seed: the same study on a seed stream no other run used "
+        "(a held-out cell must not share its fit run's seeds)",
+    )
     p.add_argument("--budget-s", type=float, default=None, help="override budget.time_s (seconds)")
     p.add_argument(
         "--env-config",
@@ -183,6 +190,8 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
         search["num_samples"] = args.num_samples
     if args.seeds is not None:
         search["seeds"] = args.seeds
+    if getattr(args, "first_seed", None) is not None:
+        search["first_seed"] = args.first_seed
     if getattr(args, "cold", False):
         search["warm_trials"] = False
     if args.budget_s is not None:
@@ -190,7 +199,13 @@ def apply_overrides(sweep: Sweep, args: argparse.Namespace, source: str) -> Swee
     try:
         new_search = Search(**search)
     except pydantic.ValidationError as e:
-        flag = "--num-samples" if args.num_samples is not None else "--seeds"
+        flag = (
+            "--num-samples"
+            if args.num_samples is not None
+            else "--seeds"
+            if args.seeds is not None
+            else "--first-seed"
+        )
         raise SpecError(f"{source}: {flag}: {_first_msg(e)}") from None
     try:
         new_budget = Budget(**budget)

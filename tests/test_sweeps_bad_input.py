@@ -153,6 +153,16 @@ def test_budget_override_not_positive(tmp_path, cli):
     assert_one_line_error(cli(str(path), "--dry-run", "--budget-s", "-1"), "--budget-s")
 
 
+def test_first_seed_override(tmp_path, cli):
+    """``--first-seed`` moves the study to another seed stream (a held-out cell's own seeds),
+    and a negative one is refused in one line before Ray starts."""
+    path = sweep_file(tmp_path)
+    assert_one_line_error(cli(str(path), "--dry-run", "--first-seed", "-1"), "--first-seed")
+    shown = cli(str(path), "--dry-run", "--first-seed", "110")
+    assert shown.returncode == 0, shown.stderr
+    assert "seed 110" in shown.stdout and "seed 0 " not in shown.stdout
+
+
 def test_env_config_override_is_checked_like_the_files_own(tmp_path, cli):
     """``--env-config KEY=VALUE`` goes through the env's own checks before Ray starts."""
     path = sweep_file(tmp_path)
