@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.catalogue import VMSize, nodes_for, run_cost_usd
-from analysis.fmt import fmt_s, fmt_usd
+from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_usd
 from analysis.plan_check import trial_components
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
@@ -397,8 +397,12 @@ def break_even_table_rows(rows: pd.DataFrame, costs_ms: list[float]) -> list[lis
         be = r["break_even_ms"]
         out.append(
             [
-                f"{r['algorithm']}, {r['num_env_runners']} env runner(s){r.get('layout', '')}"
-                + (" (reference)" if r["reference"] else ""),
+                config_name(
+                    r["algorithm"],
+                    r["num_env_runners"],
+                    r.get("layout", ""),
+                    reference=r["reference"],
+                ),
                 f"{r['startup_s']:.1f}",
                 f"{r['steps']:,.0f}",
                 f"{r['overhead_ms']:.1f}",
@@ -504,7 +508,7 @@ def held_out_rows(fit: Study, held_out: list[Study]) -> pd.DataFrame:
     for data in held_out:
         cost_ms = step_cost_ms(data)
         s = data.summary
-        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+        sp = data.configs
         refs = s[s["is_reference"]]
         measured = {("reference", 0): refs.iloc[0]} if len(refs) else {}
         best = best_configs(s[~s["is_reference"]], _layout_keys(s))
@@ -539,7 +543,7 @@ def held_out_rows(fit: Study, held_out: list[Study]) -> pd.DataFrame:
                 "ttt_low_s": float(m["ttt_low_s"]),
                 "ttt_high_s": float(m["ttt_high_s"]),
                 "n_reached": int(m["n_reached"]),
-                "n": int(m["n_reached"] + m["n_censored"]),
+                "n": int(m["finished_seeds"]),
                 "ttt_error": predicted / ttt - 1.0 if math.isfinite(ttt) else math.nan,
                 "break_even_ms": math.nan if is_ref else break_even_s(p, ref) * 1000.0,
                 "predicted_abs_speedup": math.nan if is_ref else ref_ttt / predicted,
@@ -581,15 +585,13 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     report and the pages print the same cells)."""
     out = []
     for _, r in rows.iterrows():
-        name = (
-            f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
-            + str(r.get("layout", "") or "")
-            + (" (reference)" if r["reference"] else "")
+        name = config_name(
+            r["algorithm"], r["num_env_runners"], r.get("layout", ""), reference=r["reference"]
         )
         ttt = (
             f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
             if math.isfinite(r["ttt_s"])
-            else f"> budget ({r['n_reached']}/{r['n']} reached)"
+            else f"> budget ({fmt_reached(r, 'n')} reached)"
         )
         err = f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a"
         if r["reference"]:
@@ -606,7 +608,7 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
             [
                 f"{r['env_cost_ms']:g}",
                 name,
-                f"{r['n_reached']}/{r['n']}",
+                fmt_reached(r, "n"),
                 fmt_s(r["predicted_ttt_s"]),
                 ttt,
                 err,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import config_name
 from analysis.scaling import N_PARAMS
 from analysis.stats import best_configs
 from analysis.study import Study
@@ -109,7 +110,7 @@ def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
     xlabel, title = _CURVE_AXES[x]
     fig = go.Figure()
     for key in sorted(data.colors):
-        name = f"{key[0]}, {key[1]} env runner(s)"
+        name = config_name(*key)
         fig.add_trace(
             go.Scatter(
                 x=[None],
@@ -129,7 +130,7 @@ def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
     for tid in order:
         g, t = groups[tid], info.loc[tid]
         key = (t["algorithm"], int(t["num_env_runners"]))
-        name = f"{key[0]}, {key[1]} env runner(s)"
+        name = config_name(*key)
         fig.add_trace(
             go.Scatter(
                 x=g[x],
@@ -341,14 +342,14 @@ def speedup_figures(data: Study) -> SpeedupFigures:
     if s.empty:
         raise FigureUnavailable("No configurations yet.")
     best, ns_all, axis = best_per_n(s)
-    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+    sp = data.configs
     b = data.baseline
     if b is None or sp.empty or not np.isfinite(sp["speedup"].astype(float)).any():
         if b is None:
             why = "there are no baseline trials"
         else:
             why = (
-                f"the baseline ({b['algorithm']}, {b['num_env_runners']} env runner(s)) "
+                f"the baseline ({config_name(b['algorithm'], b['num_env_runners'])}) "
                 f"did not reach the target in half its seeds; speedups are only bounded "
                 f"(see the tables)"
             )

@@ -5,7 +5,8 @@ way.
 Seconds (:func:`fmt_s`), dollars (:func:`fmt_usd`), a number (:func:`fmt_num`), a parameter
 value (:func:`fmt_value`), a count (:func:`fmt_count`), a 95 % interval (:func:`fmt_interval`),
 a time-to-target cell (:func:`fmt_ttt`), a speedup or parallel-efficiency cell
-(:func:`fmt_speedup`, :func:`fmt_efficiency`). Bounds from censored medians are rounded
+(:func:`fmt_speedup`, :func:`fmt_efficiency`), and a configuration's name
+(:func:`config_name`). Bounds from censored medians are rounded
 outwards never: a lower bound down, an upper bound up, so a bound never claims more than the
 data show.
 """
@@ -23,12 +24,14 @@ from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
 
 __all__ = [
     "as_float",
+    "config_name",
     "few_seeds",
     "fmt_ci",
     "fmt_count",
     "fmt_efficiency",
     "fmt_interval",
     "fmt_num",
+    "fmt_reached",
     "fmt_s",
     "fmt_speedup",
     "fmt_ttt",
@@ -127,11 +130,41 @@ def few_seeds(n: int, base_n: int | None = None) -> str:
     return f" [CI n/a ({n} seeds, baseline {base_n})]"
 
 
+def config_name(
+    algorithm: Any,
+    num_env_runners: Any = None,
+    detail: str = "",
+    *,
+    baseline: bool = False,
+    reference: bool = False,
+) -> str:
+    """A configuration's name as every table, page and CLI of the analysis spells it:
+    ``IMPALA, 16 env runner(s)``, then ``detail`` as given (``, lr=0.001`` or
+    `` x 32 async envs``), marked ``(baseline)`` or ``(reference)``. Without
+    ``num_env_runners``, the algorithm alone (``SB3-DQN (reference)``)."""
+    name = str(algorithm)
+    if num_env_runners is not None:
+        name += f", {int(num_env_runners)} env runner(s)"
+    return (
+        name
+        + str(detail or "")
+        + (" (baseline)" if baseline else "")
+        + (" (reference)" if reference else "")
+    )
+
+
+def fmt_reached(c: pd.Series, of: str = "finished_seeds") -> str:
+    """Seeds of a configuration that reached the target, out of those in its column ``of``:
+    ``4/5``. ``c``: a row of :func:`analysis.stats.summarize_configs` (``of`` its
+    ``finished_seeds``), or of a model's table with its own count (``n``, ``n_trials``)."""
+    return f"{int(c['n_reached'])}/{int(c[of])}"
+
+
 def fmt_ttt(c: pd.Series) -> str:
     """A configuration's time-to-target (a row of :func:`analysis.stats.summarize_configs`):
     ``KM 12.3 s [10.1 s, 15.0 s]`` (KM: Kaplan-Meier median), ``> 60.0 s (median not
     reached)`` when half the seeds were censored, the CI or why there is none."""
-    n = int(c["n_reached"] + c["n_censored"])
+    n = int(c["finished_seeds"])
     t = as_float(c["ttt_s"])
     if n == 0 or not c["estimator"]:
         return "n/a (every trial failed)"

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import config_name
 from sweeps.engine import rundir
 from sweeps.engine.rundir.schema import (
     REQUIRED_PROGRESS_COLUMNS,
@@ -184,7 +185,7 @@ def _fill_trials(
             )
             warnings.append(
                 "trials.parquet has no is_baseline: baseline taken from "
-                f"spec.json ({alg}, {n} env runner(s))"
+                f"spec.json ({config_name(alg, n)})"
             )
         else:
             trials["is_baseline"] = False

@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import fmt_s, fmt_speedup, fmt_ttt, fmt_value
+from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_speedup, fmt_ttt, fmt_value
 from analysis.load import load_results
 from analysis.publish import md_table, varying_params
 from analysis.stats import finite_median
@@ -92,10 +92,8 @@ def _answer(data: Study) -> str:
 
 def _headline(data: Study) -> str:
     s = data.summary
-    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
     ref = s[s["is_reference"]]
-    ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
-    base_n = data.baseline_seeds
+    ref_n, base_n = data.reference_seeds, data.baseline_seeds
     varying = varying_params(s[~s["is_reference"]], with_batch=True)
     s = s.assign(_ref=~s["is_reference"], _t=s["ttt_s"].astype(float).fillna(np.inf))
     s = s.sort_values(["_ref", "_t", "algorithm", "num_env_runners"], kind="stable")
@@ -105,36 +103,33 @@ def _headline(data: Study) -> str:
         "| --- | ---: | --- | ---: | ---: | --- | --- |",
     ]
     for _, c in s.iterrows():
-        n = int(c["n_reached"] + c["n_censored"])
-        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+        n = int(c["finished_seeds"])
+        r = data.configs.loc[c["config_id"]]
         params = ", ".join(
             f"{col.removeprefix('param_')}={fmt_value(c[col])}"
             for col in varying
             if not c["is_reference"]
         )
-        name = (
-            f"{c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
-            + (f", {params}" if params else "")
-            + (" (baseline)" if c["is_baseline"] else "")
-            + (" (reference)" if c["is_reference"] else "")
+        name = config_name(
+            c["algorithm"],
+            c["num_env_runners"],
+            f", {params}" if params else "",
+            baseline=c["is_baseline"],
+            reference=c["is_reference"],
         )
         olympic = float(c["ttt_olympic_s"])
         resolution = float(c["ttt_resolution_s"])
         rows.append(
-            f"| {name} | {int(c['n_reached'])}/{n} | {fmt_ttt(c)} | "
+            f"| {name} | {fmt_reached(c)} | {fmt_ttt(c)} | "
             f"{fmt_s(olympic) if np.isfinite(olympic) else 'n/a'} | "
             f"{fmt_s(resolution) if np.isfinite(resolution) else 'n/a'} | "
             + (
                 "-"
-                if c["is_reference"] or r is None or not len(ref)
+                if c["is_reference"] or not len(ref)
                 else fmt_speedup(r, n, ref_n, key="abs_speedup")
             )
             + " | "
-            + (
-                "-"
-                if c["is_reference"] or r is None or data.baseline is None
-                else fmt_speedup(r, n, base_n)
-            )
+            + ("-" if c["is_reference"] or data.baseline is None else fmt_speedup(r, n, base_n))
             + " |"
         )
     return "\n".join(rows)
@@ -172,7 +167,7 @@ def _components(data: Study) -> str:
     trials = data.res.trials.set_index("trial_id")
     t = tm.set_index("trial_id").join(parts[["startup_s", "rate", "steps"]])
     t["updates_per_s"] = (trials["learner_updates"] / trials["elapsed_s"]).reindex(t.index)
-    summary = data.summary.set_index("config_id")
+    summary = data.configs
     rows = [
         "| configuration | start-up (s) | steady env steps/s | env steps to target | "
         "learner updates/s | peak RSS (MiB) | evaluation share | TTT |",
@@ -188,9 +183,7 @@ def _components(data: Study) -> str:
             else f"> {np.median(g['steps']):,.0f}"
         ) + (f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
         rows.append(
-            f"| {c['algorithm']}, {int(c['num_env_runners'])} env runner(s)"
-            + (" (baseline)" if c["is_baseline"] else "")
-            + (" (reference)" if c["is_reference"] else "")
+            f"| {config_name(c['algorithm'], c['num_env_runners'], baseline=c['is_baseline'], reference=c['is_reference'])}"
             + " | "
             f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
             f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
@@ -293,7 +286,7 @@ def _cpu_break_even(data: Study) -> str:
         return break_even_on_words(rows, machine)
     cells = [
         [
-            f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)",
+            config_name(r["algorithm"], r["num_env_runners"]),
             "never" if r["break_even_ms"] == np.inf else f"{r['break_even_ms']:.0f}",
             f"{r['steps_ratio']:.1f}x",
             f"{r['speedup_bound']:.2f}x",

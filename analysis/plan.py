@@ -29,7 +29,7 @@ from analysis.catalogue import (
     parse_money,
     run_cost_usd,
 )
-from analysis.fmt import fmt_s, fmt_usd
+from analysis.fmt import config_name, fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.plan_model import (
     DEFAULT_CANDIDATE_N,
@@ -620,10 +620,8 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     ):
         table.add_column(c, justify="left" if c == "configuration" else "right")
     for p in predicted:
-        name = (
-            f"{p.algorithm} (reference)"
-            if p.reference
-            else f"{p.algorithm}, {p.num_env_runners} env runner(s)"
+        name = config_name(
+            p.algorithm, None if p.reference else p.num_env_runners, reference=p.reference
         )
         table.add_row(
             name,

@@ -58,8 +58,10 @@ from analysis.figures import (
 )
 from analysis.fmt import (
     as_float,
+    config_name,
     fmt_count,
     fmt_efficiency,
+    fmt_reached,
     fmt_s,
     fmt_speedup,
     fmt_ttt,
@@ -453,10 +455,9 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     ]
     if s.empty:
         return headers, [], []
-    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
     base, base_n = data.baseline, data.baseline_seeds
     ref = s[s["is_reference"]] if "is_reference" in s else s.iloc[0:0]
-    ref_n = int(ref.iloc[0][["n_reached", "n_censored"]].sum()) if len(ref) else 0
+    ref_n = data.reference_seeds
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
     rank = {a: i for i, a in enumerate(order)}
     s = s.assign(
@@ -470,17 +471,13 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     notes: list[str] = []
     rows = []
     for _, c in s.iterrows():
-        n = int(c["n_reached"] + c["n_censored"])
-        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+        n = int(c["finished_seeds"])
+        r = data.configs.loc[c["config_id"]]
         other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}" for col in varying)
         seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"] else "")
-        success = (
-            f"{int(c['n_reached'])}/{n} ({c['success_rate']:.0%})"
-            if n
-            else "n/a (every trial failed)"
-        )
+        success = f"{fmt_reached(c)} ({c['success_rate']:.0%})" if n else "n/a (every trial failed)"
         row_notes = list(c["notes"])
-        if r is not None and isinstance(r["speedup_notes"], list):
+        if isinstance(r["speedup_notes"], list):
             row_notes += [x for x in r["speedup_notes"] if x not in row_notes]
         row_notes = [x for x in row_notes if x.code not in _SAID_IN_CELLS]
         refs = []
@@ -490,9 +487,7 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
             refs.append(f"[{notes.index(x) + 1}]")
         rows.append(
             [
-                str(c["algorithm"])
-                + (" (baseline)" if c["is_baseline"] else "")
-                + (" (reference)" if c["is_reference"] else ""),
+                config_name(c["algorithm"], baseline=c["is_baseline"], reference=c["is_reference"]),
                 str(int(c["num_env_runners"])),
                 fmt_value(as_float(c["num_cpus"])),
                 fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
@@ -609,7 +604,7 @@ def _batch_size_lines(data: Study) -> list[str]:
                 r["algorithm"],
                 f"{r['train_batch_size']:g}",
                 r["role"],
-                f"{r['n_reached']}/{r['n_trials']}",
+                fmt_reached(r, "n_trials"),
                 f"{r['b_simple']:.3g}",
                 f"{r['updates']:,.0f}",
                 f"{r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, {r['updates_high']:,.0f}]",

@@ -60,7 +60,16 @@ from analysis.figures import (
     ttt_figure,
     untestable_fit_note,
 )
-from analysis.fmt import fmt_ci, fmt_num, fmt_s, fmt_speedup, fmt_ttt, fmt_usd
+from analysis.fmt import (
+    config_name,
+    fmt_ci,
+    fmt_num,
+    fmt_reached,
+    fmt_s,
+    fmt_speedup,
+    fmt_ttt,
+    fmt_usd,
+)
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
 from analysis.plan_check import (
@@ -291,7 +300,7 @@ def _summary(data: Study) -> str:
         parts.append(_missing("No trials yet: nothing to summarise."))
     else:
         best = best_configs(s, ("algorithm",))
-        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+        sp = data.configs
         cards = []
         top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
         if math.isfinite(top["ttt_s"]):
@@ -315,12 +324,11 @@ def _summary(data: Study) -> str:
                     "Single-process reference",
                     f"{ref['algorithm']}",
                     f"TTT {_ttt_html(ref)}{_resolution_note(ref)}; "
-                    f"{ref['n_reached']}/{ref['n_reached'] + ref['n_censored']} seeds "
-                    "reached the target",
+                    f"{fmt_reached(ref)} seeds reached the target",
                 )
             )
         else:
-            n_tr = int((s["n_reached"] + s["n_censored"]).sum())
+            n_tr = int(s["finished_seeds"].sum())
             cards.append(
                 (
                     "Target not reached",
@@ -431,8 +439,7 @@ def _summary(data: Study) -> str:
                     _config_name(b),
                     str(b["num_env_runners"]),
                     _esc(b["config_label"]),
-                    f"{b['n_reached']}/{b['n_reached'] + b['n_censored']}"
-                    + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
+                    fmt_reached(b) + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
                     _esc(b["estimator"] or "-"),
                     _ttt_html(b),
                     _resolution_html(b),
@@ -509,7 +516,7 @@ def _summary(data: Study) -> str:
             )
         )
     if not s.empty:
-        sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+        sp = data.configs
         rows = []
         for _, c in (
             s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf))
@@ -522,7 +529,7 @@ def _summary(data: Study) -> str:
                     _config_name(c),
                     str(c["num_env_runners"]),
                     _esc(c["config_label"]),
-                    f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}",
+                    fmt_reached(c),
                     _ttt_html(c),
                     _speedup_html(r) if r is not None else "-",
                     _speedup_html(r, "abs_speedup") if r is not None else "-",
@@ -566,11 +573,7 @@ def _summary(data: Study) -> str:
 
 def _config_name(c: pd.Series) -> str:
     """A summary row's algorithm, marked ``(baseline)`` or ``(reference)``."""
-    return (
-        c["algorithm"]
-        + (" (baseline)" if c["is_baseline"] else "")
-        + (" (reference)" if c["is_reference"] else "")
-    )
+    return config_name(c["algorithm"], baseline=c["is_baseline"], reference=c["is_reference"])
 
 
 def _search_stage(search: pd.DataFrame) -> str:
@@ -582,7 +585,7 @@ def _search_stage(search: pd.DataFrame) -> str:
             _config_name(c),
             str(c["num_env_runners"]),
             _esc(c["config_label"]),
-            f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}",
+            fmt_reached(c),
             _ttt_html(c),
         ]
         for _, c in s.iterrows()
@@ -649,7 +652,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
         )
     out.append(figs.div(ttt_figure(data), height=FIGURE_HEIGHT["ttt"]))
 
-    sp = data.speed.set_index("config_id") if len(data.speed) else pd.DataFrame()
+    sp = data.configs
     try:
         sf = speedup_figures(data)
     except FigureUnavailable as exc:
@@ -764,7 +767,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
                 c["algorithm"],
                 str(c["num_env_runners"]),
                 _esc(c["config_label"]),
-                f"{c['n_reached']}/{c['n_reached'] + c['n_censored']}",
+                fmt_reached(c),
                 _esc(c["estimator"] or "-"),
                 _ttt_html(c),
                 fmt_ci(
@@ -1027,7 +1030,7 @@ def _batch(data: Study, figs: _Figures) -> str:
                     r["algorithm"],
                     f"{r['train_batch_size']:g}",
                     r["role"],
-                    f"{r['n_reached']}/{r['n_trials']}",
+                    fmt_reached(r, "n_trials"),
                     fmt_num(r["b_simple"], 3),
                     fmt_num(r["updates"], 4),
                     f"{fmt_num(r['updates_pred'], 4)} [{fmt_num(r['updates_low'], 3)}, "

@@ -40,6 +40,7 @@ __all__ = [
     "OLYMPIC_MIN_SEEDS",
     "best_configs",
     "bootstrap_ci",
+    "config_table",
     "iqm",
     "km_median",
     "km_median_batch",
@@ -220,7 +221,8 @@ def summarize_configs(
 
     Returns:
         One row per ``config_id`` with ``algorithm, num_env_runners, is_baseline,
-        config_label, n_trials, n_reached, n_censored, n_error, n_skipped`` (seeds adaptive
+        config_label, n_trials, n_reached, n_censored, finished_seeds`` (reached or
+        censored: the seeds an interval counts), ``n_error, n_skipped`` (seeds adaptive
         capping left unrun; 0 without ``seeds``), ``success_rate``, the headline
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
@@ -248,6 +250,8 @@ def summarize_configs(
             "n_trials": len(g),
             "n_reached": int(r.sum()),
             "n_censored": int((~r).sum()),
+            # seeds that ended with a time (reached or censored): what intervals count
+            "finished_seeds": n,
             "n_error": int((g["status"] == "error").sum()),
             "n_skipped": skipped.get(cid, 0),
             "success_rate": float(r.mean()) if n else math.nan,
@@ -366,6 +370,7 @@ def summarize_configs(
         "n_trials",
         "n_reached",
         "n_censored",
+        "finished_seeds",
         "n_error",
         "n_skipped",
         "success_rate",
@@ -420,6 +425,29 @@ def best_configs(
         .drop(columns=["_ttt", "_succ"])
         .reset_index(drop=True)
     )
+
+
+def config_table(summary: pd.DataFrame, speed: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration: its statistics and its speedups, joined once.
+
+    Args:
+        summary: from :func:`summarize_configs`.
+        speed: from :func:`speedup_table` (one row per configuration of ``summary``, or empty).
+
+    Returns:
+        ``summary``'s rows indexed by ``config_id`` (the column kept), with ``speed``'s columns
+        (NaN where ``speed`` has no row) and ``is_best_at_n``: the configuration is its
+        algorithm's best at its env runner count (:func:`best_configs`; never the reference).
+    """
+    if summary.empty:
+        return summary.assign(is_best_at_n=pd.Series(dtype=bool))
+    t = summary.set_index("config_id", drop=False)
+    t.index.name = None
+    if len(speed):
+        sp = speed.set_index("config_id")
+        t = t.join(sp[[c for c in sp.columns if c not in t.columns]])
+    best = best_configs(summary[~summary["is_reference"]], ("algorithm", "num_env_runners"))
+    return t.assign(is_best_at_n=t["config_id"].isin(best["config_id"]))
 
 
 def _boot_stat(d: np.ndarray, r: np.ndarray, idx: np.ndarray) -> np.ndarray:

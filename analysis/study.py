@@ -27,6 +27,7 @@ from analysis.scaling import ScalingFit, fit_scaling
 from analysis.stats import (
     MIN_SEEDS_FOR_CI,
     best_configs,
+    config_table,
     pick_baseline,
     speedup_table,
     summarize_configs,
@@ -56,6 +57,10 @@ class Study:
         summary: per-configuration statistics (:func:`analysis.stats.summarize_configs`).
         speed: speedup / parallel efficiency per configuration
             (:func:`analysis.stats.speedup_table`); empty without configurations.
+        configs: ``summary`` and ``speed`` joined once, one row per configuration indexed by
+            ``config_id``, with ``finished_seeds`` and ``is_best_at_n``
+            (:func:`analysis.stats.config_table`): what every renderer reads a
+            configuration's numbers from.
         plan: the capacity plan (:func:`analysis.plan_model.make_plan`); None without configurations.
         warnings: one line each: what was missing, repaired or is not trustworthy.
         check: the plan check (:func:`analysis.plan_check.plan_check`) on the N above the
@@ -95,12 +100,13 @@ class Study:
     batch_advice: list[str] = field(default_factory=list)
     search_summary: pd.DataFrame | None = None
     stage_note: str | None = None
+    configs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def speedup_fits(self) -> list[tuple[str, str, ScalingFit]]:
         """``(algorithm, "1/TTT", fit)``, Amdahl then USL, for every algorithm with a finite
         speedup against the baseline (those the speedup figure shows), by name; empty without
         a baseline or a finite speedup. The fits are :attr:`models`'."""
-        sp = self.speed.set_index("config_id") if len(self.speed) else pd.DataFrame()
+        sp = self.configs
         if (
             self.baseline is None
             or sp.empty
@@ -128,8 +134,13 @@ class Study:
     @property
     def baseline_seeds(self) -> int:
         """Seeds of the baseline that reached the target or were censored (0: no baseline)."""
-        b = self.baseline
-        return int(b["n_reached"] + b["n_censored"]) if b is not None else 0
+        return int(self.baseline["finished_seeds"]) if self.baseline is not None else 0
+
+    @property
+    def reference_seeds(self) -> int:
+        """Seeds of the reference that reached the target or were censored (0: no reference)."""
+        ref = self.summary[self.summary["is_reference"]] if len(self.summary) else self.summary
+        return int(ref["finished_seeds"].iloc[0]) if len(ref) else 0
 
 
 def throughput_fits(tm: pd.DataFrame, summary: pd.DataFrame) -> dict[str, dict[str, ScalingFit]]:
@@ -163,7 +174,7 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
     if "is_reference" not in summary or not summary["is_reference"].any() or speed.empty:
         return None
     ref = summary[summary["is_reference"]].iloc[0]
-    sp = speed.set_index("config_id")
+    sp = config_table(summary, speed)
     others = summary[~summary["is_reference"]]
     others = others.assign(_t=others["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
     if others.empty:
@@ -228,7 +239,7 @@ def _collect_warnings(
             f"{n_c} censored trial(s) (budget spent before the target): their TTT is "
             "'> time run'; medians use Kaplan-Meier, success rates are shown"
         )
-    few = summary[(summary["n_reached"] + summary["n_censored"]) < MIN_SEEDS_FOR_CI]
+    few = summary[summary["finished_seeds"] < MIN_SEEDS_FOR_CI]
     if len(few):
         w.append(
             f"{len(few)} configuration(s) have fewer than {MIN_SEEDS_FOR_CI} finished "
@@ -438,4 +449,5 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
         batch_advice=batch_advice(tm, prog, batch) if len(summary) else [],
         search_summary=search_summary,
         stage_note=stage_note,
+        configs=config_table(summary, speed),
     )

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.break_even import Parts, measured_parts
-from analysis.fmt import fmt_s
+from analysis.fmt import config_name, fmt_s
 from analysis.stats import best_configs, finite_median
 from analysis.study import Study
 
@@ -552,7 +552,7 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
     rows_by_key.update(
         {(str(r["algorithm"]), int(r["num_env_runners"])): r for _, r in best.iterrows()}
     )
-    sp = measured.speed.set_index("config_id") if len(measured.speed) else pd.DataFrame()
+    sp = measured.configs
     ref_pred = next((p.ttt_s for p in predicted if p.reference), math.nan)
     rows = []
     for p in predicted:
@@ -611,10 +611,10 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
     pages print the same cells)."""
     out = []
     for _, r in rows.iterrows():
-        name = (
-            f"{r['algorithm']} (reference)"
-            if r["reference"]
-            else f"{r['algorithm']}, {int(r['num_env_runners'])} env runner(s)"
+        name = config_name(
+            r["algorithm"],
+            None if r["reference"] else r["num_env_runners"],
+            reference=r["reference"],
         )
         speed = (
             "-"

@@ -1,0 +1,112 @@
+"""Each quantity of a study is computed or spelled in one module of analysis/ (its owner); the
+others read it from :class:`analysis.study.Study` or call the owner.
+
+A copy that drifts is how two pages come to disagree (a stalled trial counted apart in one
+table and folded into the errors in another), so the check is textual: it fails on the
+spelling, wherever it appears outside its owner.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: quantity -> (owner module, patterns that spell or compute it by hand)
+OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # seeds that finished (reached or censored): analysis.stats.summarize_configs'
+    # ``finished_seeds``
+    "finished seeds": (
+        "analysis/stats.py",
+        (r"""n_reached["']\]\s*\+""", r"""\[\s*["']n_reached["'],\s*["']n_censored["']\s*\]"""),
+    ),
+    # the per-configuration join of statistics and speedups: analysis.stats.config_table
+    "configuration table": ("analysis/stats.py", (r"""speed\.set_index\(\s*["']config_id""",)),
+    # a configuration's name and its (baseline)/(reference) mark: analysis.fmt.config_name
+    "configuration name": (
+        "analysis/fmt.py",
+        (r"""["'] \((baseline|reference)\)["']""", r"""\}, \{[^{}]*\} env runner\(s\)"""),
+    ),
+    # the "reached/finished" cell: analysis.fmt.fmt_reached
+    "reached cell": ("analysis/fmt.py", (r"""n_reached["']\]\)?\}/\{""",)),
+}
+
+
+def _spellings(patterns: tuple[str, ...], owner: str) -> list[str]:
+    found = []
+    regexes = [re.compile(p) for p in patterns]
+    for path in sorted((ROOT / "analysis").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel == owner:
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if any(r.search(line) for r in regexes):
+                found.append(f"{rel}:{i}: {line.strip()}")
+    return found
+
+
+@pytest.mark.parametrize("quantity", sorted(OWNERS))
+def test_a_quantity_is_spelled_by_its_owner_only(quantity):
+    owner, patterns = OWNERS[quantity]
+    found = _spellings(patterns, owner)
+    assert not found, f"{quantity}: read it from {owner}'s function, not by hand:\n" + "\n".join(
+        found
+    )
+
+
+def test_each_owner_spells_what_the_others_may_not():
+    """The patterns are not vacuous: each matches in its owner (or its owner's output)."""
+    for quantity, (owner, patterns) in OWNERS.items():
+        text = (ROOT / owner).read_text(encoding="utf-8")
+        hit = any(re.search(p, text) for p in patterns)
+        if quantity == "configuration table":  # the owner joins by index, not by this spelling
+            hit = "def config_table" in text
+        if quantity == "finished seeds":
+            hit = '"finished_seeds"' in text
+        assert hit, quantity
+    assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
+    assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
+    assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
+    assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
+    assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
+    assert not re.search(OWNERS["configuration name"][1][1], """f"{n} env runner(s)\"""")
+
+
+def test_the_configuration_table_joins_statistics_and_speedups_once():
+    """``Study.configs``: one row per configuration with its summary, its speedups, the seeds
+    that finished and whether it is its algorithm's best at its env runner count."""
+    from analysis.stats import config_table
+
+    summary = pd.DataFrame(
+        {
+            "config_id": ["a", "b", "c", "ref"],
+            "algorithm": ["PPO", "PPO", "PPO", "SB3-DQN"],
+            "num_env_runners": [1, 1, 2, 0],
+            "is_reference": [False, False, False, True],
+            "ttt_s": [5.0, 4.0, 9.0, 1.0],
+            "success_rate": [1.0, 1.0, 1.0, 1.0],
+            "finished_seeds": [3, 3, 2, 3],
+        }
+    )
+    speed = pd.DataFrame({"config_id": ["a", "b", "c", "ref"], "speedup": [1.0, 1.25, 0.5, 5.0]})
+    t = config_table(summary, speed)
+    assert list(t.index) == ["a", "b", "c", "ref"]
+    assert t.loc["b", "speedup"] == 1.25 and t.loc["c", "finished_seeds"] == 2
+    assert t["is_best_at_n"].to_dict() == {"a": False, "b": True, "c": True, "ref": False}
+    empty = config_table(summary.iloc[0:0], speed.iloc[0:0])
+    assert empty.empty and "is_best_at_n" in empty
+
+
+def test_a_configuration_is_named_one_way():
+    from analysis.fmt import config_name
+
+    assert config_name("IMPALA", 16) == "IMPALA, 16 env runner(s)"
+    assert (
+        config_name("IMPALA", 2, " x 32 async envs", baseline=True)
+        == "IMPALA, 2 env runner(s) x 32 async envs (baseline)"
+    )
+    assert config_name("SB3-DQN", reference=True) == "SB3-DQN (reference)"
