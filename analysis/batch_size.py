@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.parts import resample_seeds, trial_components
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
 
@@ -65,9 +66,8 @@ def trial_batch(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
         noise scale the run went through; it grows by orders of magnitude as training
         converges), ``b_simple_last`` (its value at that iteration), ``steps_per_update``
         (env steps / learner updates at that iteration), ``ttt`` (seconds) and ``startup``
-        (seconds before sampling began, :func:`analysis.plan_check.trial_components`).
+        (seconds before sampling began, :func:`analysis.parts.trial_components`).
     """
-    from analysis.plan_check import trial_components
 
     startup = trial_components(tm, progress).set_index("trial_id")["startup_s"]
     rows = []
@@ -228,9 +228,7 @@ def batch_size_check(
 
         bs = np.array(sizes, float)
         s_pred, e_pred, t_pred = predict(p, bs)
-        boots = [
-            predict(p.iloc[rng.integers(0, len(p), size=len(p))], bs) for _ in range(n_resamples)
-        ]
+        boots = [predict(resample_seeds([p], rng), bs) for _ in range(n_resamples)]
         s_lo, s_hi = np.quantile(np.array([b[0] for b in boots]), [0.025, 0.975], axis=0)
         e_lo, e_hi = np.quantile(np.array([b[1] for b in boots]), [0.025, 0.975], axis=0)
         t_boot = np.array([b[2] for b in boots])  # NaN where a resample has no start-up

@@ -37,8 +37,8 @@ import pandas as pd
 
 from analysis.catalogue import VMSize, nodes_for, run_cost_usd
 from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_usd
-from analysis.plan_check import trial_components
-from analysis.stats import best_configs, finite_median
+from analysis.parts import trial_components
+from analysis.stats import best_configs, draw_seeds, finite_median, percentile_interval
 from analysis.study import Study
 
 __all__ = [
@@ -137,11 +137,7 @@ def predict_interval(
             for _ in range(n_resamples)
         ]
     )
-    a = (1.0 - confidence) / 2.0
-    return (
-        float(np.quantile(out, a, method="inverted_cdf")),
-        float(np.quantile(out, 1.0 - a, method="inverted_cdf")),
-    )
+    return percentile_interval(out, confidence)
 
 
 def _usable_seeds(p: Parts) -> int:
@@ -188,7 +184,7 @@ def _resampled_parts(p: Parts, rng: np.random.Generator) -> Parts | None:
     median env steps of the seeds that reached the target); None where no drawn seed
     reached it."""
     ok = [t for t in p.trials if math.isfinite(t[0]) and math.isfinite(t[1]) and t[1] > 0]
-    k = rng.integers(0, len(ok), size=len(ok))
+    k = draw_seeds(len(ok), rng)
     drawn = [ok[i] for i in k]
     steps = [t[2] for t in drawn if t[3]]
     if not steps:
@@ -226,11 +222,7 @@ def break_even_interval(
     for i in range(n_resamples):
         q, r = _resampled_parts(p, rng), _resampled_parts(ref, rng)
         out[i] = math.inf if q is None or r is None else break_even_s(q, r)
-    a = (1.0 - confidence) / 2.0
-    return (
-        float(np.quantile(out, a, method="inverted_cdf")),
-        float(np.quantile(out, 1.0 - a, method="inverted_cdf")),
-    )
+    return percentile_interval(out, confidence)
 
 
 def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan, high_ms: float = math.nan) -> str:

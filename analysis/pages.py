@@ -157,10 +157,10 @@ def _median(values: pd.Series, spec: str) -> str:
 
 def _components(data: Study) -> str:
     """Per (algorithm, N), medians over seeds of the parts of TTT the pipeline model uses
-    (:func:`analysis.plan_check.trial_components`), the learner's updates/s, the trial's peak
+    (:func:`analysis.parts.trial_components`), the learner's updates/s, the trial's peak
     memory, the share of its wall-clock spent in the evaluation protocol and the
     configuration's TTT."""
-    from analysis.plan_check import trial_components
+    from analysis.parts import trial_components
 
     tm = data.tm[data.tm["status"] != "error"]
     parts = trial_components(tm, data.res.progress).set_index("trial_id")

@@ -49,8 +49,15 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from analysis.parts import (
+    Pipeline,
+    band,
+    fit_pipeline,
+    resample_seeds,
+    trial_components,
+)
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
-from analysis.stats import best_configs, km_median_batch
+from analysis.stats import best_configs
 
 __all__ = [
     "CHECK_COLUMNS",
@@ -70,7 +77,6 @@ __all__ = [
     "parse_holdout",
     "plan_check",
     "table_rows",
-    "trial_components",
 ]
 
 MIN_FIT_N = 3
@@ -178,117 +184,6 @@ def auto_holdout(summary: pd.DataFrame) -> list[int]:
     return out
 
 
-def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
-    """Per trial, the parts of its TTT the pipeline model uses.
-
-    Args:
-        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
-        progress: ``progress.parquet`` rows (``trial_id, iteration, wall_time_s, env_steps``).
-
-    Returns:
-        Columns ``trial_id, startup_s`` (seconds from the trial's start at which its env steps,
-        extrapolated back along the steady rate, were zero; clipped to [0, first iteration's
-        end]), ``rate`` (env steps/s from the end of the first iteration to the last recorded
-        one -- up to the target for trials that reached it), ``steps`` (env steps to the target,
-        or all env steps of a censored trial) and ``reached``. NaN where a trial has fewer than
-        two iterations.
-    """
-    rows = []
-    prog = progress.sort_values(["trial_id", "iteration"]).groupby("trial_id")
-    groups = {k: g for k, g in prog}
-    for _, t in tm.iterrows():
-        g = groups.get(t["trial_id"])
-        startup = rate = math.nan
-        if g is not None and len(g) >= 2:
-            w = g["wall_time_s"].to_numpy(float)
-            s = g["env_steps"].to_numpy(float)
-            if t["reached"] and np.isfinite(t["time_to_target_s"]):
-                keep = w <= t["time_to_target_s"] + 1e-9
-                w, s = w[keep], s[keep]
-            if len(w) >= 2 and w[-1] > w[0] and s[-1] > s[0]:
-                rate = (s[-1] - s[0]) / (w[-1] - w[0])
-                startup = float(np.clip(w[0] - s[0] / rate, 0.0, w[0]))
-        steps = t["steps_to_target"] if t["reached"] else t["total_env_steps"]
-        rows.append(
-            {
-                "trial_id": t["trial_id"],
-                "startup_s": startup,
-                "rate": rate,
-                "steps": float(steps) if pd.notna(steps) else math.nan,
-                "reached": bool(t["reached"]),
-            }
-        )
-    return pd.DataFrame(rows, columns=["trial_id", "startup_s", "rate", "steps", "reached"])
-
-
-def _km_median(x: np.ndarray, reached: np.ndarray) -> float:
-    if len(x) == 0:
-        return math.nan
-    if reached.all():
-        return float(np.median(x))
-    return float(km_median_batch(x, reached)[0])
-
-
-@dataclass
-class _Pipeline:
-    """The pipeline model fitted on one set of trials (see the module docstring)."""
-
-    startup: np.ndarray  # (a, b): S(N) = a + b N
-    rate: ScalingFit
-    steps: np.ndarray | None  # (log c, d): E(N) = c N^d; None: no N with a median
-
-    def predict(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(TTT seconds, env steps/s)`` at ``n``."""
-        n = np.asarray(n, dtype=float)
-        s = np.maximum(self.startup[0] + self.startup[1] * n, 0.0)
-        r = self.rate.predict(n)
-        if self.steps is None:
-            return np.full(n.shape, np.nan), r
-        e = np.exp(self.steps[0] + self.steps[1] * np.log(n))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ttt = np.where(r > 0, s + e / r, np.inf)
-        return ttt, r
-
-
-def _fit_pipeline(comp: pd.DataFrame) -> _Pipeline | None:
-    ok = comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
-    ns = sorted(ok["num_env_runners"].unique())
-    if len(ns) < 2:
-        return None
-    n = ok["num_env_runners"].to_numpy(float)
-    slope, icpt = np.polyfit(n, ok["startup_s"].to_numpy(float), 1)
-    fits = fit_scaling(n, ok["rate"].to_numpy(float))
-    rate = preferred(fits)
-    if rate is None:
-        return None
-    med = []
-    for k in ns:
-        g = comp[(comp["num_env_runners"] == k) & np.isfinite(comp["steps"])]
-        e = _km_median(g["steps"].to_numpy(float), g["reached"].to_numpy(bool))
-        if math.isfinite(e) and e > 0:
-            med.append((k, e))
-    if not med:
-        steps = None
-    elif len(med) == 1:
-        steps = np.array([math.log(med[0][1]), 0.0])
-    else:
-        d, logc = np.polyfit(np.log([m[0] for m in med]), np.log([m[1] for m in med]), 1)
-        steps = np.array([logc, d])
-    return _Pipeline(np.array([icpt, slope]), rate, steps)
-
-
-def _band(a: np.ndarray, n_resamples: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per column of ``a`` (resamples x candidates), the 95 % percentile interval over the
-    resamples that gave a finite or infinite prediction; NaN where under half of them did."""
-    lo, hi = np.full(a.shape[1], np.nan), np.full(a.shape[1], np.nan)
-    for j in range(a.shape[1]):
-        col = a[:, j][~np.isnan(a[:, j])]
-        if len(col) >= n_resamples / 2:
-            lo[j] = np.quantile(col, 0.025, method="inverted_cdf")
-            hi[j] = np.quantile(col, 0.975, method="inverted_cdf")
-    return lo, hi
-
-
 def _rate_trials(comp: pd.DataFrame) -> pd.DataFrame:
     """The trials whose steady rate (and start-up) the throughput models are fitted to."""
     return comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
@@ -317,12 +212,12 @@ def _bootstrap_rates(
     groups = [g for _, g in _rate_trials(comp).groupby("num_env_runners")]
     preds: dict[str, list[np.ndarray]] = {key: [] for key in THROUGHPUT_MODELS}
     for _ in range(n_resamples):
-        draw = pd.concat([g.iloc[rng.integers(0, len(g), size=len(g))] for g in groups])
+        draw = resample_seeds(groups, rng)
         fits = _rate_fits(draw)
         for key, out in preds.items():
             f = fits.get(key)
             out.append(f.predict(cand) if f is not None else np.full(cand.shape, np.nan))
-    return {key: _band(np.array(v), n_resamples) for key, v in preds.items()}
+    return {key: band(np.array(v), n_resamples) for key, v in preds.items()}
 
 
 def _bootstrap_pipeline(
@@ -332,8 +227,8 @@ def _bootstrap_pipeline(
     groups = [g for _, g in comp.groupby("num_env_runners")]
     ttts, rates = [], []
     for _ in range(n_resamples):
-        draw = pd.concat([g.iloc[rng.integers(0, len(g), size=len(g))] for g in groups])
-        p = _fit_pipeline(draw)
+        draw = resample_seeds(groups, rng)
+        p = fit_pipeline(draw)
         if p is not None:
             t, r = p.predict(cand)
             ttts.append(t)
@@ -342,8 +237,8 @@ def _bootstrap_pipeline(
     if not ttts:
         return nan, nan, nan, nan
 
-    t_lo, t_hi = _band(np.array(ttts), n_resamples)
-    r_lo, r_hi = _band(np.array(rates), n_resamples)
+    t_lo, t_hi = band(np.array(ttts), n_resamples)
+    r_lo, r_hi = band(np.array(rates), n_resamples)
     return t_lo, t_hi, r_lo, r_hi
 
 
@@ -371,7 +266,7 @@ def _ttt_of(f: ScalingFit | None, n: float) -> float:
         return float(1.0 / f.predict(np.array([float(n)]))[0])
 
 
-def _pipeline_ttt_of(p: _Pipeline | None, n: float) -> float:
+def _pipeline_ttt_of(p: Pipeline | None, n: float) -> float:
     return math.nan if p is None else float(p.predict(np.array([float(n)]))[0][0])
 
 
@@ -381,7 +276,7 @@ def _fit_range(
     usl_name: str,
     f: ScalingFit | None,
     pc: pd.DataFrame,
-    pipe: _Pipeline | None,
+    pipe: Pipeline | None,
 ) -> list[dict]:
     """Residuals and leave-one-N-out errors at every fitted N (:data:`FIT_COLUMNS`): of both
     TTT models, and of USL and Amdahl on the trials' throughput."""
@@ -395,7 +290,7 @@ def _fit_range(
             (
                 "pipeline",
                 _pipeline_ttt_of(pipe, n),
-                _pipeline_ttt_of(_fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n),
+                _pipeline_ttt_of(fit_pipeline(pc[pc["config_id"].isin(others["config_id"])]), n),
             ),
         ):
             out.append(
@@ -459,7 +354,7 @@ def _choose(alg: str, fit: pd.DataFrame) -> tuple[str | None, str]:
 
 def fit_range_choice(
     alg: str, fit_rows: pd.DataFrame, comp: pd.DataFrame
-) -> tuple[str | None, str, _Pipeline | None]:
+) -> tuple[str | None, str, Pipeline | None]:
     """The model the fit range's cross-validation prefers for one algorithm, as the capacity
     plan uses it: ``(chosen, note, pipeline)``.
 
@@ -478,14 +373,14 @@ def fit_range_choice(
     """
     f = _fit_ttt(fit_rows)
     name = ("USL" if f is not None and f.model == "usl" else "Amdahl") + " on 1/TTT"
-    pipe = _fit_pipeline(comp)
+    pipe = fit_pipeline(comp)
     fit = pd.DataFrame(_fit_range(alg, fit_rows, name, f, comp, pipe), columns=FIT_COLUMNS)
     chosen, note = _choose(alg, fit)
     return chosen, note.replace("; the held-out N play no part in it", ""), pipe
 
 
 def pipeline_prediction(
-    pipe: _Pipeline, comp: pd.DataFrame, n: Sequence[int], *, n_resamples: int = 200, seed: int = 0
+    pipe: Pipeline, comp: pd.DataFrame, n: Sequence[int], *, n_resamples: int = 200, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(TTT, low, high)`` in seconds at each of ``n``: the pipeline ``pipe`` and its 95 %
     interval from a bootstrap over the seeds of ``comp`` (the trials it was fitted on,
@@ -582,7 +477,7 @@ def plan_check(
             )
         # 2. the pipeline model on the same configurations' trials
         pc = comp[comp["config_id"].isin(fit_rows["config_id"])]
-        pipe = _fit_pipeline(pc)
+        pipe = fit_pipeline(pc)
         pipe_n = ",".join(
             str(int(n)) for n in sorted(pc.loc[np.isfinite(pc["rate"]), "num_env_runners"].unique())
         )

@@ -205,7 +205,8 @@ def model_algorithms(
     N = 0 (sampling in the driver) and N whose TTT is not finite (fewer than half the seeds
     reached the target) are left out of the fit.
     """
-    from analysis.plan_check import fit_range_choice, trial_components
+    from analysis.parts import trial_components
+    from analysis.plan_check import fit_range_choice
 
     out: dict[str, AlgorithmModel] = {}
     comp = None

@@ -336,7 +336,7 @@ def bootstrap_ttt_prediction(
         ``(low, high, fraction_ok)``: shape (m,) seconds each (``high`` may be inf), and the
         fraction of resamples that could be fitted (NaN arrays if under half).
     """
-    from analysis.stats import km_median_batch
+    from analysis.stats import draw_seeds, km_median_batch
 
     rng = np.random.default_rng(seed)
     cand = np.asarray(candidates, dtype=float)
@@ -346,7 +346,7 @@ def bootstrap_ttt_prediction(
         nn, xx = [], []
         for n in ns:
             d, r = samples[n]
-            idx = rng.integers(0, len(d), size=len(d))
+            idx = draw_seeds(len(d), rng)
             dd, rr = d[idx], r[idx]
             ttt = float(np.median(dd)) if rr.all() else float(km_median_batch(dd, rr)[0])
             if math.isfinite(ttt) and ttt > 0:

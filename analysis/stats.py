@@ -41,11 +41,13 @@ __all__ = [
     "best_configs",
     "bootstrap_ci",
     "config_table",
+    "draw_seeds",
     "iqm",
     "km_median",
     "km_median_batch",
     "median_or_nan",
     "olympic_mean",
+    "percentile_interval",
     "Note",
     "pick_baseline",
     "speedup_table",
@@ -424,6 +426,24 @@ def best_configs(
         .head(1)
         .drop(columns=["_ttt", "_succ"])
         .reset_index(drop=True)
+    )
+
+
+def draw_seeds(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Positions of ``n`` seeds drawn with replacement (shape ``(n,)``): the draw behind every
+    resample, :func:`analysis.parts.resample_seeds`' for data frames and the break-even model's for its
+    per-trial parts."""
+    return rng.integers(0, n, size=n)
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile-bootstrap interval of ``samples`` (one statistic per resample; ``inf``
+    allowed): its ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles, each an
+    observed resample (``inverted_cdf``), in the samples' unit."""
+    a = (1.0 - confidence) / 2.0
+    return (
+        float(np.quantile(samples, a, method="inverted_cdf")),
+        float(np.quantile(samples, 1.0 - a, method="inverted_cdf")),
     )
 
 

@@ -75,7 +75,7 @@ import pandas as pd
 
 from analysis.break_even import Parts, measured_parts
 from analysis.fmt import config_name, fmt_s
-from analysis.stats import best_configs, finite_median
+from analysis.stats import best_configs, draw_seeds, finite_median
 from analysis.study import Study
 
 __all__ = [
@@ -397,7 +397,7 @@ def _transfer(
         for i in range(n_resamples):
             meds = []
             for t, r in zip(trials, reached, strict=True):
-                k = rng.integers(0, len(t), size=len(t))
+                k = draw_seeds(len(t), rng)
                 steps = t[k][r[k], 2]
                 meds.append(
                     (
@@ -540,7 +540,7 @@ def check_rows(predicted: list[Transferred], measured: Study) -> pd.DataFrame:
         interval), ``predicted_abs_speedup, abs_speedup, abs_speedup_low, abs_speedup_high``
         (NaN for the reference or without one).
     """
-    from analysis.plan_check import trial_components
+    from analysis.parts import trial_components
 
     tm = measured.tm[measured.tm["status"] != "error"]
     comps = trial_components(tm, measured.res.progress).set_index("trial_id")

@@ -75,7 +75,7 @@ def parts(run: Path) -> dict:
     import numpy as np
 
     from analysis.load import load_results
-    from analysis.plan_check import trial_components
+    from analysis.parts import trial_components
     from analysis.study import analyse
     from analysis.transfer import (
         driver_cpu_per_step,

@@ -87,7 +87,7 @@ def test_prediction_from_a_pilot_matches_a_run_that_follows_the_model() -> None:
 
 
 def test_pilot_reaching_in_its_first_iteration_predicts_steps_not_time() -> None:
-    """One iteration gives no start-up estimate (analysis.plan_check.trial_components): the
+    """One iteration gives no start-up estimate (analysis.parts.trial_components): the
     predicted TTT is NaN, the updates and env steps are still predicted, and no numpy
     "Mean of empty slice" warning reaches the user (it printed ~90 lines per report)."""
     import warnings

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.parts import trial_components
 from analysis.plan_check import (
     CHECK_COLUMNS,
     FIT_COLUMNS,
@@ -16,7 +17,6 @@ from analysis.plan_check import (
     check_text,
     parse_holdout,
     plan_check,
-    trial_components,
 )
 from analysis.scaling import usl
 from analysis.stats import summarize_configs

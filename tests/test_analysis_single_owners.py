@@ -31,6 +31,9 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "analysis/fmt.py",
         (r"""["'] \((baseline|reference)\)["']""", r"""\}, \{[^{}]*\} env runner\(s\)"""),
     ),
+    # one seed-level bootstrap draw: analysis.stats.draw_seeds (analysis.parts.resample_seeds
+    # for data frames); the speedup interval's vectorised draw is stats' own
+    "seed draw": ("analysis/stats.py", (r"rng\.integers\(0, len\(\w+\), size=len\(",)),
     # the "reached/finished" cell: analysis.fmt.fmt_reached
     "reached cell": ("analysis/fmt.py", (r"""n_reached["']\]\)?\}/\{""",)),
 }
@@ -67,12 +70,15 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = "def config_table" in text
         if quantity == "finished seeds":
             hit = '"finished_seeds"' in text
+        if quantity == "seed draw":
+            hit = "def draw_seeds" in text
         assert hit, quantity
     assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
     assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
     assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
+    assert re.search(OWNERS["seed draw"][1][0], "k = rng.integers(0, len(ok), size=len(ok))")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{n} env runner(s)\"""")
 
 

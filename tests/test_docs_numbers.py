@@ -337,7 +337,7 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
 
     import numpy as np
 
-    from analysis.plan_check import _fit_pipeline, trial_components
+    from analysis.parts import fit_pipeline, trial_components
     from sweeps.cabs_fit_latency import SWEEP
 
     study, f = _fit_study(analysed_runs, SWEEP, ROOT / "docs/data/cabs_fit_latency/20261127-100407")
@@ -369,7 +369,7 @@ def test_the_latency_pages_fit_study_sentences_match_its_run(analysed_runs):
     )
     for alg in ("IMPALA", "APPO"):
         g = comp[comp["algorithm"] == alg]
-        pipe_fit = _fit_pipeline(g[g["num_env_runners"] <= 5])
+        pipe_fit = fit_pipeline(g[g["num_env_runners"] <= 5])
         measured = g[g["num_env_runners"] == 8]["startup_s"].median()
         line = pipe_fit.startup[0] + 8 * pipe_fit.startup[1]
         assert 1.5 <= measured - line <= 2.5, (alg, measured, line)
