@@ -1,10 +1,16 @@
 """Capacity plan: what to run, on which Azure VM size, to reach the target by a deadline or
 within a budget.
 
-Usage::
+Usage, one subcommand per model (:data:`SUBCOMMANDS`)::
 
-    python -m analysis.plan RESULTS_DIR [--deadline 10m] [--budget 5usd] [--vm SIZE]
-                                        [--low-priority] [--target VALUE|PCT%]
+    python -m analysis.plan fit RESULTS_DIR [--deadline 10m] [--budget 5usd] [--vm SIZE]
+                                            [--low-priority] [--target VALUE|PCT%]
+    python -m analysis.plan holdout RESULTS_DIR 8,16          # check the plan on held-out N
+    python -m analysis.plan break-even RESULTS_DIR [--env-cost-ms 40] [--held-out RUN,...]
+    python -m analysis.plan transfer RESULTS_DIR --cores 16 [--check RUN]
+
+The flags they stand for (``RESULTS_DIR --holdout 8,16``, ``--break-even``, ``--transfer``; a
+bare ``RESULTS_DIR`` is ``fit``) are kept as aliases.
 
 The plan's model is :mod:`analysis.plan_model` (documented there, formula by formula), what it
 rents :mod:`analysis.catalogue`, its words :mod:`analysis.plan_text`; this module is the
@@ -55,6 +61,7 @@ from analysis.plan_text import (
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = [
+    "SUBCOMMANDS",
     "DEFAULT_LAUNCHER",
     "LAUNCHERS",
     "USABLE_MEMORY_FRACTION",
@@ -80,6 +87,7 @@ __all__ = [
     "predict_ttt",
     "run_cost_usd",
     "steps_plan",
+    "subcommand_argv",
     "sweep_file_of",
     "trial_resources",
 ]
@@ -200,12 +208,52 @@ def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
     return 0
 
 
+#: Subcommand -> the flag it stands for (``fit`` is the plan itself, no flag).
+SUBCOMMANDS = {
+    "fit": None,
+    "holdout": "--holdout",
+    "break-even": "--break-even",
+    "transfer": "--transfer",
+}
+
+
+def subcommand_argv(argv: list[str]) -> list[str]:
+    """``argv`` with a leading subcommand (:data:`SUBCOMMANDS`) written as the flag it stands
+    for: ``fit RUN ...`` -> ``RUN ...``, ``break-even RUN ...`` -> ``RUN --break-even ...``,
+    ``transfer RUN ...`` -> ``RUN --transfer ...``, ``holdout RUN 8,16 ...`` -> ``RUN --holdout
+    8,16 ...``. Without a subcommand, ``argv`` as given (the flags).
+
+    Raises:
+        ValueError: a subcommand without its RESULTS_DIR, or ``holdout`` without its counts.
+    """
+    if not argv or argv[0] not in SUBCOMMANDS:
+        return list(argv)
+    name, rest = argv[0], list(argv[1:])
+    if not rest or rest[0].startswith("-"):
+        raise ValueError(f"{name}: expected RESULTS_DIR after the subcommand")
+    run, rest = rest[0], rest[1:]
+    if name == "holdout":
+        if not rest or rest[0].startswith("-"):
+            raise ValueError("holdout: expected the env runner counts to hold out, e.g. 8,16")
+        return [run, "--holdout", rest[0], *rest[1:]]
+    flag = SUBCOMMANDS[name]
+    return [run, *([flag] if flag else []), *rest]
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv = subcommand_argv(argv)
+    except ValueError as exc:
+        sys.stderr.write(f"python -m analysis.plan: error: {exc}\n")
+        return EXIT_BAD_INPUT
     p = OneLineParser(
         prog="python -m analysis.plan",
         description="Capacity plan: predicted time-to-target and cost per env runner "
-        "count and Azure VM size, from a results directory.",
+        "count and Azure VM size, from a results directory. Subcommands: fit RUN (the "
+        "plan), holdout RUN N,M (check it), break-even RUN, transfer RUN --cores C; "
+        "the flags below are their aliases.",
     )
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
     p.add_argument("--deadline", help="wall-clock limit for one run, e.g. 10m, 90s, 1h30m")
@@ -400,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(
                 f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
                 f"{args.results_dir}, the run the model is fitted on; a held-out check "
-                "needs seeds the fit did not use (re-run it with --seeds/first_seed "
+                "needs seeds the fit did not use (re-run it with --first-seed "
                 "beyond the fit's, or pass --allow-shared-seeds to check anyway)"
             )
         tm, target, warns = trial_metrics(res, args.target)

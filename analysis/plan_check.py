@@ -3,7 +3,7 @@ and compare the predictions with what was measured there.
 
 Usage::
 
-    python -m analysis.plan RESULTS_DIR --holdout 8,16
+    python -m analysis.plan holdout RESULTS_DIR 8,16
 
 Two models predict time-to-target (TTT, seconds) at a held-out N from the trials at the other
 N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):

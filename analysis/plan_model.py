@@ -3,8 +3,8 @@ within a budget.
 
 Usage::
 
-    python -m analysis.plan RESULTS_DIR [--deadline 10m] [--budget 5usd] [--vm SIZE]
-                                        [--low-priority] [--target VALUE|PCT%]
+    python -m analysis.plan fit RESULTS_DIR [--deadline 10m] [--budget 5usd] [--vm SIZE]
+                                            [--low-priority] [--target VALUE|PCT%]
 
 Model (explicit, so it can be checked by hand):
 

@@ -20,7 +20,7 @@ out and share no seed with it::
     python -m sweeps.run sweeps/cabs_break_even_layout.py --env-config step_latency_ms=30 --first-seed 110
     python -m sweeps.run sweeps/cabs_break_even_layout.py --env-config step_latency_ms=60 --first-seed 120
     python -m sweeps.run sweeps/cabs_break_even_layout.py --env-config step_latency_ms=120 --first-seed 130
-    python -m analysis.plan FIT_RUN --break-even --held-out RUN_30MS,RUN_60MS,RUN_120MS
+    python -m analysis.plan break-even FIT_RUN --held-out RUN_30MS,RUN_60MS,RUN_120MS
 
 Sizing: the reference needs ~3.5 min at 120 ms (the earlier 120 ms runs), hence the 300 s
 budget; the two 64-env layouts reached the target in ~30 s there. Capping is off (every cell

@@ -242,3 +242,29 @@ def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the
         "envs (2 env runner(s) x 32 env(s) each, async), predicted"
     ) in out
     assert "limited by the env's own cost per step" in out and "it beats one process." in out
+
+
+def test_each_model_is_a_subcommand_and_the_flags_stay_its_aliases(plan):
+    """``plan break-even RUN`` prints what ``plan RUN --break-even`` prints, ``plan holdout
+    RUN 8,16`` what ``--holdout 8,16`` does, ``plan fit RUN`` what ``plan RUN`` does; a
+    subcommand without its run or counts is refused in one line (exit 2)."""
+    pairs = [
+        (
+            ("break-even", str(CPU_RUN), "--env-cost-ms", "40"),
+            (str(CPU_RUN), "--break-even", "--env-cost-ms", "40"),
+        ),
+        (("holdout", str(CPU_RUN), "8,16"), (str(CPU_RUN), "--holdout", "8,16")),
+        (("fit", str(CPU_RUN), "--deadline", "10m"), (str(CPU_RUN), "--deadline", "10m")),
+        (("transfer", str(CPU_RUN), "--cores", "2"), (str(CPU_RUN), "--transfer", "--cores", "2")),
+    ]
+    for sub, flags in pairs:
+        a, b = plan(*sub), plan(*flags)
+        assert a.returncode == b.returncode == 0, (sub, a.stderr, b.stderr)
+        assert a.stdout == b.stdout and a.stdout.strip(), sub
+    for argv, said in (
+        (("holdout", str(CPU_RUN)), "holdout: expected the env runner counts"),
+        (("break-even", "--env-cost-ms", "40"), "break-even: expected RESULTS_DIR"),
+    ):
+        bad = plan(*argv)
+        assert bad.returncode == 2 and said in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
