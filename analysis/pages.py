@@ -97,11 +97,16 @@ def _headline(data: Study) -> str:
     varying = varying_params(s[~s["is_reference"]], with_batch=True)
     s = s.assign(_ref=~s["is_reference"], _t=s["ttt_s"].astype(float).fillna(np.inf))
     s = s.sort_values(["_ref", "_t", "algorithm", "num_env_runners"], kind="stable")
-    rows = [
-        "| configuration | reached | median TTT [95% CI] | olympic mean | TTT resolution "
-        "| absolute speedup [95% CI] | speedup [95% CI] |",
-        "| --- | ---: | --- | ---: | ---: | --- | --- |",
+    headers = [
+        "configuration",
+        "reached",
+        "median TTT [95% CI]",
+        "olympic mean",
+        "TTT resolution",
+        "absolute speedup [95% CI]",
+        "speedup [95% CI]",
     ]
+    rows = []
     for _, c in s.iterrows():
         n = int(c["finished_seeds"])
         r = data.configs.loc[c["config_id"]]
@@ -120,19 +125,19 @@ def _headline(data: Study) -> str:
         olympic = float(c["ttt_olympic_s"])
         resolution = float(c["ttt_resolution_s"])
         rows.append(
-            f"| {name} | {fmt_reached(c)} | {fmt_ttt(c)} | "
-            f"{fmt_s(olympic) if np.isfinite(olympic) else 'n/a'} | "
-            f"{fmt_s(resolution) if np.isfinite(resolution) else 'n/a'} | "
-            + (
+            [
+                name,
+                fmt_reached(c),
+                fmt_ttt(c),
+                fmt_s(olympic) if np.isfinite(olympic) else "n/a",
+                fmt_s(resolution) if np.isfinite(resolution) else "n/a",
                 "-"
                 if c["is_reference"] or not len(ref)
-                else fmt_speedup(r, n, ref_n, key="abs_speedup")
-            )
-            + " | "
-            + ("-" if c["is_reference"] or data.baseline is None else fmt_speedup(r, n, base_n))
-            + " |"
+                else fmt_speedup(r, n, ref_n, key="abs_speedup"),
+                "-" if c["is_reference"] or data.baseline is None else fmt_speedup(r, n, base_n),
+            ]
         )
-    return "\n".join(rows)
+    return md_table(headers, rows, right=(1, 3, 4))
 
 
 def _run(data: Study) -> str:
@@ -168,11 +173,17 @@ def _components(data: Study) -> str:
     t = tm.set_index("trial_id").join(parts[["startup_s", "rate", "steps"]])
     t["updates_per_s"] = (trials["learner_updates"] / trials["elapsed_s"]).reindex(t.index)
     summary = data.configs
-    rows = [
-        "| configuration | start-up (s) | steady env steps/s | env steps to target | "
-        "learner updates/s | peak RSS (MiB) | evaluation share | TTT |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    headers = [
+        "configuration",
+        "start-up (s)",
+        "steady env steps/s",
+        "env steps to target",
+        "learner updates/s",
+        "peak RSS (MiB)",
+        "evaluation share",
+        "TTT",
     ]
+    rows = []
     t = t.assign(_ref=t["is_reference"]).sort_values(["_ref", "algorithm", "num_env_runners"])
     for cid, g in t.groupby("config_id", sort=False):
         c = summary.loc[cid]
@@ -183,14 +194,23 @@ def _components(data: Study) -> str:
             else f"> {np.median(g['steps']):,.0f}"
         ) + (f" ({len(reached)}/{len(g)})" if len(reached) < len(g) else "")
         rows.append(
-            f"| {config_name(c['algorithm'], c['num_env_runners'], baseline=c['is_baseline'], reference=c['is_reference'])}"
-            + " | "
-            f"{_median(g['startup_s'], '.1f')} | {_median(g['rate'], ',.0f')} | {steps} | "
-            f"{_median(g['updates_per_s'], '.1f')} | {_median(g['peak_rss_mib'], ',.0f')} | "
-            f"{format(c['eval_share'], '.1%') if np.isfinite(c['eval_share']) else 'n/a'} | "
-            f"{fmt_ttt(c)} |"
+            [
+                config_name(
+                    c["algorithm"],
+                    c["num_env_runners"],
+                    baseline=c["is_baseline"],
+                    reference=c["is_reference"],
+                ),
+                _median(g["startup_s"], ".1f"),
+                _median(g["rate"], ",.0f"),
+                steps,
+                _median(g["updates_per_s"], ".1f"),
+                _median(g["peak_rss_mib"], ",.0f"),
+                format(c["eval_share"], ".1%") if np.isfinite(c["eval_share"]) else "n/a",
+                fmt_ttt(c),
+            ]
         )
-    return "\n".join(rows)
+    return md_table(headers, rows, right=(1, 2, 3, 4, 5, 6))
 
 
 def _plan_check(data: Study) -> str:
