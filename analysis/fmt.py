@@ -29,6 +29,7 @@ __all__ = [
     "fmt_ci",
     "fmt_count",
     "fmt_efficiency",
+    "fmt_errors",
     "fmt_interval",
     "fmt_num",
     "fmt_reached",
@@ -158,6 +159,17 @@ def fmt_reached(c: pd.Series, of: str = "finished_seeds") -> str:
     ``4/5``. ``c``: a row of :func:`analysis.stats.summarize_configs` (``of`` its
     ``finished_seeds``), or of a model's table with its own count (``n``, ``n_trials``)."""
     return f"{int(c['n_reached'])}/{int(c[of])}"
+
+
+def fmt_errors(c: pd.Series) -> str:
+    """A configuration's failed trials (a row of :func:`analysis.stats.summarize_configs`), the
+    stalled ones apart: ``1 stalled, 2 other errors``, ``1 error``; empty when none failed."""
+    stalled = int(c.get("n_stalled", 0) or 0)
+    other = int(c["n_error"]) - stalled
+    parts = [f"{stalled} stalled"] if stalled else []
+    if other:
+        parts.append(f"{other} {'other ' if stalled else ''}error{'s' if other != 1 else ''}")
+    return ", ".join(parts)
 
 
 def fmt_ttt(c: pd.Series) -> str:

@@ -61,6 +61,7 @@ from analysis.fmt import (
     config_name,
     fmt_count,
     fmt_efficiency,
+    fmt_errors,
     fmt_reached,
     fmt_s,
     fmt_speedup,
@@ -474,7 +475,7 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
         n = int(c["finished_seeds"])
         r = data.configs.loc[c["config_id"]]
         other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}" for col in varying)
-        seeds = str(int(c["n_trials"])) + (f" ({int(c['n_error'])} error)" if c["n_error"] else "")
+        seeds = str(int(c["n_trials"])) + (f" ({fmt_errors(c)})" if c["n_error"] else "")
         success = f"{fmt_reached(c)} ({c['success_rate']:.0%})" if n else "n/a (every trial failed)"
         row_notes = list(c["notes"])
         if isinstance(r["speedup_notes"], list):

@@ -63,6 +63,7 @@ from analysis.figures import (
 from analysis.fmt import (
     config_name,
     fmt_ci,
+    fmt_errors,
     fmt_num,
     fmt_reached,
     fmt_s,
@@ -439,7 +440,7 @@ def _summary(data: Study) -> str:
                     _config_name(b),
                     str(b["num_env_runners"]),
                     _esc(b["config_label"]),
-                    fmt_reached(b) + (f" (+{b['n_error']} err)" if b["n_error"] else ""),
+                    fmt_reached(b) + (f" (+{fmt_errors(b)})" if b["n_error"] else ""),
                     _esc(b["estimator"] or "-"),
                     _ttt_html(b),
                     _resolution_html(b),

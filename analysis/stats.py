@@ -224,7 +224,8 @@ def summarize_configs(
     Returns:
         One row per ``config_id`` with ``algorithm, num_env_runners, is_baseline,
         config_label, n_trials, n_reached, n_censored, finished_seeds`` (reached or
-        censored: the seeds an interval counts), ``n_error, n_skipped`` (seeds adaptive
+        censored: the seeds an interval counts), ``n_error`` (trials that ended in an error),
+        ``n_stalled`` (of those, the ones the stall detector ended), ``n_skipped`` (seeds adaptive
         capping left unrun; 0 without ``seeds``), ``success_rate``, the headline
         ``estimator`` ("median" or "KM median"), ``ttt_s, ttt_low_s, ttt_high_s`` (seconds;
         ``inf`` = not reached by half the seeds), ``ttt_iqm_s, ttt_iqm_low_s, ttt_iqm_high_s``
@@ -255,6 +256,8 @@ def summarize_configs(
             # seeds that ended with a time (reached or censored): what intervals count
             "finished_seeds": n,
             "n_error": int((g["status"] == "error").sum()),
+            # of those, the trials the stall detector ended (no progress), counted apart
+            "n_stalled": int((g["error_kind"] == "stalled").sum()) if "error_kind" in g else 0,
             "n_skipped": skipped.get(cid, 0),
             "success_rate": float(r.mean()) if n else math.nan,
             "estimator": "",
@@ -374,6 +377,7 @@ def summarize_configs(
         "n_censored",
         "finished_seeds",
         "n_error",
+        "n_stalled",
         "n_skipped",
         "success_rate",
         "estimator",

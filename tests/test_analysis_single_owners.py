@@ -116,3 +116,19 @@ def test_a_configuration_is_named_one_way():
         == "IMPALA, 2 env runner(s) x 32 async envs (baseline)"
     )
     assert config_name("SB3-DQN", reference=True) == "SB3-DQN (reference)"
+
+
+def test_stalled_trials_are_counted_apart_from_other_errors_everywhere():
+    """The report and the Markdown tables say the same thing of a configuration whose trials
+    failed: the stalled ones (the stall detector ended them) apart from other errors."""
+    from analysis.fmt import fmt_errors
+
+    row = pd.Series({"n_error": 3, "n_stalled": 1})
+    assert fmt_errors(row) == "1 stalled, 2 other errors"
+    assert fmt_errors(pd.Series({"n_error": 1, "n_stalled": 0})) == "1 error"
+    assert fmt_errors(pd.Series({"n_error": 2, "n_stalled": 2})) == "2 stalled"
+    assert fmt_errors(pd.Series({"n_error": 0, "n_stalled": 0})) == ""
+    for module in ("publish", "report"):
+        text = (ROOT / "analysis" / f"{module}.py").read_text(encoding="utf-8")
+        assert "fmt_errors(" in text, module
+        assert not re.search(r"""n_error['"]\]\}? ?err""", text), module
