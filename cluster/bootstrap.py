@@ -284,20 +284,16 @@ def run_head(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> in
         if args.rendezvous:
             _publish(args.rendezvous, address)
         nodes, waited = _wait_for_nodes(address, plan.nodes, args.node_timeout, plan)
-        if results_dir:
-            results_dir.mkdir(parents=True, exist_ok=True)
-            _write_json(
-                results_dir / "bootstrap.json",
-                {
-                    "ray_address": address,
-                    "nodes_expected": plan.nodes,
-                    "nodes": nodes,
-                    "cluster_up_s": round(time.monotonic() - started, 2),
-                    "nodes_wait_s": round(waited, 2),
-                    "token_auth": token is not None,
-                    "command": list(cmd),
-                },
-            )
+        _write_bootstrap(
+            results_dir,
+            address,
+            plan,
+            nodes,
+            waited,
+            cmd,
+            cluster_up_s=round(time.monotonic() - started, 2),
+            token_auth=token is not None,
+        )
         _log(plan, f"all {plan.nodes} nodes joined; running: {' '.join(cmd)}")
         code = run_command(cmd, _command_env(address, token, loopback))
         _log(plan, f"command exited {code}; stopping the Ray head")
@@ -319,19 +315,7 @@ def run_driver(plan: NodeRole, cmd: Sequence[str], args: argparse.Namespace) -> 
     the whole cluster, not on the nodes that happened to be up."""
     address = os.environ.get("RAY_ADDRESS") or "auto"
     nodes, waited = _wait_for_nodes(address, plan.nodes, args.node_timeout, plan)
-    if args.results_dir:
-        args.results_dir.mkdir(parents=True, exist_ok=True)
-        _write_json(
-            args.results_dir / "bootstrap.json",
-            {
-                "ray_address": address,
-                "nodes_expected": plan.nodes,
-                "nodes": nodes,
-                "nodes_wait_s": round(waited, 2),
-                "launcher": "ray",
-                "command": list(cmd),
-            },
-        )
+    _write_bootstrap(args.results_dir, address, plan, nodes, waited, cmd, launcher="ray")
     _log(plan, f"all {plan.nodes} nodes are up; running: {' '.join(cmd)}")
     return run_command(cmd, dict(os.environ))
 
@@ -357,6 +341,34 @@ def _unpublish(rendezvous: Path) -> None:
         pass
 
 
+def _write_bootstrap(
+    results_dir: Path | None,
+    address: str,
+    plan: NodeRole,
+    nodes: object,
+    waited_s: float,
+    cmd: Sequence[str],
+    **extra: object,
+) -> None:
+    """``bootstrap.json`` in ``results_dir`` (nothing without one): the Ray address, the nodes
+    expected and found, the seconds waited for them, the command, and ``extra`` (the head's
+    ``cluster_up_s`` and ``token_auth``, the driver's ``launcher``). No secret goes in it."""
+    if not results_dir:
+        return
+    results_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(
+        results_dir / "bootstrap.json",
+        {
+            "ray_address": address,
+            "nodes_expected": plan.nodes,
+            "nodes": nodes,
+            "nodes_wait_s": round(waited_s, 2),
+            **extra,
+            "command": list(cmd),
+        },
+    )
+
+
 def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n")
@@ -380,7 +392,7 @@ def _head_address(plan: NodeRole, args: argparse.Namespace) -> str:
     )
 
 
-def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
+def run_worker(plan: NodeRole, args: argparse.Namespace, own_temp: _OwnTempDir) -> int:
     """Ranks > 0: join the head; stop the node and exit soon after the head is gone.
 
     A node that fails to start, or dies while the head is up, is started again, up to
@@ -392,7 +404,7 @@ def run_worker(plan: NodeRole, args: argparse.Namespace) -> int:
     address = _head_address(plan, args)
     host, port = split_address(address)
     if args.temp_dir is None and is_loopback(host):  # a head found through the rendezvous
-        args.temp_dir = _own_temp_dir(args, plan)
+        args.temp_dir = own_temp.make(plan)
     deadline = time.monotonic() + args.node_timeout
     while not port_open(host, port, timeout_s=2.0):
         if time.monotonic() > deadline:
@@ -458,12 +470,23 @@ def _run_worker_node(plan: NodeRole, args: argparse.Namespace, address: str, att
             _log(plan, f"warning: Ray worker processes {survivors} survived SIGKILL")
 
 
-def _own_temp_dir(args: argparse.Namespace, plan: NodeRole) -> str:
-    """A fresh Ray temp dir for this node, removed when the bootstrap exits: several nodes on
-    one machine (loopback) must not share Ray's session folders (a short path: Ray's Unix
-    sockets live under it)."""
-    args.own_temp_dir = tempfile.mkdtemp(prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp")
-    return args.own_temp_dir
+class _OwnTempDir:
+    """This node's own Ray temp dir, made on demand and removed when the bootstrap exits:
+    several nodes on one machine (loopback) must not share Ray's session folders (a short
+    path: Ray's Unix sockets live under it)."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+
+    def make(self, plan: NodeRole) -> str:
+        """Create the folder (once) and return its path."""
+        if self.path is None:
+            self.path = tempfile.mkdtemp(prefix=f"rls-r{max(plan.rank, 0)}-", dir="/tmp")
+        return self.path
+
+    def remove(self) -> None:
+        if self.path:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -555,7 +578,6 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.node_timeout <= 0:
         parser.error(f"--node-timeout must be positive, got {args.node_timeout}")
     args.object_store_bytes = args.object_store_mb * 2**20 if args.object_store_mb else None
-    args.own_temp_dir = None
     if args.num_cpus is None:
         args.num_cpus = os.cpu_count() or 1
     return args, cmd
@@ -565,6 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the command's exit code on the head (0 on workers)."""
     args, cmd = _parse(sys.argv[1:] if argv is None else argv)
     plan: NodeRole | None = None
+    own_temp = _OwnTempDir()
     try:
         plan = plan_from_env(
             os.environ,
@@ -580,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(plan, "no MPI job variables: running the command on an embedded Ray")
             return run_command(cmd, dict(os.environ))
         if args.temp_dir is None and plan.head_host and is_loopback(_resolve(plan.head_host)):
-            args.temp_dir = _own_temp_dir(args, plan)
+            args.temp_dir = own_temp.make(plan)
         if args.log_dir:
             args.log_dir.mkdir(parents=True, exist_ok=True)
         # SIGTERM (the job being cancelled) must stop our Ray node too: unwind via SystemExit.
@@ -589,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_driver(plan, cmd, args)
         if plan.role == "head":
             return run_head(plan, cmd, args)
-        return run_worker(plan, args)
+        return run_worker(plan, args, own_temp)
     except BootstrapError as exc:
         if plan is None:
             print(f"error: bootstrap: {exc}", file=sys.stderr)
@@ -599,8 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        if args.own_temp_dir:
-            shutil.rmtree(args.own_temp_dir, ignore_errors=True)
+        own_temp.remove()
 
 
 if __name__ == "__main__":
