@@ -32,6 +32,7 @@ from sweeps.engine.rundir.schema import (
     REQUIRED_PROGRESS_COLUMNS,
     REQUIRED_TRIAL_COLUMNS,
     TRIAL_DEFAULTS,
+    VOCAB_COLUMNS,
     SchemaError,
     concurrent_envs,
     read_parquet,
@@ -160,15 +161,7 @@ def _fill_trials(
         raise ResultsError(f"{where}: trials.parquet lists trial_id {dup!r} more than once")
     if "config_id" not in trials.columns:
         params = [c for c in trials.columns if c.startswith("param_")]
-        keys = [
-            "algorithm",
-            "num_env_runners",
-            "num_envs_per_env_runner",
-            "train_batch_size",
-            "rollout_fragment_length",
-            "lr",
-            *params,
-        ]
+        keys = ["algorithm", *VOCAB_COLUMNS, *params]
         keys = [k for k in keys if k in trials.columns]
         trials["config_id"] = trials[keys].astype(str).agg("|".join, axis=1)
         warnings.append(

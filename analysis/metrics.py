@@ -30,7 +30,7 @@ import pandas as pd
 
 from analysis.load import Results
 from sweeps.engine import rundir
-from sweeps.engine.rundir.schema import first_crossing, ttt_resolution
+from sweeps.engine.rundir.schema import VOCAB_COLUMNS, first_crossing, ttt_resolution
 
 __all__ = [
     "ResolvedTarget",
@@ -42,14 +42,9 @@ __all__ = [
     "trial_metrics",
 ]
 
-# Parameter columns that describe a configuration (besides param_*), in display order.
-CONFIG_COLUMNS = (
-    "num_env_runners",
-    "num_envs_per_env_runner",
-    "train_batch_size",
-    "rollout_fragment_length",
-    "lr",
-)
+# Parameter columns that describe a configuration (besides param_*), in display order: the
+# vocabulary columns of trials.parquet.
+CONFIG_COLUMNS = VOCAB_COLUMNS
 
 
 @dataclass(frozen=True)

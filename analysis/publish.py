@@ -81,6 +81,7 @@ from analysis.plan_text import command_parts, plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
+from sweeps.engine.rundir.schema import VOCAB_COLUMNS
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -421,11 +422,9 @@ def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]
     """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
     between the configurations of ``summary``."""
     cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
-    cols += [
-        c
-        for c in ("num_envs_per_env_runner", "vectorize_mode", "rollout_fragment_length", "lr")
-        if c in summary.columns
-    ]
+    rest = [c for c in VOCAB_COLUMNS if c not in ("num_env_runners", "train_batch_size")]
+    rest.insert(1, "vectorize_mode")  # the layout beside its envs per env runner
+    cols += [c for c in rest if c in summary.columns]
     cols += sorted(c for c in summary.columns if c.startswith("param_"))
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 

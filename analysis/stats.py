@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sweeps.engine.rundir.schema import skipped_seeds
+from sweeps.engine.rundir.schema import VOCAB_COLUMNS, skipped_seeds
 
 __all__ = [
     "MIN_SEEDS_FOR_CI",
@@ -289,10 +289,7 @@ def summarize_configs(
         }
         for c in g.columns:
             if c.startswith("param_") or c in (
-                "num_envs_per_env_runner",
-                "train_batch_size",
-                "rollout_fragment_length",
-                "lr",
+                *VOCAB_COLUMNS[1:],
                 "vectorize_mode",
                 "concurrent_envs",
             ):

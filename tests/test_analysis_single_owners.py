@@ -132,3 +132,25 @@ def test_stalled_trials_are_counted_apart_from_other_errors_everywhere():
         text = (ROOT / "analysis" / f"{module}.py").read_text(encoding="utf-8")
         assert "fmt_errors(" in text, module
         assert not re.search(r"""n_error['"]\]\}? ?err""", text), module
+
+
+def test_the_vocabulary_columns_are_listed_once():
+    """The trial-config keys recorded as trials.parquet columns of their own name are
+    ``sweeps.engine.rundir.schema.VOCAB_COLUMNS``; the search's recorded params, the
+    analysis' configuration columns, the loader's grouping and the tables' varying
+    parameters read that tuple instead of listing its members again."""
+    from analysis.metrics import CONFIG_COLUMNS
+    from sweeps.engine.rundir.schema import VOCAB_COLUMNS
+    from sweeps.engine.search import RECORDED_PARAMS
+
+    assert RECORDED_PARAMS is VOCAB_COLUMNS and CONFIG_COLUMNS is VOCAB_COLUMNS
+    listed = re.compile(r"""["']num_envs_per_env_runner["'],\s*["']train_batch_size["']""")
+    owner = ROOT / "sweeps" / "engine" / "rundir" / "schema.py"
+    found = [
+        str(path.relative_to(ROOT))
+        for package in ("sweeps", "analysis")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != owner and listed.search(path.read_text(encoding="utf-8"))
+    ]
+    assert listed.search(owner.read_text(encoding="utf-8"))
+    assert not found, "list the vocabulary through VOCAB_COLUMNS:\n" + "\n".join(found)

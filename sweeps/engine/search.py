@@ -39,6 +39,7 @@ from ray.tune.search.optuna import OptunaSearch
 
 from sweeps.engine.capping import AdaptiveCapping
 from sweeps.engine.rundir.schema import (  # noqa: F401 - skipped_seeds re-exported
+    VOCAB_COLUMNS,
     censored_objective,
     config_id,
     confirm_configs,
@@ -51,14 +52,9 @@ from sweeps.engine.sweep_spec import Choice, Confirm, IntRange, LogUniform, Para
 META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
 
 # Vocabulary keys every trial config carries explicitly (the algorithm's default when the sweep
-# does not set them), so results tables and Tune's status table always have them.
-RECORDED_PARAMS = (
-    "num_env_runners",
-    "num_envs_per_env_runner",
-    "train_batch_size",
-    "rollout_fragment_length",
-    "lr",
-)
+# does not set them), so results tables and Tune's status table always have them: the
+# vocabulary columns of trials.parquet.
+RECORDED_PARAMS = VOCAB_COLUMNS
 
 
 def complete_params(params: dict[str, Any]) -> dict[str, Any]:
