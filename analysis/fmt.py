@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
+from sweeps.engine.rundir.schema import as_float  # one owner, re-exported for the renderers
 
 __all__ = [
     "as_float",
@@ -39,14 +40,6 @@ __all__ = [
     "fmt_usd",
     "fmt_value",
 ]
-
-
-def as_float(x: Any) -> float:
-    """``x`` as a float; NaN when it is not a number (None, a string)."""
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def fmt_s(s: float) -> str:

@@ -154,3 +154,23 @@ def test_the_vocabulary_columns_are_listed_once():
     ]
     assert listed.search(owner.read_text(encoding="utf-8"))
     assert not found, "list the vocabulary through VOCAB_COLUMNS:\n" + "\n".join(found)
+
+
+def test_reading_a_number_that_may_not_be_one_has_one_owner():
+    """``as_float`` (NaN for None or RLlib's ``"auto"``) is defined once, in the run files'
+    schema; the recorder and the renderers import it."""
+    from analysis.fmt import as_float
+    from sweeps.engine.rundir import schema
+
+    assert as_float is schema.as_float and as_float("auto") != as_float("auto")
+    defined = [
+        str(path.relative_to(ROOT))
+        for package in ("sweeps", "analysis")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if re.search(
+            r"def \w+\(x: Any\) -> float:\s+.*?\s+try:\s+return float\(x\)",
+            path.read_text(encoding="utf-8"),
+            re.S,
+        )
+    ]
+    assert defined == ["sweeps/engine/rundir/schema.py"], defined

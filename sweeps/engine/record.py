@@ -32,6 +32,7 @@ from sweeps.engine.rundir.schema import (
     PROGRESS_COLUMNS,
     TRIAL_COLUMNS,
     VOCAB_COLUMNS,
+    as_float,
     concurrent_envs,
     first_crossing,
     ttt_resolution,
@@ -760,16 +761,8 @@ def trial_row(
             continue
         row[f"param_{key}"] = json.dumps(value) if isinstance(value, (list, dict)) else value
     for col in ("train_batch_size", "rollout_fragment_length", "lr"):
-        row[col] = _number(row[col])
+        row[col] = as_float(row[col])  # NaN for None or RLlib's "auto"
     return row
-
-
-def _number(x: Any) -> float:
-    """A numeric column value; NaN for None or RLlib's ``"auto"``."""
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def environment_info(command: list[str], ray_address: str, nodes: list[dict]) -> dict[str, Any]:

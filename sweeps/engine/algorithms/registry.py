@@ -18,6 +18,7 @@ from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo, seed
 from sweeps.engine.algorithms.learner_clock import UPDATE_CPU_KEY
 from sweeps.engine.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
 from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
+from sweeps.engine.rundir.schema import as_float
 
 __all__ = [
     "ALGORITHMS",
@@ -171,16 +172,9 @@ def _get(d: Any, *keys: str, default: Any = math.nan) -> Any:
     return d
 
 
-def _float(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _count(x: Any) -> int:
     """A lifetime count; 0 where RLlib reports none (or not a number)."""
-    v = _float(x)
+    v = as_float(x)
     return int(v) if math.isfinite(v) else 0
 
 
@@ -189,7 +183,7 @@ def _learner_updates(result: Mapping[str, Any]) -> float:
     steps trained / minibatch size, per learner."""
     replay_updates = _get(result, "replay", "learner_updates_lifetime")
     if not (isinstance(replay_updates, float) and math.isnan(replay_updates)):
-        return _float(replay_updates)
+        return as_float(replay_updates)
     learners = result.get("learners")
     if not isinstance(learners, Mapping):
         return math.nan
@@ -198,8 +192,8 @@ def _learner_updates(result: Mapping[str, Any]) -> float:
     for module_id, stats in learners.items():
         if module_id == "__all_modules__" or not isinstance(stats, Mapping):
             continue
-        steps = _float(stats.get("num_module_steps_trained_lifetime"))
-        size = _float(stats.get("module_train_batch_size_mean"))
+        steps = as_float(stats.get("num_module_steps_trained_lifetime"))
+        size = as_float(stats.get("module_train_batch_size_mean"))
         if math.isfinite(steps) and math.isfinite(size) and size > 0:
             updates += steps / size
             found = True
@@ -221,7 +215,7 @@ def _noise_scale(result: Mapping[str, Any]) -> dict[str, float]:
                 and isinstance(stats, Mapping)
                 and ("grad_noise_scale" in stats)
             ):
-                return {k: _float(stats.get(k, math.nan)) for k in out}
+                return {k: as_float(stats.get(k, math.nan)) for k in out}
     return out
 
 
@@ -255,13 +249,13 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
     if env_steps is None:
         env_steps = runners.get("num_env_steps_sampled_lifetime", 0)
     return {
-        "env_steps": int(_float(env_steps) if math.isfinite(_float(env_steps)) else 0),
-        "episodes": int(_float(runners.get("num_episodes_lifetime", 0)) or 0),
-        "episode_return_mean": _float(runners.get("episode_return_mean", math.nan)),
+        "env_steps": int(as_float(env_steps) if math.isfinite(as_float(env_steps)) else 0),
+        "episodes": int(as_float(runners.get("num_episodes_lifetime", 0)) or 0),
+        "episode_return_mean": as_float(runners.get("episode_return_mean", math.nan)),
         "learner_updates": _learner_updates(result),
         **_noise_scale(result),
-        "replay_ratio": _float((result.get("replay") or {}).get("replay_ratio", math.nan)),
-        "learner_cpu_s": _float(_get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)),
+        "replay_ratio": as_float((result.get("replay") or {}).get("replay_ratio", math.nan)),
+        "learner_cpu_s": as_float(_get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)),
         # RLlib's lifetime count of env steps that raised (each re-made the env runner's envs)
         "env_restarts": _count(runners.get("num_env_faults", 0))
         + _count(runners.get("num_env_step_failures", 0)),

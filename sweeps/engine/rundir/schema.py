@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "as_float",
     "PROGRESS_COLUMNS",
     "REQUIRED_PROGRESS_COLUMNS",
     "REQUIRED_TRIAL_COLUMNS",
@@ -195,6 +196,15 @@ PROGRESS_COLUMNS: dict[str, str] = {
 
 #: progress.parquet columns without which no learning curve can be read.
 REQUIRED_PROGRESS_COLUMNS = ("trial_id", "wall_time_s")
+
+
+def as_float(x: Any) -> float:
+    """``x`` as a float; NaN when it is not a number (None, a string such as RLlib's
+    ``"auto"``). What a numeric column of a run file holds for a value it cannot read."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def concurrent_envs(
