@@ -395,7 +395,7 @@ def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count
     """A search whose space varies num_env_runners confirms, besides its top_k, the fastest
     configuration of every algorithm at every env runner count (Confirm.per_env_runners is on
     by default there); the search measures every such cell first, so each has a candidate;
-    the confirmation runs them grouped by algorithm and env runner count."""
+    the confirmation runs them grouped by algorithm and env runner count, the most first."""
     from sweeps import Confirm
     from sweeps.engine.record import ResultsRecorder
     from sweeps.engine.rundir.schema import confirm_configs
@@ -448,9 +448,12 @@ def test_the_confirmation_holds_each_algorithms_fastest_at_each_env_runner_count
     assert search.confirmed[0] == next(
         c["config_id"] for c in sampled if (c["algorithm"], c["num_env_runners"]) == ("IMPALA", 4)
     )
-    # grouped by shape: the baseline's algorithm first, each count's seeds together
-    order = [(c["algorithm"], c["num_env_runners"]) for c in chosen]
-    assert order == sorted(order, key=lambda x: (x[0] != "DQN", x[0], x[1]))
+    # grouped by shape, each count's seeds together: the algorithm of the search's last trial
+    # first (its env runners are parked), each algorithm from its most env runners down
+    last = configs[-1]["algorithm"]
+    order = [(c["algorithm"], c["num_env_runners"]) for c in confirm if not c["is_reference"]]
+    assert order == sorted(order, key=lambda x: (x[0] != last, x[0], -x[1]))
+    assert len(set(order)) == len(set(cells | {("DQN", 1)}))
 
 
 def test_confirm_per_cell_rules_are_checked_before_ray(tmp_path):

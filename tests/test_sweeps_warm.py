@@ -68,7 +68,7 @@ def _assert_same_start(a: dict, b: dict) -> None:
 def test_a_warm_trial_starts_where_a_cold_trial_of_its_seed_starts(local_ray, algorithm):
     from sweeps.engine import warm
 
-    warm.release_parked()
+    warm.reset()
     # trial 1 (seed 1) trains, and parks its env runner
     algo, start, charged = warm.build(_config(algorithm, 1))
     assert (start, charged) == ("cold", None)
@@ -106,7 +106,7 @@ def test_a_trial_of_another_shape_is_cold_and_the_parked_processes_are_released(
 
     from sweeps.engine import warm
 
-    warm.release_parked()
+    warm.reset()
     algo, start, _ = warm.build(_config("DQN", 0))
     (handle,) = algo.env_runner_group._worker_manager._actors.values()
     warm.park_or_stop(algo, _config("DQN", 0), startup_s=3.0)
@@ -124,3 +124,65 @@ def test_a_trial_of_another_shape_is_cold_and_the_parked_processes_are_released(
     algo, start, _ = warm.build(_config("DQN", 0), enabled=False)
     assert start == "cold"
     algo.stop()
+
+
+def _pids(algo) -> list[int]:
+    return algo.env_runner_group.foreach_env_runner(
+        lambda r: __import__("os").getpid(), local_env_runner=False
+    )
+
+
+def test_a_trial_takes_parked_processes_of_another_algorithm_and_count(local_ray):
+    """The pool is per actor, not per shape: once IMPALA with 1 env runner has had its cold
+    trial, it runs warm on one of the two processes PPO with 2 env runners parked (the same
+    env runner class and resources), starts where a cold trial of its seed starts, and leaves
+    the other parked; PPO with 2 then takes both back. A shape that never ran cold here, or
+    that needs more env runners than are parked, is cold, and kills the pool first."""
+    from sweeps.engine import warm
+
+    warm.reset()
+    impala = _config("IMPALA", 1)
+    algo, start, _ = warm.build(impala)
+    assert start == "cold"
+    algo.train()
+    warm.park_or_stop(algo, impala, startup_s=4.0)
+    (impala_pid,) = _pids_of_parked(warm)
+
+    ppo = _config("PPO", 1, num_env_runners=2)
+    algo, start, charged = warm.build(ppo)
+    assert (start, charged) == ("cold", None)  # PPO with 2 never ran cold here
+    ppo_pids = _pids(algo)
+    assert impala_pid not in ppo_pids  # its cold start killed the pool
+    algo.train()
+    warm.park_or_stop(algo, ppo, startup_s=5.0)
+
+    config = _config("IMPALA", 0)
+    algo, start, charged = warm.build(config)
+    assert (start, charged) == ("warm", 4.0)
+    assert _pids(algo) == ppo_pids[:1]
+    warm_start = _start_state(algo)
+    warm.park_or_stop(algo, config, startup_s=0.1)
+    assert _pids_of_parked(warm) == ppo_pids
+
+    algo, start, charged = warm.build(ppo)
+    assert (start, charged) == ("warm", 5.0) and _pids(algo) == ppo_pids
+    warm.park_or_stop(algo, ppo, startup_s=0.1)
+    # a shape that ran cold here but needs more env runners than are parked is cold again
+    ppo3 = _config("PPO", 1, num_env_runners=3)
+    warm._starts.started(warm.shape_key(ppo3), warm.COLD, 6.0)
+    assert warm.prepare(ppo3) == "cold" and warm._parked is None
+    warm.reset()
+
+    algo, start, _ = warm.build(_config("IMPALA", 0), enabled=False)
+    assert start == "cold"
+    cold_start = _start_state(algo)
+    algo.stop()
+    _assert_same_start(warm_start, cold_start)
+
+
+def _pids_of_parked(warm) -> list[int]:
+    import ray
+
+    return ray.get(
+        [h.__ray_call__.remote(lambda r: __import__("os").getpid()) for h in warm._parked.handles]
+    )

@@ -156,12 +156,13 @@ def env_runner_counts(sweep: Sweep, algorithm: str) -> list[int]:
     return [int(v) for v in _param_values(sweep, algorithm, "num_env_runners")]
 
 
-def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
+def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> list[TrialRequest]:
     """What each kind of trial asks Ray for, one :class:`TrialRequest` per algorithm ×
     ``num_env_runners`` × sampling layout the sweep can produce (the baseline first): RLlib's
     own placement-group request (:func:`sweeps.engine.trainable.trial_algorithm_config`),
-    unscaled. A layout is a vectorize mode and, for ``"async"`` (whose sub-envs are processes
-    Ray does not count), each ``num_envs_per_env_runner`` value."""
+    unscaled (``scaled``: as the trial runs, scaled down where ``setup`` allows
+    oversubscription). A layout is a vectorize mode and, for ``"async"`` (whose sub-envs are
+    processes Ray does not count), each ``num_envs_per_env_runner`` value."""
     from sweeps.engine.trainable import request_bundles, trial_algorithm_config
 
     combos = []
@@ -200,7 +201,9 @@ def trial_requests(sweep: Sweep, setup: TrialSetup) -> list[TrialRequest]:
             and n == sweep.baseline.get("num_env_runners")
         ):
             cfg.update(sweep.baseline)
-        algo_config, info = trial_algorithm_config(cfg, setup.with_(allow_oversubscription=False))
+        algo_config, info = trial_algorithm_config(
+            cfg, setup if scaled else setup.with_(allow_oversubscription=False)
+        )
         out.append(
             TrialRequest(
                 algo,
@@ -255,6 +258,28 @@ class TrialRequest(NamedTuple):
         )
 
 
+def shared_bundles(sweep: Sweep, setup: TrialSetup) -> list[dict[str, float]] | None:
+    """The one placement group every trial of a sequential sweep may ask for, so that Tune
+    runs them all on one actor and its parked env runners serve every later trial
+    (:mod:`sweeps.engine.warm`): the largest request among the sweep's trial kinds
+    (:func:`trial_requests`, as they run) when all the others, the reference's one CPU
+    included, fit inside it (:func:`sweeps.engine.trainable.bundles_fit`); None when they do not, when trials run
+    concurrently (``Search.max_concurrent`` > 1: each would hold the largest group) or
+    without warm trials. A trial never asks for less than its own request: one that does not
+    fit (a resource its search space varies besides the env runners) keeps its own group."""
+    from sweeps.engine.trainable import bundles_fit
+
+    if not sweep.search.warm_trials or sweep.search.max_concurrent != 1:
+        return None
+    requests = [r.bundles for r in trial_requests(sweep, setup, scaled=True)]
+    if sweep.reference:
+        requests.append([{"CPU": 1.0}])
+    largest = max(requests, key=lambda b: (sum(x.get("CPU", 0.0) for x in b), len(b)))
+    if all(bundles_fit(r, largest) for r in requests):
+        return [dict(b) for b in largest]
+    return None
+
+
 def cluster_shape(text: str) -> list[dict[str, float]]:
     """``--cluster``: ``"1x6+4x2:1"`` → one resource dict per node (``{"CPU", "GPU"}``).
 
@@ -278,7 +303,7 @@ def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet
     dicts, ``{"CPU": .., "GPU": ..}``), for ``target`` (:func:`sweeps.engine.sweep_file.sweep_target`)."""
     from sweeps.engine.trainable import TrialSetup
 
-    return TrialSetup.of(
+    setup = TrialSetup.of(
         sweep,
         target,
         max(n["CPU"] for n in nodes),
@@ -286,6 +311,7 @@ def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet
         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
         cluster_cpus=sum(n["CPU"] for n in nodes),
     )
+    return setup.with_(shared_bundles=shared_bundles(sweep, setup))
 
 
 def feasibility(

@@ -424,12 +424,14 @@ class _PickledState(Searcher):
             self.__dict__.update(pickle.load(f))
 
 
-def _shape_order(params: dict[str, Any], baseline: dict[str, Any] | None) -> tuple:
-    """Sort key that runs the baseline's algorithm first, then algorithm by algorithm and
-    env runner count by env runner count (a stable sort keeps the fastest first within)."""
+def _shape_order(params: dict[str, Any], first_algorithm: str | None) -> tuple:
+    """Sort key that runs ``first_algorithm``'s configurations first (the algorithm whose env
+    runners the search's last trial parked), then algorithm by algorithm, each from its most
+    env runners down: the first trial of an algorithm starts its processes and every later
+    one finds as many parked as it needs (a warm trial, :mod:`sweeps.engine.warm`); a stable
+    sort keeps the baseline, then the fastest, first within a count."""
     algo = str(params.get("algorithm"))
-    first = baseline is not None and algo == baseline.get("algorithm")
-    return (not first, algo, float(params.get("num_env_runners") or 0))
+    return (algo != first_algorithm, algo, -float(params.get("num_env_runners") or 0))
 
 
 class SeededSearch(_PickledState):
@@ -560,8 +562,9 @@ class SeededSearch(_PickledState):
         """Queue the confirmation stage: the reference, the baseline and the search's
         ``top_k`` fastest configurations and its fastest of each cell
         (:func:`sweeps.engine.rundir.schema.confirm_configs` on the recorded rows), each once per
-        confirmation seed; the configurations run grouped by algorithm and env runner count,
-        so that a trial finds the previous one's processes to reuse (a warm trial)."""
+        confirmation seed; after the reference, the configurations run grouped by algorithm
+        and env runner count in :func:`_shape_order`, so that a trial finds parked processes
+        to reuse (a warm trial)."""
         self.stage = "confirm"
         self.confirmed = [
             cid
@@ -572,12 +575,12 @@ class SeededSearch(_PickledState):
         ]
         if self._reference_params is not None:
             self._enqueue("confirm:reference", self._reference_params, stage="confirm")
-        if self._baseline_params is not None:
-            self._enqueue("confirm:baseline", self._baseline_params, stage="confirm")
-        for cid in sorted(
-            self.confirmed, key=lambda c: _shape_order(self._params_of[c], self._baseline_params)
-        ):
-            self._enqueue(f"confirm:{cid}", self._params_of[cid], stage="confirm", cid=cid)
+        groups = [("confirm:baseline", self._baseline_params, None)] * (
+            self._baseline_params is not None
+        ) + [(f"confirm:{cid}", self._params_of[cid], cid) for cid in self.confirmed]
+        first = getattr(self, "_last_algorithm", None)
+        for group, params, cid in sorted(groups, key=lambda g: _shape_order(g[1], first)):
+            self._enqueue(group, params, stage="confirm", cid=cid)
 
     def _skip_dominated(self) -> bool:
         """Drop the queued seeds of the configuration at the head of the queue when adaptive
@@ -645,6 +648,8 @@ class SeededSearch(_PickledState):
                 return Searcher.FINISHED
         config = dict(self._queue.pop(0))
         self._group_of[trial_id] = config.pop("__group__")
+        if not config.get("is_reference") and config.get("num_env_runners"):
+            self._last_algorithm = config.get("algorithm")
         return config
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False):

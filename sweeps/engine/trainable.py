@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,6 +63,8 @@ class TrialSetup:
             its shape on its actor (:mod:`sweeps.engine.warm`); False: every trial cold.
         cold_every: with warm trials, every ``cold_every``-th trial of a shape on an actor is
             cold all the same (``Search.cold_every``); None: only the first.
+        shared_bundles: the placement group every trial that fits in it asks for
+            (:func:`sweeps.engine.placement.shared_bundles`), or None: each its own.
     """
 
     env: str
@@ -85,6 +87,7 @@ class TrialSetup:
     stall_min_time_s: float = 30.0
     warm_trials: bool = True
     cold_every: int | None = None
+    shared_bundles: list[dict[str, float]] | None = None
 
     @classmethod
     def of(
@@ -253,16 +256,44 @@ def request_totals(algo_config) -> tuple[float, float]:
     return (sum(b.get("CPU", 0) for b in bundles), sum(b.get("GPU", 0) for b in bundles))
 
 
+def bundles_fit(inner: Sequence[Mapping[str, float]], outer: Sequence[Mapping[str, float]]) -> bool:
+    """Whether a placement group of ``outer``'s bundles can host a trial that asks for
+    ``inner``'s: the first bundle (where Tune places the trainable) within the first, and
+    every other bundle of ``inner`` within its own bundle of ``outer`` (largest with largest;
+    a mismatch there only means the groups are not shared)."""
+    if not inner or not outer or len(inner) > len(outer):
+        return False
+
+    def within(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+        return all(v <= b.get(k, 0.0) + 1e-9 for k, v in a.items() if v)
+
+    def size(b: Mapping[str, float]) -> tuple:
+        return (b.get("GPU", 0.0), b.get("CPU", 0.0), sorted(b.items()))
+
+    rest_in = sorted(inner[1:], key=size, reverse=True)
+    rest_out = sorted(outer[1:], key=size, reverse=True)
+    return within(inner[0], outer[0]) and all(
+        within(a, b) for a, b in zip(rest_in, rest_out, strict=False)
+    )
+
+
 def resources_for(setup: TrialSetup):
-    """Tune ``with_resources`` callable: the trial's placement group from its own config."""
+    """Tune ``with_resources`` callable: the trial's placement group from its own config, or
+    ``setup.shared_bundles`` when its own fits inside them (one actor for a sequential
+    sweep's trials, :mod:`sweeps.engine.warm`). What a trial records as its CPUs and GPUs
+    stays its own request (:func:`request_totals`)."""
+    from ray import tune
 
     def _resources(config: dict[str, Any]):
         algo_config, _ = trial_algorithm_config(config, setup)
         if algo_config is None:  # the reference: one process, one CPU
-            from ray import tune
-
-            return tune.PlacementGroupFactory([{"CPU": 1}])
-        return algo_config.algo_class.default_resource_request(algo_config)
+            own = tune.PlacementGroupFactory([{"CPU": 1}])
+        else:
+            own = algo_config.algo_class.default_resource_request(algo_config)
+        shared = setup.shared_bundles
+        if shared and bundles_fit(own.bundles, shared):
+            return tune.PlacementGroupFactory(shared, strategy=own.strategy)
+        return own
 
     return _resources
 
@@ -691,6 +722,9 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         )
     from sweeps.engine import warm
 
+    # a cold trial's parked predecessors exit before its clock starts: their teardown is no
+    # part of the start-up a user pays on a fresh cluster
+    warm.prepare(algo_config, enabled=setup.warm_trials, cold_every=setup.cold_every)
     start = time.perf_counter()  # the trial's timed region starts before the Algorithm is built
     cpu_start = time.process_time()
     algo, start_kind, charged = warm.build(

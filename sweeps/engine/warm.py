@@ -1,4 +1,4 @@
-"""Warm trials: a trial reuses the env runner processes of the previous trial on its actor.
+"""Warm trials: a trial reuses env runner processes an earlier trial on its actor parked.
 
 Most of an RLlib trial's start-up is its env runners' processes starting and importing RLlib
 and torch (``benchmarks/bench_startup.py``: ~4.3 of a ~4.4 s ``build_algo()`` on 2 cores,
@@ -7,21 +7,28 @@ the next trial asks for the same resources, but RLlib's Algorithm cannot reset i
 (ray-project/ray#38136), so every trial started its env runners again.
 
 Here a finished trial *parks* its env runner actors in its process instead of killing them
-(:func:`park_or_stop`), and the next trial on that actor, when its *shape*
-(:func:`shape_key`) is the same, builds its Algorithm as a cold trial does except that each
-env runner's actor is the parked one, re-initialised in place: ``EnvRunner.stop()`` (closing
-its envs, async sub-env processes included) and then the class's ``__init__`` with the new
-trial's config (:func:`build`). Everything a trial learns or samples is therefore built anew
-by RLlib's own constructors: RLModule (seeded from the trial's config, then given the
-learner's weights), envs (re-made and seeded), connectors and their filters, episodes,
-metrics; the learner, its optimizer, the replay buffer and the driver's state belong to the
-new Algorithm. Only the processes and their imports are kept.
+(:func:`park_or_stop`), and a later trial on that actor builds its Algorithm as a cold trial
+does except that each env runner's actor is a parked one, re-initialised in place:
+``EnvRunner.stop()`` (closing its envs, async sub-env processes included) and then the
+class's ``__init__`` with the new trial's config (:func:`build`). Everything a trial learns
+or samples is therefore built anew by RLlib's own constructors: RLModule (seeded from the
+trial's config, then given the learner's weights), envs (re-made and seeded), connectors and
+their filters, episodes, metrics; the learner, its optimizer, the replay buffer and the
+driver's state belong to the new Algorithm. Only the processes and their imports are kept.
 
-Time-to-target stays what a user pays on a fresh cluster: a warm trial's clock is charged the
-cold start-up its shape paid on this actor (``cold_startup_s``: the median of its cold
-start-ups here, several with ``Search(cold_every=k)``, which makes every k-th trial of a shape
-cold), so its recorded wall times are those of a cold trial with that start-up
-(docs/design.md, *warm trial*).
+The parked processes form one pool per actor: any trial whose env runners ask Ray for the
+same resources (:func:`slot_key`: env runner class, CPUs, GPUs, custom resources, restarts)
+may use them, whatever its algorithm or env runner count, when they are at least as many as
+it needs: it takes those, and the others stay parked. A sequential sweep gives
+every trial the same placement group (:func:`sweeps.engine.placement.shared_request`), so
+Tune keeps one actor, and its pool, from the search's first trial to the confirmation's last.
+
+Time-to-target stays what a user pays on a fresh cluster. A trial is warm only once its
+*shape* (:func:`shape_key`: the algorithm and its env runner count besides the slot) has had
+a cold trial on this actor; a warm trial's clock is charged that shape's cold start-up
+(``cold_startup_s``: the median of its cold start-ups here, several with
+``Search(cold_every=k)``, which makes every k-th trial of a shape cold), so its recorded wall
+times are those of a cold trial with that start-up (docs/design.md, *warm trial*).
 """
 
 from __future__ import annotations
@@ -35,9 +42,8 @@ COLD, WARM = "cold", "warm"
 
 @dataclass
 class _Parked:
-    key: tuple
-    handles: list[Any]  # env runner actors, by worker index 1..N
-    cold_startup_s: float
+    slot: tuple  # slot_key of every parked env runner
+    handles: list[Any]  # env runner actors; a trial takes them in order as worker 1..N
 
 
 _parked: _Parked | None = None
@@ -69,26 +75,42 @@ class ShapeStarts:
             self.since_cold[key] = self.since_cold.get(key, 0) + 1
         return float(statistics.median(self.cold.get(key) or [startup_s]))
 
+    def charge(self, key: tuple) -> float | None:
+        """The cold start-up (seconds) a warm trial of this shape is charged: the median of
+        its cold start-ups so far, None when it has had none (its next trial must be cold)."""
+        import statistics
+
+        cold = self.cold.get(key)
+        return float(statistics.median(cold)) if cold else None
+
 
 _starts = ShapeStarts()
 
 
-def shape_key(algo_config) -> tuple:
-    """What must be equal for a trial to reuse the parked env runners: the algorithm and env
-    runner classes, the number of env runners and what each asks Ray for (CPUs, GPUs,
-    custom resources, restarts). Everything else (env, envs per env runner, vectorize mode,
-    model, hyperparameters, seed) is given to the re-initialised env runners."""
+def slot_key(algo_config) -> tuple:
+    """What must be equal for a trial to run on a parked env runner process: the env runner
+    class and what each env runner asks Ray for (CPUs, GPUs, custom resources, restarts).
+    Everything else (algorithm, env, envs per env runner, vectorize mode, model,
+    hyperparameters, seed) is given to the re-initialised env runner."""
     restarts = (
         algo_config.max_num_env_runner_restarts if algo_config.restart_failed_env_runners else 0
     )
     return (
-        algo_config.algo_class.__qualname__,
         algo_config.env_runner_cls,
-        int(algo_config.num_env_runners),
         float(algo_config.num_cpus_per_env_runner),
         float(algo_config.num_gpus_per_env_runner),
         tuple(sorted((algo_config.custom_resources_per_env_runner or {}).items())),
         restarts,
+    )
+
+
+def shape_key(algo_config) -> tuple:
+    """A trial's shape, whose cold start-up its warm trials are charged: the algorithm class
+    and its number of env runners, besides its env runners' :func:`slot_key`."""
+    return (
+        algo_config.algo_class.__qualname__,
+        int(algo_config.num_env_runners),
+        *slot_key(algo_config),
     )
 
 
@@ -107,10 +129,38 @@ def _reinit(runner, **kwargs: Any) -> bool:
     return True
 
 
+def prepare(algo_config, enabled: bool = True, cold_every: int | None = None) -> str:
+    """Decide whether the trial of ``algo_config`` starts warm or cold (:func:`build`'s
+    rule), and for a cold one kill the parked env runners now, waiting until their processes
+    have exited, so that their teardown stays out of the cold start-up it measures. Call it
+    before the trial's clock starts; :func:`build` calls it too (then a no-op).
+
+    Returns:
+        ``"warm"`` or ``"cold"``.
+    """
+    global _parked
+    if algo_config.num_env_runners < 1:
+        return COLD
+    key = shape_key(algo_config)
+    if _parked is not None and (
+        not enabled
+        or _parked.slot != slot_key(algo_config)
+        or len(_parked.handles) < algo_config.num_env_runners
+        or _starts.charge(key) is None
+        or _starts.cold_due(key, cold_every)
+    ):
+        parked, _parked = _parked, None
+        _release(parked, wait=True)
+    return COLD if _parked is None else WARM
+
+
 def build(
     algo_config, enabled: bool = True, cold_every: int | None = None
 ) -> tuple[Any, str, float | None]:
-    """Build the trial's Algorithm, warm when the parked env runners fit its shape.
+    """Build the trial's Algorithm: warm when this actor has at least as many parked env
+    runners of its :func:`slot_key` as it needs and its shape has had a cold trial here (and
+    ``cold_every`` does not make this one cold); it takes them as workers 1..N. A cold trial
+    first kills the parked ones, so that it starts every env runner afresh.
 
     Returns:
         ``(algo, start, cold_startup_s)``: ``start`` is ``"cold"`` or ``"warm"``;
@@ -125,15 +175,12 @@ def build(
     from ray.rllib.env.env_runner_group import EnvRunnerGroup
 
     global _parked
+    prepare(algo_config, enabled, cold_every)
     parked, _parked = _parked, None
-    key = shape_key(algo_config)
-    if parked is not None and (
-        not enabled or parked.key != key or not parked.handles or _starts.cold_due(key, cold_every)
-    ):
-        _release(parked)
-        parked = None
-    if parked is None:
+    if parked is None or algo_config.num_env_runners < 1:
+        _parked = parked  # a trial without env runners leaves the pool as it is
         return algo_config.build_algo(), COLD, None
+    charge = _starts.charge(shape_key(algo_config))
 
     refs = []
     original = EnvRunnerGroup._make_worker
@@ -197,27 +244,26 @@ def build(
         algo.stop()
         _release(parked)
         return algo_config.build_algo(), COLD, None
-    # the new group owns the handles; parked.handles keeps them alive until then
-    _held[id(algo)] = parked
-    return algo, WARM, parked.cold_startup_s
+    # the new group owns the handles it took; the rest stay parked for later trials
+    _held[id(algo)] = _Parked(parked.slot, parked.handles[algo_config.num_env_runners :])
+    return algo, WARM, charge
 
 
-# parked records of the Algorithms built warm, until park_or_stop (the cold start-up they
-# are charged travels on)
+# per Algorithm built warm, until park_or_stop: the parked env runners it did not take
 _held: dict[int, _Parked] = {}
 
 
 def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> None:
-    """End a trial's Algorithm: park its env runner actors for the next trial of the same
-    shape on this actor (``enabled`` and every env runner healthy), else stop it all.
+    """End a trial's Algorithm: park its env runner actors, with those of the pool it did not
+    take, for later trials on this actor (``enabled`` and every env runner healthy), else
+    stop it all.
 
     ``startup_s``: this trial's start-up (seconds); a cold one's joins its shape's cold
     start-ups, whose median (:class:`ShapeStarts`) a later warm trial of the shape is charged.
     """
     global _parked
-    previous = _held.pop(id(algo), None)
-    key = shape_key(algo_config)
-    charge = _starts.started(key, WARM if previous else COLD, startup_s)
+    rest = _held.pop(id(algo), None)
+    _starts.started(shape_key(algo_config), COLD if rest is None else WARM, startup_s)
     group = getattr(algo, "env_runner_group", None)
     manager = getattr(group, "_worker_manager", None)
     handles = []
@@ -235,17 +281,68 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
         algo.stop()
     finally:
         if handles:
-            _parked = _Parked(key, handles, charge)
+            _parked = _Parked(slot_key(algo_config), handles + (rest.handles if rest else []))
+        elif rest is not None:
+            _release(rest)
 
 
-def _release(parked: _Parked) -> None:
+def _release(parked: _Parked, wait: bool = False) -> None:
+    """Kill the parked env runners; ``wait``: first close their envs (async sub-env
+    processes included), then wait, at most :data:`RELEASE_WAIT_S`, until the processes on
+    this node have exited."""
+    import os
+    import time
+
     import ray
 
+    pids = []
+    if wait:
+        me = ray.util.get_node_ip_address()
+
+        def close(runner):
+            try:
+                runner.stop()
+            except Exception:  # an env that fails to close is killed with its process
+                pass
+            return ray.util.get_node_ip_address(), os.getpid()
+
+        try:
+            where = ray.get(
+                [h.__ray_call__.remote(close) for h in parked.handles], timeout=RELEASE_WAIT_S
+            )
+            pids = [pid for ip, pid in where if ip == me]
+        except Exception:  # a runner that cannot answer is killed all the same
+            pass
     for h in parked.handles:
         try:
             ray.kill(h)
         except Exception:
             pass
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if _alive(p)]
+        if pids:
+            time.sleep(0.05)
+
+
+#: Seconds a cold trial waits, before its clock starts, for the parked processes it kills.
+RELEASE_WAIT_S = 30.0
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped by its parent, the raylet) has exited
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def release_parked() -> None:
@@ -255,6 +352,15 @@ def release_parked() -> None:
     parked, _parked = _parked, None
     if parked is not None:
         _release(parked)
+
+
+def reset() -> None:
+    """Kill the parked env runners and forget the cold start-ups measured in this process:
+    the next trial of every shape is cold."""
+    global _starts
+    release_parked()
+    _held.clear()
+    _starts = ShapeStarts()
 
 
 def clock_start(build_started: float, build_ended: float, cold_startup_s: float | None) -> float:
