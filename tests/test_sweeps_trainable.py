@@ -129,3 +129,38 @@ def test_cold_every_is_a_search_field_checked_on_load():
     assert Search(cold_every=4).cold_every == 4 and Search().cold_every is None
     with pytest.raises(ValidationError):
         Search(cold_every=0)
+
+
+def test_a_sequential_sweeps_trials_share_the_largest_placement_group_that_holds_them_all():
+    """One placement group for every trial of a sequential sweep (so Tune keeps one actor and
+    its parked env runners for the search and the confirmation): the largest request, when
+    every other (the reference's one CPU included) fits in it; a trial that does not fit keeps
+    its own; concurrent trials or --cold keep their own groups."""
+    from sweeps.engine.placement import shared_bundles, trial_setup
+    from sweeps.engine.sweep_file import load_sweep, sweep_target
+    from sweeps.engine.trainable import bundles_fit, resources_for
+
+    path = "sweeps/cabs_scaling.py"
+    sweep = load_sweep(path)
+    setup = trial_setup(sweep, sweep_target(sweep, path), [{"CPU": 2.0}])
+    assert setup.shared_bundles == [{"CPU": 1.0}] + [{"CPU": 0.125}] * 8
+    resources = resources_for(setup)
+    fixed = dict(sweep.fixed)  # num_cpus_per_env_runner: 1/8
+    for config in (
+        {"algorithm": "APEX", "num_env_runners": 1, "seed": 0, **fixed},
+        {"algorithm": "IMPALA", "num_env_runners": 4, "train_batch_size": 512, **fixed},
+        {"algorithm": "SB3-DQN", "is_reference": True, "seed": 0},
+    ):
+        assert resources(config).bundles == setup.shared_bundles, config
+    # a trial asking for more than the shared group keeps its own request
+    bigger = {"algorithm": "APEX", "num_env_runners": 12, "seed": 0, **fixed}
+    assert len(resources(bigger).bundles) == 13
+    assert bundles_fit([{"CPU": 1.0}], [{"CPU": 1.0}, {"CPU": 0.5}])
+    assert not bundles_fit([{"CPU": 1.0}, {"GPU": 1.0}], [{"CPU": 1.0}, {"CPU": 1.0}])
+    assert not bundles_fit([{"CPU": 2.0}], [{"CPU": 1.0}, {"CPU": 1.0}])
+    search = sweep.search
+    for changed in (
+        search.model_copy(update={"max_concurrent": 2}),
+        search.model_copy(update={"warm_trials": False}),
+    ):
+        assert shared_bundles(sweep.model_copy(update={"search": changed}), setup) is None
