@@ -229,6 +229,34 @@ def test_the_image_recipe_uses_the_pinned_ray_and_puts_the_project_where_the_job
     }
     allowed = {entry[1:].rstrip("/") for entry in ignore if entry.startswith("!")}
     assert copied == allowed, (copied, allowed)
+    # the image installs what CI tests: the same pins file as the README's test command
+    readme = (ROOT / "README.md").read_text()
+    assert "-c tests/constraints.txt" in readme
+    (install,) = [line for line in text.splitlines() if line.startswith("RUN pip install")]
+    assert install.rstrip().endswith("-e . -c tests/constraints.txt"), install
+
+
+def test_the_azure_ml_conda_file_pins_what_ci_tests():
+    """The job's conda file pins every project requirement to the version installed here;
+    where CI pins one (tests/constraints.txt, the analysis stack), that is CI's version, as
+    in this environment, which the README's test command installs with those pins."""
+    from packaging.requirements import Requirement
+
+    from cluster.azure_specs import TORCH_CPU_INDEX, conda_spec
+
+    ci = {}
+    for line in (ROOT / "tests" / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            req = Requirement(line)
+            ci[req.name.lower()] = str(req.specifier).removeprefix("==")
+    pip = conda_spec()["dependencies"][-1]["pip"]
+    assert pip[0] == TORCH_CPU_INDEX
+    pinned = {Requirement(p).name.lower(): str(Requirement(p).specifier) for p in pip[1:]}
+    shared = set(ci) & set(pinned)
+    assert shared >= {"pandas", "scipy", "lifelines", "plotly", "optuna"}, shared
+    for name in shared:
+        assert pinned[name] == f"=={ci[name]}", (name, pinned[name], ci[name])
+    assert pinned["torch"] == "==2.13.0" and pinned["ray"] == "==2.60.0"
 
 
 def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
@@ -369,3 +397,44 @@ def test_a_fractional_cpu_limit_gives_ray_the_whole_cpus_the_placement_check_cou
     )
     with pytest.raises(KubeRayError, match="needs at least 1 whole CPU"):
         rayjob_manifest("sweeps/cartpole_quick.py", workers=2, cpus_per_worker=0.5)
+
+
+def test_the_fetch_recipe_copies_the_results_share_into_a_tarball_analysis_loads(tmp_path):
+    """docs/cluster.md's step 5, run here as its pod would: the claim it mounts is the one the
+    sweep's RayJob writes to (--results-pvc), `--quiet` keeps kubectl's "pod deleted" out of
+    the tarball, and the container's own command, run on a share holding a recorded run,
+    writes to stdout a tarball from which the analysis loads every trial."""
+    import json
+    import shlex
+    import shutil
+    import tarfile
+
+    from analysis.load import load_results
+
+    doc = (ROOT / "docs" / "cluster.md").read_text()
+    (recipe,) = [line for line in doc.splitlines() if line.startswith("kubectl run fetch ")]
+    words = shlex.split(recipe)
+    assert {"--rm", "-i", "--quiet", "--restart=Never"} <= set(words), words
+    assert words[-2:] == [">", "results.tgz"]
+    (overrides,) = [w.removeprefix("--overrides=") for w in words if w.startswith("--overrides=")]
+    pod = json.loads(overrides)["spec"]
+    (volume,) = pod["volumes"]
+    (container,) = pod["containers"]
+    claim = volume["persistentVolumeClaim"]["claimName"]
+    assert f"--results-pvc {claim}" in doc and f"metadata: {{name: {claim}}}" in doc
+    (mount,) = container["volumeMounts"]
+    assert mount["name"] == volume["name"]
+
+    # the share as the RayJob leaves it: <results root>/<sweep>/<run>
+    run = sorted((ROOT / "docs" / "data" / "cabs_scaling").iterdir())[-1]
+    share = tmp_path / "share"
+    shutil.copytree(run, share / "cabs_scaling" / run.name)
+    command = [share.as_posix() if w == mount["mountPath"] else w for w in container["command"]]
+    tarball = tmp_path / "results.tgz"
+    with tarball.open("wb") as out:
+        subprocess.run(command, stdout=out, check=True)
+    fetched = tmp_path / "fetched"
+    with tarfile.open(tarball) as tar:  # a stray line in the stream would fail here
+        tar.extractall(fetched, filter="data")
+    copy = fetched / "cabs_scaling" / run.name
+    assert len(load_results(copy).trials) == len(load_results(run).trials) > 0
