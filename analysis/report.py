@@ -140,6 +140,11 @@ details summary { cursor: pointer; color: #1d4f91; margin: 6px 0; }
 """
 
 
+def page_style() -> str:
+    """The report's style sheet (CSS text), for other pages of the analysis to share."""
+    return _CSS
+
+
 def _esc(x: Any) -> str:
     return html.escape(str(x))
 

@@ -485,7 +485,7 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where(both_inf, np.nan, out)
 
 
-def _versus(
+def versus(
     base: pd.Series,
     bd: np.ndarray,
     br: np.ndarray,
@@ -616,7 +616,9 @@ def pick_baseline(summary: pd.DataFrame, warns: list[str] | None = None) -> pd.S
     return _pick(summary, "is_baseline", "baseline", [] if warns is None else warns)
 
 
-def _durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.ndarray]:
+def trial_durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.ndarray]:
+    """A configuration's finished trials (errors left out): ``(durations, reached)``, each
+    shape (n,): seconds to the target, or run before censoring; whether it was reached."""
     t = tm[(tm["config_id"] == config_id) & (tm["status"] != "error")]
     return t["duration_s"].to_numpy(dtype=float), t["reached"].to_numpy(dtype=bool)
 
@@ -686,13 +688,13 @@ def speedup_table(
         )
     if base is None and ref is None:
         return pd.DataFrame({"config_id": summary["config_id"]}).reindex(columns=cols), warns
-    bd, br = _durations(tm, base["config_id"]) if base is not None else (None, None)
-    rd, rr = _durations(tm, ref["config_id"]) if ref is not None else (None, None)
+    bd, br = trial_durations(tm, base["config_id"]) if base is not None else (None, None)
+    rd, rr = trial_durations(tm, ref["config_id"]) if ref is not None else (None, None)
     rng = np.random.default_rng(seed)
     rows = []
     kw = {"confidence": confidence, "n_resamples": n_resamples}
     for _, c in summary.iterrows():
-        cd, cr = _durations(tm, c["config_id"])
+        cd, cr = trial_durations(tm, c["config_id"])
         notes: list[Note] = []
         row = dict.fromkeys(cols, math.nan)
         row["config_id"] = c["config_id"]
@@ -703,7 +705,7 @@ def speedup_table(
             continue
         is_ref = ref is not None and c["config_id"] == ref["config_id"]
         if ref is not None and len(rd) and not is_ref:
-            v, n = _versus(ref, rd, rr, c, cd, cr, rng, who="reference", **kw)
+            v, n = versus(ref, rd, rr, c, cd, cr, rng, who="reference", **kw)
             row.update(
                 {
                     "abs_speedup": v["speedup"],
@@ -721,7 +723,7 @@ def speedup_table(
             row["speedup_notes"] = notes
             rows.append(row)
             continue
-        v, n = _versus(base, bd, br, c, cd, cr, rng, who="baseline", **kw)
+        v, n = versus(base, bd, br, c, cd, cr, rng, who="baseline", **kw)
         row.update(
             {
                 "speedup": v["speedup"],

@@ -354,6 +354,18 @@ def fault_warnings(trials: pd.DataFrame) -> list[str]:
     return out
 
 
+def judged_trials(tm: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The trials a study is judged on: with a confirmation stage, its trials (re-indexed)
+    and the search's apart (exploratory only, docs/design.md *stage*); else all, and None.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+    """
+    if "stage" in tm and (tm["stage"] == "confirm").any():
+        return tm[tm["stage"] == "confirm"].reset_index(drop=True), tm[tm["stage"] != "confirm"]
+    return tm, None
+
+
 def analyse(res: Results, target: str | float | None = None) -> Study:
     """Everything the report shows, computed once: per-trial metrics, per-configuration
     statistics, speedups, the capacity plan (default: no deadline or budget), the plan check
@@ -372,9 +384,8 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
     """
     tm, tgt, warns = trial_metrics(res, target)
     search_summary, stage_note = None, None
-    if "stage" in tm and (tm["stage"] == "confirm").any():
-        explored = tm[tm["stage"] != "confirm"]
-        tm = tm[tm["stage"] == "confirm"].reset_index(drop=True)
+    tm, explored = judged_trials(tm)
+    if explored is not None:
         search_summary = summarize_configs(explored, seeds=res.seeds)
         seeds = sorted(int(x) for x in tm["seed"].unique())
         confirmed = tm.loc[~tm["is_baseline"] & ~tm["is_reference"], "config_id"].nunique()

@@ -87,6 +87,7 @@ def write_synthetic_results(
     with_optuna: bool = True,
     with_progress: bool = True,
     name: str = "synthetic_scaling",
+    slowdown: float = 1.0,
 ) -> Path:
     """Write a complete synthetic results directory.
 
@@ -108,6 +109,8 @@ def write_synthetic_results(
         with_optuna: write ``optuna.db`` (a study named ``name`` with one trial per trial).
         with_progress: write ``progress.parquet``.
         name: sweep name (``spec.json`` ``name`` and the Optuna study name).
+        slowdown: every trial's start-up and time per env step multiplied by this (a run
+            of slower code or hardware: time-to-target about ``slowdown`` times longer).
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
@@ -119,6 +122,8 @@ def write_synthetic_results(
     unknown = [a for a in algorithms if a not in TRUE_SCALING]
     if unknown:
         raise ValueError(f"algorithms {unknown}: not one of {sorted(TRUE_SCALING)}")
+    if not slowdown > 0:
+        raise ValueError(f"slowdown {slowdown}: need > 0")
     if not env_runners or seeds < 1 or not 0.0 <= censor <= 1.0 or not 1 <= n_lr <= len(_LRS):
         raise ValueError(
             f"need env_runners non-empty, seeds >= 1, 0 <= censor <= 1 and "
@@ -155,7 +160,7 @@ def write_synthetic_results(
 
     for i, (alg, n, k, params, cid, s, censored) in enumerate(specs):
         tid = f"{cid}-s{s}"
-        x_true = _throughput(alg, n)
+        x_true = _throughput(alg, n) / slowdown
         steps_half = (
             STEPS_HALF[alg]
             * _LR_FACTOR[k]
@@ -166,7 +171,7 @@ def write_synthetic_results(
         is_error = i in err_idx or i in noep_idx
         # Censored and failing trials plateau below the target (a failing trial stops early).
         r_max = 0.64 * _OPTIMAL_RETURN if censored or is_error else 0.96 * _OPTIMAL_RETURN
-        startup = 3.0 + 0.7 * n
+        startup = (3.0 + 0.7 * n) * slowdown
         steps_per_iter = 1000 * max(n, 1)
         max_iter = 1 if i in noep_idx else (10_000 if not is_error else None)
         t, steps, it, reached_at = startup, 0, 0, None
