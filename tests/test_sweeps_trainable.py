@@ -132,10 +132,10 @@ def test_cold_every_is_a_search_field_checked_on_load():
 
 
 def test_a_sequential_sweeps_trials_share_the_largest_placement_group_that_holds_them_all():
-    """One placement group for every trial of a sequential sweep (so Tune keeps one actor and
-    its parked env runners for the search and the confirmation): the largest request, when
-    every other (the reference's one CPU included) fits in it; a trial that does not fit keeps
-    its own; concurrent trials or --cold keep their own groups."""
+    """One placement group for every trial of a sequential sweep on one node (so Tune keeps
+    one actor and its parked env runners for the search and the confirmation): the largest
+    request, when every other (the reference's one CPU included) fits in it; a trial that
+    does not fit keeps its own; concurrent trials, --cold or several nodes keep their own."""
     from sweeps.engine.placement import shared_bundles, trial_setup
     from sweeps.engine.sweep_file import load_sweep, sweep_target
     from sweeps.engine.trainable import bundles_fit, resources_for
@@ -158,6 +158,8 @@ def test_a_sequential_sweeps_trials_share_the_largest_placement_group_that_holds
     assert bundles_fit([{"CPU": 1.0}], [{"CPU": 1.0}, {"CPU": 0.5}])
     assert not bundles_fit([{"CPU": 1.0}, {"GPU": 1.0}], [{"CPU": 1.0}, {"CPU": 1.0}])
     assert not bundles_fit([{"CPU": 2.0}], [{"CPU": 1.0}, {"CPU": 1.0}])
+    # on several nodes each trial keeps its own group: a lost node must not strand them all
+    assert trial_setup(sweep, sweep_target(sweep, path), [{"CPU": 2.0}] * 2).shared_bundles is None
     search = sweep.search
     for changed in (
         search.model_copy(update={"max_concurrent": 2}),

@@ -263,10 +263,13 @@ def shared_bundles(sweep: Sweep, setup: TrialSetup) -> list[dict[str, float]] | 
     runs them all on one actor and its parked env runners serve every later trial
     (:mod:`sweeps.engine.warm`): the largest request among the sweep's trial kinds
     (:func:`trial_requests`, as they run) when all the others, the reference's one CPU
-    included, fit inside it (:func:`sweeps.engine.trainable.bundles_fit`); None when they do not, when trials run
-    concurrently (``Search.max_concurrent`` > 1: each would hold the largest group) or
-    without warm trials. A trial never asks for less than its own request: one that does not
-    fit (a resource its search space varies besides the env runners) keeps its own group."""
+    included, fit inside it (:func:`sweeps.engine.trainable.bundles_fit`); None when they
+    do not, when trials run concurrently (``Search.max_concurrent`` > 1: each would hold the
+    largest group) or without warm trials. :func:`trial_setup` uses it on a one-node cluster
+    only (the embedded Ray): on several nodes a node lost mid-sweep could leave the largest
+    group unplaceable while every smaller trial still fits. A trial never asks for less than
+    its own request: one that does not fit (a resource its search space varies besides the
+    env runners) keeps its own group."""
     from sweeps.engine.trainable import bundles_fit
 
     if not sweep.search.warm_trials or sweep.search.max_concurrent != 1:
@@ -311,7 +314,9 @@ def trial_setup(sweep: Sweep, target: dict, nodes: list[dict[str, float]], quiet
         max_node_gpus=max(n.get("GPU", 0.0) for n in nodes),
         cluster_cpus=sum(n["CPU"] for n in nodes),
     )
-    return setup.with_(shared_bundles=shared_bundles(sweep, setup))
+    # on one node only: where a node can be lost mid-sweep, the largest group may no longer
+    # be placeable while every smaller trial still is
+    return setup.with_(shared_bundles=shared_bundles(sweep, setup) if len(nodes) == 1 else None)
 
 
 def feasibility(
