@@ -491,3 +491,35 @@ def test_confirmation_seeds_never_overlap_the_search_seeds():
     with pytest.raises(ValidationError, match="overlap the search's 0..4"):
         Search(seeds=5, confirm=Confirm(seeds=2, first_seed=3))
     assert Search(seeds=2).confirm_seeds == []
+
+
+def test_a_configuration_sampled_again_after_capping_settled_it_leaves_the_expected_count(
+    tmp_path,
+):
+    """The sampler draws a configuration capping has settled again (one learning rate to
+    draw from): none of its seeds runs, and the run counts them as skipped, not as trials
+    an interrupted run left out."""
+    from sweeps.engine.record import ResultsRecorder
+    from sweeps.engine.search import sweep_search
+
+    sweep = make_sweep(
+        algorithms=["DQN"],
+        per_algorithm={},
+        search_space={"num_env_runners": choice([1]), "lr": choice([1e-3])},
+        search=Search(sampler="random", num_samples=2, seeds=1),
+    )
+    rec = ResultsRecorder(
+        tmp_path,
+        target={"metric": "training", "value": 1.0},
+        budget={"time_s": 10.0, "env_steps": None},
+        command_start=0.0,
+    )
+    search, _ = sweep_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}", recorder=rec)
+    search.set_search_properties("objective", "min", {})
+    for tid in ("t0", "t1"):  # the baseline, then the one configuration, capped
+        config = search.suggest(tid)
+        rec.trials.append({**config, "censor_reason": "capped", "objective": 20.0})
+        search.on_trial_complete(tid, {"objective": 20.0})
+    assert not config["is_baseline"]
+    assert search.suggest("t2") == Searcher.FINISHED  # the second draw is the same one
+    assert search.resampled == 1 and search.total_trials == 3

@@ -505,6 +505,9 @@ class SeededSearch(_PickledState):
         self._group_of: dict[str, str] = {}  # tune trial id -> inner id
         self._group_results: dict[str, list[float | None]] = {}
         self._group_size: dict[str, int] = {}
+        #: seeds of configurations sampled again after capping settled them (or they failed):
+        #: none runs, and no recorded row counts them (they leave the expected count)
+        self.resampled = 0
 
     @property
     def total_trials(self) -> int:
@@ -598,8 +601,11 @@ class SeededSearch(_PickledState):
             group in ("baseline", "reference") or head["config_id"] not in self.skipped
         ):
             return False
+        dropped = sum(1 for c in self._queue if c["__group__"] == group)
         self._queue = [c for c in self._queue if c["__group__"] != group]
         running = sum(1 for g in self._group_of.values() if g == group)
+        if not running and not self._group_results[group]:  # sampled again: nothing of it ran
+            self.resampled = getattr(self, "resampled", 0) + dropped
         self._group_size[group] = len(self._group_results[group]) + running
         if not running and group not in ("baseline", "reference"):  # Optuna never sampled those
             self._tell(group, head["config_id"])

@@ -180,6 +180,7 @@ def run_sweep(
         print(short)
     if mirror is not None:
         print(f"(staged locally in {run_dir}; each file is uploaded as soon as it is written)")
+    search = None  # a resumed run's searcher is Tune's, restored with it
     if reconfirm is not None:
         configs, seeds = reconfirm
         search = FixedSearch(configs)
@@ -313,7 +314,8 @@ def run_sweep(
     # seeds capping made pointless, and confirmation slots no finished configuration filled
     capped = progress.skipped_in(recorder.trials)
     unfilled = confirm_shortfall(sweep, recorder.trials) if reconfirm is None else 0
-    skipped = capped + unfilled
+    # and the seeds of configurations the sampler drew again after capping settled them
+    skipped = capped + unfilled + int(getattr(search, "resampled", 0) or 0)
     if interrupted or n < expected - skipped:
         print(
             f"Interrupted: {n} of {expected - skipped} trials finished and are kept in "
