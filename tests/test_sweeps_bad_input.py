@@ -419,6 +419,22 @@ BAD_INPUT = {
         dict(env=CABS, extra=', env_config={"step_latency_ms": -2}'),
         ("env_config", "step_latency_ms: must be a finite number of milliseconds >= 0"),
     ),
+    "SB3 configuration with an unknown vec_env": (
+        dict(
+            algorithms='["SB3-DQN"]',
+            search_space="{}",
+            extra=', per_algorithm_fixed={"SB3-DQN": {"n_envs": 4, "vec_env": "shm"}}',
+        ),
+        ("per_algorithm_fixed.SB3-DQN", "vec_env: must be one of 'dummy', 'subproc'"),
+    ),
+    "SB3 configuration with a shared RLlib parameter": (
+        dict(algorithms='["SB3-DQN", "PPO"]'),
+        ("search_space.num_env_runners", "SB3-DQN"),
+    ),
+    "vectorized reference": (
+        dict(extra=', reference={"algorithm": "SB3-DQN", "n_envs": 8}'),
+        ("reference", "n_envs: the reference steps one env"),
+    ),
     "GPU learner on a machine without GPUs": (
         dict(extra=', fixed={"num_gpus_per_learner": 1}'),
         ("GPU", "it asks for 1 GPUs and the cluster has 0 in all"),

@@ -234,7 +234,7 @@ def test_reference_params_are_checked() -> None:
     check_reference({"algorithm": "SB3-DQN", "learning_rate": 5e-4})
     with pytest.raises(ValueError, match="unknown reference 'SB3-A2C'"):
         check_reference({"algorithm": "SB3-A2C"})
-    with pytest.raises(ValueError, match="^n_epochs: unknown parameter for reference SB3-DQN"):
+    with pytest.raises(ValueError, match="^n_epochs: unknown parameter for SB3-DQN"):
         check_reference({"algorithm": "SB3-DQN", "n_epochs": 3})
     with pytest.raises(ValueError, match="^batch_size: must be a positive number"):
         check_reference({"algorithm": "SB3-PPO", "batch_size": 0})

@@ -162,11 +162,20 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
     own placement-group request (:func:`sweeps.engine.trainable.trial_algorithm_config`),
     unscaled (``scaled``: as the trial runs, scaled down where ``setup`` allows
     oversubscription). A layout is a vectorize mode and, for ``"async"`` (whose sub-envs are
-    processes Ray does not count), each ``num_envs_per_env_runner`` value."""
+    processes Ray does not count), each ``num_envs_per_env_runner`` value. An SB3
+    configuration (:mod:`sweeps.engine.reference`) asks for its one CPU, 0 env runners, one
+    request per ``vec_env`` × ``n_envs`` value; ``subproc`` sub-envs are its env processes."""
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS
     from sweeps.engine.trainable import request_bundles, trial_algorithm_config
 
     combos = []
+    sb3 = []
     for a in sweep.algorithms:
+        if a in REFERENCE_ALGORITHMS:  # one process, its vectorized env's sub-envs beside it
+            for vec in _param_values(sweep, a, "vec_env") or ["dummy"]:
+                for k in _param_values(sweep, a, "n_envs") or [1]:
+                    sb3.append({"algorithm": a, **sweep.fixed_for(a), "vec_env": vec, "n_envs": k})
+            continue
         for n in env_runner_counts(sweep, a) or [None]:
             for mode in _param_values(sweep, a, "gym_env_vectorize_mode") or [None]:
                 for k in (
@@ -175,7 +184,9 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                     else [None]
                 ):
                     combos.append((a, n, mode, k))
-    if sweep.baseline:
+    if sweep.baseline and sweep.baseline["algorithm"] in REFERENCE_ALGORITHMS:
+        sb3.insert(0, dict(sweep.baseline))
+    elif sweep.baseline:
         combos.insert(
             0,
             (
@@ -184,6 +195,22 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 sweep.baseline.get("gym_env_vectorize_mode"),
                 sweep.baseline.get("num_envs_per_env_runner"),
             ),
+        )
+    sb3_out = []
+    for cfg in sb3:
+        _, info = trial_algorithm_config(cfg, setup)
+        sb3_out.append(
+            TrialRequest(
+                cfg["algorithm"],
+                0,
+                1.0,
+                0.0,
+                [{"CPU": 1.0}],
+                info["vectorize_mode"],
+                int(cfg.get("n_envs", 1)),
+                info["concurrent_envs"],
+                info["env_processes"],
+            )
         )
     out = []
     for algo, n, mode, k in dict.fromkeys(combos):
@@ -217,7 +244,9 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 info["env_processes"],
             )
         )
-    return out
+    if sweep.baseline and sweep.baseline["algorithm"] in REFERENCE_ALGORITHMS:
+        return sb3_out + out
+    return out + sb3_out
 
 
 class TrialRequest(NamedTuple):

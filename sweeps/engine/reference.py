@@ -26,8 +26,11 @@ from typing import Any
 __all__ = [
     "REFERENCE_ALGORITHMS",
     "REFERENCE_DEFAULTS",
+    "VEC_ENVS",
+    "check_configuration",
     "check_reference",
     "run_reference",
+    "sampling_layout",
     "schedule_horizon",
 ]
 
@@ -51,7 +54,14 @@ _OWN = {
     "there (default True; sweeps.engine.env_faults)",
     "env_step_timeout_s": "seconds a step or reset may take before it counts as a fault "
     "(default None: no limit; sweeps.engine.env_faults)",
+    "n_envs": "sub-envs stepped per env.step (SB3 make_vec_env's n_envs; default 1); "
+    "a configuration's, not the reference's, which steps one env",
+    "vec_env": "how the sub-envs step: 'dummy' (SB3 DummyVecEnv: in turn, in the trial's "
+    "process; the default) or 'subproc' (SubprocVecEnv: each in its own process, at once)",
 }
+
+#: ``vec_env`` → how the suite records the layout (``gym_env_vectorize_mode``'s words).
+VEC_ENVS = {"dummy": "sync", "subproc": "async"}
 
 #: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
 #: optimum in 2-4 k env steps (MLP 64x64, lr 1e-3, batch 64, train_freq 4, buffer 50 k,
@@ -160,8 +170,24 @@ def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
     params = {**REFERENCE_DEFAULTS[algo], **config}
     return {
         "num_env_runners": 0,
+        "num_envs_per_env_runner": int(params.get("n_envs", 1)),
         "lr": params["learning_rate"],
         "train_batch_size": params["n_steps" if algo == "SB3-PPO" else "batch_size"],
+    }
+
+
+def sampling_layout(config: Mapping[str, Any]) -> dict[str, Any]:
+    """How an SB3 trial samples (docs/design.md, *sampling layout*), in the words
+    :func:`sweeps.engine.trainable.sampling_layout` gives an RLlib trial's:
+    ``{"vectorize_mode": "sync" | "async", "concurrent_envs": int, "env_processes": int}``.
+    One env, or ``n_envs`` stepped in turn (``vec_env="dummy"``), has one env step waiting at
+    a time; ``vec_env="subproc"`` starts ``n_envs`` processes that step at once."""
+    n = int(config.get("n_envs", 1))
+    mode = VEC_ENVS[str(config.get("vec_env", "dummy"))]
+    return {
+        "vectorize_mode": mode,
+        "concurrent_envs": n if mode == "async" else 1,
+        "env_processes": n if mode == "async" else 0,
     }
 
 
@@ -175,21 +201,55 @@ def check_reference(reference: Mapping[str, Any]) -> None:
 
     Raises:
         ValueError: one line naming the bad key: no or an unknown ``algorithm``, an unknown
-            parameter, or a numeric value that is not a positive finite number where one is
-            needed.
+            parameter, a numeric value that is not a positive finite number where one is
+            needed, or a vectorized env (``n_envs``, ``vec_env``: a configuration's, not
+            the reference's).
     """
     algo = reference.get("algorithm")
     if algo not in REFERENCE_ALGORITHMS:
         raise ValueError(
             f"algorithm: unknown reference {algo!r} (known: {', '.join(REFERENCE_ALGORITHMS)})"
         )
+    for key in ("n_envs", "vec_env"):
+        if key in reference:
+            raise ValueError(
+                f"{key}: the reference steps one env in its one process (docs/design.md, "
+                f"*reference*); to measure {algo} with several envs, name it in the "
+                "sweep's algorithms or baseline"
+            )
+    check_configuration(reference)
+
+
+def check_configuration(config: Mapping[str, Any]) -> None:
+    """Validate the parameters of one SB3 trial (the reference's, or a configuration's that
+    names an SB3 algorithm in a sweep's ``algorithms`` or ``baseline``).
+
+    Raises:
+        ValueError: one line naming the bad key: an unknown ``algorithm`` or parameter, a
+            numeric value that is not a positive finite number where one is needed, an
+            ``n_envs`` that is not a positive integer or a ``vec_env`` other than
+            ``"dummy"``/``"subproc"``.
+    """
+    algo = config.get("algorithm")
+    if algo not in REFERENCE_ALGORITHMS:
+        raise ValueError(
+            f"algorithm: unknown SB3 algorithm {algo!r} (known: {', '.join(REFERENCE_ALGORITHMS)})"
+        )
+    if "n_envs" in config:
+        n = config["n_envs"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n_envs: must be a positive integer, got {n!r}")
+    if "vec_env" in config and config["vec_env"] not in VEC_ENVS:
+        raise ValueError(
+            f"vec_env: must be one of {', '.join(map(repr, VEC_ENVS))}, got {config['vec_env']!r}"
+        )
     known = known_params(algo)
-    for key, value in reference.items():
+    for key, value in config.items():
         if key == "algorithm":
             continue
         if key not in known:
             raise ValueError(
-                f"{key}: unknown parameter for reference {algo} (known: {', '.join(sorted(known))})"
+                f"{key}: unknown parameter for {algo} (known: {', '.join(sorted(known))})"
             )
         if key in (
             "learning_rate",
@@ -293,11 +353,16 @@ def run_reference(
     report: Callable[[dict[str, Any]], bool],
     started: Callable[[float], None] | None = None,
 ) -> None:
-    """Train one reference trial, evaluating and reporting at the end of every iteration.
+    """Train one SB3 trial (the reference, or an SB3 configuration of a sweep), evaluating
+    and reporting at the end of every iteration.
 
     Args:
         config: ``algorithm`` (a key of :data:`REFERENCE_ALGORITHMS`), ``seed`` and SB3
-            parameters; missing ones take :data:`REFERENCE_DEFAULTS`.
+            parameters; missing ones take :data:`REFERENCE_DEFAULTS`. ``n_envs`` > 1 or
+            ``vec_env="subproc"`` trains on a vectorized env (SB3's ``DummyVecEnv`` or
+            ``SubprocVecEnv``), built inside the timed region (its processes are start-up);
+            ``env_steps`` then count every sub-env's steps, and ``max_env_restarts`` bounds
+            the faults of all sub-envs together, checked at every iteration's end.
         env_id, env_config: the sweep's env (built by :func:`envs.make_env`, with any step latency).
         evaluation: ``{"episodes", "seed"}`` of the sweep's evaluation protocol, and its
             cadence ``"every_s"``, ``"every_env_steps"`` (:class:`sweeps.engine.evaluation.Cadence`;
@@ -326,7 +391,7 @@ def run_reference(
     from stable_baselines3.common.monitor import Monitor
 
     import envs
-    from sweeps.engine.env_faults import DEFAULT_MAX_ENV_RESTARTS, RecoveringEnv
+    from sweeps.engine.env_faults import DEFAULT_MAX_ENV_RESTARTS, EnvFaultLimit, RecoveringEnv
     from sweeps.engine.evaluation import Cadence, trial_evaluator
 
     algo = config["algorithm"]
@@ -335,7 +400,8 @@ def run_reference(
         **{
             k: v
             for k, v in config.items()
-            if k not in ("algorithm", "num_env_runners", "train_batch_size", "lr")
+            if k not in ("algorithm", "num_env_runners", "num_envs_per_env_runner")
+            and k not in ("train_batch_size", "lr")
         },
     }
     seed = int(params.pop("seed", 0))
@@ -344,6 +410,9 @@ def run_reference(
     iteration_s = float(params["min_time_s_per_iteration"])
     horizon, total, ends_at_horizon = schedule_horizon(config, budget_env_steps)
     params.pop("total_timesteps", None)
+    n_envs = int(params.pop("n_envs", 1))
+    vec_env = str(params.pop("vec_env", "dummy"))
+    vectorized = n_envs > 1 or vec_env == "subproc"
     evaluator = trial_evaluator(
         env_id, env_config, episodes=int(evaluation["episodes"]), seed=int(evaluation["seed"])
     )
@@ -351,14 +420,42 @@ def run_reference(
     # do (sweeps.engine.env_faults), so both sides of a comparison see the same simulator
     limit = int(params.pop("max_env_restarts", DEFAULT_MAX_ENV_RESTARTS))
     evaluator.recover = bool(params.pop("recover_env_faults", True))
+    recover = evaluator.recover
     timeout = params.pop("env_step_timeout_s", None)
     evaluator.step_timeout_s = timeout
-    env = RecoveringEnv(
-        lambda: envs.make_env(env_id, env_config), limit, evaluator.recover, step_timeout_s=timeout
-    )
-    monitor = train_env = Monitor(env)  # unscaled returns; step latency
-    if scale != 1.0:
-        train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
+
+    def sub_env():
+        # in a subprocess an env's own limit would end that process, not the trial: the
+        # trial's limit is checked here, over the sum of every sub-env's faults
+        inner = Monitor(
+            RecoveringEnv(
+                lambda: envs.make_env(env_id, env_config), None, recover, step_timeout_s=timeout
+            )
+        )
+        if scale == 1.0:
+            return inner
+        return gymnasium.wrappers.TransformReward(inner, lambda r: scale * r)
+
+    if vectorized:
+        env = monitor = None
+        train_env = None  # built inside the timed region: its processes are start-up
+    else:
+        env = RecoveringEnv(
+            lambda: envs.make_env(env_id, env_config), limit, recover, step_timeout_s=timeout
+        )
+        monitor = train_env = Monitor(env)  # unscaled returns; step latency
+        if scale != 1.0:
+            train_env = gymnasium.wrappers.TransformReward(train_env, lambda r: scale * r)
+
+    def restarts() -> int:
+        if not vectorized:
+            return env.restarts + evaluator.restarts
+        done = sum(int(r) for r in train_env.get_attr("restarts")) + evaluator.restarts
+        if done > limit:
+            raise EnvFaultLimit(f"{done} env faults, more than max_env_restarts={limit}")
+        return done
+
+    episodes_done = [0]
 
     def greedy(obs):
         return model.policy.predict(obs, deterministic=True)[0]
@@ -375,6 +472,8 @@ def run_reference(
             self.stop = False
 
         def _on_step(self) -> bool:
+            if vectorized:
+                episodes_done[0] += int(sum(self.locals["dones"]))
             now = time.perf_counter() - start
             if self.num_timesteps < total and (
                 not cadence.due(now, self.num_timesteps)
@@ -398,12 +497,16 @@ def run_reference(
                         {
                             "wall_time_s": wall,
                             "env_steps": steps,
-                            "episodes": len(monitor.get_episode_rewards()),
+                            "episodes": (
+                                episodes_done[0]
+                                if vectorized
+                                else len(monitor.get_episode_rewards())
+                            ),
                             "learner_updates": float(getattr(model, "_n_updates", math.nan)),
                             "evaluation_return": value,
                             "eval_time_s": evaluator.total_time_s,
                             "driver_cpu_s": time.process_time() - cpu_start,
-                            "env_restarts": env.restarts + evaluator.restarts,
+                            "env_restarts": restarts(),
                             "training_return": (
                                 sum(e["r"] for e in episodes) / len(episodes)
                                 if episodes
@@ -421,6 +524,16 @@ def run_reference(
     cpu_start = time.process_time()
     if started is not None:
         started(start)
+    if vectorized:
+        from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+        if vec_env == "subproc":
+            # forked, as gymnasium's AsyncVectorEnv forks an RLlib env runner's async sub-envs
+            # (Linux's default), so both layouts start and share memory alike; SB3's default,
+            # forkserver, would re-run the trial process's __main__ (Ray's worker) in each
+            train_env = SubprocVecEnv([sub_env] * n_envs, start_method="fork")
+        else:
+            train_env = DummyVecEnv([sub_env] * n_envs)
     model = _build_model(algo, params, train_env, seed)
     _schedules_over(model, horizon)
     callback = Protocol()

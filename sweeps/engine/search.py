@@ -57,11 +57,31 @@ META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
 RECORDED_PARAMS = VOCAB_COLUMNS
 
 
+def algorithm_defaults(algorithm: str) -> dict[str, Any]:
+    """The parameters a trial of ``algorithm`` takes when the sweep sets none: an RLlib
+    algorithm's tuned defaults (``ALGORITHMS[name].defaults``), or an SB3 algorithm's
+    (:data:`sweeps.engine.reference.REFERENCE_DEFAULTS`, SB3's names) with the vocabulary
+    columns it is recorded with (:func:`sweeps.engine.reference.recorded_params`).
+
+    Raises:
+        KeyError: an algorithm neither registry knows.
+    """
+    from sweeps.engine.algorithms import ALGORITHMS
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS, REFERENCE_DEFAULTS, recorded_params
+
+    if algorithm in REFERENCE_ALGORITHMS:
+        return {
+            **REFERENCE_DEFAULTS[algorithm],
+            **recorded_params({"algorithm": algorithm}),
+        }
+    return dict(ALGORITHMS[algorithm].defaults)
+
+
 def complete_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with the algorithm's defaults filled in for :data:`RECORDED_PARAMS`."""
     from sweeps.engine.algorithms import ALGORITHMS
 
-    if params["algorithm"] not in ALGORITHMS:  # the reference: SB3's own parameters
+    if params["algorithm"] not in ALGORITHMS:  # SB3 (the reference or a configuration)
         from sweeps.engine.reference import recorded_params
 
         return {**params, **recorded_params(params)}
@@ -197,7 +217,6 @@ def confirm_cells(sweep: Sweep) -> list[dict[str, Any]] | None:
     Returns:
         ``[{"algorithm": ..., axis: value, ...}, ...]``.
     """
-    from sweeps.engine.algorithms import ALGORITHMS
 
     axes = confirm_axes(sweep)
     if not axes:
@@ -212,7 +231,7 @@ def confirm_cells(sweep: Sweep) -> list[dict[str, Any]] | None:
                 if v is None:
                     return None
             else:
-                v = [fixed.get(name, ALGORITHMS[algo].defaults.get(name))]
+                v = [fixed.get(name, algorithm_defaults(algo).get(name))]
             values.append(v)
         cells += [
             {"algorithm": algo, **dict(zip(axes, combo, strict=True))}
@@ -230,7 +249,6 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     With confirmation cells (:func:`confirm_cells`), one configuration per cell instead, so
     that the confirmation finds a candidate in each.
     """
-    from sweeps.engine.algorithms import ALGORITHMS
 
     cells = confirm_cells(sweep)
     if cells:
@@ -238,7 +256,7 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     base = sweep.baseline or {}
     points = []
     for algo in sweep.algorithms:
-        defaults = ALGORITHMS[algo].defaults
+        defaults = algorithm_defaults(algo)
         point: dict[str, Any] = {"algorithm": algo}
         for shared, params in (
             (True, sweep.search_space),
@@ -263,14 +281,13 @@ def _cell_points(sweep: Sweep, cells: list[dict[str, Any]]) -> list[dict[str, An
     parameter at the algorithm's tuned default when the space holds it, the cell's own values
     on its axes; a point that is the baseline's configuration is left out (the baseline runs
     anyway, and stands for its cell)."""
-    from sweeps.engine.algorithms import ALGORITHMS
 
     base = baseline_params(sweep)
     base = complete_params(base) if base is not None else None
     points = []
     for cell in cells:
         algo = cell["algorithm"]
-        defaults = ALGORITHMS[algo].defaults
+        defaults = algorithm_defaults(algo)
         own = sweep.per_algorithm.get(algo, {})
         point: dict[str, Any] = {"algorithm": algo}
         for name, p in sweep.params_for(algo).items():

@@ -279,17 +279,24 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
     def fail(field: str, reason: str) -> SpecError:
         return SpecError(f"{source}: {field}: {reason}")
 
-    known_algos = sorted(algorithms.ALGORITHMS)
+    from sweeps.engine import reference
+
+    def known_params(algo: str) -> frozenset[str]:
+        if algo in reference.REFERENCE_ALGORITHMS:
+            return reference.known_params(algo)
+        return algorithms.known_params(algo)
+
+    known_algos = sorted(algorithms.ALGORITHMS) + list(reference.REFERENCE_ALGORITHMS)
     baseline_algo = sweep.baseline["algorithm"] if sweep.baseline else None
     for i, algo in enumerate(sweep.algorithms + ([baseline_algo] if baseline_algo else [])):
-        if algo not in algorithms.ALGORITHMS:
+        if algo not in algorithms.ALGORITHMS and algo not in reference.REFERENCE_ALGORITHMS:
             field = f"algorithms[{i}]" if i < len(sweep.algorithms) else "baseline.algorithm"
             if algo in algorithms.REFUSED:
                 raise fail(field, f"{algo} is {algorithms.REFUSED[algo]}")
             raise fail(field, f"unknown algorithm {algo!r} (known: {', '.join(known_algos)})")
 
     for algo in sweep.algorithms:
-        known = algorithms.known_params(algo)
+        known = known_params(algo)
         sections = {
             "search_space": sweep.search_space,
             f"per_algorithm.{algo}": sweep.per_algorithm.get(algo, {}),
@@ -305,11 +312,21 @@ def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
                     raise fail(
                         f"{section}.{key}", reason.replace(f"parameter {key!r} ", "parameter ")
                     )
+        if algo in reference.REFERENCE_ALGORITHMS:  # SB3's values, checked as the reference's
+            try:
+                reference.check_configuration({"algorithm": algo, **sweep.fixed_for(algo)})
+            except ValueError as e:
+                raise fail(f"per_algorithm_fixed.{algo}", str(e)) from None
     if sweep.baseline:
-        known = algorithms.known_params(baseline_algo)
+        known = known_params(baseline_algo)
         for key in sweep.baseline:
             if key != "algorithm" and key not in known:
                 raise fail(f"baseline.{key}", f"unknown parameter for algorithm {baseline_algo}")
+        if baseline_algo in reference.REFERENCE_ALGORITHMS:
+            try:
+                reference.check_configuration(sweep.baseline)
+            except ValueError as e:
+                raise fail("baseline", str(e)) from None
 
     from envs.forms import EnvError, check_env, parse_env
 
@@ -653,6 +670,8 @@ def sweep_points(sweep: Sweep) -> list[tuple[str, dict[str, Any]]]:
 def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
     """Build and validate the RLlib config of every point of :func:`sweep_points` on the
     sweep's env, with RLlib's own ``AlgorithmConfig.validate()``; no Ray cluster is needed.
+    An SB3 configuration's point is checked by
+    :func:`sweeps.engine.reference.check_configuration`.
 
     Returns:
         The number of points checked.
@@ -663,10 +682,14 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
             ``rollout_fragment_length``.
     """
     from sweeps.engine.algorithms import build_config
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS, check_configuration
 
     points = sweep_points(sweep)
     for where, params in points:
         try:
+            if params["algorithm"] in REFERENCE_ALGORITHMS:  # SB3 checks its own values
+                check_configuration(params)
+                continue
             build_config(params, sweep.env, dict(sweep.env_config)).validate()
         except ValueError as e:  # our vocabulary's checks and RLlib's validate()
             msg = " ".join(str(e).split())

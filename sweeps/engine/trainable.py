@@ -171,6 +171,15 @@ def algorithm_params(config: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def is_sb3_trial(config: Mapping[str, Any]) -> bool:
+    """Whether a trial config runs Stable-Baselines3 in the trial's own process
+    (:mod:`sweeps.engine.reference`): the reference, or a configuration that names an SB3
+    algorithm (``"SB3-DQN"``) in the sweep's ``algorithms`` or ``baseline``."""
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS
+
+    return bool(config.get("is_reference")) or config.get("algorithm") in REFERENCE_ALGORITHMS
+
+
 def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
     """The RLlib ``AlgorithmConfig`` of one trial, its CPU request scaled down to the cluster's
     CPUs when the sweep allows oversubscription.
@@ -180,15 +189,15 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
         "requested_cpus"}`` (CPUs of the whole trial: driver + env runners + learners) and
         its sampling layout as built (:func:`sampling_layout`).
     """
-    if config.get("is_reference"):  # single process: the trial's own CPU, no actors
+    if is_sb3_trial(config):  # single process: the trial's own CPU, no actors
+        from sweeps.engine.reference import sampling_layout as sb3_layout
+
         return None, {
             "requested_cpus": 1.0,
             "num_cpus": 1.0,
             "num_gpus": 0.0,
             "oversubscribed": False,
-            "vectorize_mode": "sync",
-            "concurrent_envs": 1,
-            "env_processes": 0,
+            **sb3_layout(config),
         }
     from sweeps.engine.algorithms import build_config
 
@@ -691,7 +700,7 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         import logging
 
         logging.getLogger("ray.rllib").setLevel(logging.ERROR)
-    if config.get("is_reference"):
+    if is_sb3_trial(config):
         return _run_reference_trial(config, setup)
     import ray
 
@@ -1027,7 +1036,8 @@ def evaluate_between_training_steps(
 
 
 def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
-    """A reference trial (:mod:`sweeps.engine.reference`), reported like an RLlib trial."""
+    """An SB3 trial, the reference's or a configuration's (:mod:`sweeps.engine.reference`),
+    reported like an RLlib trial."""
     import ray
 
     from sweeps.engine.reference import run_reference
