@@ -277,8 +277,8 @@ def _environment(base: Results, new: Results) -> tuple[list[tuple[str, str, str]
 
 
 def compare(
-    base: Results,
-    new: Results,
+    base: Results | Judged,
+    new: Results | Judged,
     *,
     factor: float = FACTOR,
     alpha: float = ALPHA,
@@ -287,7 +287,8 @@ def compare(
     """Compare NEW against BASE (see the module docstring).
 
     Args:
-        base, new: loaded runs (:func:`analysis.load.load_results`).
+        base, new: loaded runs (:func:`analysis.load.load_results`), or runs already
+            judged (:class:`Judged`: a history judges each of its runs once).
         factor: smallest speedup (or its inverse) flagged, > 1.
         alpha: significance level of the tests, in (0, 1).
         seed: seed of the bootstrap resamples.
@@ -301,8 +302,10 @@ def compare(
     """
     from scipy.stats import false_discovery_control
 
+    a = base if isinstance(base, Judged) else Judged.of(base)
+    b = new if isinstance(new, Judged) else Judged.of(new)
+    base, new = a.res, b.res
     check_comparable(base, new)
-    a, b = Judged.of(base), Judged.of(new)
     ca, cb = _judged(a), _judged(b)
     cids = [c for c in ca if c in cb]
     names = _names(a, b)
@@ -443,7 +446,7 @@ def markdown(c: Comparison) -> str:
 
 def html_page(c: Comparison) -> str:
     """The comparison as one HTML page in the report's style."""
-    from analysis.report import page_style
+    from analysis.style import page_style
 
     headers, rows = table(c)
 

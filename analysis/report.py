@@ -84,6 +84,8 @@ from analysis.plan_check import (
 from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
+from analysis.style import CSS as _CSS
+from analysis.style import page_style  # noqa: F401 - re-exported: the report's style
 from sweeps.engine import rundir
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
@@ -107,42 +109,6 @@ _ERROR_HOOK = """
 })();
 </script>
 """
-
-_CSS = """
-body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0;
-       color: #1d2330; background: #f6f7f9; font-size: 15px; line-height: 1.45; }
-main { max-width: 1280px; margin: 0 auto; padding: 8px 24px 48px; }
-header { background: #1d2b44; color: #fff; padding: 18px 24px; }
-header h1 { margin: 0 0 4px; font-size: 24px; } header p { margin: 0; color: #c9d3e6; }
-nav { background: #fff; border-bottom: 1px solid #dde1e8; padding: 8px 24px; font-size: 14px; }
-nav a { margin-right: 18px; color: #1d4f91; text-decoration: none; }
-section { background: #fff; border: 1px solid #dde1e8; border-radius: 8px; padding: 16px 20px;
-          margin: 18px 0; }
-h2 { margin: 0 0 10px; font-size: 20px; } h3 { font-size: 16px; margin: 16px 0 6px; }
-table { border-collapse: collapse; margin: 6px 0 10px; font-size: 13.5px; }
-th, td { border-bottom: 1px solid #e4e7ec; padding: 4px 9px; text-align: right; vertical-align: top; }
-th { background: #f0f2f6; text-align: center; } td.l, th.l { text-align: left; }
-.cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0 12px; }
-.card { flex: 1 1 220px; border: 1px solid #dde1e8; border-radius: 8px; padding: 10px 14px;
-        background: #fbfcfe; }
-.card .k { color: #5a6478; font-size: 13px; } .card .v { font-size: 21px; font-weight: 600; }
-.card .s { color: #5a6478; font-size: 12.5px; }
-.warn { background: #fff7e6; border: 1px solid #f5d08a; border-radius: 6px; padding: 8px 14px; }
-.warn li { margin: 2px 0; } .note { color: #5a6478; font-size: 13.5px; }
-.missing { background: #f3f4f7; border: 1px dashed #b8bfcc; border-radius: 6px; padding: 10px 14px;
-           color: #4a5468; margin: 8px 0; }
-.banner { background: #ffe9e9; border: 1px solid #f0a0a0; color: #7a1010; padding: 8px 14px;
-          border-radius: 6px; margin-top: 14px; font-weight: 600; }
-pre { background: #f3f4f7; padding: 10px; border-radius: 6px; overflow-x: auto; font-size: 12.5px;
-      max-height: 420px; }
-.fig { margin: 6px 0 14px; } .grid2 { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
-details summary { cursor: pointer; color: #1d4f91; margin: 6px 0; }
-"""
-
-
-def page_style() -> str:
-    """The report's style sheet (CSS text), for other pages of the analysis to share."""
-    return _CSS
 
 
 def _esc(x: Any) -> str:
@@ -1237,6 +1203,54 @@ def _environment(data: Study) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def _previous_run(res: Results) -> Results | None:
+    """The run :func:`analysis.history.previous_run` finds for ``res``; None when there is
+    none or the sibling runs cannot be read."""
+    from analysis.history import previous_run
+
+    try:
+        return previous_run(res)
+    except Exception as exc:  # noqa: BLE001 - the report draws without it, and says why
+        print(f"warning: no comparison with earlier runs: {exc}", file=sys.stderr)
+        return None
+
+
+def _against_previous(previous: Results, res: Results) -> str:
+    """Section 9: this run against the previous run of its sweep on this machine
+    (:func:`analysis.compare.compare`), its verdict, table and environments."""
+    import warnings
+
+    from analysis.compare import compare, headline, table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # lifelines' convergence notes on few seeds
+        c = compare(previous, res)
+    headers, rows = table(c)
+    th = "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    trs = "".join(
+        "<tr>" + "".join(f'<td class="l">{_esc(x)}</td>' if i == 0 else f"<td>{_esc(x)}</td>"
+                         for i, x in enumerate(r)) + "</tr>"
+        for r in rows
+    )  # fmt: skip
+    parts = [
+        f"<p>Run {_esc(previous.path.name)} (git "
+        f"{_esc(str(previous.environment.get('git_revision', '?'))[:12])}) is the previous run "
+        f"of this sweep on this machine. {_esc(headline(c).replace('NEW', 'This run').replace('BASE', 'that run'))}</p>",
+        f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>",
+    ]
+    if c.unmatched:
+        parts.append(f'<p class="note">Not in both runs: {_esc("; ".join(c.unmatched))}.</p>')
+    if c.warnings:
+        parts.append(
+            '<ul class="warn">' + "".join(f"<li>{_esc(w)}</li>" for w in c.warnings) + "</ul>"
+        )
+    parts.append(
+        '<p class="note">The whole history of this sweep: <code>python -m analysis.history '
+        f"{_esc(res.path.parent)}</code>.</p>"
+    )
+    return "".join(parts)
+
+
 def build_report(
     res: Results, target: str | float | None = None, held_out: list[Results] = ()
 ) -> str:
@@ -1277,6 +1291,15 @@ def build_report(
         ("optuna", "7. Optuna search", lambda: _optuna(data, figs)),
         ("environment", "8. Environment and sweep spec", lambda: _environment(data)),
     ]
+    previous = _previous_run(res)
+    if previous is not None:  # only when there is one: a first run has nothing to say here
+        sections.append(
+            (
+                "previous",
+                "9. Against the previous run of this sweep on this machine",
+                lambda: _against_previous(previous, res),
+            )
+        )
     bodies = [section(*s) for s in sections]
     summary_html = section("summary", "1. Summary", lambda: _summary(data))
     env = res.environment
