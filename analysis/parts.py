@@ -124,18 +124,21 @@ class Pipeline:
         return ttt, r
 
 
-def fit_pipeline(comp: pd.DataFrame) -> Pipeline | None:
+def fit_pipeline(
+    comp: pd.DataFrame, *, precise: bool = True, p0: dict[str, list[float]] | None = None
+) -> Pipeline | None:
     """The pipeline model fitted to :func:`trial_components` rows (with ``num_env_runners``):
     start-up linear in N, the rate's preferred USL/Amdahl fit, env steps a power law of N
     through each N's Kaplan-Meier median. None with fewer than two N with a start-up and a
-    rate, or no usable rate fit."""
+    rate, or no usable rate fit. ``precise``, ``p0``: the rate fit's
+    (:func:`analysis.scaling.fit_scaling`), for a bootstrap's refits."""
     ok = comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
     ns = sorted(ok["num_env_runners"].unique())
     if len(ns) < 2:
         return None
     n = ok["num_env_runners"].to_numpy(float)
     slope, icpt = np.polyfit(n, ok["startup_s"].to_numpy(float), 1)
-    fits = fit_scaling(n, ok["rate"].to_numpy(float))
+    fits = fit_scaling(n, ok["rate"].to_numpy(float), precise=precise, p0=p0)
     rate = preferred(fits)
     if rate is None:
         return None

@@ -56,7 +56,7 @@ from analysis.parts import (
     resample_seeds,
     trial_components,
 )
-from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred
+from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred, starts
 from analysis.stats import best_configs
 
 __all__ = [
@@ -189,13 +189,21 @@ def _rate_trials(comp: pd.DataFrame) -> pd.DataFrame:
     return comp[np.isfinite(comp["startup_s"]) & np.isfinite(comp["rate"])]
 
 
-def _rate_fits(comp: pd.DataFrame) -> dict[str, ScalingFit]:
+def _rate_fits(
+    comp: pd.DataFrame, *, precise: bool = True, p0: dict[str, list[float]] | None = None
+) -> dict[str, ScalingFit]:
     """USL and Amdahl fitted to every trial's steady env steps/s against N (those that could
-    be fitted, by :data:`THROUGHPUT_MODELS` key); empty with fewer than two N."""
+    be fitted, by :data:`THROUGHPUT_MODELS` key); empty with fewer than two N. ``precise``,
+    ``p0``: :func:`analysis.scaling.fit_scaling`'s, for a bootstrap's refits."""
     ok = _rate_trials(comp)
     if ok["num_env_runners"].nunique() < 2:
         return {}
-    fits = fit_scaling(ok["num_env_runners"].to_numpy(float), ok["rate"].to_numpy(float))
+    fits = fit_scaling(
+        ok["num_env_runners"].to_numpy(float),
+        ok["rate"].to_numpy(float),
+        precise=precise,
+        p0=p0,
+    )
     return {k: f for k, f in fits.items() if f.ok}
 
 
@@ -211,9 +219,10 @@ def _bootstrap_rates(
     rng = np.random.default_rng(seed)
     groups = [g for _, g in _rate_trials(comp).groupby("num_env_runners")]
     preds: dict[str, list[np.ndarray]] = {key: [] for key in THROUGHPUT_MODELS}
+    p0 = starts(_rate_fits(comp))
     for _ in range(n_resamples):
         draw = resample_seeds(groups, rng)
-        fits = _rate_fits(draw)
+        fits = _rate_fits(draw, precise=False, p0=p0)
         for key, out in preds.items():
             f = fits.get(key)
             out.append(f.predict(cand) if f is not None else np.full(cand.shape, np.nan))
@@ -226,9 +235,10 @@ def _bootstrap_pipeline(
     rng = np.random.default_rng(seed)
     groups = [g for _, g in comp.groupby("num_env_runners")]
     ttts, rates = [], []
+    p0 = starts(_rate_fits(comp))
     for _ in range(n_resamples):
         draw = resample_seeds(groups, rng)
-        p = fit_pipeline(draw)
+        p = fit_pipeline(draw, precise=False, p0=p0)
         if p is not None:
             t, r = p.predict(cand)
             ttts.append(t)

@@ -280,7 +280,13 @@ def _fit_one(
     return base
 
 
-def fit_scaling(n: np.ndarray, x: np.ndarray) -> dict[str, ScalingFit]:
+def fit_scaling(
+    n: np.ndarray,
+    x: np.ndarray,
+    *,
+    precise: bool = True,
+    p0: dict[str, list[float]] | None = None,
+) -> dict[str, ScalingFit]:
     """Fit Amdahl and USL to capacity measurements.
 
     Args:
@@ -288,6 +294,12 @@ def fit_scaling(n: np.ndarray, x: np.ndarray) -> dict[str, ScalingFit]:
             because the models are defined for N >= 1 samplers).
         x: shape (k,), capacity per measurement (env steps/s, or 1/TTT in 1/s); non-finite or
             non-positive values are dropped.
+
+        precise: False for a bootstrap's refits: the solver stops at a relative tolerance
+            of 1e-8 instead of 1e-12, far below the resamples' spread (as
+            :func:`bootstrap_ttt_prediction`'s refits).
+        p0: per model, a starting ``[gamma, alpha, beta]`` (the full data's fit, for a
+            bootstrap's refits).
 
     Returns:
         ``{"amdahl": ScalingFit, "usl": ScalingFit}``; a model with more parameters than
@@ -297,7 +309,14 @@ def fit_scaling(n: np.ndarray, x: np.ndarray) -> dict[str, ScalingFit]:
         ValueError: ``n`` and ``x`` differ in length.
     """
     n, x, dropped = _clean(n, x)
-    return {m: _fit_one(m, n, x, dropped) for m in ("amdahl", "usl")}
+    p0 = p0 or {}
+    return {m: _fit_one(m, n, x, dropped, precise=precise, p0=p0.get(m)) for m in ("amdahl", "usl")}
+
+
+def starts(fits: dict[str, ScalingFit]) -> dict[str, list[float]]:
+    """``fit_scaling``'s ``p0`` from fits made on the full data: each fitted model's
+    ``[gamma, alpha, beta]``."""
+    return {m: [f.gamma, f.alpha, f.beta] for m, f in fits.items() if f.ok}
 
 
 def preferred(fits: dict[str, ScalingFit], testable: bool = False) -> ScalingFit | None:
