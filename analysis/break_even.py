@@ -108,7 +108,10 @@ class Parts:
 
     @property
     def layout_words(self) -> str:
-        """The whole sampling layout in words: ``"2 env runner(s) x 32 envs each, async"``."""
+        """The whole sampling layout in words: ``"2 env runner(s) x 32 envs each, async"``;
+        with no env runner, ``"its own process with 64 env(s), async"``."""
+        if self.num_env_runners == 0:
+            return f"its own process with {self.envs_per_env_runner} env(s), {self.vectorize_mode}"
         return (
             f"{self.num_env_runners} env runner(s) x {self.envs_per_env_runner} env(s) "
             f"each, {self.vectorize_mode}"

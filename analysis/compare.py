@@ -199,7 +199,7 @@ def _mwu(tm_a: pd.DataFrame, tm_b: pd.DataFrame, cid: str, col: str) -> tuple[fl
     a, b = values(tm_a), values(tm_b)
     if len(a) == 0 or len(b) == 0 or np.median(a) <= 0:
         return math.nan, math.nan
-    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue) if min(len(a), len(b)) else 1.0
+    p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return float(np.median(b) / np.median(a)), p
 
 
