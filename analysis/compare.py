@@ -446,39 +446,54 @@ def markdown(c: Comparison) -> str:
 
 def html_page(c: Comparison) -> str:
     """The comparison as one HTML page in the report's style."""
-    from analysis.style import page_style
+    from analysis.style import html_table, page
 
-    headers, rows = table(c)
-
-    def tab(head: list[str], body: list[list[str]]) -> str:
-        th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        trs = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in body
-        )
-        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
-
-    title = f"rl-scaling comparison: {c.base.res.name}"
     body = [
-        f"<header><h1>{html.escape(title)}</h1><p>NEW {html.escape(str(c.new.res.path))} "
-        f"against BASE {html.escape(str(c.base.res.path))}</p></header><main>",
         f'<section id="verdict"><h2>Verdict</h2><p>{html.escape(headline(c))}</p>',
-        tab(headers, rows),
+        html_table(*table(c)),
     ]
     if c.unmatched:
         body.append(f"<p>Not in both runs: {html.escape('; '.join(c.unmatched))}.</p>")
     body.append('</section><section id="environment"><h2>Environments</h2>')
-    body.append(tab(["", "BASE", "NEW"], [list(e) for e in c.environment]))
+    body.append(html_table(["", "BASE", "NEW"], [list(e) for e in c.environment]))
     body += [f'<p class="warn">{html.escape(w)}</p>' for w in c.warnings]
-    body.append(
-        '</section><p class="note">Written by <code>python -m analysis.compare</code> '
-        "(rl-scaling); the tests and defaults: the module's docstring.</p></main>"
+    body.append("</section>")
+    return page(
+        f"rl-scaling comparison: {c.base.res.name}",
+        f"NEW {c.new.res.path} against BASE {c.base.res.path}",
+        "".join(body),
+        "python -m analysis.compare",
+        "the tests and defaults: the module's docstring.",
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{page_style()}</style></head><body>"
-        + "".join(body)
-        + "</body></html>"
-    )
+
+
+def judging_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    """The options ``compare`` and ``history`` share: ``--factor``, ``--alpha``,
+    ``--markdown``, ``--html`` (``what``: the thing written, e.g. "the comparison")."""
+    p.add_argument("--factor", type=float, default=FACTOR, help=f"default {FACTOR} (asv's)")
+    p.add_argument("--alpha", type=float, default=ALPHA, help=f"default {ALPHA}")
+    p.add_argument("--markdown", help=f"also write {what} as Markdown to this file")
+    p.add_argument("--html", help="also write it as an HTML page to this file")
+
+
+def check_judging(args: argparse.Namespace) -> None:
+    """Refuse a ``--factor`` not above 1 or an ``--alpha`` outside (0, 1).
+
+    Raises:
+        CompareError: one line naming both values.
+    """
+    if not args.factor > 1.0 or not 0.0 < args.alpha < 1.0:
+        raise CompareError(
+            f"--factor {args.factor} / --alpha {args.alpha}: need factor > 1 and 0 < alpha < 1"
+        )
+
+
+def write_pages(args: argparse.Namespace, subject: Any, markdown_of, html_of) -> None:
+    """Write ``--markdown`` and ``--html`` when asked, each saying where."""
+    for path, text in ((args.markdown, markdown_of), (args.html, html_of)):
+        if path:
+            Path(path).write_text(text(subject))
+            print(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -488,16 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("base", help="the earlier run: results/<sweep>/<run_id>")
     p.add_argument("new", help="the run to judge against it")
-    p.add_argument("--factor", type=float, default=FACTOR, help=f"default {FACTOR} (asv's)")
-    p.add_argument("--alpha", type=float, default=ALPHA, help=f"default {ALPHA}")
-    p.add_argument("--markdown", help="also write the comparison as Markdown to this file")
-    p.add_argument("--html", help="also write it as an HTML page to this file")
+    judging_arguments(p, "the comparison")
     args = p.parse_args(argv)
     try:
-        if not args.factor > 1.0 or not 0.0 < args.alpha < 1.0:
-            raise CompareError(
-                f"--factor {args.factor} / --alpha {args.alpha}: need factor > 1 and 0 < alpha < 1"
-            )
+        check_judging(args)
         base, new = load_results(args.base), load_results(args.new)
         c = compare(base, new, factor=args.factor, alpha=args.alpha)
     except (CompareError, ResultsError) as e:
@@ -510,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     for w in c.warnings:
         print(f"warning: {w}")
-    for path, text in ((args.markdown, markdown), (args.html, html_page)):
-        if path:
-            Path(path).write_text(text(c))
-            print(f"wrote {path}")
+    write_pages(args, c, markdown, html_page)
     return EXIT_REGRESSION if c.regression else EXIT_OK
 
 

@@ -46,7 +46,10 @@ from analysis.compare import (
     Comparison,
     Judged,
     check_comparable,
+    check_judging,
     compare,
+    judging_arguments,
+    write_pages,
 )
 from analysis.fmt import fmt_reached
 from analysis.load import Results, ResultsError, load_results
@@ -394,36 +397,22 @@ def _figure(h: History) -> str:
 
 def html_page(h: History) -> str:
     """The history as one HTML page in the report's style, with a TTT figure."""
-    from analysis.style import page_style
+    from analysis.style import html_table, page
 
-    def tab(head: list[str], body: list[list[str]]) -> str:
-        th = "".join(f"<th>{html.escape(x)}</th>" for x in head)
-        trs = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in body
-        )
-        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
-
-    title = f"rl-scaling history: {h.root.name}"
-    body = [
-        f"<header><h1>{html.escape(title)}</h1><p>{html.escape(headline(h))}</p></header><main>",
-        f'<section id="figure"><h2>Time-to-target across runs</h2>{_figure(h)}</section>',
-    ]
+    body = [f'<section id="figure"><h2>Time-to-target across runs</h2>{_figure(h)}</section>']
     for i, (name, headers, rows) in enumerate(tables(h)):
         body.append(
-            f'<section id="t{i}"><h2>{html.escape(name)}</h2>{tab(headers, rows)}</section>'
+            f'<section id="t{i}"><h2>{html.escape(name)}</h2>{html_table(headers, rows)}</section>'
         )
     if h.left_out:
         items = "".join(f"<li>{html.escape(w)}</li>" for w in h.left_out)
         body.append(f'<section id="left-out"><h2>Left out</h2><ul>{items}</ul></section>')
-    body.append(
-        '<p class="note">Written by <code>python -m analysis.history</code> (rl-scaling); '
-        "how runs are grouped and compared: the module's docstring.</p></main>"
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{page_style()}</style></head><body>"
-        + "".join(body)
-        + "</body></html>"
+    return page(
+        f"rl-scaling history: {h.root.name}",
+        headline(h),
+        "".join(body),
+        "python -m analysis.history",
+        "how runs are grouped and compared: the module's docstring.",
     )
 
 
@@ -433,16 +422,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m analysis.history", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("root", help="a sweep's results folder: results/<sweep>/")
-    p.add_argument("--factor", type=float, default=FACTOR, help=f"default {FACTOR} (asv's)")
-    p.add_argument("--alpha", type=float, default=ALPHA, help=f"default {ALPHA}")
-    p.add_argument("--markdown", help="also write the history as Markdown to this file")
-    p.add_argument("--html", help="also write it as an HTML page to this file")
+    judging_arguments(p, "the history")
     args = p.parse_args(argv)
     try:
-        if not args.factor > 1.0 or not 0.0 < args.alpha < 1.0:
-            raise CompareError(
-                f"--factor {args.factor} / --alpha {args.alpha}: need factor > 1 and 0 < alpha < 1"
-            )
+        check_judging(args)
         h = history(args.root, factor=args.factor, alpha=args.alpha)
     except (CompareError, ResultsError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -452,10 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{title}\n{md_table(headers, rows)}")
     for w in h.left_out:
         print(f"left out: {w}")
-    for path, text in ((args.markdown, markdown), (args.html, html_page)):
-        if path:
-            Path(path).write_text(text(h))
-            print(f"wrote {path}")
+    write_pages(args, h, markdown, html_page)
     return EXIT_REGRESSION if h.newest_regression else EXIT_OK
 
 

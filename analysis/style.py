@@ -3,7 +3,9 @@ the history's (one look, one place to change it)."""
 
 from __future__ import annotations
 
-__all__ = ["CSS", "page_style"]
+import html
+
+__all__ = ["CSS", "html_table", "page", "page_style"]
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0;
@@ -40,3 +42,24 @@ details summary { cursor: pointer; color: #1d4f91; margin: 6px 0; }
 def page_style() -> str:
     """The report's style sheet (CSS text), for every page of the analysis."""
     return CSS
+
+
+def html_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain HTML table of text cells (escaped here)."""
+    th = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    trs = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in r) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+
+def page(title: str, subtitle: str, body: str, command: str, note: str) -> str:
+    """A whole page in the report's style: a header with ``title`` and ``subtitle`` (text,
+    escaped here), ``body`` (HTML) and a closing note naming the ``command`` that wrote it."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)}</p></header><main>"
+        f'{body}<p class="note">Written by <code>{html.escape(command)}</code> (rl-scaling); '
+        f"{html.escape(note)}</p></main></body></html>"
+    )
