@@ -5,14 +5,13 @@ episode dropped, counted, and a trial ends as an error only past its limit; here
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import gymnasium
 import numpy as np
 import pandas as pd
 import pytest
+from sweep_runs import run_sweep  # tests/sweep_runs.py (pytest puts tests/ on sys.path)
 
 from sweeps.engine.env_faults import EnvFaultLimit, RecoveringEnv
 
@@ -66,18 +65,6 @@ def flaky_cartpole(config=None):
 
 gymnasium.register("FlakyCartPole-v0", entry_point=flaky_cartpole)
 """
-
-
-def run_sweep(path, results) -> subprocess.CompletedProcess:
-    """``python -m sweeps.run PATH --results RESULTS --no-report``, checked to exit 0."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results), "--no-report"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
 
 
 class _Counting(gymnasium.Env):

@@ -5,12 +5,11 @@ layout's words (``vectorize_mode``, ``concurrent_envs``) beside the RLlib trials
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pandas as pd
 import pytest
+from sweep_runs import run_sweep  # tests/sweep_runs.py (pytest puts tests/ on sys.path)
 
 from sweeps.engine.env_faults import EnvFaultLimit
 
@@ -137,13 +136,7 @@ def test_a_sweep_records_an_sb3_configuration_beside_its_one_env_reference(tmp_p
         sweep_text("sb3", sb3='{"vec_env": "subproc", "train_freq": 1, "gradient_steps": 1}')
     )
     results = tmp_path / "results"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sweeps.run", str(path), "--results", str(results), "--no-report"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_sweep(path, results)
     (run_dir,) = (results / "sb3").iterdir()
     trials = pd.read_parquet(run_dir / "trials.parquet").set_index("is_reference")
     columns = [
