@@ -300,10 +300,9 @@ def plan_answer(
 def sweep_file_of(environment: dict[str, Any]) -> str:
     """The sweep file a run was started with (from ``environment.json``'s ``command``), or
     ``"FILE"`` when it cannot be told."""
-    words = str(environment.get("command", "")).split()
-    if "sweeps.run" in words and words.index("sweeps.run") + 1 < len(words):
-        return words[words.index("sweeps.run") + 1]
-    return "FILE"
+    from sweeps.engine.cli import sweep_file_in
+
+    return sweep_file_in(str(environment.get("command", ""))) or "FILE"
 
 
 def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file: str) -> list[str]:

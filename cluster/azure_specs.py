@@ -325,11 +325,13 @@ def job_specs(
     name = _sweep_name(str(sweep_file))
     experiment = experiment or f"rl-scaling-{name}"
     group = group or uuid.uuid4().hex[:12]
-    extra = " ".join(_shell_quote(a) for a in sweep_args)
-    results_arg = "--results ${{outputs.results}}"
-    sweep_cmd = f"python -m sweeps.run {sweep_path} {results_arg}"
-    if extra:
-        sweep_cmd += f" {extra}"
+    from sweeps.engine.cli import shell_line, sweep_argv
+
+    outputs = "${{outputs.results}}"  # Azure ML substitutes it: the shell must see it as written
+    # the sweep's path is quoted already, around the input's placeholder
+    sweep_cmd = shell_line(
+        sweep_argv(sweep_path, "--results", outputs, *sweep_args), verbatim={sweep_path, outputs}
+    )
     # the job's sweeps.run logs each trial to the job's run through MLflow
     env_vars = {"PYTHONUNBUFFERED": "1", CALLBACKS_VAR: "cluster.azure_logging:azure_ml_callbacks"}
     if token:

@@ -81,14 +81,12 @@ def client(address: str):
 
 def entrypoint(file: str, remote_results: str, extra: list[str]) -> str:
     """The job's shell command: the sweep with its results in ``remote_results`` on the head."""
-    import shlex
+    from sweeps.engine.cli import shell_line, sweep_argv
 
     # `~` is left unquoted so the head's shell expands it
-    results = remote_results if remote_results.startswith("~") else shlex.quote(remote_results)
-    args = " ".join(shlex.quote(a) for a in extra)
-    return f"python -m sweeps.run {shlex.quote(file)} --results {results} --no-report" + (
-        f" {args}" if args else ""
-    )
+    verbatim = {remote_results} if remote_results.startswith("~") else set()
+    argv = sweep_argv(file, "--results", remote_results, "--no-report", *extra)
+    return shell_line(argv, verbatim)
 
 
 #: The project's packages, shipped beside a sweep folder that lies outside the project.

@@ -64,7 +64,7 @@ from typing import Any
 
 import yaml
 
-from sweeps.engine.cli import EXIT_BAD_INPUT
+from sweeps.engine.cli import EXIT_BAD_INPUT, sweep_argv
 
 #: Where cluster/Dockerfile puts the project in the image, and where results go on the head.
 PROJECT_DIR = "/home/ray/rl-scaling"
@@ -221,7 +221,7 @@ def rayjob_manifest(
     custom_image = image is not None
     image = image or f"rl-scaling:{project_version()}{'-gpu' if gpus_per_worker else ''}"
     run_file, runtime_env = _code(sweep, file, working_dir, code_uri, custom_image)
-    entry = ["python", "-m", "sweeps.run", run_file, "--address", "auto"]
+    entry = sweep_argv(run_file, "--address", "auto")
     head_mounts, head_volumes = [], []
     if results and results_pvc:
         raise KubeRayError("--results and --results-pvc: give one")

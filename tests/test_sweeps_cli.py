@@ -81,3 +81,14 @@ def test_a_report_written_to_a_full_disk_is_one_line():
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "No space left on device" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_sweep_command_is_spelled_once_and_read_back_from_a_recorded_line():
+    from sweeps.engine.cli import shell_line, sweep_argv, sweep_file_in
+
+    argv = sweep_argv("my sweeps/a.py", "--results", "~/results", "--budget-s", "60")
+    assert argv[:4] == ["python", "-m", "sweeps.run", "my sweeps/a.py"]
+    line = shell_line(argv, verbatim={"~/results"})
+    assert line == "python -m sweeps.run 'my sweeps/a.py' --results ~/results --budget-s 60"
+    assert sweep_file_in(line) == "my sweeps/a.py"
+    assert sweep_file_in("python -m analysis.report results/x/1") is None

@@ -22,7 +22,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
@@ -118,3 +118,32 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # noqa: D401 - argparse's hook
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
+
+
+def sweep_argv(file: str, *args: str) -> list[str]:
+    """The command that runs a sweep, as words: ``python -m sweeps.run FILE ARGS...``; the one
+    spelling every launcher (Ray Jobs, KubeRay, Azure ML) and the plan's suggested commands use."""
+    return ["python", "-m", "sweeps.run", str(file), *map(str, args)]
+
+
+def shell_line(argv: Sequence[str], verbatim: Collection[str] = ()) -> str:
+    """``argv`` as one shell line, each word quoted (``shlex.quote``) except those in
+    ``verbatim``, which the shell or the platform must see as written (``~/results`` for the
+    head's shell to expand, Azure ML's ``${{outputs.results}}``)."""
+    import shlex
+
+    return " ".join(a if a in verbatim else shlex.quote(a) for a in argv)
+
+
+def sweep_file_in(command: str) -> str | None:
+    """The sweep file of a recorded ``python -m sweeps.run FILE ...`` command line (the inverse
+    of :func:`sweep_argv`), or None when the line runs no sweep."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if "sweeps.run" in words and words.index("sweeps.run") + 1 < len(words):
+        return words[words.index("sweeps.run") + 1]
+    return None
