@@ -54,6 +54,7 @@ from analysis.compare import (
 from analysis.fmt import fmt_reached
 from analysis.load import Results, ResultsError, load_results
 from analysis.publish import md_table
+from sweeps.engine import rundir
 
 __all__ = [
     "History",
@@ -92,11 +93,11 @@ def run_dirs(root: str | Path) -> list[Path]:
         ResultsError: ``root`` is no folder, or holds no run.
     """
     root = Path(root)
-    if (root / "trials.parquet").is_file():
+    if (root / rundir.TRIALS).is_file():
         root = root.parent
     if not root.is_dir():
         raise ResultsError(f"{root}: no such results folder (give results/<sweep>/)")
-    runs = sorted(p for p in root.iterdir() if (p / "trials.parquet").is_file())
+    runs = sorted(p for p in root.iterdir() if (p / rundir.TRIALS).is_file())
     if not runs:
         raise ResultsError(f"{root}: no run in it (no <run_id>/trials.parquet)")
     return runs
