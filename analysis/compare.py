@@ -160,7 +160,7 @@ def _judged(run: Judged) -> dict[str, pd.Series]:
     return {str(r["config_id"]): r for _, r in run.summary.iterrows()}
 
 
-def _names(*runs: Judged) -> dict[str, str]:
+def config_names(*runs: Judged) -> dict[str, str]:
     """Each configuration's name: its algorithm and env runner count, then the recorded
     parameters that set it apart from the other configurations of its algorithm (in either
     run), marked as the baseline or the reference."""
@@ -308,7 +308,7 @@ def compare(
     check_comparable(base, new)
     ca, cb = _judged(a), _judged(b)
     cids = [c for c in ca if c in cb]
-    names = _names(a, b)
+    names = config_names(a, b)
     unmatched = [f"BASE only: {names[c]}" for c in ca if c not in cb]
     unmatched += [f"NEW only: {names[c]}" for c in cb if c not in ca]
     if not cids:

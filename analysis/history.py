@@ -48,6 +48,7 @@ from analysis.compare import (
     check_comparable,
     check_judging,
     compare,
+    config_names,
     judging_arguments,
     write_pages,
 )
@@ -152,22 +153,6 @@ class History:
         return bool(last is not None and last.regression)
 
 
-def _name_of(judged: Judged, comparison: Comparison | None) -> dict[str, str]:
-    from analysis.fmt import config_name
-
-    names = {}
-    for _, r in judged.summary.iterrows():
-        names[str(r["config_id"])] = config_name(
-            r["algorithm"],
-            None if r.get("is_reference") else r.get("num_env_runners"),
-            baseline=bool(r.get("is_baseline")),
-            reference=bool(r.get("is_reference")),
-        )
-    if comparison is not None:  # the comparison's names tell same-algorithm rows apart
-        names.update(dict(zip(comparison.rows["config_id"], comparison.rows["name"], strict=True)))
-    return names
-
-
 def history(
     root: str | Path, *, factor: float = FACTOR, alpha: float = ALPHA, seed: int = 0
 ) -> History:
@@ -225,7 +210,7 @@ def history(
         run = HistoryRun(judged, machine, _started(res.path, res)[0], against)
         runs.append(run)
         last_on[machine] = run
-        names = _name_of(judged, against)
+        names = config_names(prev.judged, judged) if prev is not None else config_names(judged)
         change = {}
         if against is not None:
             change = {
