@@ -255,6 +255,19 @@ class Hanging(gymnasium.Wrapper):
         return self.env.step(action)
 
 
+class HangingInTraining(gymnasium.Wrapper):
+    """The process's 200th env step blocks for 90 s: with no env runner that step is the
+    first iteration's sampling, before any evaluation, whatever the machine's speed."""
+
+    steps = 0
+
+    def step(self, action):
+        HangingInTraining.steps += 1
+        if HangingInTraining.steps == 200:
+            time.sleep(90)
+        return self.env.step(action)
+
+
 class HangingEarly(gymnasium.Wrapper):
     """Each instance's 500th env step blocks for 90 s (training and evaluation envs alike)."""
 
@@ -272,6 +285,9 @@ class HangingEarly(gymnasium.Wrapper):
 gymnasium.register("HangingCabs-v0",
                    entry_point=lambda config=None: Hanging(envs.make_env("ContosoCabs-v0",
                                                                          dict(config or {}))))
+gymnasium.register("HangingInTrainingCabs-v0",
+                   entry_point=lambda config=None: HangingInTraining(
+                       envs.make_env("ContosoCabs-v0", dict(config or {}))))
 gymnasium.register("HangingEarlyCabs-v0",
                    entry_point=lambda config=None: HangingEarly(
                        envs.make_env("ContosoCabs-v0", dict(config or {}))))
@@ -320,14 +336,16 @@ def test_a_hung_step_does_not_hold_the_trial_past_its_budget(tmp_path):
 @pytest.mark.parallel  # its only bound is the 60 s budget, which the trial meets far inside
 @pytest.mark.slow
 def test_with_env_step_timeout_s_a_hung_step_is_recovered_inside_the_trial(tmp_path):
-    """The same 90 s hang, with ``env_step_timeout_s=2``: the hung env is re-made after 2 s,
-    the trial reaches the target within its budget, and the restart is counted."""
+    """A 90 s hang in the training env's sampling, with ``env_step_timeout_s=2``: the hung env
+    is re-made after 2 s, the trial reaches the target within its budget, and the restart is
+    counted. (The hang is placed before the first evaluation: at a later step, a fast-learning
+    trial can reach the target before it and nothing would be checked.)"""
     (tmp_path / "hanging_env.py").write_text(HANGING_ENV)
     path = tmp_path / "hanging_recovered.py"
     path.write_text(
         textwrap.dedent("""\
         from sweeps import Budget, Search, Sweep, Target, choice
-        SWEEP = Sweep(name="hanging_recovered", env="hanging_env:HangingCabs-v0",
+        SWEEP = Sweep(name="hanging_recovered", env="hanging_env:HangingInTrainingCabs-v0",
                       algorithms=["DQN"], search_space={"num_env_runners": choice([0])},
                       fixed={"env_step_timeout_s": 2},
                       target=Target(value=1500.0), budget=Budget(time_s=60),
