@@ -1,6 +1,6 @@
 """Learning checks on Contoso Cabs with the tuned defaults, on a real local Ray (2 CPUs).
 
-Each of DQN, APEX, IMPALA and SEED (1 env runner, seed 0) must lift the *evaluation* return — the
+Each of DQN, APEX, GORILA (one learner), IMPALA and SEED (1 env runner, seed 0) must lift the *evaluation* return — the
 suite's evaluation protocol (:mod:`sweeps.engine.evaluation`): the greedy policy's mean return over 20
 fixed-seed episodes after every training iteration, the metric sweeps compare — from the random
 policy's (≈ −40 dollars for the default Cabs) to at least halfway to the exact optimum
@@ -87,7 +87,7 @@ def _train(
 
 
 @pytest.mark.timeout(150)
-@pytest.mark.parametrize("name", ["DQN", "APEX", "IMPALA", "SEED"])
+@pytest.mark.parametrize("name", ["DQN", "APEX", "GORILA", "IMPALA", "SEED"])
 def test_learns_well_above_random_on_cabs(ray_local, cabs_bar, name):
     rand, opt, bar = cabs_bar
     history = _train(name, CABS, BUDGET_S, stop_at=bar, evaluate=True, seed=0)

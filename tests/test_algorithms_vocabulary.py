@@ -22,7 +22,7 @@ from sweeps.engine.algorithms import (
 CABS = "ContosoCabs-v0"
 
 
-def test_registry_names_the_suites_seven_algorithms_and_rllibs_other_online_ones():
+def test_registry_names_the_suites_eight_algorithms_and_rllibs_other_online_ones():
     assert set(ALGORITHMS) == {
         "DQN",
         "APEX",
@@ -31,6 +31,7 @@ def test_registry_names_the_suites_seven_algorithms_and_rllibs_other_online_ones
         "APPO",
         "RLLIB-DQN",
         "SEED",
+        "GORILA",
         "SAC",
         "DreamerV3",
     }
@@ -149,9 +150,14 @@ def test_num_workers_zero_means_sampling_in_the_driver():
 def test_resource_request_is_driver_plus_env_runners(name, workers):
     c = build_config({"algorithm": name, "num_env_runners": workers}, CABS)
     bundles = c.algo_class.default_resource_request(c).bundles
-    # one CPU per env runner unless the algorithm's defaults ask less (SEED's light actors)
-    per_runner = ALGORITHMS[name].defaults.get("num_cpus_per_env_runner", 1)
-    assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers * per_runner
+    # one CPU per env runner unless the algorithm's defaults ask less (SEED's light actors);
+    # GORILA's learner actors are bundles of their own
+    defaults = ALGORITHMS[name].defaults
+    per_runner = defaults.get("num_cpus_per_env_runner", 1)
+    learners = (
+        defaults["num_learners"] * defaults["num_cpus_per_learner"] if name == "GORILA" else 0
+    )
+    assert sum(b.get("CPU", 0) for b in bundles) == 1 + workers * per_runner + learners
     assert sum(b.get("GPU", 0) for b in bundles) == 0
 
 

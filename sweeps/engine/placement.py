@@ -183,7 +183,8 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                     if mode == "async"
                     else [None]
                 ):
-                    combos.append((a, n, mode, k))
+                    for m in _param_values(sweep, a, "num_learners") or [None]:
+                        combos.append((a, n, mode, k, m))
     if sweep.baseline and sweep.baseline["algorithm"] in REFERENCE_ALGORITHMS:
         sb3.insert(0, dict(sweep.baseline))
     elif sweep.baseline:
@@ -194,6 +195,7 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 sweep.baseline.get("num_env_runners"),
                 sweep.baseline.get("gym_env_vectorize_mode"),
                 sweep.baseline.get("num_envs_per_env_runner"),
+                sweep.baseline.get("num_learners"),
             ),
         )
     sb3_out = []
@@ -213,12 +215,13 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
             )
         )
     out = []
-    for algo, n, mode, k in dict.fromkeys(combos):
+    for algo, n, mode, k, m in dict.fromkeys(combos):
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
         for key, value in (
             ("num_env_runners", n),
             ("gym_env_vectorize_mode", mode),
             ("num_envs_per_env_runner", k),
+            ("num_learners", m),
         ):
             if value is not None:
                 cfg[key] = value
@@ -242,6 +245,7 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 algo_config.num_envs_per_env_runner,
                 info["concurrent_envs"],
                 info["env_processes"],
+                info["num_learners"],
             )
         )
     if sweep.baseline and sweep.baseline["algorithm"] in REFERENCE_ALGORITHMS:
@@ -263,12 +267,16 @@ class TrialRequest(NamedTuple):
     num_envs_per_env_runner: int = 1
     concurrent_envs: int = 1
     env_processes: int = 0
+    num_learners: int = 0
 
     def layout(self) -> str:
-        """``""`` for RLlib's default (sync) layout, else ``" x 16 envs async"``."""
+        """``""`` for RLlib's default (sync) layout and no learner process, else
+        ``" x 16 envs async"`` and/or ``", 4 learners"``."""
+        s = "" if self.num_learners == 1 else "s"
+        learners = f", {self.num_learners} learner{s}" if self.num_learners else ""
         if self.vectorize_mode == "sync":
-            return ""
-        return f" x {self.num_envs_per_env_runner} envs {self.vectorize_mode}"
+            return learners
+        return f" x {self.num_envs_per_env_runner} envs {self.vectorize_mode}{learners}"
 
     def outside_ray(self, step_cpu_ms: float = 0.0) -> str:
         """What the trial starts beside Ray's request: its async sub-env processes and their
@@ -386,7 +394,7 @@ def feasibility(
         if problem and not sweep.allow_oversubscription and strict:
             raise SpecError(
                 f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
-                f"{r.num_env_runners}) cannot be placed on this cluster ({strategy}): {problem}; "
+                f"{r.num_env_runners}{r.layout()}) cannot be placed on this cluster ({strategy}): {problem}; "
                 "lower it, use a larger cluster or set allow_oversubscription=True"
             )
     lines = []

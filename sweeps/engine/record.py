@@ -701,6 +701,8 @@ def trial_row(
             config.get("num_env_runners", 0 if config.get("is_reference") else -1)
         ),
         "num_envs_per_env_runner": int(config.get("num_envs_per_env_runner", 1)),
+        # learner processes as the trial built them (0: the learner in the trial's process)
+        "num_learners": int(last.get("num_learners", config.get("num_learners", 0)) or 0),
         "train_batch_size": config.get("train_batch_size"),
         "rollout_fragment_length": config.get("rollout_fragment_length"),
         "lr": config.get("lr"),

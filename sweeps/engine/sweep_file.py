@@ -453,14 +453,14 @@ RETURN_METRICS = frozenset(
 
 #: Algorithms that act in a discrete action space only (Q-learning: argmax over actions; SEED's
 #: inference server samples categorical actions).
-DISCRETE_ONLY = frozenset({"DQN", "APEX", "RLLIB-DQN", "SB3-DQN", "SEED"})
+DISCRETE_ONLY = frozenset({"DQN", "APEX", "GORILA", "RLLIB-DQN", "SB3-DQN", "SEED"})
 
 #: Algorithms that act in a continuous (Box) action space only.
 CONTINUOUS_ONLY = frozenset({"SB3-SAC"})
 
 #: Algorithms whose replay stores observations as arrays (sweeps.engine.algorithms.apex_replay),
 #: or whose inference server batches them as one array (SEED).
-BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX", "SEED"})
+BOX_OBSERVATIONS_ONLY = frozenset({"DQN", "APEX", "GORILA", "SEED"})
 
 
 def _check_action_space(sweep: Sweep, fail, env=None) -> None:

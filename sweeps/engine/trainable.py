@@ -186,7 +186,7 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
 
     Returns:
         (algorithm_config, info): info = ``{"num_cpus", "num_gpus", "oversubscribed",
-        "requested_cpus"}`` (CPUs of the whole trial: driver + env runners + learners) and
+        "requested_cpus", "num_learners"}`` (CPUs of the whole trial: driver + env runners + learners) and
         its sampling layout as built (:func:`sampling_layout`).
     """
     if is_sb3_trial(config):  # single process: the trial's own CPU, no actors
@@ -197,6 +197,7 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
             "num_cpus": 1.0,
             "num_gpus": 0.0,
             "oversubscribed": False,
+            "num_learners": 0,
             **sb3_layout(config),
         }
     from sweeps.engine.algorithms import build_config
@@ -212,6 +213,10 @@ def trial_algorithm_config(config: dict[str, Any], setup: TrialSetup):
         "num_cpus": cpus,
         "num_gpus": gpus,
         "oversubscribed": False,
+        # Gorila's learners are its own actors; RLlib's are its learner group's
+        "num_learners": int(
+            getattr(algo_config, "gorila_num_learners", algo_config.num_learners) or 0
+        ),
         **sampling_layout(algo_config),
     }
     limit = (
@@ -585,6 +590,7 @@ class _IterationReporter:
             "num_cpus": info["num_cpus"],
             "num_gpus": info["num_gpus"],
             "oversubscribed": info["oversubscribed"],
+            "num_learners": info.get("num_learners", 0),
             "vectorize_mode": info["vectorize_mode"],
             "concurrent_envs": info["concurrent_envs"],
         }

@@ -105,11 +105,13 @@ def slot_key(algo_config) -> tuple:
 
 
 def shape_key(algo_config) -> tuple:
-    """A trial's shape, whose cold start-up its warm trials are charged: the algorithm class
-    and its number of env runners, besides its env runners' :func:`slot_key`."""
+    """A trial's shape, whose cold start-up its warm trials are charged: the algorithm class,
+    its number of env runners and of learner processes it starts itself (GORILA's learner
+    actors, started anew by every trial), besides its env runners' :func:`slot_key`."""
     return (
         algo_config.algo_class.__qualname__,
         int(algo_config.num_env_runners),
+        int(getattr(algo_config, "gorila_num_learners", 0)),
         *slot_key(algo_config),
     )
 

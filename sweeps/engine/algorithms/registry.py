@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.engine.algorithms import apex, appo, dqn, impala, ppo, seed
+from sweeps.engine.algorithms import apex, appo, dqn, gorila, impala, ppo, seed
 from sweeps.engine.algorithms.learner_clock import UPDATE_CPU_KEY
 from sweeps.engine.algorithms.rllib_any import GENERIC, OFFLINE, generic_spec
 from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, apply_params, canonical_params
@@ -39,6 +39,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         ppo.SPEC,
         appo.SPEC,
         seed.SPEC,
+        gorila.SPEC,
         dqn.RLLIB_DQN_SPEC,
         *(generic_spec(n) for n in GENERIC),
     )

@@ -200,6 +200,11 @@ COMMON_RLLIB_PARAMS: dict[str, OwnParam] = {
         "env is re-made and its episode ends truncated (default None: no limit; "
         "sweeps.engine.env_faults)",
     ),
+    "num_cpus_per_learner": OwnParam(
+        "learners",
+        "CPUs Ray reserves per learner process (RLlib's name; with num_learners > 0 for "
+        "RLlib's data-parallel learners, and each GORILA learner actor's)",
+    ),
     "num_cpus_per_env_runner": OwnParam(
         "env_runners",
         "CPUs Ray reserves per env runner (RLlib's name; fractional allowed, "
@@ -335,7 +340,11 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     training_kwargs: dict[str, Any] = {}
     if "train_batch_size" in p:
         total = _int("train_batch_size", p.pop("train_batch_size"), name, 1)
+        # RLlib splits the batch over data-parallel learners; Gorila's learners each take
+        # a whole minibatch (its spec's ``minibatch_per_learner``)
         n = max(1, learner_kwargs.get("num_learners", config.num_learners) or 1)
+        if spec.extra.get("minibatch_per_learner"):
+            n = 1
         training_kwargs["train_batch_size_per_learner"] = max(1, math.ceil(total / n))
     if "lr" in p:
         training_kwargs["lr"] = _positive_float("lr", p.pop("lr"), name)

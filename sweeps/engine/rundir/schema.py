@@ -78,6 +78,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "algorithm": "str",
     "num_env_runners": "int",
     "num_envs_per_env_runner": "int",
+    "num_learners": "int",
     "train_batch_size": "float",
     "rollout_fragment_length": "float",
     "lr": "float",
@@ -127,6 +128,7 @@ REQUIRED_TRIAL_COLUMNS = ("trial_id", "algorithm", "num_env_runners", "seed", "s
 #: What a reader fills in for an optional trials.parquet column an older run lacks.
 TRIAL_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": 1,
+    "num_learners": 0,
     "time_to_target_s": np.nan,
     "steps_to_target": np.nan,
     "ttt_resolution_s": np.nan,
