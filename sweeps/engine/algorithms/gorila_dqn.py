@@ -485,7 +485,15 @@ class Gorila(ReplayDQN):
             )
             for i in range(m)
         ]
-        ray.get([lr.stats.remote() for lr in self._learners])
+        started, _ = ray.wait(
+            [lr.stats.remote() for lr in self._learners], num_returns=m, timeout=120
+        )
+        if len(started) < m:  # a learner Ray cannot place would otherwise wait forever
+            raise RuntimeError(
+                f"GORILA: {m - len(started)} of {m} learner actors did not start within 120 s: "
+                f"each asks Ray for num_cpus_per_learner={cfg.gorila_cpus_per_learner} CPUs, "
+                "which the cluster may not have free"
+            )
         self._training = {}  # learner index -> its train() call in flight
         self._learner_stats = [{"updates": 0, "cpu_s": 0.0} for _ in range(m)]
         self._next_shard = 0
