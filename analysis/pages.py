@@ -44,12 +44,16 @@ Regions that cite a benchmark's saved JSON instead of a run (:data:`BENCHMARK_RE
 
 - ``sampling_layout``: ``benchmarks/bench_sampling_layout.py``'s layouts: start-up to the
   first env step, env steps/s against the env's own bound, CPU busy, peak memory, and in plain
-  words the fastest layout and the leanest one within 10 % of it.
+  words the fastest layout and the leanest one within 10 % of it;
+- ``gorila_learners``: ``benchmarks/bench_gorila_learners.py``'s learner counts (passes
+  merged with its ``--merge``): applied updates/s, speedup and parallel efficiency against
+  one learner, staleness, dropped gradients, the server's busy share, bytes per update.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -447,8 +451,86 @@ def _sampling_layout(bench: dict) -> str:
     return table + "\n" + words + ".\n"
 
 
+def _gorila_learners(bench: dict) -> str:
+    """``benchmarks/bench_gorila_learners.py``'s points (merged passes): per algorithm and
+    learner count, applied learner updates/s (median [range] over the passes), speedup and
+    parallel efficiency against one Gorila learner (ratio of medians; efficiency = speedup /
+    M, Amdahl's reading), staleness, dropped gradients, server busy share, bytes per update."""
+
+    def med(values: list[float]) -> float:
+        return float(np.median(values))
+
+    rows, by_m = [], {}
+    for key, runs in bench["points"].items():
+        algo, m = key.split("/")
+        rate = [r["learner_updates_per_s"] for r in runs]
+        g = [r["gorila"] for r in runs if "gorila" in r]
+        busy = [r["server_busy"] for r in runs if "server_busy" in r]
+        if algo == "GORILA":
+            by_m[int(m)] = (med(rate), busy)
+        rows.append((algo, int(m), rate, g, busy, [r["env_steps_per_s"] for r in runs]))
+    one = by_m.get(1, (math.nan, []))[0]
+    table_rows = []
+    for algo, m, rate, g, busy, steps in rows:
+        speedup = med(rate) / one if one == one else math.nan
+        table_rows.append(
+            [
+                algo,
+                str(m),
+                f"{med(rate):.0f} [{min(rate):.0f}-{max(rate):.0f}]",
+                str(len(rate)),
+                f"{speedup:.2f}x",
+                f"{speedup / m:.0%}" if algo == "GORILA" else "-",
+                f"{med([x['staleness_mean'] for x in g]):.1f}" if g else "-",
+                f"{sum(x['dropped_gradients'] for x in g)}" if g else "-",
+                f"{med(busy):.0%}" if busy else "-",
+                f"{med([x['bytes_per_update'] for x in g]) / 1024:.0f}" if g else "-",
+                f"{med(steps):,.0f}",
+            ]
+        )
+    table = md_table(
+        [
+            "algorithm",
+            "learners",
+            "learner updates/s",
+            "passes",
+            "against 1 Gorila learner",
+            "parallel efficiency",
+            "staleness (versions)",
+            "dropped",
+            "server busy",
+            "KiB per update",
+            "env steps/s",
+        ],
+        table_rows,
+        right=tuple(range(1, 11)),
+    )
+    if len(by_m) < 2:
+        return table
+    top = max(by_m)
+    rate_top, busy_top = by_m[top]
+    two = by_m.get(2, (math.nan, []))[0]
+    words = (
+        f"\nIn plain words: a second learner lifts applied updates from {one:.0f} to "
+        f"{two:.0f} per second ({two / one:.2f}x); {top} learners reach {rate_top:.0f} "
+        f"({rate_top / one:.2f}x, {rate_top / one / top:.0%} parallel efficiency)"
+    )
+    if busy_top and by_m[1][1]:
+        words += (
+            f". The parameter server, one actor applying gradients one at a time, was busy "
+            f"{med(by_m[1][1]):.0%} of the time with one learner and {med(busy_top):.0%} "
+            f"with {top}: every learner waits on it for its previous gradient and for "
+            "its parameters, so past two learners the shared server, not learner compute, "
+            "sets the pace"
+        )
+    return table + "\n" + words + ".\n"
+
+
 #: Regions that cite a benchmark's saved JSON (``from data/<folder>/<file>.json``).
-BENCHMARK_REGIONS: dict[str, Callable[[dict], str]] = {"sampling_layout": _sampling_layout}
+BENCHMARK_REGIONS: dict[str, Callable[[dict], str]] = {
+    "sampling_layout": _sampling_layout,
+    "gorila_learners": _gorila_learners,
+}
 
 
 def cached_study(path: str | Path, studies: dict[Path, Study]) -> Study:

@@ -14,6 +14,10 @@ settings, trains until learning starts, then ``--seconds`` more.
         [--seconds 10] [--num-cpus 2] [--env-runners 1] [--hidden 256,256]
         [--cpus-per-learner 1] [--out FILE]
 
+``--merge A.json B.json ... --out FILE`` instead joins saved passes (of one machine) into one
+file whose points hold every pass's measurements, for a docs page's table
+(``analysis.pages``' ``gorila_learners`` region).
+
 Prints one line per point and a table (medians and ranges over ``--reps``; the values of M
 alternate within each rep) and saves ``benchmarks/results/bench_gorila_learners.json``. A Ray
 workload: run it alone.
@@ -75,6 +79,7 @@ def measure(algorithm: str, learners: int, args) -> dict:
             result = algo.train()
         u0 = result["replay"]["learner_updates_lifetime"]
         s0 = result["env_runners"]["num_env_steps_sampled_lifetime"]
+        busy0 = result.get("gorila", {}).get("server_busy_s", 0.0)
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < args.seconds:
             result = algo.train()
@@ -87,9 +92,41 @@ def measure(algorithm: str, learners: int, args) -> dict:
         }
         if "gorila" in result:
             out["gorila"] = dict(result["gorila"])
+            # the share of the window the parameter server spent applying gradients
+            out["server_busy"] = (result["gorila"]["server_busy_s"] - busy0) / dt
         return out
     finally:
         algo.stop()
+
+
+def _without_out(command: str) -> str:
+    """The command as a reader reruns it: its ``--out`` (a path of the machine it ran on)
+    left out."""
+    words = command.split()
+    keep = [w for i, w in enumerate(words) if w != "--out" and (i == 0 or words[i - 1] != "--out")]
+    return " ".join(keep)
+
+
+def merge(paths: list[str], out: Path) -> int:
+    """Join saved passes into ``out``: every point's measurements from every pass, each pass's
+    command and time. Exit 2 when a file cannot be read."""
+    merged: dict = {"commands": [], "measured_at": [], "points": {}}
+    for path in paths:
+        try:
+            bench = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
+            print(f"bench_gorila_learners: cannot read {path}: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        merged["commands"].append(_without_out(bench["command"]))
+        merged["measured_at"].append(bench["measured_at"])
+        merged.setdefault("machine", bench["machine"])
+        settings = {k: v for k, v in bench["settings"].items() if k != "learners"}
+        merged.setdefault("settings", settings)
+        for key, runs in bench["points"].items():
+            merged["points"].setdefault(key, []).extend(runs)
+    out.write_text(json.dumps(merged, indent=2))
+    print(f"wrote {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out", help="JSON to write (default benchmarks/results/bench_gorila_learners.json)"
     )
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="join saved passes into --out")
     args = p.parse_args(argv)
+    if args.merge:
+        if not args.out:
+            print("bench_gorila_learners: --merge needs --out", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return merge(args.merge, Path(args.out))
     try:
         ms = [int(m) for m in args.learners.split(",")]
         [int(h) for h in args.hidden.split(",")]
@@ -149,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                     + (
                         f", dropped {g['dropped_gradients']}, staleness "
                         f"{g['staleness_mean']:.1f} (max {g['staleness_max']}), "
-                        f"{g['bytes_per_update'] / 1024:.0f} KiB per update"
+                        f"{g['bytes_per_update'] / 1024:.0f} KiB per update, server busy "
+                        f"{r['server_busy']:.0%}"
                         if g
                         else ""
                     ),

@@ -165,6 +165,7 @@ class ParameterServer:
         self.staleness_max = 0
         self.bytes_in = 0  # gradients received
         self.bytes_out = 0  # parameters sent
+        self.busy_s = 0.0  # seconds inside apply(): how near the server is to its bound
         self._sync_target()
 
     def _sync_target(self) -> None:
@@ -176,10 +177,12 @@ class ParameterServer:
         """Apply one learner's gradient (one array per online parameter, in
         :func:`online_parameters` order) computed on parameters of ``version``; returns the server's version after it.
         A gradient more than ``max_gradient_staleness`` versions old is dropped and counted."""
+        t0 = time.perf_counter()
         self.bytes_in += _param_bytes(gradients)
         staleness = self.version - int(version)
         if self.max_gradient_staleness is not None and staleness > self.max_gradient_staleness:
             self.dropped += 1
+            self.busy_s += time.perf_counter() - t0
             return self.version
         self.staleness_sum += staleness
         self.staleness_max = max(self.staleness_max, staleness)
@@ -191,6 +194,7 @@ class ParameterServer:
         self.version += 1
         if self.version % self.target_update_period == 0:
             self._sync_target()
+        self.busy_s += time.perf_counter() - t0
         return self.version
 
     def pull(self, inference_only: bool = False) -> tuple[int, dict]:
@@ -202,7 +206,8 @@ class ParameterServer:
 
     def stats(self) -> dict[str, float]:
         """Lifetime counters: ``applied`` updates, ``dropped`` stale gradients, staleness mean
-        and max (versions) of the applied ones, ``target_updates``, bytes in and out."""
+        and max (versions) of the applied ones, ``target_updates``, bytes in and out, and
+        ``busy_s`` (seconds spent applying gradients)."""
         return {
             "applied": self.version,
             "dropped": self.dropped,
@@ -211,6 +216,7 @@ class ParameterServer:
             "target_updates": self.target_updates,
             "bytes_in": self.bytes_in,
             "bytes_out": self.bytes_out,
+            "busy_s": self.busy_s,
         }
 
     def peak_rss_mib(self) -> float:
@@ -423,7 +429,8 @@ class Gorila(ReplayDQN):
     ``staleness_mean`` and ``staleness_max`` (server versions), ``target_updates``,
     ``bytes_per_update`` (gradients in and parameters out of the server per applied update,
     bytes), ``learner_updates_per_s`` (applied, this iteration), ``learner_cpu_s`` (lifetime,
-    summed over learners).
+    summed over learners), ``server_busy_s`` (lifetime seconds the server spent applying
+    gradients: near the wall-clock, the server is the bound).
     """
 
     @classmethod
@@ -590,6 +597,7 @@ class Gorila(ReplayDQN):
             ),
             "learner_updates_per_s": (applied - u0) / max(time.perf_counter() - t0, 1e-9),
             "learner_cpu_s": float(sum(x.get("cpu_s", 0.0) for x in self._learner_stats)),
+            "server_busy_s": float(s.get("busy_s", 0.0)),
         }
         results.setdefault("replay", {})["learner_updates_lifetime"] = applied
         return results
