@@ -189,8 +189,24 @@ def _components(data: Study) -> str:
     ]
     rows = []
     t = t.assign(_ref=t["is_reference"]).sort_values(["_ref", "algorithm", "num_env_runners"])
+    # configurations of one algorithm and env runner count are told apart by the recorded
+    # parameters in which they differ (e.g. GORILA's num_learners)
+    labels = {
+        cid: [p for p in str(summary.loc[cid].get("config_label") or "").split(", ") if p]
+        for cid in t["config_id"].unique()
+    }
     for cid, g in t.groupby("config_id", sort=False):
         c = summary.loc[cid]
+        twins = [
+            labels[o]
+            for o in labels
+            if o != cid
+            and not c["is_reference"]
+            and not summary.loc[o, "is_reference"]
+            and summary.loc[o, "algorithm"] == c["algorithm"]
+            and summary.loc[o, "num_env_runners"] == c["num_env_runners"]
+        ]
+        own = [p for p in labels[cid] if twins and any(p not in tw for tw in twins)]
         reached = g[g["reached"]]
         steps = (
             f"{np.median(reached['steps']):,.0f}"
@@ -202,6 +218,7 @@ def _components(data: Study) -> str:
                 config_name(
                     c["algorithm"],
                     c["num_env_runners"],
+                    "".join(f", {p}" for p in own),
                     baseline=c["is_baseline"],
                     reference=c["is_reference"],
                 ),
