@@ -435,6 +435,20 @@ BAD_INPUT = {
         dict(extra=', reference={"algorithm": "SB3-DQN", "n_envs": 8}'),
         ("reference", "n_envs: the reference steps one env"),
     ),
+    "DQN with several learners": (
+        dict(
+            algorithms='["DQN"]',
+            search_space='{"num_env_runners": choice([0]), "num_learners": choice([2])}',
+        ),
+        ("num_learners must be 0 or 1", "GORILA"),
+    ),
+    "GORILA without a learner": (
+        dict(
+            algorithms='["GORILA"]',
+            search_space='{"num_env_runners": choice([0]), "num_learners": choice([0])}',
+        ),
+        ("GORILA needs num_learners >= 1",),
+    ),
     "GPU learner on a machine without GPUs": (
         dict(extra=', fixed={"num_gpus_per_learner": 1}'),
         ("GPU", "it asks for 1 GPUs and the cluster has 0 in all"),

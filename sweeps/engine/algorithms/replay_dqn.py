@@ -184,6 +184,11 @@ class ReplayDQNConfig(DQNConfig):
             )
         if not isinstance(self.n_step, int) or self.n_step < 1:
             self._value_error(f"{name} `n_step` must be an integer >= 1; got {self.n_step!r}")
+        if self.num_learners > 1:  # priorities need every TD error back, in order
+            self._value_error(
+                f"{name} trains in one learner: num_learners must be 0 or 1; got "
+                f"{self.num_learners} (GORILA spreads DQN over several learners)"
+            )
         if self.env_runner_cls is None or not issubclass(self.env_runner_cls, TransitionEnvRunner):
             self._value_error(f"{name} needs `env_runner_cls` to be a TransitionEnvRunner")
         if self._env_to_module_connector is not None:
