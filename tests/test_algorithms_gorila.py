@@ -128,3 +128,8 @@ def test_a_sweep_declaring_gorila_with_one_and_two_learners_runs_end_to_end(tmp_
     assert trials.param_num_learners.tolist() == [1, 2]
     assert (trials.status != "error").all(), trials.error.tolist()
     assert (trials.learner_updates > 0).all(), trials.learner_updates.tolist()
+    # the server's staleness and traffic per iteration (docs/results.md, progress columns)
+    progress = pd.read_parquet(run_dir / "progress.parquet")
+    last = progress.groupby("trial_id").tail(1)
+    assert (last.gradient_staleness >= 0).all() and (last.bytes_per_update > 0).all(), last
+    assert (last.dropped_gradients >= 0).all() and (last.learner_cpu_s > 0).all(), last

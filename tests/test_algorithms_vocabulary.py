@@ -289,6 +289,8 @@ def test_extract_metrics_reads_the_right_keys():
             "grad_trace_cov",
             "replay_ratio",
             "learner_cpu_s",
+            "gradient_staleness",
+            "bytes_per_update",
         )
     }
     assert m == {
@@ -297,10 +299,15 @@ def test_extract_metrics_reads_the_right_keys():
         "episode_return_mean": 100.0,
         "learner_updates": 100.0,
         "env_restarts": 0,
+        "dropped_gradients": 0,  # GORILA's parameter server only
     }
     assert all(math.isnan(v) for v in noise.values())  # not measured, no replay: NaN
     result["learners"]["__all_modules__"]["update_cpu_s"] = 3.5  # the learner clock's sum
     assert extract_metrics("DQN", result)["learner_cpu_s"] == 3.5
+    gorila = {"learner_cpu_s": 7.0, "staleness_mean": 4.3, "dropped_gradients": 2}
+    g = extract_metrics("GORILA", {**result, "gorila": {**gorila, "bytes_per_update": 1e5}})
+    assert (g["learner_cpu_s"], g["gradient_staleness"], g["dropped_gradients"]) == (7.0, 4.3, 2)
+    assert g["bytes_per_update"] == 1e5
     result["learners"]["default_policy"].update(
         {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0}
     )

@@ -85,6 +85,9 @@ PROGRESS_COLUMNS = [
     "stage",
     "env_restarts",
     "env_runner_restarts",
+    "gradient_staleness",
+    "dropped_gradients",
+    "bytes_per_update",
 ]
 
 

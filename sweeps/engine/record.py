@@ -410,9 +410,14 @@ class ResultsRecorder(LiveOnRestore, Callback):
                         "replay_ratio",
                         "driver_cpu_s",
                         "learner_cpu_s",
+                        "gradient_staleness",
+                        "bytes_per_update",
                     )
                 },
-                **{k: int(result.get(k) or 0) for k in ("env_restarts", "env_runner_restarts")},
+                **{
+                    k: int(result.get(k) or 0)
+                    for k in ("env_restarts", "env_runner_restarts", "dropped_gradients")
+                },
             }
         )
 

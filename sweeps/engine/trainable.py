@@ -814,6 +814,9 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
             replay_ratio=float(m.get("replay_ratio", math.nan)),
             driver_cpu_s=time.process_time() - cpu_start,
             learner_cpu_s=float(m.get("learner_cpu_s", math.nan)),
+            gradient_staleness=float(m.get("gradient_staleness", math.nan)),
+            dropped_gradients=int(m.get("dropped_gradients", 0) or 0),
+            bytes_per_update=float(m.get("bytes_per_update", math.nan)),
             env_restarts=restarts,
             env_runner_restarts=env_runner_restarts(algo),
         )

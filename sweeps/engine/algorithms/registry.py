@@ -246,6 +246,7 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
     """
     _spec(algorithm)
     runners = result.get("env_runners", {}) or {}
+    gorila = result.get("gorila") or {}
     env_steps = _get(result, "num_env_steps_sampled_lifetime", default=None)
     if env_steps is None:
         env_steps = runners.get("num_env_steps_sampled_lifetime", 0)
@@ -256,7 +257,15 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         "learner_updates": _learner_updates(result),
         **_noise_scale(result),
         "replay_ratio": as_float((result.get("replay") or {}).get("replay_ratio", math.nan)),
-        "learner_cpu_s": as_float(_get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)),
+        # GORILA's learners are its own actors: their gradients' CPU, summed
+        "learner_cpu_s": as_float(
+            gorila["learner_cpu_s"]
+            if gorila
+            else _get(result, "learners", "__all_modules__", UPDATE_CPU_KEY)
+        ),
+        "gradient_staleness": as_float(gorila.get("staleness_mean", math.nan)),
+        "dropped_gradients": _count(gorila.get("dropped_gradients", 0)),
+        "bytes_per_update": as_float(gorila.get("bytes_per_update", math.nan)),
         # RLlib's lifetime count of env steps that raised (each re-made the env runner's envs)
         "env_restarts": _count(runners.get("num_env_faults", 0))
         + _count(runners.get("num_env_step_failures", 0)),

@@ -194,6 +194,9 @@ PROGRESS_COLUMNS: dict[str, str] = {
     "stage": "str",
     "env_restarts": "int",
     "env_runner_restarts": "int",
+    "gradient_staleness": "float",
+    "dropped_gradients": "int",
+    "bytes_per_update": "float",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
