@@ -497,14 +497,23 @@ def write_pages(args: argparse.Namespace, subject: Any, markdown_of, html_of) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: print the comparison; exit 0 (no regression), 5 (a regression) or 2 (refused)."""
+    """CLI: print the comparison; exit 0 (no regression), 5 (a regression) or 2 (refused).
+    With ``--benchmarks``, BASE and NEW are benchmark results, or folders of them
+    (:func:`analysis.benchmarks.compare_sets`; exit 5 when a sample got significantly worse)."""
     p = argparse.ArgumentParser(
         prog="python -m analysis.compare", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--benchmarks",
+        action="store_true",
+        help="BASE and NEW are benchmark results (benchmarks/results/*.json) or folders of them",
     )
     p.add_argument("base", help="the earlier run: results/<sweep>/<run_id>")
     p.add_argument("new", help="the run to judge against it")
     judging_arguments(p, "the comparison")
     args = p.parse_args(argv)
+    if args.benchmarks:
+        return _main_benchmarks(args)
     try:
         check_judging(args)
         base, new = load_results(args.base), load_results(args.new)
@@ -520,6 +529,35 @@ def main(argv: list[str] | None = None) -> int:
     for w in c.warnings:
         print(f"warning: {w}")
     write_pages(args, c, markdown, html_page)
+    return EXIT_REGRESSION if c.regression else EXIT_OK
+
+
+def _main_benchmarks(args: argparse.Namespace) -> int:
+    """``--benchmarks``: compare two benchmark results (or folders) by
+    :func:`analysis.benchmarks.compare_sets`, at asv's factor and this module's ``alpha``."""
+    from analysis import benchmarks as bm
+
+    try:
+        check_judging(args)
+        c = bm.compare_sets(
+            bm.read_set(args.base), bm.read_set(args.new), factor=args.factor, alpha=args.alpha
+        )
+    except (CompareError, bm.BenchmarkError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    headers, rows = bm.table(c)
+    worse = sum(r.verdict == bm.SLOWER for r in c.rows)
+    better = sum(r.verdict == bm.FASTER for r in c.rows)
+    print(
+        f"{len(c.rows)} samples compared: {worse} worse, {better} better "
+        f"(factor {args.factor}, alpha {args.alpha})"
+    )
+    print(md_table(headers, rows, right=(2, 3, 4, 5)))
+    for line in c.unmatched:
+        print(line)
+    for w in c.warnings:
+        print(f"warning: {w}")
+    write_pages(args, c, bm.markdown, bm.html_page)
     return EXIT_REGRESSION if c.regression else EXIT_OK
 
 

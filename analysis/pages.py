@@ -42,6 +42,9 @@ Regions (:data:`REGIONS`):
 Regions that cite a benchmark's saved JSON instead of a run (:data:`BENCHMARK_REGIONS`,
 ``from data/<folder>/<file>.json``):
 
+- ``benchmark``: any result in the benchmarks' one format (:mod:`analysis.benchmarks`,
+  ``from ../benchmarks/results/<file>.json``): its samples, median [range] over the
+  repetitions, and where and by which command it was measured;
 - ``sampling_layout``: ``benchmarks/bench_sampling_layout.py``'s layouts: start-up to the
   first env step, env steps/s against the env's own bound, CPU busy, peak memory, and in plain
   words the fastest layout and the leanest one within 10 % of it;
@@ -62,6 +65,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.benchmarks import region as benchmark_region
 from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_speedup, fmt_ttt, fmt_value
 from analysis.load import load_results
 from analysis.publish import md_table, varying_params
@@ -545,6 +549,7 @@ def _gorila_learners(bench: dict) -> str:
 
 #: Regions that cite a benchmark's saved JSON (``from data/<folder>/<file>.json``).
 BENCHMARK_REGIONS: dict[str, Callable[[dict], str]] = {
+    "benchmark": benchmark_region,
     "sampling_layout": _sampling_layout,
     "gorila_learners": _gorila_learners,
 }

@@ -211,6 +211,22 @@ def _fmt(x: Any, digits: int = 0) -> str:
     return str(x)
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per row (algorithm, env
+    runners, label), env steps/s and, where it reached the target, time-to-target in seconds
+    (one trial each)."""
+    from analysis.benchmarks import sample
+
+    out_samples = []
+    for r in out["rows"]:
+        case = f"{r['algorithm']} N={r['num_env_runners']} {r['label']}"
+        out_samples.append(sample(case, "env steps/s", "1/s", r["env_steps_per_s"], "higher"))
+        ttt = r.get("time_to_target_s")
+        if ttt is not None and ttt == ttt:
+            out_samples.append(sample(case, "time-to-target", "s", ttt, "lower"))
+    return out_samples
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--algorithms", nargs="+", default=["DQN", "APEX", "IMPALA"])
@@ -301,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
             kept + rows, key=lambda r: (r["label"], r["algorithm"], r["num_env_runners"])
         ),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1, default=float) + "\n")
+    from analysis.benchmarks import save
+
+    save(args.out, out, samples(out), benchmark="bench_algorithms", label=args.label)
     print(f"wrote {args.out}")
     return 0
 

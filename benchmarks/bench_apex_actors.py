@@ -23,13 +23,9 @@ alternate within each rep, so machine noise spreads over all of them) and saves
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -94,6 +90,21 @@ def measure(
         }
     finally:
         algo.stop()
+
+
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per layout and env runner
+    count (``layout/N``), learner updates/s and env steps/s, one value per repetition."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(key, measure, "1/s", [r[col] for r in runs], "higher")
+        for key, runs in out["points"].items()
+        for col, measure in (
+            ("learner_updates_per_s", "learner updates/s"),
+            ("env_steps_per_s", "env steps/s"),
+        )
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,21 +182,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{med('env_steps_per_s', runs)} | {ratio:.1f} |"
         )
     out = Path(args.out or HERE / "results" / "bench_apex_actors.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": "python benchmarks/bench_apex_actors.py "
-                + " ".join(argv or sys.argv[1:]),
-                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a {args.num_cpus}-CPU Ray",
-                "learner_gpus": args.learner_gpus,
-                "min_replay_ratio": args.min_replay_ratio,
-                "points": points,
-            },
-            indent=2,
-        )
-    )
+    from analysis.benchmarks import environment, save
+
+    detail = {
+        "ray_cpus": args.num_cpus,
+        "learner_gpus": args.learner_gpus,
+        "min_replay_ratio": args.min_replay_ratio,
+        "points": points,
+    }
+    env = environment(["bench_apex_actors.py", *(argv or sys.argv[1:])])
+    save(out, detail, samples(detail), benchmark="bench_apex_actors", label=out.stem, env=env)
     print(f"wrote {out}")
     return 0
 

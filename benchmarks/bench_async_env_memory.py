@@ -14,10 +14,7 @@ its share of the shared ones: the figure that adds up across processes). No Ray 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +41,18 @@ def measure(env_id: str, num_envs: int, steps: int) -> dict[str, float]:
     } | {"processes": len(info)}
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per env, the median PSS and
+    USS of one async sub-env process, MiB."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(env_id, f"{kind.upper()} per sub-env process", "MiB", r[f"{kind}_mib"], "lower")
+        for env_id, r in out["results"].items()
+        for kind in ("pss", "uss")
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--envs", type=int, default=8, help="async sub-envs per env (default 8)")
@@ -66,29 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'env':<16}{'RSS':>8}{'USS':>8}{'PSS':>8}  MiB per sub-env process (median)")
     for env_id, r in results.items():
         print(f"{env_id:<16}{r['rss_mib']:>8.0f}{r['uss_mib']:>8.1f}{r['pss_mib']:>8.1f}")
-    try:
-        revision = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True, capture_output=True
-        ).stdout.strip()
-    except OSError:
-        revision = ""
+    from analysis.benchmarks import save
+
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": f"python benchmarks/bench_async_env_memory.py --envs {args.envs} "
-                f"--steps {args.steps}",
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "git_revision": revision,
-                "cpu_count": psutil.cpu_count(),
-                "parent_rss_mib": parent.rss / 2**20,
-                "results": results,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    detail = {"parent_rss_mib": parent.rss / 2**20, "results": results}
+    save(out, detail, samples(detail), benchmark="bench_async_env_memory", label=out.stem)
     print(f"wrote {out}")
     return 0
 

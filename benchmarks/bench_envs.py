@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import platform
 import statistics
@@ -273,6 +272,19 @@ def _print_table(results: list[dict], reference: dict) -> None:
     )
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): env steps/s of each
+    measurement, one value per repeat."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(
+            r["name"], "env steps/s", "1/s", [r["env_steps"] / s for s in r["seconds"]], "higher"
+        )
+        for r in out["results"]
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -308,9 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "cabs_default": reference,
     }
+    from analysis.benchmarks import save
+
     try:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=2) + "\n")
+        save(args.out, record, samples(record), benchmark="bench_envs", label=args.out.stem)
     except OSError as e:
         print(f"bench_envs: cannot write {args.out}: {e.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -107,24 +104,44 @@ def _without_out(command: str) -> str:
     return " ".join(keep)
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per ``ALGORITHM/learners``,
+    applied learner updates/s and env steps/s, one value per pass."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(key, measure, "1/s", [r[col] for r in runs], "higher")
+        for key, runs in out["points"].items()
+        for col, measure in (
+            ("learner_updates_per_s", "applied learner updates/s"),
+            ("env_steps_per_s", "env steps/s"),
+        )
+    ]
+
+
 def merge(paths: list[str], out: Path) -> int:
     """Join saved passes into ``out``: every point's measurements from every pass, each pass's
     command and time. Exit 2 when a file cannot be read."""
+    from analysis.benchmarks import save
+
     merged: dict = {"commands": [], "measured_at": [], "points": {}}
+    env: dict = {}
     for path in paths:
         try:
             bench = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as e:
+            pass_env = bench["environment"]
+        except (OSError, ValueError, KeyError) as e:
             print(f"bench_gorila_learners: cannot read {path}: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        merged["commands"].append(_without_out(bench["command"]))
-        merged["measured_at"].append(bench["measured_at"])
-        merged.setdefault("machine", bench["machine"])
+        merged["commands"].append(_without_out(pass_env["command"]))
+        merged["measured_at"].append(pass_env["measured_at"])
+        env = env or dict(pass_env)
         settings = {k: v for k, v in bench["settings"].items() if k != "learners"}
         merged.setdefault("settings", settings)
         for key, runs in bench["points"].items():
             merged["points"].setdefault(key, []).extend(runs)
-    out.write_text(json.dumps(merged, indent=2))
+    env["command"] = "python benchmarks/bench_gorila_learners.py --merge " + " ".join(paths)
+    save(out, merged, samples(merged), benchmark="bench_gorila_learners", label=out.stem, env=env)
     print(f"wrote {out}")
     return 0
 
@@ -223,20 +240,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{med('env_steps_per_s', runs)} | – | – |"
         )
     out = Path(args.out or HERE / "results" / "bench_gorila_learners.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": "python benchmarks/bench_gorila_learners.py "
-                + " ".join(argv or sys.argv[1:]),
-                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "machine": f"{os.cpu_count()} CPUs ({platform.machine()}), a {args.num_cpus}-CPU Ray",
-                "settings": {k: v for k, v in vars(args).items() if k != "out"},
-                "points": points,
-            },
-            indent=2,
-        )
-    )
+    from analysis.benchmarks import environment, save
+
+    detail = {"settings": {k: v for k, v in vars(args).items() if k != "out"}, "points": points}
+    env = environment(["bench_gorila_learners.py", *(argv or sys.argv[1:])])
+    save(out, detail, samples(detail), benchmark="bench_gorila_learners", label=out.stem, env=env)
     print(f"wrote {out}")
     return 0
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -160,6 +159,21 @@ def _parse_set(items: list[str]) -> dict:
     return out
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per algorithm, learner
+    updates/s and env steps/s, one value per seed's process."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(algo, measure, unit, [r[key] for r in rs], "higher")
+        for algo, rs in out["runs"].items()
+        for key, measure, unit in (
+            ("learner_updates_per_s", "learner updates/s", "1/s"),
+            ("env_steps_per_s", "env steps/s", "1/s"),
+        )
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithms", default="DQN,APEX")
@@ -242,26 +256,13 @@ def main(argv: list[str] | None = None) -> int:
             )
     name = f"bench_learner_{args.label}.json" if args.label else "bench_learner.json"
     out = HERE / "results" / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": "python benchmarks/bench_learner.py " + " ".join(argv or sys.argv[1:]),
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "git_revision": _git_revision(measured_root),
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "platform": platform.platform(),
-                    "python": platform.python_version(),
-                    "load_avg": os.getloadavg(),
-                },
-                "overrides": overrides,
-                "runs": runs,
-                "summary": summary,
-            },
-            indent=2,
-        )
-    )
+    from analysis.benchmarks import environment, save
+
+    env = environment(["bench_learner.py", *(argv or sys.argv[1:])])
+    # the revision measured: another checkout's when run from it (module docstring)
+    env["git_revision"] = _git_revision(measured_root)
+    detail = {"load_avg": os.getloadavg(), "overrides": overrides, "runs": runs, "summary": summary}
+    save(out, detail, samples(detail), benchmark="bench_learner", label=args.label, env=env)
     print(f"wrote {out}")
     return 0
 

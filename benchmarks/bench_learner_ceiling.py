@@ -29,7 +29,6 @@ Prints a table and saves ``benchmarks/results/bench_learner_ceiling.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import subprocess
 import sys
@@ -104,6 +103,23 @@ def parts(run: Path) -> dict:
     }
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): env steps/s of each trial
+    pinned to one core and on two, and the roofline's prediction error for two cores (per
+    cent, absolute) with and without the learner ceiling."""
+    from analysis.benchmarks import sample
+
+    s = out["summary"]
+    return [
+        sample("one core", "env steps/s", "1/s", out["one_core"]["rates"], "higher"),
+        sample("two cores", "env steps/s", "1/s", out["two_cores"]["rates"], "higher"),
+        sample("with the learner ceiling", "prediction error", "%", 100 * abs(s["error"]), "lower"),
+        sample(
+            "without it", "prediction error", "%", 100 * abs(s["error_without_learner"]), "lower"
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
@@ -171,23 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| roofline without it | {without:.1f} | {without_ceiling} | {two['rate']:.1f} | "
         f"{summary['error_without_learner']:+.0%} |"
     )
-    from sweeps.engine.record import environment_info
+    from analysis.benchmarks import save
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "summary": summary,
-                "one_core": one,
-                "two_cores": two,
-                "environment": environment_info(
-                    ["benchmarks/bench_learner_ceiling.py"], "local", []
-                ),
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    detail = {"summary": summary, "one_core": one, "two_cores": two}
+    save(args.out, detail, samples(detail), benchmark="bench_learner_ceiling", label=args.out.stem)
     print(f"saved {args.out.relative_to(ROOT)}")
     return 0
 

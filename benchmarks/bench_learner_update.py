@@ -22,7 +22,6 @@ Writes ``benchmarks/results/bench_learner_update[_LABEL].json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -160,6 +159,17 @@ def update(learner, batch, minibatch: int, sampled: int):
     )
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): milliseconds per learner
+    update of each learner, one value per block."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(name, "time per learner update", "ms", xs, "lower")
+        for name, xs in out["ms_per_update"].items()
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--k", type=int, default=8, help="minibatches per update() call")
@@ -219,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             f"[{min(xs):.2f}-{max(xs):.2f}] over {len(xs)} blocks"
         )
     out = HERE / "results" / f"bench_learner_update{'_' + args.label if args.label else ''}.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    from analysis.benchmarks import save
+
+    save(out, result, samples(result), benchmark="bench_learner_update", label=args.label)
     print(f"wrote {out.relative_to(HERE.parent)}")
     return 0
 

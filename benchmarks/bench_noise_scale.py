@@ -16,14 +16,9 @@ average and every repetition); the numbers are copied into docs/benchmarks.md by
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
-import subprocess
-import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 DEFAULT_OUT = Path(__file__).parent / "results" / "bench_noise_scale.json"
@@ -65,6 +60,26 @@ def updates_per_s(algorithm: str, every: int, seconds: float, seed: int) -> dict
         "env_steps_per_s": (m["env_steps"] - m0["env_steps"]) / dt,
         "grad_noise_scale": m["grad_noise_scale"],
     }
+
+
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per algorithm and period
+    (``every=0``: not measured), learner updates/s, one value per repetition."""
+    from analysis.benchmarks import sample
+
+    cases: dict[tuple[str, int], list[float]] = {}
+    for r in out["rows"]:
+        cases.setdefault((r["algorithm"], r["every"]), []).append(r["learner_updates_per_s"])
+    return [
+        sample(
+            f"{alg} {'off' if not every else f'every={every}'}",
+            "learner updates/s",
+            "1/s",
+            xs,
+            "higher",
+        )
+        for (alg, every), xs in cases.items()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,33 +150,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{s['on_median']:.1f}; on/off ratio {s['ratio_median']:.3f} "
                     f"[{s['ratio_min']:.3f}-{s['ratio_max']:.3f}] over {len(ratios)} pairs"
                 )
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        cwd=Path(__file__).parent,
-    ).stdout.strip()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "command": "python benchmarks/bench_noise_scale.py " + " ".join(sys.argv[1:]),
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "platform": platform.platform(),
-                    "loadavg": os.getloadavg(),
-                },
-                "git_revision": rev,
-                "every": everies,
-                "seconds": args.seconds,
-                "summary": summary,
-                "rows": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    from analysis.benchmarks import save
+
+    detail = {
+        "loadavg": os.getloadavg(),
+        "every": everies,
+        "seconds": args.seconds,
+        "summary": summary,
+        "rows": rows,
+    }
+    save(args.out, detail, samples(detail), benchmark="bench_noise_scale", label=args.out.stem)
     print(f"wrote {args.out}")
     return 0
 

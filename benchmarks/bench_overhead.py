@@ -204,6 +204,39 @@ def cpu_between(samples: list[tuple[float, float]], start: float, end: float) ->
     return float(np.interp(end, t, c) - np.interp(start, t, c))
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per repetition, the bare
+    loop's env steps/s over the sweep's (the suite's overhead, lower is better), each side's
+    env steps/s, and the sweep driver's cores in the steady state."""
+    from analysis.benchmarks import sample
+
+    rows = out["rows"]
+    return [
+        sample("bare / sweep", "throughput ratio", "x", [r["ratio"] for r in rows], "lower"),
+        sample(
+            "sweep", "env steps/s", "1/s", [r["sweep"]["env_steps_per_s"] for r in rows], "higher"
+        ),
+        sample(
+            "bare RLlib loop",
+            "env steps/s",
+            "1/s",
+            [r["bare"]["env_steps_per_s"] for r in rows],
+            "higher",
+        ),
+        sample(
+            "sweep driver, steady state",
+            "cores used",
+            "cores",
+            [
+                r["sweep"]["driver_cores_steady"]
+                for r in rows
+                if "driver_cores_steady" in r["sweep"]
+            ],
+            "lower",
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithm", default="DQN")
@@ -298,15 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"| the sweep's driver, whole command, median | {summary['driver_cpu_s_median']:.1f} CPU-s |"
     )
-    from sweeps.engine.record import environment_info
+    from analysis.benchmarks import save
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    env = environment_info(["benchmarks/bench_overhead.py"], "local", [])
-    out.write_text(
-        json.dumps({"summary": summary, "rows": rows, "environment": env}, indent=2, default=str)
-        + "\n"
-    )
+    detail = json.loads(json.dumps({"summary": summary, "rows": rows}, default=str))
+    save(out, detail, samples(detail), benchmark="bench_overhead", label=out.stem)
     print(f"\nsaved {out}")
     return 0
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shutil
 import statistics
 import subprocess
@@ -167,6 +166,18 @@ def _machine(exe: str) -> dict:
     }
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per report, milliseconds
+    to the page's load event and until every figure is drawn, one value per visit."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(r["results"], measure, "ms", r[key], "lower")
+        for r in out["rows"]
+        for key, measure in (("load_ms", "page load"), ("drawn_ms", "all figures drawn"))
+    ]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
@@ -217,19 +228,11 @@ def main() -> int:
             f"{r['drawn_median_ms']:>18.0f} ({min(r['drawn_ms']):.0f}-"
             f"{max(r['drawn_ms']):.0f})"
         )
+    from analysis.benchmarks import save
+
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": f"python benchmarks/bench_report_page.py --reps {args.reps}",
-                "reps": args.reps,
-                "machine": _machine(exe),
-                "rows": rows,
-            },
-            indent=2,
-        )
-    )
+    detail = {"reps": args.reps, "machine": _machine(exe), "rows": rows}
+    save(out, detail, samples(detail), benchmark="bench_report_page", label=out.stem)
     print(f"saved {out}")
     return 0
 

@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             record["results"][s] = {"error": f"timed out after {args.timeout:g} s"}
             print(f"{s:<22} timed out after {args.timeout:g} s", flush=True)
-            out.write_text(json.dumps(record, indent=2) + "\n")
+            _write(out, record)
             continue
         if proc.returncode != 0:
             record["results"][s] = {"error": proc.stderr[-1500:]}
@@ -321,9 +321,39 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['cpu_busy']:>9.2f}{r['peak_memory_mib']:>9.0f}",
                 flush=True,
             )
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        _write(out, record)
     print(f"wrote {out}")
     return 0
+
+
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per layout that ran, env
+    steps/s, seconds to its first env step and peak memory in MiB (one measurement each)."""
+    from analysis.benchmarks import sample
+
+    return [
+        sample(layout, measure, unit, r[key], better)
+        for layout, r in out["results"].items()
+        if "error" not in r
+        for key, measure, unit, better in (
+            ("env_steps_per_s", "env steps/s", "1/s", "higher"),
+            ("first_step_s", "start-up to the first env step", "s", "lower"),
+            ("peak_memory_mib", "peak memory", "MiB", "lower"),
+        )
+    ]
+
+
+def _write(out: Path, record: dict) -> None:
+    """Save the record so far: in the benchmarks' format once a layout has run (so a long
+    pass cut short keeps what it measured), as it is before that."""
+    from analysis.benchmarks import environment, save
+
+    got = samples(record)
+    if got:
+        env = {**environment(), "command": record["command"]}
+        save(out, record, got, benchmark="bench_sampling_layout", label=out.stem, env=env)
+    else:
+        out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 def machine() -> dict:

@@ -154,6 +154,28 @@ def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> d
     return spent
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per algorithm, the seconds
+    of a cold ``build_algo()``, of its env runners' part, to the first env step after it, and
+    of a warm build on parked env runners, one value per fresh process."""
+    from analysis.benchmarks import sample
+
+    n = out.get("env_runners", 1)
+    where = "" if n == 1 else f", {n} env runners"
+    parts = {
+        "build_algo": "cold build_algo()",
+        "env runners": "cold build: env runners",
+        "first env step": "first env step after the build",
+        "warm build_algo": "warm build_algo()",
+    }
+    return [
+        sample(f"{algo}{where}", measure, "s", [r[part] for r in rs if part in r], "lower")
+        for algo, rs in out["runs"].items()
+        for part, measure in parts.items()
+        if any(part in r for r in rs)
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--algorithms", default="DQN,APEX,IMPALA")
@@ -227,21 +249,10 @@ def main(argv: list[str] | None = None) -> int:
             else f"bench_startup{suffix}.json"
         )
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": f"python benchmarks/bench_startup.py --algorithms {args.algorithms} "
-                f"--reps {args.reps}"
-                + (f" --env-runners {args.env_runners}" if args.env_runners != 1 else "")
-                + (" --rllib-state-server" if args.rllib_state_server else ""),
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "runs": runs,
-                "summary": summary,
-            },
-            indent=2,
-        )
-    )
+    from analysis.benchmarks import save
+
+    detail = {"env_runners": args.env_runners, "runs": runs, "summary": summary}
+    save(out, detail, samples(detail), benchmark="bench_startup", label=out.stem)
     print(f"wrote {out}")
     return 0
 

@@ -11,7 +11,6 @@ Prints the table and saves ``benchmarks/results/bench_step_timeout.json``. No Ra
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -36,6 +35,25 @@ def per_step_us(timeout_s: float | None, steps: int) -> float:
     return (time.perf_counter() - t0) / steps * 1e6
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): microseconds per env step
+    without and with the timeout, and the difference of each pass's pair."""
+    from analysis.benchmarks import sample
+
+    plain, timed = out["no timeout"]["runs_us"], out["env_step_timeout_s=5"]["runs_us"]
+    return [
+        sample("no timeout", "time per env step", "us", plain, "lower"),
+        sample("env_step_timeout_s=5", "time per env step", "us", timed, "lower"),
+        sample(
+            "added by the timeout",
+            "time per env step",
+            "us",
+            [t - n for t, n in zip(timed, plain, strict=True)],
+            "lower",
+        ),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20_000)
@@ -58,19 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     for k, v in summary.items():
         print(f"{k:<24}{v['median_us']:>9.1f} us/step  [{v['min_us']:.1f}, {v['max_us']:.1f}]")
+    from analysis.benchmarks import save
+
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": "python benchmarks/bench_step_timeout.py "
-                f"--steps {args.steps} --reps {args.reps}",
-                **summary,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    save(out, summary, samples(summary), benchmark="bench_step_timeout", label=out.stem)
     print(f"wrote {out}")
     return 0
 

@@ -126,6 +126,23 @@ def run_once(
     return {"mode": mode, "wall_s": wall, **recommendation(run_dir)}
 
 
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): per mode, the sweep
+    command's wall-clock in seconds and the fastest configuration's time-to-target, one value
+    per run."""
+    from analysis.benchmarks import sample
+
+    modes = list(dict.fromkeys(r["mode"] for r in out["runs"]))
+    return [
+        sample(mode, measure, "s", [r[key] for r in out["runs"] if r["mode"] == mode], "lower")
+        for mode in modes
+        for key, measure in (
+            ("wall_s", "sweep wall-clock"),
+            ("fastest_ttt_s", "fastest time-to-target"),
+        )
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sweep", default="sweeps/cabs_scaling.py", help="sweep file")
@@ -212,21 +229,14 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --modes {args.modes}"
     if before is not None:
         command += " --before DIR"
+    from analysis.benchmarks import environment, save
+
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "command": command,
-                "before_revision": before_rev,
-                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                "runs": runs,
-                "summary": summary,
-            },
-            indent=2,
-            default=str,
-        )
+    detail = json.loads(
+        json.dumps({"before_revision": before_rev, "runs": runs, "summary": summary}, default=str)
     )
+    env = {**environment(), "command": command}
+    save(out, detail, samples(detail), benchmark="bench_time_to_answer", label=out.stem, env=env)
     print(f"wrote {out}")
     return 0
 

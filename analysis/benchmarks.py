@@ -1,0 +1,533 @@
+"""The project's own speed: benchmark results in one format, compared by one test.
+
+Every ``benchmarks/*.py`` saves its result through :func:`save`: the benchmark's own detail
+(as it prints it) plus four standard keys, so that any two results can be compared and any
+page can quote them through one generator:
+
+- ``format``: :data:`FORMAT`;
+- ``benchmark`` and ``label``: which script, and the variant its ``--label``/``--out`` names;
+- ``environment``: where and on what it ran (:func:`environment`): git revision, CPU model
+  and count, memory, versions of Python, Ray, torch and gymnasium, the command, the time;
+- ``samples``: a list of ``{"case", "measure", "unit", "better", "values"}``, one per
+  quantity the benchmark exists to measure, ``values`` its raw repetitions (one number per
+  repetition, in ``unit``: seconds, env steps/s, MiB, ...), ``better`` ``"higher"`` or
+  ``"lower"``.
+
+``python -m analysis.compare --benchmarks BASE NEW`` (:func:`compare_sets`) compares two
+results, or two folders of them (matched by file name), sample by sample: the change is the
+ratio of medians oriented so that above 1 is better (NEW/BASE for a rate, BASE/NEW for a
+time), judged as ``analysis.compare`` judges runs, by asv's rule (``asv compare``): beyond
+``factor`` (``analysis.compare.FACTOR``, asv's 1.1) **and** significant, here by a two-sided
+Mann-Whitney U test of the raw repetitions at ``alpha`` (``analysis.compare.ALPHA``, 0.01). Where the repetitions are too few
+for the test ever to reach ``alpha`` (5 against 5 is the least at 0.01), asv's conservative
+fallback: a change is flagged only when the two ranges do not overlap, with at least 3
+repetitions a side (two random draws of 3 do so in one direction with probability 1/20); with
+fewer, the row is reported and not judged. Exit codes are ``analysis.compare``'s
+(docs/results.md): 0, 5 when a sample got significantly worse, 2 refused.
+
+Pages quote a result through the ``benchmark`` region of :mod:`analysis.pages`
+(:func:`region`), so a changed result changes docs/benchmarks.md only through the generator;
+the history of a benchmark is its result file's history in git.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+#: The value of every result's ``format`` key.
+FORMAT = "rl-scaling-benchmark/1"
+#: Repetitions a side below which the range check judges nothing.
+MIN_RANGE_SAMPLES = 3
+BETTER = ("higher", "lower")
+SLOWER, FASTER, SAME, UNJUDGED = "worse", "better", "no significant change", "not judged"
+
+
+class BenchmarkError(ValueError):
+    """A result that cannot be read or compared; the message is one line (what, where, why)."""
+
+
+def sample(case: str, measure: str, unit: str, values: Any, better: str) -> dict:
+    """One sample of a result: ``values`` (a number or a sequence of numbers, one per
+    repetition, in ``unit``) of ``measure`` for ``case``; ``better``: ``"higher"`` or
+    ``"lower"``. NaN and None repetitions are dropped.
+
+    Raises:
+        BenchmarkError: ``better`` is neither, or no finite value is left.
+    """
+    if better not in BETTER:
+        raise BenchmarkError(f"sample {case}/{measure}: better={better!r}, not one of {BETTER}")
+    seq = values if isinstance(values, (list, tuple)) else [values]
+    vals = [float(v) for v in seq if v is not None and math.isfinite(float(v))]
+    if not vals:
+        raise BenchmarkError(f"sample {case}/{measure}: no finite value in {values!r}")
+    return {"case": str(case), "measure": measure, "unit": unit, "better": better, "values": vals}
+
+
+def _git_revision() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=here,
+            timeout=5,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=here,
+            timeout=5,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (rev + "-dirty" if dirty else rev) if rev else "unknown"
+
+
+def environment(argv: list[str] | None = None) -> dict:
+    """Where a benchmark ran: ``git_revision`` (short, ``-dirty`` with uncommitted changes),
+    ``cpu_model``, ``cpu_count``, ``memory_gib``, ``gpu`` (``nvidia-smi``'s first name, or
+    ""), ``versions`` (python, ray, torch, gymnasium), ``command`` (``python`` and
+    ``argv``, default ``sys.argv``), ``measured_at`` (UTC, ISO 8601)."""
+    import importlib.metadata as md
+
+    cpu_model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError):
+        mem_gib = None
+    try:
+        gpu = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+            .stdout.splitlines()[0]
+            .strip()
+        )
+    except (OSError, subprocess.SubprocessError, IndexError):
+        gpu = ""
+    versions = {"python": platform.python_version()}
+    for pkg in ("ray", "torch", "gymnasium"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = "not installed"
+    args = sys.argv if argv is None else argv
+    script = Path(args[0]).name if args else ""
+    command = " ".join(
+        ["python", f"benchmarks/{script}" if script.startswith("bench_") else script, *args[1:]]
+    )
+    return {
+        "git_revision": _git_revision(),
+        "cpu_model": cpu_model,
+        "cpu_count": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "gpu": gpu,
+        "versions": versions,
+        "command": command.strip(),
+        "measured_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def save(
+    path: str | Path,
+    detail: dict,
+    samples: list[dict],
+    *,
+    benchmark: str,
+    label: str = "",
+    env: dict | None = None,
+) -> dict:
+    """Write a result to ``path`` (JSON, parents made): ``detail`` (the benchmark's own
+    record) with :data:`FORMAT`, ``benchmark``, ``label``, ``environment`` (``env``, default
+    :func:`environment`) and ``samples`` (each from :func:`sample`) set. Returns what was
+    written.
+
+    Raises:
+        BenchmarkError: no samples, or two with the same case and measure.
+    """
+    if not samples:
+        raise BenchmarkError(f"{benchmark}: a result without samples")
+    keys = [(s["case"], s["measure"]) for s in samples]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise BenchmarkError(f"{benchmark}: two samples of case {dup[0]!r}, measure {dup[1]!r}")
+    record = {
+        "format": FORMAT,
+        "benchmark": benchmark,
+        "label": label,
+        "environment": environment() if env is None else env,
+        **{
+            k: v
+            for k, v in detail.items()
+            if k not in ("format", "benchmark", "label", "environment", "samples")
+        },
+        "samples": samples,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=float) + "\n")
+    return record
+
+
+@dataclass
+class Result:
+    """One saved result: ``name`` (its file's stem), ``benchmark``, ``label``,
+    ``environment`` and ``samples`` by ``(case, measure)``."""
+
+    path: Path
+    name: str
+    benchmark: str
+    label: str
+    environment: dict
+    samples: dict[tuple[str, str], dict]
+
+
+def parse(data: dict, path: str | Path = "<result>") -> Result:
+    """A result from its JSON object (as :func:`save` writes it).
+
+    Raises:
+        BenchmarkError: not in :data:`FORMAT`, or a sample without finite values.
+    """
+    path = Path(path)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise BenchmarkError(
+            f"{path}: not a benchmark result in format {FORMAT} "
+            "(re-run its benchmark, which saves in it)"
+        )
+    samples = {}
+    for s in data.get("samples") or []:
+        vals = [float(v) for v in s.get("values") or [] if v is not None and math.isfinite(v)]
+        if not vals or s.get("better") not in BETTER:
+            raise BenchmarkError(f"{path}: sample {s.get('case')}/{s.get('measure')} is malformed")
+        samples[(s["case"], s["measure"])] = {**s, "values": vals}
+    if not samples:
+        raise BenchmarkError(f"{path}: a result without samples")
+    return Result(
+        path,
+        path.stem,
+        data.get("benchmark", ""),
+        data.get("label", ""),
+        data.get("environment") or {},
+        samples,
+    )
+
+
+def read(path: str | Path) -> Result:
+    """The result saved in ``path``.
+
+    Raises:
+        BenchmarkError: unreadable, not JSON, or not in :data:`FORMAT`.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise BenchmarkError(f"{path}: cannot read a benchmark result ({e})") from None
+    return parse(data, path)
+
+
+def read_set(path: str | Path) -> list[Result]:
+    """The result in a file, or every result in a folder (``*.json`` in :data:`FORMAT`;
+    other JSON files there are skipped), by name.
+
+    Raises:
+        BenchmarkError: nothing there, or a file given that is not a result.
+    """
+    path = Path(path)
+    if path.is_dir():
+        out = []
+        for f in sorted(path.glob("*.json")):
+            try:
+                out.append(read(f))
+            except BenchmarkError:
+                continue
+        if not out:
+            raise BenchmarkError(f"{path}: no benchmark result in format {FORMAT}")
+        return out
+    return [read(path)]
+
+
+def _median(vals: list[float]) -> float:
+    return statistics.median(vals)
+
+
+def _min_p(n: int, m: int) -> float:
+    """The smallest two-sided exact Mann-Whitney p-value ``n`` against ``m`` values can give."""
+    return min(1.0, 2.0 / math.comb(n + m, n))
+
+
+@dataclass
+class Row:
+    """One compared sample: ``key`` (``name/case`` or ``case``), ``measure``, ``unit``,
+    ``better``, the raw values, their medians, ``change`` (above 1: NEW better, oriented by
+    ``better``), ``p`` (Mann-Whitney, NaN when not run), ``test`` (what judged it) and
+    ``verdict``."""
+
+    key: str
+    measure: str
+    unit: str
+    better: str
+    base: list[float]
+    new: list[float]
+    base_median: float
+    new_median: float
+    change: float
+    p: float
+    test: str
+    verdict: str
+
+
+@dataclass
+class BenchComparison:
+    """``rows``; ``unmatched`` (lines naming samples in one side only); ``warnings`` (the
+    environments' differences); ``regression``: a row got significantly worse."""
+
+    rows: list[Row]
+    unmatched: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    environments: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return any(r.verdict == SLOWER for r in self.rows)
+
+
+def judge(
+    base: list[float], new: list[float], better: str, factor: float, alpha: float
+) -> tuple[float, float, str, str]:
+    """``(change, p, test, verdict)`` of NEW's repetitions against BASE's (module docstring).
+
+    ``change``: median(NEW)/median(BASE) for ``better="higher"``, the inverse for "lower";
+    ``p``: two-sided Mann-Whitney U (``scipy.stats.mannwhitneyu``), NaN when the sizes cannot
+    reach ``alpha``.
+    """
+    from scipy.stats import mannwhitneyu
+
+    mb, mn = _median(base), _median(new)
+    if mb <= 0 or mn <= 0:
+        change = math.nan
+    else:
+        change = mn / mb if better == "higher" else mb / mn
+    beyond = math.isfinite(change) and (change >= factor or change <= 1.0 / factor)
+    direction = FASTER if change >= 1 else SLOWER
+    if _min_p(len(base), len(new)) < alpha:
+        p = float(mannwhitneyu(new, base, alternative="two-sided").pvalue)
+        verdict = direction if beyond and p < alpha else SAME
+        return change, p, "Mann-Whitney U", verdict
+    if min(len(base), len(new)) < MIN_RANGE_SAMPLES:
+        return change, math.nan, f"under {MIN_RANGE_SAMPLES} repetitions a side", UNJUDGED
+    disjoint = min(new) > max(base) or max(new) < min(base)
+    return change, math.nan, "ranges (too few for U)", direction if beyond and disjoint else SAME
+
+
+def _env_rows(
+    base: list[Result], new: list[Result]
+) -> tuple[list[tuple[str, str, str]], list[str]]:
+    def get(rs: list[Result], key: str) -> str:
+        vals = []
+        for r in rs:
+            e = r.environment
+            v = (
+                e.get("versions", {}).get(key)
+                if key in ("python", "ray", "torch", "gymnasium")
+                else e.get(key)
+            )
+            vals.append("?" if v in (None, "") else str(v))
+        uniq = sorted(set(vals))
+        return uniq[0] if len(uniq) == 1 else ", ".join(uniq)
+
+    keys = [
+        "git_revision",
+        "measured_at",
+        "cpu_model",
+        "cpu_count",
+        "gpu",
+        "python",
+        "ray",
+        "torch",
+    ]
+    rows = [(k, get(base, k), get(new, k)) for k in keys]
+    warns = [
+        f"{k} differs ({b} against {n}): the comparison measures it too"
+        for k, b, n in rows
+        if k in ("cpu_model", "cpu_count", "gpu", "python", "ray", "torch") and b != n
+    ]
+    return rows, warns
+
+
+def compare_sets(
+    base: list[Result], new: list[Result], *, factor: float, alpha: float
+) -> BenchComparison:
+    """Compare NEW's results against BASE's, sample by sample (module docstring), at
+    ``factor`` and ``alpha`` (``analysis.compare.FACTOR`` and ``ALPHA`` from its CLI). One
+    result a side compares by ``(case, measure)``; sets match results by file name first.
+
+    Raises:
+        BenchmarkError: no sample in common.
+    """
+    single = len(base) == 1 and len(new) == 1
+
+    def flat(rs: list[Result]) -> dict[tuple[str, str], dict]:
+        return {
+            ((c if single else f"{r.name}/{c}"), m): s
+            for r in rs
+            for (c, m), s in r.samples.items()
+        }
+
+    fb, fn = flat(base), flat(new)
+    rows = []
+    for k in [k for k in fb if k in fn]:
+        sb, sn = fb[k], fn[k]
+        change, p, test, verdict = judge(sb["values"], sn["values"], sb["better"], factor, alpha)
+        rows.append(
+            Row(
+                k[0],
+                k[1],
+                sb["unit"],
+                sb["better"],
+                sb["values"],
+                sn["values"],
+                _median(sb["values"]),
+                _median(sn["values"]),
+                change,
+                p,
+                test,
+                verdict,
+            )
+        )
+    if not rows:
+        raise BenchmarkError("the two sides have no sample in common (case and measure)")
+    unmatched = [f"only in BASE: {c} {m}" for c, m in fb if (c, m) not in fn]
+    unmatched += [f"only in NEW: {c} {m}" for c, m in fn if (c, m) not in fb]
+    env_rows, warns = _env_rows(base, new)
+    return BenchComparison(rows, unmatched, warns, env_rows)
+
+
+def fmt_number(v: float) -> str:
+    """A measured value with the digits its size warrants: 12,345 / 123 / 12.3 / 1.23 / 0.0123."""
+    if not math.isfinite(v):
+        return "-"
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _spread(vals: list[float]) -> str:
+    med = fmt_number(_median(vals))
+    if len(vals) == 1:
+        return med
+    return f"{med} [{fmt_number(min(vals))}-{fmt_number(max(vals))}]"
+
+
+def table(c: BenchComparison) -> tuple[list[str], list[list[str]]]:
+    """Headers and text rows of a comparison (terminal and Markdown)."""
+    headers = [
+        "sample",
+        "measure",
+        "BASE median [range]",
+        "NEW median [range]",
+        "change",
+        "p",
+        "test",
+        "verdict",
+    ]
+    rows = [
+        [
+            r.key,
+            f"{r.measure} ({r.unit}, {r.better} is better)",
+            f"{_spread(r.base)} (n={len(r.base)})",
+            f"{_spread(r.new)} (n={len(r.new)})",
+            "-" if not math.isfinite(r.change) else f"{r.change:.2f}x",
+            "-" if not math.isfinite(r.p) else f"{r.p:.3g}",
+            r.test,
+            r.verdict,
+        ]
+        for r in c.rows
+    ]
+    return headers, rows
+
+
+def markdown(c: BenchComparison) -> str:
+    """The comparison as Markdown: the table, unmatched samples, the environments."""
+    from analysis.publish import md_table
+
+    headers, rows = table(c)
+    out = [md_table(headers, rows, right=(2, 3, 4, 5))]
+    out += [f"- {u}" for u in c.unmatched]
+    out.append("")
+    out.append(md_table(["", "BASE", "NEW"], [list(r) for r in c.environments]))
+    out += [f"\nwarning: {w}" for w in c.warnings]
+    return "\n".join(out) + "\n"
+
+
+def html_page(c: BenchComparison) -> str:
+    """The comparison as a self-contained HTML page in the report's style."""
+    from analysis.style import html_table, page
+
+    headers, rows = table(c)
+    body = ["<section><h2>Samples</h2>", html_table(headers, rows)]
+    if c.unmatched:
+        body.append("<ul>" + "".join(f"<li>{u}</li>" for u in c.unmatched) + "</ul>")
+    body.append("</section><section><h2>Environments</h2>")
+    body.append(html_table(["", "BASE", "NEW"], [list(r) for r in c.environments]))
+    body += [f"<p class='warning'>warning: {w}</p>" for w in c.warnings]
+    body.append("</section>")
+    return page(
+        "rl-scaling benchmark comparison",
+        "NEW against BASE, sample by sample",
+        "".join(body),
+        "python -m analysis.compare --benchmarks",
+        "the test and defaults: analysis.benchmarks' docstring.",
+    )
+
+
+def region(data: dict) -> str:
+    """docs' ``benchmark`` region of a result (its JSON object): one row per sample, median
+    [range] over its repetitions, then where it was measured and the command."""
+    from analysis.publish import md_table
+
+    res = parse(data)
+    rows = [
+        [case, measure, _spread(s["values"]), str(len(s["values"])), s["unit"]]
+        for (case, measure), s in res.samples.items()
+    ]
+    env = res.environment
+    machine = f"{env.get('cpu_model') or '?'}, {env.get('cpu_count') or '?'} CPUs"
+    if env.get("gpu"):
+        machine += f", {env['gpu']}"
+    where = (
+        f"Measured at `{env.get('git_revision', '?')}` on {machine}, "
+        f"{str(env.get('measured_at', '?'))[:10]}."
+    )
+    command = f"Command: `{env['command']}`." if env.get("command") else ""
+    table_text = md_table(
+        ["case", "measure", "median [range]", "repetitions", "unit"], rows, right=(2, 3)
+    )
+    return "\n".join(x for x in (table_text, "", where, command) if x is not None) + "\n"

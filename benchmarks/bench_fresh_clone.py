@@ -1,0 +1,145 @@
+"""What a newcomer waits for: the README's two set-up commands on a fresh clone, timed.
+
+``--command main`` runs the README's main command (the line after ``<!-- main-command -->``:
+install, then the default study, ``python -m sweeps.run sweeps/cabs_scaling.py``);
+``--command ci`` runs ``.ci/run`` (install, then the README's test command, as CI does). Each
+repetition clones this checkout's ``HEAD`` into a new temporary folder (``git clone``: what is
+committed, nothing else), runs the command there with ``bash`` and records its wall-clock
+from start to exit, in seconds; for ``main`` also the sweep's own wall-clock (the run's
+``environment.json``, ``started_at`` to ``finished_at``), its trial count and the report's
+sections left without data (``class="missing"`` boxes); for ``ci`` the two pytest parts'
+seconds and test counts as pytest printed them. A command that fails is an error: exit 1 with
+its last lines, nothing saved.
+
+    flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command main
+    flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command ci
+
+Saves ``benchmarks/results/bench_fresh_clone_<command>.json`` (:mod:`analysis.benchmarks`'
+format; the revision is the clone's). A Ray workload: run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+#: The README marker of each command (``.ci/run`` reads the test command the same way).
+MARKERS = {"main": "<!-- main-command -->", "ci": "<!-- test-command -->"}
+
+
+def readme_command(name: str, readme: Path) -> str:
+    """The README's command after its marker (the first line of the fenced block after it).
+
+    Raises:
+        ValueError: the marker or its command is missing.
+    """
+    lines = readme.read_text().splitlines()
+    try:
+        i = lines.index(MARKERS[name])
+    except ValueError:
+        raise ValueError(f"{readme}: no {MARKERS[name]} marker") from None
+    for line in lines[i + 1 :]:
+        if line.strip() and not line.startswith("```"):
+            return line.strip()
+    raise ValueError(f"{readme}: no command after {MARKERS[name]}")
+
+
+def _seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def run_once(name: str, workdir: Path) -> dict:
+    """Clone ``HEAD`` into ``workdir/clone`` and run the command there; the measurements
+    (module docstring). Raises ``RuntimeError`` with the output's tail when it fails."""
+    clone = workdir / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    revision = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True
+    ).stdout.strip()
+    command = readme_command("main", clone / "README.md") if name == "main" else "bash .ci/run"
+    t0 = time.perf_counter()
+    proc = subprocess.run(["bash", "-c", command], cwd=clone, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"{command!r} exited {proc.returncode}: {out[-2000:]}")
+    r: dict = {"revision": revision, "wall_s": wall}
+    if name == "main":
+        import pandas as pd
+
+        from sweeps.engine import rundir
+
+        run = sorted((clone / "results").glob(f"*/*/{rundir.ENVIRONMENT}"))[-1].parent
+        env = json.loads((run / rundir.ENVIRONMENT).read_text())
+        r["sweep_s"] = _seconds(env["finished_at"]) - _seconds(env["started_at"])
+        r["trials"] = len(pd.read_parquet(run / rundir.TRIALS))
+        report = run / rundir.REPORT
+        r["missing_sections"] = (
+            report.read_text().count('class="missing"') if report.exists() else None
+        )
+    else:
+        parts = re.findall(r"(\d+) passed(?:, [^\n]*?)? in ([\d.]+)s", out)
+        r["parts"] = [{"passed": int(n), "seconds": float(s)} for n, s in parts]
+    return r
+
+
+def samples(out: dict) -> list[dict]:
+    """The result's samples (:func:`analysis.benchmarks.sample`): the command's wall-clock
+    with install, and for ``main`` the sweep's, for ``ci`` each pytest part's, in seconds,
+    one value per repetition."""
+    from analysis.benchmarks import sample
+
+    runs, name = out["runs"], out["command_name"]
+    got = [sample(name, "wall-clock with install", "s", [r["wall_s"] for r in runs], "lower")]
+    if name == "main":
+        got.append(sample(name, "sweep wall-clock", "s", [r["sweep_s"] for r in runs], "lower"))
+    else:
+        for i, what in enumerate(("two at a time", "one at a time")):
+            vals = [r["parts"][i]["seconds"] for r in runs if len(r["parts"]) > i]
+            if vals:
+                got.append(sample(f"ci: {what}", "pytest wall-clock", "s", vals, "lower"))
+    return got
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--command", choices=sorted(MARKERS), required=True)
+    p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    if args.reps < 1:
+        p.error(f"--reps: must be >= 1, got {args.reps}")
+    out = args.out or HERE / "results" / f"bench_fresh_clone_{args.command}.json"
+    runs = []
+    for i in range(args.reps):
+        with tempfile.TemporaryDirectory(prefix="bench_fresh_clone_") as tmp:
+            try:
+                r = run_once(args.command, Path(tmp))
+            except RuntimeError as e:
+                print(f"bench_fresh_clone: {e}", file=sys.stderr)
+                return 1
+        runs.append(r)
+        print(f"{args.command} #{i + 1} at {r['revision']}: " + json.dumps(r), flush=True)
+    from analysis.benchmarks import environment, save
+
+    env = environment()
+    env["git_revision"] = runs[-1]["revision"]  # the clone's, not this checkout's state
+    detail = {"command_name": args.command, "runs": runs}
+    save(out, detail, samples(detail), benchmark="bench_fresh_clone", label=args.command, env=env)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
