@@ -378,16 +378,23 @@ def _env_rows(
 
 
 def compare_sets(
-    base: list[Result], new: list[Result], *, factor: float, alpha: float
+    base: list[Result],
+    new: list[Result],
+    *,
+    factor: float,
+    alpha: float,
+    by_name: bool | None = None,
 ) -> BenchComparison:
     """Compare NEW's results against BASE's, sample by sample (module docstring), at
-    ``factor`` and ``alpha`` (``analysis.compare.FACTOR`` and ``ALPHA`` from its CLI). One
-    result a side compares by ``(case, measure)``; sets match results by file name first.
+    ``factor`` and ``alpha`` (``analysis.compare.FACTOR`` and ``ALPHA`` from its CLI).
+    ``by_name``: match results by file name first, then ``(case, measure)`` (folders; the
+    default unless one result a side), else by ``(case, measure)`` alone (two files, which
+    may be named differently).
 
     Raises:
         BenchmarkError: no sample in common.
     """
-    single = len(base) == 1 and len(new) == 1
+    single = not by_name if by_name is not None else len(base) == len(new) == 1
 
     def flat(rs: list[Result]) -> dict[tuple[str, str], dict]:
         return {
@@ -509,25 +516,39 @@ def html_page(c: BenchComparison) -> str:
 
 
 def region(data: dict) -> str:
-    """docs' ``benchmark`` region of a result (its JSON object): one row per sample, median
-    [range] over its repetitions, then where it was measured and the command."""
+    """docs' ``benchmark`` region of a result (its JSON object): one row per case, a column
+    per measure (median [range] over its repetitions), then where it was measured and the
+    command."""
     from analysis.publish import md_table
 
     res = parse(data)
+    measures: dict[str, str] = {}
+    cases: dict[str, dict[str, dict]] = {}
+    for (case, measure), s in res.samples.items():
+        measures.setdefault(measure, s["unit"])
+        cases.setdefault(case, {})[measure] = s
     rows = [
-        [case, measure, _spread(s["values"]), str(len(s["values"])), s["unit"]]
-        for (case, measure), s in res.samples.items()
+        [
+            case,
+            *(_spread(by[m]["values"]) if m in by else "-" for m in measures),
+            "/".join(sorted({str(len(s["values"])) for s in by.values()}, key=int)),
+        ]
+        for case, by in cases.items()
     ]
+    headers = ["case", *(f"{m} ({u})" for m, u in measures.items()), "repetitions"]
     env = res.environment
-    machine = f"{env.get('cpu_model') or '?'}, {env.get('cpu_count') or '?'} CPUs"
+    machine = (
+        f"{env.get('cpu_model') or 'CPU model not recorded'}, {env.get('cpu_count') or '?'} CPUs"
+    )
     if env.get("gpu"):
         machine += f", {env['gpu']}"
-    where = (
-        f"Measured at `{env.get('git_revision', '?')}` on {machine}, "
-        f"{str(env.get('measured_at', '?'))[:10]}."
-    )
-    command = f"Command: `{env['command']}`." if env.get("command") else ""
-    table_text = md_table(
-        ["case", "measure", "median [range]", "repetitions", "unit"], rows, right=(2, 3)
-    )
-    return "\n".join(x for x in (table_text, "", where, command) if x is not None) + "\n"
+    lines = [
+        md_table(headers, rows, right=tuple(range(1, len(headers)))),
+        "",
+        f"Measured at `{env.get('git_revision') or '?'}` on {machine}"
+        + (f", {str(env['measured_at'])[:10]}" if env.get("measured_at") else "")
+        + "; median [range] over the repetitions.",
+    ]
+    if env.get("command"):
+        lines.append(f"Command: `{env['command']}`.")
+    return "\n".join(lines) + "\n"

@@ -540,7 +540,11 @@ def _main_benchmarks(args: argparse.Namespace) -> int:
     try:
         check_judging(args)
         c = bm.compare_sets(
-            bm.read_set(args.base), bm.read_set(args.new), factor=args.factor, alpha=args.alpha
+            bm.read_set(args.base),
+            bm.read_set(args.new),
+            factor=args.factor,
+            alpha=args.alpha,
+            by_name=Path(args.base).is_dir() or Path(args.new).is_dir(),
         )
     except (CompareError, bm.BenchmarkError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -370,11 +370,47 @@ REGIONS: dict[str, Callable[[Study], str]] = {
     "batch_size": _batch_size,
 }
 
+
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).
+def _learner_scaling_check(data: Study, held_out: list[Study]) -> str:
+    """GORILA's larger learner counts predicted from the run's one-learner trials
+    (:func:`analysis.transfer.learner_scaling_check`) against their own runs' trials."""
+    from analysis.transfer import learner_scaling_check
+
+    rows = learner_scaling_check(data, held_out)
+    if rows.empty:
+        return "No learner check: the run has no one-learner GORILA trial with the server's busy share recorded.\n"
+    table = md_table(
+        ["run", "seeds", "learners", "predicted updates/s", "measured updates/s [range]", "error"],
+        [
+            [
+                f"{r.run} ({'held out' if r.held_out else 'fit run, not used'})",
+                f"{min(r.seeds)}-{max(r.seeds)}",
+                str(r.num_learners),
+                f"{r.predicted:.0f}",
+                f"{r.measured:.0f} [{r.low:.0f}-{r.high:.0f}]",
+                f"{r.error:+.0%}",
+            ]
+            for r in rows.itertuples()
+        ],
+        right=(2, 3, 4, 5),
+    )
+    x1, u1 = rows["x1"].iloc[0], rows["u1"].iloc[0]
+    worst = rows.loc[rows["error"].abs().idxmax()]
+    words = (
+        f"\nIn plain words: one learner applied {x1:.0f} updates/s with the parameter server "
+        f"busy {u1:.0%} of the time, so Amdahl's law bounds any learner count at "
+        f"{x1 / u1:.0f} updates/s; the largest miss is {worst.num_learners} learners, "
+        f"{worst.error:+.0%}.\n"
+    )
+    return table + "\n" + words
+
+
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
     "break_even_check": _break_even_check,
     "transfer_check": _transfer_check,
+    "learner_scaling_check": _learner_scaling_check,
 }
 
 
@@ -476,7 +512,10 @@ def _gorila_learners(bench: dict) -> str:
     """``benchmarks/bench_gorila_learners.py``'s points (merged passes): per algorithm and
     learner count, applied learner updates/s (median [range] over the passes), speedup and
     parallel efficiency against one Gorila learner (ratio of medians; efficiency = speedup /
-    M, Amdahl's reading), staleness, dropped gradients, server busy share, bytes per update."""
+    M), staleness, dropped gradients, server busy share, bytes per update; and, where a
+    one-learner pass recorded the server's busy share, each larger count's updates/s predicted
+    from one learner's parts (:func:`analysis.transfer.learner_scaling`) with its error."""
+    from analysis.transfer import learner_scaling
 
     def med(values: list[float]) -> float:
         return float(np.median(values))
@@ -490,10 +529,18 @@ def _gorila_learners(bench: dict) -> str:
         if algo == "GORILA":
             by_m[int(m)] = (med(rate), busy)
         rows.append((algo, int(m), rate, g, busy, [r["env_steps_per_s"] for r in runs]))
-    one = by_m.get(1, (math.nan, []))[0]
+    one, one_busy = by_m.get(1, (math.nan, []))
+    share = med(one_busy) if one_busy else math.nan
+
+    def predicted(algo: str, m: int) -> float:
+        if algo != "GORILA" or m == 1 or not math.isfinite(share):
+            return math.nan
+        return learner_scaling(m, one, share)
+
     table_rows = []
     for algo, m, rate, g, busy, steps in rows:
         speedup = med(rate) / one if one == one else math.nan
+        pred = predicted(algo, m)
         table_rows.append(
             [
                 algo,
@@ -502,6 +549,7 @@ def _gorila_learners(bench: dict) -> str:
                 str(len(rate)),
                 f"{speedup:.2f}x",
                 f"{speedup / m:.0%}" if algo == "GORILA" else "-",
+                f"{pred:.0f} ({pred / med(rate) - 1:+.0%})" if math.isfinite(pred) else "-",
                 f"{med([x['staleness_mean'] for x in g]):.1f}" if g else "-",
                 f"{sum(x['dropped_gradients'] for x in g)}" if g else "-",
                 f"{med(busy):.0%}" if busy else "-",
@@ -517,6 +565,7 @@ def _gorila_learners(bench: dict) -> str:
             "passes",
             "against 1 Gorila learner",
             "parallel efficiency",
+            "predicted from 1 learner (error)",
             "staleness (versions)",
             "dropped",
             "server busy",
@@ -524,7 +573,7 @@ def _gorila_learners(bench: dict) -> str:
             "env steps/s",
         ],
         table_rows,
-        right=tuple(range(1, 11)),
+        right=tuple(range(1, 12)),
     )
     if len(by_m) < 2:
         return table
@@ -536,13 +585,28 @@ def _gorila_learners(bench: dict) -> str:
         f"{two:.0f} per second ({two / one:.2f}x); {top} learners reach {rate_top:.0f} "
         f"({rate_top / one:.2f}x, {rate_top / one / top:.0%} parallel efficiency)"
     )
-    if busy_top and by_m[1][1]:
+    if busy_top and one_busy:
         words += (
             f". The parameter server, one actor applying gradients one at a time, was busy "
-            f"{med(by_m[1][1]):.0%} of the time with one learner and {med(busy_top):.0%} "
+            f"{share:.0%} of the time with one learner and {med(busy_top):.0%} "
             f"with {top}: every learner waits on it for its previous gradient and for "
             "its parameters, so past two learners the shared server, not learner compute, "
             "sets the pace"
+        )
+    if math.isfinite(share):
+        errors = {m: predicted("GORILA", m) / r - 1 for m, (r, _) in sorted(by_m.items()) if m > 1}
+        words += (
+            f". From one learner's parts alone (its {one:.0f} updates/s and the server's "
+            f"{share:.0%} busy share; Amdahl's law with the server's apply as the serial part, "
+            f"`analysis.transfer.learner_scaling`), the prediction for "
+            + ", ".join(f"{m} learners is off by {e:+.0%}" for m, e in errors.items())
+            + f"; its bound, the server's {one / share:.0f} updates/s, lies above what was "
+            "measured, because the server's time per update grows with the learners "
+            f"({share / one * 1000:.1f} ms with one, {med(busy_top) / rate_top * 1000:.1f} ms "
+            f"with {top} where recorded) and the learners' parameter pulls queue with their "
+            "gradients"
+            if busy_top
+            else f"; its bound is the server's {one / share:.0f} updates/s"
         )
     return table + "\n" + words + ".\n"
 

@@ -95,6 +95,9 @@ __all__ = [
     "learner_cell",
     "break_even_on",
     "break_even_on_words",
+    "learner_scaling",
+    "learner_rates",
+    "learner_scaling_check",
 ]
 
 
@@ -270,6 +273,105 @@ def roofline_rate(
         ceilings["learner"] = v / learner_s
     ceiling = min(ceilings, key=ceilings.get)
     return ceilings[ceiling], ceiling
+
+
+def learner_scaling(m: int, one_learner_rate: float, server_share: float) -> float:
+    """Applied learner updates/s of ``m`` asynchronous learners that share one parameter
+    server (Gorila's layout), predicted from one learner's parts: its applied updates/s
+    ``one_learner_rate`` (X1, 1/s) and the share of that run's wall-clock the server spent
+    applying gradients, ``server_share`` (u1 = D X1, D the server's seconds per update).
+
+    Amdahl's law with the server's apply as the serial part of each update: ``X(m) = m X1 /
+    (1 + u1 (m - 1))``, which tends to the server's bound ``1 / D = X1 / u1`` (G. Amdahl, "Validity
+    of the single processor approach to achieving large scale computing capabilities", AFIPS
+    1967; as the contention term of N. Gunther's universal scalability law without its
+    coherency term). It leaves out what grows with ``m`` besides the server's queue (the
+    server's own cost per update, the learners' parameter pulls, the cores they share), so it
+    is an upper estimate: docs/learners.md checks it on learner counts it was not fitted on.
+
+    Raises:
+        ValueError: ``m`` below 1, or ``server_share`` outside [0, 1].
+    """
+    if m < 1 or not 0.0 <= server_share <= 1.0:
+        raise ValueError(
+            f"learner_scaling: m={m}, server_share={server_share}: need m >= 1, 0 <= share <= 1"
+        )
+    return m * one_learner_rate / (1.0 + server_share * (m - 1))
+
+
+def learner_rates(data: Study) -> pd.DataFrame:
+    """Per GORILA trial of a run: ``num_learners``, ``seed``, applied learner updates/s
+    (``rate``) and the parameter server's busy share (``server_share``: its apply seconds over
+    wall-clock seconds) between the trial's first and last recorded iterations
+    (progress.parquet's ``learner_updates`` and ``server_busy_s``; the share is NaN for runs
+    recorded before ``server_busy_s``). Trials with fewer than two iterations are left out."""
+    trials, progress = data.res.trials, data.res.progress
+    rows = []
+    gorila = trials[trials["algorithm"] == "GORILA"]
+    for _, t in gorila.iterrows():
+        g = progress[progress["trial_id"] == t["trial_id"]].sort_values("iteration")
+        if len(g) < 2:
+            continue
+        a, b = g.iloc[0], g.iloc[-1]
+        dt = float(b["wall_time_s"] - a["wall_time_s"])
+        if dt <= 0:
+            continue
+        busy = (
+            float(b["server_busy_s"] - a["server_busy_s"]) / dt
+            if "server_busy_s" in g
+            else math.nan
+        )
+        rows.append(
+            {
+                "num_learners": int(t["num_learners"]),
+                "seed": int(t["seed"]),
+                "rate": float(b["learner_updates"] - a["learner_updates"]) / dt,
+                "server_share": busy,
+            }
+        )
+    return pd.DataFrame(rows, columns=["num_learners", "seed", "rate", "server_share"])
+
+
+def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
+    """Every learner count above one, predicted from the fit run's one-learner GORILA trials
+    alone (median rate ``X1`` and server share ``u1``, :func:`learner_scaling`) against what
+    its own trials measured: the fit run's other counts (not used by the model) and each
+    held-out run's.
+
+    Returns:
+        One row per (run, learner count): ``run`` (the run's name), ``held_out`` (bool),
+        ``seeds`` (its trials' seeds), ``num_learners``, ``predicted`` and ``measured``
+        (median applied updates/s), ``low``/``high`` (the measured trials' range), ``error``
+        (predicted / measured - 1), ``x1`` and ``u1``. Empty when the fit has no one-learner
+        trial with the server's busy share recorded.
+    """
+    one = learner_rates(fit)
+    one = one[(one["num_learners"] == 1) & one["server_share"].notna()]
+    if one.empty:
+        return pd.DataFrame()
+    x1, u1 = float(one["rate"].median()), float(one["server_share"].median())
+    rows = []
+    for run, is_held_out in [(fit, False), *((h, True) for h in held_out)]:
+        rates = learner_rates(run)
+        for m, g in rates[rates["num_learners"] > 1].groupby("num_learners"):
+            predicted = learner_scaling(int(m), x1, u1)
+            measured = float(g["rate"].median())
+            rows.append(
+                {
+                    "run": run.res.path.name,
+                    "held_out": is_held_out,
+                    "seeds": sorted(int(s) for s in g["seed"]),
+                    "num_learners": int(m),
+                    "predicted": predicted,
+                    "measured": measured,
+                    "low": float(g["rate"].min()),
+                    "high": float(g["rate"].max()),
+                    "error": predicted / measured - 1.0,
+                    "x1": x1,
+                    "u1": u1,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, float]:

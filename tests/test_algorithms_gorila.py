@@ -133,3 +133,4 @@ def test_a_sweep_declaring_gorila_with_one_and_two_learners_runs_end_to_end(tmp_
     last = progress.groupby("trial_id").tail(1)
     assert (last.gradient_staleness >= 0).all() and (last.bytes_per_update > 0).all(), last
     assert (last.dropped_gradients >= 0).all() and (last.learner_cpu_s > 0).all(), last
+    assert (last.server_busy_s > 0).all(), last

@@ -291,6 +291,7 @@ def test_extract_metrics_reads_the_right_keys():
             "learner_cpu_s",
             "gradient_staleness",
             "bytes_per_update",
+            "server_busy_s",
         )
     }
     assert m == {
@@ -305,9 +306,10 @@ def test_extract_metrics_reads_the_right_keys():
     result["learners"]["__all_modules__"]["update_cpu_s"] = 3.5  # the learner clock's sum
     assert extract_metrics("DQN", result)["learner_cpu_s"] == 3.5
     gorila = {"learner_cpu_s": 7.0, "staleness_mean": 4.3, "dropped_gradients": 2}
-    g = extract_metrics("GORILA", {**result, "gorila": {**gorila, "bytes_per_update": 1e5}})
+    gorila |= {"bytes_per_update": 1e5, "server_busy_s": 1.25}
+    g = extract_metrics("GORILA", {**result, "gorila": gorila})
     assert (g["learner_cpu_s"], g["gradient_staleness"], g["dropped_gradients"]) == (7.0, 4.3, 2)
-    assert g["bytes_per_update"] == 1e5
+    assert (g["bytes_per_update"], g["server_busy_s"]) == (1e5, 1.25)
     result["learners"]["default_policy"].update(
         {"grad_noise_scale": 120.0, "grad_norm_sq": 0.5, "grad_trace_cov": 60.0}
     )

@@ -271,3 +271,18 @@ def test_cli_transfers_checks_and_refuses_bad_machines(plan):
         bad = plan(str(ONE_CORE), *argv)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_more_learners_are_predicted_by_amdahls_law_with_the_server_as_the_serial_part():
+    from analysis.transfer import learner_scaling
+
+    # no server time: m learners give m times one learner's rate
+    assert learner_scaling(4, 100.0, 0.0) == pytest.approx(400.0)
+    # a server busy a quarter of the time with one learner: 2 learners 1.6x, bounded by 4x
+    assert learner_scaling(2, 100.0, 0.25) == pytest.approx(160.0)
+    assert learner_scaling(10_000, 100.0, 0.25) == pytest.approx(400.0, rel=1e-3)
+    assert learner_scaling(1, 100.0, 0.9) == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="m=0"):
+        learner_scaling(0, 100.0, 0.25)
+    with pytest.raises(ValueError, match="server_share=1.5"):
+        learner_scaling(2, 100.0, 1.5)

@@ -88,6 +88,7 @@ PROGRESS_COLUMNS = [
     "gradient_staleness",
     "dropped_gradients",
     "bytes_per_update",
+    "server_busy_s",
 ]
 
 

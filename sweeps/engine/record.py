@@ -412,6 +412,7 @@ class ResultsRecorder(LiveOnRestore, Callback):
                         "learner_cpu_s",
                         "gradient_staleness",
                         "bytes_per_update",
+                        "server_busy_s",
                     )
                 },
                 **{

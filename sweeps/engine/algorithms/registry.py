@@ -266,6 +266,7 @@ def extract_metrics(algorithm: str, result: Mapping[str, Any]) -> dict[str, Any]
         "gradient_staleness": as_float(gorila.get("staleness_mean", math.nan)),
         "dropped_gradients": _count(gorila.get("dropped_gradients", 0)),
         "bytes_per_update": as_float(gorila.get("bytes_per_update", math.nan)),
+        "server_busy_s": as_float(gorila.get("server_busy_s", math.nan)),
         # RLlib's lifetime count of env steps that raised (each re-made the env runner's envs)
         "env_restarts": _count(runners.get("num_env_faults", 0))
         + _count(runners.get("num_env_step_failures", 0)),

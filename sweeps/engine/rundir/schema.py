@@ -197,6 +197,7 @@ PROGRESS_COLUMNS: dict[str, str] = {
     "gradient_staleness": "float",
     "dropped_gradients": "int",
     "bytes_per_update": "float",
+    "server_busy_s": "float",
 }
 
 #: progress.parquet columns without which no learning curve can be read.
