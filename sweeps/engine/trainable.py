@@ -817,6 +817,7 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
             gradient_staleness=float(m.get("gradient_staleness", math.nan)),
             dropped_gradients=int(m.get("dropped_gradients", 0) or 0),
             bytes_per_update=float(m.get("bytes_per_update", math.nan)),
+            server_busy_s=float(m.get("server_busy_s", math.nan)),
             env_restarts=restarts,
             env_runner_restarts=env_runner_restarts(algo),
         )
