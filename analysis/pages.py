@@ -385,7 +385,9 @@ def _learner_scaling_check(data: Study, held_out: list[Study]) -> str:
         ["run", "seeds", "learners", "predicted updates/s", "measured updates/s [range]", "error"],
         [
             [
-                f"{r.run} ({'held out' if r.held_out else 'fit run, not used'})",
+                f"{r.run} ("
+                + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
+                + ")",
                 f"{min(r.seeds)}-{max(r.seeds)}",
                 str(r.num_learners),
                 f"{r.predicted:.0f}",
