@@ -73,28 +73,6 @@ def sample(case: str, measure: str, unit: str, values: Any, better: str) -> dict
     return {"case": str(case), "measure": measure, "unit": unit, "better": better, "values": vals}
 
 
-def _git_revision() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=here,
-            timeout=5,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            cwd=here,
-            timeout=5,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (rev + "-dirty" if dirty else rev) if rev else "unknown"
-
-
 def environment(argv: list[str] | None = None) -> dict:
     """Where a benchmark ran: ``git_revision`` (short, ``-dirty`` with uncommitted changes),
     ``cpu_model``, ``cpu_count``, ``memory_gib``, ``gpu`` (``nvidia-smi``'s first name, or
@@ -102,18 +80,9 @@ def environment(argv: list[str] | None = None) -> dict:
     ``argv``, default ``sys.argv``), ``measured_at`` (UTC, ISO 8601)."""
     import importlib.metadata as md
 
-    cpu_model = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem_gib = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError):
-        mem_gib = None
+    from sweeps.engine.record import git_revision, host_cpu_model, host_memory_gib
+
+    mem_gib = host_memory_gib()
     try:
         gpu = (
             subprocess.run(
@@ -139,10 +108,10 @@ def environment(argv: list[str] | None = None) -> dict:
         ["python", f"benchmarks/{script}" if script.startswith("bench_") else script, *args[1:]]
     )
     return {
-        "git_revision": _git_revision(),
-        "cpu_model": cpu_model,
+        "git_revision": git_revision(short=True) or "unknown",
+        "cpu_model": host_cpu_model(),
         "cpu_count": os.cpu_count(),
-        "memory_gib": mem_gib,
+        "memory_gib": round(mem_gib, 1) if math.isfinite(mem_gib) else None,
         "gpu": gpu,
         "versions": versions,
         "command": command.strip(),

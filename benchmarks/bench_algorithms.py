@@ -29,12 +29,8 @@ import ast
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
-from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,39 +53,18 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _git_revision() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def machine_info() -> dict[str, Any]:
-    """Where the numbers were taken: CPU, versions, git revision, time."""
-    versions = {p: metadata.version(p) for p in ("ray", "torch", "gymnasium")}
-    versions["python"] = platform.python_version()
+    """Where the numbers were taken: CPU, versions, git revision, time (each row keeps its
+    own revision and time; ``analysis.benchmarks.environment`` is the whole result's)."""
+    from analysis.benchmarks import environment
+
+    env = environment()
     return {
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "versions": versions,
-        "git_revision": _git_revision(),
-        "timestamp": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpu_model": env["cpu_model"],
+        "cpu_count": env["cpu_count"],
+        "versions": env["versions"],
+        "git_revision": env["git_revision"],
+        "timestamp": env["measured_at"],
     }
 
 

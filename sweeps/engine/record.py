@@ -773,6 +773,45 @@ def trial_row(
     return row
 
 
+def host_cpu_model() -> str:
+    """This machine's CPU model (``/proc/cpuinfo``'s first ``model name``, else
+    ``platform.processor()``, else "")."""
+    cpu_model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return cpu_model
+
+
+def host_memory_gib() -> float:
+    """This machine's physical memory in GiB; NaN when the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        return math.nan
+
+
+def git_revision(short: bool = False) -> str:
+    """The checkout's ``HEAD`` (``short``: abbreviated), with ``-dirty`` when tracked files
+    have uncommitted changes; "" when git cannot tell."""
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], capture_output=True, text=True, cwd=here, timeout=5
+        ).stdout.strip()
+
+    try:
+        rev = git("rev-parse", *(["--short"] if short else []), "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return rev + "-dirty" if rev and dirty else rev
+
+
 def environment_info(command: list[str], ray_address: str, nodes: list[dict]) -> dict[str, Any]:
     """environment.json: versions, CPU model and count, the cores this process may use (its CPU
     affinity: ``taskset -c 0`` gives 1), memory, nodes, git revision."""
@@ -784,37 +823,7 @@ def environment_info(command: list[str], ray_address: str, nodes: list[dict]) ->
         except md.PackageNotFoundError:
             return "not installed"
 
-    cpu_model = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        mem_gib = math.nan
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent,
-            timeout=5,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip()
-        if rev and dirty:
-            rev += "-dirty"
-    except (OSError, subprocess.SubprocessError):
-        rev = ""
+    cpu_model, mem_gib, rev = host_cpu_model(), host_memory_gib(), git_revision()
     return {
         "versions": {
             "python": sys.version.split()[0],
