@@ -44,6 +44,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.fmt import fmt_count
+
 #: The value of every result's ``format`` key.
 FORMAT = "rl-scaling-benchmark/1"
 #: Repetitions a side below which the range check judges nothing.
@@ -401,25 +403,11 @@ def compare_sets(
     return BenchComparison(rows, unmatched, warns, env_rows)
 
 
-def fmt_number(v: float) -> str:
-    """A measured value with the digits its size warrants: 12,345 / 123 / 12.3 / 1.23 / 0.0123."""
-    if not math.isfinite(v):
-        return "-"
-    a = abs(v)
-    if a >= 100:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def _spread(vals: list[float]) -> str:
-    med = fmt_number(_median(vals))
+    med = fmt_count(_median(vals))
     if len(vals) == 1:
         return med
-    return f"{med} [{fmt_number(min(vals))}-{fmt_number(max(vals))}]"
+    return f"{med} [{fmt_count(min(vals))}-{fmt_count(max(vals))}]"
 
 
 def table(c: BenchComparison) -> tuple[list[str], list[list[str]]]:

@@ -198,4 +198,4 @@ def test_a_changed_result_changes_docs_benchmarks_only_through_its_generator(tmp
     assert len(text.splitlines()) == len(new.splitlines())
     changed = [(a, b) for a, b in zip(text.splitlines(), new.splitlines(), strict=True) if a != b]
     assert len(changed) == 1
-    assert bm.fmt_number(float(np.median(data["samples"][0]["values"]))) in changed[0][1]
+    assert bm.fmt_count(float(np.median(data["samples"][0]["values"]))) in changed[0][1]
