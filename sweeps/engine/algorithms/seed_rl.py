@@ -272,12 +272,13 @@ class SEED(IMPALA):
         self._buffer.extend(got["chunks"])
         self._buffered_steps += sum(len(c) for c in got["chunks"])
         self._check_actors()
-        if self._buffered_steps < want:
-            return
-        if self._first_env_step_s != self._first_env_step_s:  # NaN: not asked yet
+        # asked as soon as env steps arrive, so an iteration that reports env steps reports this
+        if self._first_env_step_s != self._first_env_step_s and got["env_steps"]:  # NaN
             firsts = [t for t in ray.get([a.first_step.remote() for a in self._actors]) if t]
             if firsts:
                 self._first_env_step_s = min(firsts) - self._setup_started
+        if self._buffered_steps < want:
+            return
         episodes, self._buffer, self._buffered_steps = self._buffer, [], 0
         timesteps = {
             NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
