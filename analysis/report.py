@@ -1123,6 +1123,47 @@ def _configurations_per_algorithm(data: Study) -> str:
     )
 
 
+def _defaults_note(spec: dict) -> str:
+    """Where each algorithm's unset parameters came from (spec.json ``presets``:
+    :mod:`sweeps.engine.presets`) and, for a reference, the horizon of its schedules
+    (exploration), so that a reader knows which settings were compared."""
+    presets = spec.get("presets")
+    if not presets:
+        return ""
+    env = spec.get("env")
+    parts = [
+        f"{_esc(a)}: " + (f"preset <code>{_esc(p)}</code>" if p else "library defaults")
+        for a, p in presets.items()
+    ]
+    out = (
+        f"<p>Defaults on <code>{_esc(str(env))}</code> (a sweep's own values win): "
+        + "; ".join(parts)
+        + ".</p>"
+    )
+    ref = spec.get("reference")
+    if ref and ref.get("algorithm") in ("SB3-DQN", "SB3-PPO", "SB3-SAC"):
+        from sweeps.engine.reference import schedule_horizon
+        from sweeps.engine.search import resolve_params
+
+        budget = (spec.get("budget") or {}).get("env_steps")
+        horizon, _, ends = schedule_horizon(ref, budget, env)
+        p = resolve_params(ref, env)
+        what = f"its schedules run over {horizon:,} env steps"
+        if ref["algorithm"] == "SB3-DQN":
+            decay = int(float(p["exploration_fraction"]) * horizon)
+            what += (
+                f" (ε from {p['exploration_initial_eps']:g} to {p['exploration_final_eps']:g}"
+                f" over the first {decay:,})"
+            )
+        what += (
+            ", where training ends (a horizon the sweep set: censor_reason 'horizon')"
+            if ends
+            else ", then hold their final values until the budget or the target ends training"
+        )
+        out += f"<p>Reference {_esc(ref['algorithm'])}: {_esc(what)}.</p>"
+    return out
+
+
 def _where_trials_ran(trials: pd.DataFrame) -> str:
     """How many trials Ray placed over several nodes, and which (``nodes_used``)."""
     if "nodes_used" not in trials or not trials["nodes_used"].astype(bool).any():
@@ -1191,6 +1232,7 @@ def _environment(data: Study) -> str:
         out.append(_missing("environment.json is missing."))
     out.append(_where_trials_ran(data.res.trials))
     out.append(f"<p>Results directory: <code>{_esc(data.res.path)}</code></p>")
+    out.append(_defaults_note(spec))
     if spec:
         out.append(
             "<h3>Sweep spec (spec.json)</h3><pre>" + _esc(json.dumps(spec, indent=2)) + "</pre>"

@@ -1,8 +1,8 @@
 """Algorithm speed on Contoso Cabs: env steps/s, learner updates/s and time-to-target.
 
 For each algorithm (default DQN, APEX, IMPALA) with 1 and 2 env runners, one trial of the
-algorithm's tuned defaults (``sweeps.engine.algorithms.ALGORITHMS[name].defaults``, plus any
-``--set key=value``) trains on ``ContosoCabs-v0`` until its episode return mean (as
+algorithm's Cabs preset over its library defaults (``sweeps.engine.search.defaults_for``,
+plus any ``--set key=value``) trains on ``ContosoCabs-v0`` until its episode return mean (as
 ``sweeps.engine.algorithms.extract_metrics`` defines it: greedy evaluation episodes for APEX) reaches
 ``--fraction`` (0.9) × the exact optimum (``envs.oracle_return``), or until the budget (600 s).
 Time-to-target (TTT) is the project's: wall-clock from before the Algorithm is built to the
@@ -78,7 +78,8 @@ def run_trial(
     cpus: int,
 ) -> dict[str, Any]:
     """One trial until ``target`` or ``budget_s``; throughput, TTT and the resolved params."""
-    from sweeps.engine.algorithms import ALGORITHMS, build_config, extract_metrics
+    from sweeps.engine.algorithms import build_config, extract_metrics
+    from sweeps.engine.search import defaults_for
 
     params = {"algorithm": name, "num_env_runners": workers, **overrides}
     config = build_config(params, ENV)
@@ -129,7 +130,7 @@ def run_trial(
         "oversubscribed": oversubscribed,
         "load_avg_1min_before": load_before,
         "load_avg_1min_after": os.getloadavg()[0],
-        "params": {**ALGORITHMS[name].defaults, **params},
+        "params": {**defaults_for(name, ENV), **params},
         "curve": [
             [round(h["wall_s"], 2), h["env_steps"], h["episode_return_mean"]] for h in history
         ],

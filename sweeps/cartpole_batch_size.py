@@ -27,6 +27,17 @@ SWEEP = Sweep(
         "lr": 0.002,
         "grad_noise_scale_every": 1,
         "min_time_s_per_iteration": 0.5,
+        # the settings its published run used (then the suite's PPO defaults), not the rl-zoo
+        # preset CartPole-v1 now takes (sweeps.engine.presets)
+        "rollout_fragment_length": "auto",
+        "lambda_": 0.95,
+        "gamma": 0.99,
+        "clip_param": 0.3,
+        "use_kl_loss": True,
+        "vf_loss_coeff": 1.0,
+        "vf_clip_param": 1e6,
+        "hidden_sizes": [64, 64],
+        "reward_scale": 0.01,
     },
     target=Target(metric="training", value=150.0),
     budget=Budget(time_s=60),

@@ -23,5 +23,6 @@ SWEEP = Sweep(
     evaluation=Evaluation(episodes=5),
     search=Search(sampler="grid", num_samples=2, seeds=1, max_concurrent=1),
     baseline={"algorithm": "SAC", "num_env_runners": 0},
-    reference={"algorithm": "SB3-SAC"},
+    # the replay capacity its published run used (SB3's default is 1 M)
+    reference={"algorithm": "SB3-SAC", "buffer_size": 100_000},
 )

@@ -126,11 +126,17 @@ def test_shared_vocabulary_maps_onto_rllib_names():
     assert c.enable_rl_module_and_learner and c.enable_env_runner_and_connector_v2
 
 
-def test_missing_keys_take_tuned_defaults_not_rllibs():
+def test_missing_keys_take_the_env_s_preset_else_the_library_s():
+    from sweeps.engine.search import defaults_for
+
     c = build_config({"algorithm": "DQN"}, CABS)
-    d = ALGORITHMS["DQN"].defaults
+    d = defaults_for("DQN", CABS)  # Contoso Cabs' preset
     assert c.num_envs_per_env_runner == d["num_envs_per_env_runner"] > 1
     assert c.rollout_fragment_length == d["rollout_fragment_length"] != "auto"
+    assert c.reward_scale == 0.01
+    lib = build_config({"algorithm": "DQN"}, "MountainCar-v0")  # no preset: RLlib's
+    assert (lib.num_envs_per_env_runner, lib.rollout_fragment_length) == (1, "auto")
+    assert (lib.reward_scale, lib.lr, lib.train_batch_size) == (1.0, 5e-4, 32)
     assert c.min_sample_timesteps_per_iteration == 0  # RLlib's DQN default: 1000 env steps
     assert c.min_time_s_per_iteration == d["min_time_s_per_iteration"]
     assert c.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
@@ -190,10 +196,10 @@ def test_dqn_is_rllibs_dqn_learner_on_the_suites_replay_and_rllib_dqn_is_rllibs(
     assert isinstance(c, DQNConfig) and c.algo_class is ReplayDQN and issubclass(ReplayDQN, DQN)
     assert c.env_runner_cls is TransitionEnvRunner
     assert (c.updates_per_learner_call, c.training_intensity) == (4, 6.0)
-    assert c.reward_scale == ALGORITHMS["DQN"].defaults["reward_scale"]
+    assert c.reward_scale == 0.01  # the Cabs preset
     r = build_config({"algorithm": "RLLIB-DQN"}, CABS)
     assert r.algo_class is DQN and type(r) is DQNConfig
-    assert r.training_intensity == ALGORITHMS["RLLIB-DQN"].defaults["training_intensity"]
+    assert r.training_intensity == 2.0  # the Cabs preset; RLlib's own: None
     # The suite's DQN learns from 1-step returns (tuned on Cabs); RLlib's DQN keeps its 3.
     assert (c.n_step, r.n_step) == (1, 3)
     with pytest.raises(

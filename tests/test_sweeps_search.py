@@ -127,7 +127,11 @@ def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     sweep = make_sweep()
     inner, n = make_optuna_search(sweep, f"sqlite:///{tmp_path / 'optuna.db'}")
     search = SeededSearch(
-        inner, seeds=2, baseline={"algorithm": "DQN", "num_env_runners": 1}, num_configs=n
+        inner,
+        seeds=2,
+        baseline={"algorithm": "DQN", "num_env_runners": 1},
+        num_configs=n,
+        env=sweep.env,  # its presets fill the recorded columns
     )
     search.set_search_properties("objective", "min", {})
     assert search.total_trials == (3 + 1) * 2
@@ -143,8 +147,11 @@ def test_seeded_search_baseline_first_then_every_seed(tmp_path):
     sampled = configs[2:]
     for c in sampled:
         assert c["algorithm"] in ("DQN", "IMPALA") and c["gamma"] == 0.98
-        # IMPALA's own space; DQN gets its default (every config records the key)
-        assert c["rollout_fragment_length"] in ([20, 50] if c["algorithm"] == "IMPALA" else [4])
+        # IMPALA's own space; DQN gets its default on CartPole-v1, RLlib's (rl-zoo's preset
+        # sets no fragment), and every config records the key
+        assert c["rollout_fragment_length"] in (
+            [20, 50] if c["algorithm"] == "IMPALA" else ["auto"]
+        )
         assert (c.get("train_batch_size") == 64) == (c["algorithm"] == "DQN")
     # Optuna hears one seed-averaged value per config, only once both seeds finished.
     study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 'optuna.db'}")
@@ -299,8 +306,9 @@ def test_every_declared_algorithm_is_measured_before_the_sampler_takes_over():
             search.on_trial_complete(f"t{i}", {"objective": 1.0})
         sampled = [c for c in configs if not c["is_baseline"]]
         assert [c["algorithm"] for c in sampled] == ["PPO", "IMPALA", "APPO"], sampled
-        # PPO's default num_env_runners (1) is the baseline's: its queued point takes 2
-        assert sampled[0]["num_env_runners"] == 2 and sampled[0]["lr"] == 3e-4
+        # PPO's default num_env_runners (1) is the baseline's: its queued point takes 2; its
+        # lr is PPO's default on CartPole-v1 (rl-zoo's preset)
+        assert sampled[0]["num_env_runners"] == 2 and sampled[0]["lr"] == 1e-3
         assert sampled[1]["num_env_runners"] == 1
 
 

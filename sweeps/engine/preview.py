@@ -38,6 +38,11 @@ def print_dry_run(
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
     print(json.dumps(spec, indent=2))
+    from sweeps.engine.sweep_file import sweep_presets
+
+    print(f"\nDefaults on {sweep.env} (sweeps.engine.presets; a sweep's own values win):")
+    for algo, preset in sweep_presets(sweep).items():
+        print(f"  {algo}: " + (f"preset {preset!r}" if preset else "library defaults"))
     print(f"\nCluster: {describe_cluster(nodes)}")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))

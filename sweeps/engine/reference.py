@@ -13,7 +13,8 @@ the clock starts right before the model is built; an *iteration* is at least
 greedy evaluation at its end counts inside the timed region.
 
 Parameters are Stable-Baselines3's own names (a user who knows SB3 recognises them); defaults
-(:data:`REFERENCE_DEFAULTS`) are the settings measured on Contoso Cabs (docs/cabs_scaling.md).
+(:data:`REFERENCE_DEFAULTS`) are SB3's, and a preset per env id (:mod:`sweeps.engine.presets`:
+Contoso Cabs' tuning, rl-baselines3-zoo's published settings) overrides them on its env.
 """
 
 from __future__ import annotations
@@ -63,25 +64,30 @@ _OWN = {
 #: ``vec_env`` → how the suite records the layout (``gym_env_vectorize_mode``'s words).
 VEC_ENVS = {"dummy": "sync", "subproc": "async"}
 
-#: Defaults per reference (SB3's names). SB3-DQN: the settings that reach 95 % of the Cabs
-#: optimum in 2-4 k env steps (MLP 64x64, lr 1e-3, batch 64, train_freq 4, buffer 50 k,
-#: learning_starts 1000, target update 1000, rewards x0.01 for the learner).
+#: Defaults per reference (SB3's names): Stable-Baselines3's constructor defaults (2.x; its
+#: ``MlpPolicy``'s 64x64 torso for DQN and PPO, 256x256 for SAC; tests/test_presets.py checks
+#: them against SB3's signatures), rewards unscaled, and the suite's own two: iterations of at
+#: least 1 s and ``total_timesteps``, the schedules' horizon where neither the sweep, nor its
+#: env-step budget, nor a preset sets one (SB3 has no default: ``learn`` requires it; 100 k
+#: is rl-baselines3-zoo's order for classic control). Past that horizon training goes on at
+#: the schedules' final values until the budget or the target (:func:`schedule_horizon`).
+#: Settings tuned for one env are presets (:mod:`sweeps.engine.presets`).
 REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
     "SB3-DQN": {
-        "learning_rate": 1e-3,
-        "batch_size": 64,
+        "learning_rate": 1e-4,
+        "batch_size": 32,
         "train_freq": 4,
         "gradient_steps": 1,
-        "buffer_size": 50_000,
-        "learning_starts": 1000,
-        "target_update_interval": 1000,
+        "buffer_size": 1_000_000,
+        "learning_starts": 100,
+        "target_update_interval": 10_000,
         "exploration_fraction": 0.1,
         "exploration_initial_eps": 1.0,
         "exploration_final_eps": 0.05,
         "gamma": 0.99,
         "hidden_sizes": [64, 64],
-        "reward_scale": 0.01,
-        "total_timesteps": 20_000,
+        "reward_scale": 1.0,
+        "total_timesteps": 100_000,
         "min_time_s_per_iteration": 1.0,
     },
     "SB3-PPO": {
@@ -94,16 +100,14 @@ REFERENCE_DEFAULTS: dict[str, dict[str, Any]] = {
         "clip_range": 0.2,
         "ent_coef": 0.0,
         "hidden_sizes": [64, 64],
-        "reward_scale": 0.01,
-        "total_timesteps": 200_000,
+        "reward_scale": 1.0,
+        "total_timesteps": 100_000,
         "min_time_s_per_iteration": 1.0,
     },
-    # SB3's SAC defaults (MLP 256x256, batch 256, one update per env step, automatic entropy
-    # coefficient), a 100 k replay buffer and no reward scaling
     "SB3-SAC": {
         "learning_rate": 3e-4,
         "batch_size": 256,
-        "buffer_size": 100_000,
+        "buffer_size": 1_000_000,
         "learning_starts": 100,
         "train_freq": 1,
         "gradient_steps": 1,
@@ -161,13 +165,16 @@ _SB3_ARGS = {
 }
 
 
-def recorded_params(config: Mapping[str, Any]) -> dict[str, Any]:
+def recorded_params(config: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
     """The vocabulary columns a reference trial is recorded with: ``num_env_runners`` 0 (it samples
     in its own process), ``lr`` = SB3 ``learning_rate`` and ``train_batch_size`` = its
-    minibatch (SB3 ``batch_size``; PPO: ``n_steps``, the on-policy batch).
+    minibatch (SB3 ``batch_size``; PPO: ``n_steps``, the on-policy batch), as the trial
+    resolves them on ``env`` (its preset, :mod:`sweeps.engine.presets`).
     :func:`run_reference` ignores them."""
+    from sweeps.engine.presets import preset_values
+
     algo = config["algorithm"]
-    params = {**REFERENCE_DEFAULTS[algo], **config}
+    params = {**REFERENCE_DEFAULTS[algo], **preset_values(algo, env), **config}
     return {
         "num_env_runners": 0,
         "num_envs_per_env_runner": int(params.get("n_envs", 1)),
@@ -277,13 +284,14 @@ _UNLIMITED_STEPS = 2**62
 
 
 def schedule_horizon(
-    config: Mapping[str, Any], budget_env_steps: int | None
+    config: Mapping[str, Any], budget_env_steps: int | None, env: str | None = None
 ) -> tuple[int, int, bool]:
     """The env steps a reference's schedules run over and the env steps it may train for.
 
     Args:
         config: the trial's reference config (``algorithm`` and what the sweep set).
         budget_env_steps: the sweep's env-step budget, or None.
+        env: the env id (its preset may set the default horizon).
 
     Returns:
         ``(horizon, run_steps, ends_at_horizon)``: SB3's ``total_timesteps`` for its
@@ -291,10 +299,14 @@ def schedule_horizon(
         sweep set, whichever is less, or unlimited: the time budget or the target ends it);
         and whether the run ends at a horizon the sweep set below its budget (then recorded
         with ``censor_reason = "horizon"``, not as a budget). A horizon the sweep did not set
-        is the env-step budget, else the reference's default (:data:`REFERENCE_DEFAULTS`),
-        which then never ends the run: SB3 would end it there, a limit no sweep declared.
+        is the env-step budget, else the preset's or the reference's default
+        (:data:`REFERENCE_DEFAULTS`), which then never ends the run: SB3 would end it there,
+        a limit no sweep declared.
     """
-    default = int(REFERENCE_DEFAULTS[config["algorithm"]]["total_timesteps"])
+    from sweeps.engine.presets import preset_values
+
+    algo = config["algorithm"]
+    default = int({**REFERENCE_DEFAULTS[algo], **preset_values(algo, env)}["total_timesteps"])
     budget = None if budget_env_steps is None else int(budget_env_steps)
     if config.get("total_timesteps") is not None:
         horizon = int(config["total_timesteps"])
@@ -358,7 +370,8 @@ def run_reference(
 
     Args:
         config: ``algorithm`` (a key of :data:`REFERENCE_ALGORITHMS`), ``seed`` and SB3
-            parameters; missing ones take :data:`REFERENCE_DEFAULTS`. ``n_envs`` > 1 or
+            parameters; missing ones take the preset of ``env_id``, else
+            :data:`REFERENCE_DEFAULTS` (:func:`sweeps.engine.search.resolve_params`). ``n_envs`` > 1 or
             ``vec_env="subproc"`` trains on a vectorized env (SB3's ``DummyVecEnv`` or
             ``SubprocVecEnv``), built inside the timed region (its processes are start-up);
             ``env_steps`` then count every sub-env's steps, and ``max_env_restarts`` bounds
@@ -393,10 +406,12 @@ def run_reference(
     import envs
     from sweeps.engine.env_faults import DEFAULT_MAX_ENV_RESTARTS, EnvFaultLimit, RecoveringEnv
     from sweeps.engine.evaluation import Cadence, trial_evaluator
+    from sweeps.engine.presets import preset_values
 
     algo = config["algorithm"]
     params = {
         **REFERENCE_DEFAULTS[algo],
+        **preset_values(algo, env_id),
         **{
             k: v
             for k, v in config.items()
@@ -408,7 +423,7 @@ def run_reference(
     torch.set_num_threads(1)  # the reference gets one CPU, as its trial requests
     scale = float(params["reward_scale"])
     iteration_s = float(params["min_time_s_per_iteration"])
-    horizon, total, ends_at_horizon = schedule_horizon(config, budget_env_steps)
+    horizon, total, ends_at_horizon = schedule_horizon(config, budget_env_steps, env_id)
     params.pop("total_timesteps", None)
     n_envs = int(params.pop("n_envs", 1))
     vec_env = str(params.pop("vec_env", "dummy"))

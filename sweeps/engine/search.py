@@ -57,35 +57,78 @@ META_KEYS = ("config_id", "is_baseline", "is_reference", "seed", "stage")
 RECORDED_PARAMS = VOCAB_COLUMNS
 
 
-def algorithm_defaults(algorithm: str) -> dict[str, Any]:
-    """The parameters a trial of ``algorithm`` takes when the sweep sets none: an RLlib
-    algorithm's tuned defaults (``ALGORITHMS[name].defaults``), or an SB3 algorithm's
-    (:data:`sweeps.engine.reference.REFERENCE_DEFAULTS`, SB3's names) with the vocabulary
-    columns it is recorded with (:func:`sweeps.engine.reference.recorded_params`).
+def library_defaults(algorithm: str) -> dict[str, Any]:
+    """``algorithm``'s own defaults, the library's or the paper's: an RLlib algorithm's
+    ``ALGORITHMS[name].defaults``, an SB3 algorithm's
+    :data:`sweeps.engine.reference.REFERENCE_DEFAULTS` entry (SB3's names).
 
     Raises:
         KeyError: an algorithm neither registry knows.
     """
     from sweeps.engine.algorithms import ALGORITHMS
-    from sweeps.engine.reference import REFERENCE_ALGORITHMS, REFERENCE_DEFAULTS, recorded_params
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS, REFERENCE_DEFAULTS
 
     if algorithm in REFERENCE_ALGORITHMS:
-        return {
-            **REFERENCE_DEFAULTS[algorithm],
-            **recorded_params({"algorithm": algorithm}),
-        }
+        return dict(REFERENCE_DEFAULTS[algorithm])
     return dict(ALGORITHMS[algorithm].defaults)
 
 
-def complete_params(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with the algorithm's defaults filled in for :data:`RECORDED_PARAMS`."""
+def defaults_for(algorithm: str, env: str | None) -> dict[str, Any]:
+    """What a trial of ``algorithm`` on ``env`` takes where its sweep sets nothing: its library
+    defaults (:func:`library_defaults`) overridden by its preset there
+    (:mod:`sweeps.engine.presets`), if any.
+
+    Raises:
+        KeyError: an algorithm neither registry knows.
+    """
+    from sweeps.engine.presets import preset_values
+
+    return {**library_defaults(algorithm), **preset_values(algorithm, env)}
+
+
+def resolve_params(params: dict[str, Any], env: str | None) -> dict[str, Any]:
+    """A trial's parameters as it runs: ``{**library defaults, **preset, **params}``, what
+    :func:`sweeps.engine.algorithms.build_config` and the SB3 trial apply.
+
+    Args:
+        params: ``algorithm`` and what the sweep (or a caller of ``build_config``) set.
+        env: the env id the trial runs on, as the sweep names it.
+
+    Raises:
+        KeyError: no or an unknown ``algorithm``.
+    """
+    return {**defaults_for(params["algorithm"], env), **params}
+
+
+def algorithm_defaults(algorithm: str, env: str | None = None) -> dict[str, Any]:
+    """The parameters a trial of ``algorithm`` on ``env`` takes when the sweep sets none: its
+    preset there, over its library defaults (:func:`sweeps.engine.presets.defaults_for`); an
+    SB3 algorithm's (SB3's names) with the vocabulary columns it is recorded with
+    (:func:`sweeps.engine.reference.recorded_params`).
+
+    Raises:
+        KeyError: an algorithm neither registry knows.
+    """
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS, recorded_params
+
+    if algorithm in REFERENCE_ALGORITHMS:
+        return {
+            **defaults_for(algorithm, env),
+            **recorded_params({"algorithm": algorithm}, env),
+        }
+    return defaults_for(algorithm, env)
+
+
+def complete_params(params: dict[str, Any], env: str | None = None) -> dict[str, Any]:
+    """``params`` with the defaults of its algorithm on ``env`` (:func:`algorithm_defaults`)
+    filled in for :data:`RECORDED_PARAMS`."""
     from sweeps.engine.algorithms import ALGORITHMS
 
     if params["algorithm"] not in ALGORITHMS:  # SB3 (the reference or a configuration)
         from sweeps.engine.reference import recorded_params
 
-        return {**params, **recorded_params(params)}
-    defaults = ALGORITHMS[params["algorithm"]].defaults
+        return {**params, **recorded_params(params, env)}
+    defaults = algorithm_defaults(params["algorithm"], env)
     filled = {k: defaults[k] for k in RECORDED_PARAMS if k in defaults and k not in params}
     return {**params, **filled}
 
@@ -231,7 +274,7 @@ def confirm_cells(sweep: Sweep) -> list[dict[str, Any]] | None:
                 if v is None:
                     return None
             else:
-                v = [fixed.get(name, algorithm_defaults(algo).get(name))]
+                v = [fixed.get(name, algorithm_defaults(algo, sweep.env).get(name))]
             values.append(v)
         cells += [
             {"algorithm": algo, **dict(zip(axes, combo, strict=True))}
@@ -256,7 +299,7 @@ def first_points(sweep: Sweep) -> list[dict[str, Any]]:
     base = sweep.baseline or {}
     points = []
     for algo in sweep.algorithms:
-        defaults = algorithm_defaults(algo)
+        defaults = algorithm_defaults(algo, sweep.env)
         point: dict[str, Any] = {"algorithm": algo}
         for shared, params in (
             (True, sweep.search_space),
@@ -283,18 +326,18 @@ def _cell_points(sweep: Sweep, cells: list[dict[str, Any]]) -> list[dict[str, An
     anyway, and stands for its cell)."""
 
     base = baseline_params(sweep)
-    base = complete_params(base) if base is not None else None
+    base = complete_params(base, sweep.env) if base is not None else None
     points = []
     for cell in cells:
         algo = cell["algorithm"]
-        defaults = algorithm_defaults(algo)
+        defaults = algorithm_defaults(algo, sweep.env)
         own = sweep.per_algorithm.get(algo, {})
         point: dict[str, Any] = {"algorithm": algo}
         for name, p in sweep.params_for(algo).items():
             value = cell[name] if name in cell else _default_in(p, defaults.get(name))
             point[_optuna_name(algo, name, shared=name not in own)] = value
         flat = trial_params({**point, "__fixed__": json.dumps(sweep.fixed_for(algo))})
-        if base is not None and complete_params(flat) == base:
+        if base is not None and complete_params(flat, sweep.env) == base:
             continue
         points.append(point)
     return points
@@ -474,6 +517,8 @@ class SeededSearch(_PickledState):
         capping: the run's :class:`sweeps.engine.capping.AdaptiveCapping` (which seeds capping
             settled), or None: capping's skips are read with ``seeds`` alone.
         metric, mode: the objective the trials report (``objective``, ``min``).
+        env: the sweep's env id: the recorded columns a configuration leaves unset take its
+            algorithm's preset there (:mod:`sweeps.engine.presets`).
     """
 
     def __init__(
@@ -493,9 +538,11 @@ class SeededSearch(_PickledState):
         confirm_max: int | None = None,
         metric: str = "objective",
         mode: str = "min",
+        env: str | None = None,
     ):
         super().__init__(metric=metric, mode=mode)
         self.inner = inner
+        self._env = env  # the sweep's env id: its presets fill the recorded columns
         self.recorder = recorder
         self.capping = capping if capping is not None else AdaptiveCapping(None, seeds)
         self._reference = reference
@@ -555,7 +602,7 @@ class SeededSearch(_PickledState):
         is_baseline, is_reference = role == "baseline", role == "reference"
         if cid is None:
             cid = role if is_baseline or is_reference else config_id(params["algorithm"], params)
-        params = complete_params(params)
+        params = complete_params(params, getattr(self, "_env", None))
         if not (is_baseline or is_reference):
             self._params_of[cid] = params
         seeds = (
@@ -726,6 +773,7 @@ def sweep_search(
         confirm_per=confirm_axes(sweep),
         confirm_max=confirm_count(sweep),
         capping=capping,
+        env=sweep.env,
     ), num_configs
 
 
@@ -784,10 +832,10 @@ def reconfirmation(
     seeds = list(range(first, first + confirm.seeds))
     groups = []
     if sweep.reference:
-        groups.append(("reference", complete_params(dict(sweep.reference)), False, True))
+        groups.append(("reference", complete_params(dict(sweep.reference), sweep.env), False, True))
     base = baseline_params(sweep)
     if base is not None:
-        groups.append(("baseline", complete_params(base), True, False))
+        groups.append(("baseline", complete_params(base, sweep.env), True, False))
     groups += [(cid, params_of[cid], False, False) for cid in chosen]
     configs = [
         {

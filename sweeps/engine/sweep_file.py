@@ -703,11 +703,26 @@ def check_points(sweep: Sweep, source: str = "SWEEP") -> int:
 
 
 def resolved_spec(sweep: Sweep, target: dict, file: str) -> dict[str, Any]:
-    """spec.json's content: the sweep as resolved (JSON types), with the absolute target and
-    the seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint)."""
+    """spec.json's content: the sweep as resolved (JSON types), with the absolute target, the
+    seeds of each stage (``seeds``: ``{"search": [...], "confirm": [...]}``, disjoint) and the
+    preset each algorithm took (``presets``: :func:`sweep_presets`)."""
     spec = json.loads(sweep.model_dump_json())
     spec["target"] = target
     spec["baseline"] = sweep.baseline
     spec["source_file"] = Path(file).name
     spec["seeds"] = {"search": sweep.search.search_seeds, "confirm": sweep.search.confirm_seeds}
+    spec["presets"] = sweep_presets(sweep)
     return json.loads(json.dumps(spec, default=str))
+
+
+def sweep_presets(sweep: Sweep) -> dict[str, str | None]:
+    """``{algorithm: preset name or None}`` for every algorithm the sweep runs (its
+    configurations', the baseline's and the reference's): where its defaults come from on the
+    sweep's env (:mod:`sweeps.engine.presets`; None: the library's)."""
+    from sweeps.engine.presets import preset_names
+
+    algos = list(sweep.algorithms)
+    for extra in (sweep.baseline, sweep.reference):
+        if extra and extra.get("algorithm") not in algos:
+            algos.append(extra["algorithm"])
+    return preset_names(algos, sweep.env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.engine.algorithms.apex_defaults import APEX_ALGO_DEFAULTS
-from sweeps.engine.algorithms.dqn import DQN_PARAMS, replay_buffer_config
+from sweeps.engine.algorithms.dqn import DQN_PARAMS, RLLIB_DQN_DEFAULTS, replay_buffer_config
 from sweeps.engine.algorithms.vocabulary import AlgorithmSpec, OwnParam
 
 
@@ -38,32 +38,19 @@ APEX_PARAMS: dict[str, OwnParam] = {
     ),
 }
 
-#: A sweep's APEX trial: the sample shape, network and optimiser tuned on Contoso Cabs
-#: (docs/benchmarks.md), :data:`APEX_ALGO_DEFAULTS`, and 1-step returns.
+#: APEX's defaults: the Ape-X paper's algorithm settings (:data:`APEX_ALGO_DEFAULTS`: 3-step
+#: returns, epsilon_i = 0.4^(1 + 7 i/(N-1)), prioritized replay with alpha 0.6 and beta 0.4)
+#: and RLlib's DQN's for the rest (its learner, network, optimiser and sample call:
+#: :data:`sweeps.engine.algorithms.dqn.RLLIB_DQN_DEFAULTS`); the Cabs preset
+#: (:mod:`sweeps.engine.presets`) holds the sample shape, network, optimiser and 1-step returns
+#: tuned there.
 APEX_DEFAULTS: dict[str, Any] = {
-    "num_env_runners": 1,
-    # RLlib's env runner pays per vector step: 16 envs x 4 steps per sample call samples faster
-    # than 8 x 8 at the same replay ratio (docs/benchmarks.md, "APEX's sample call")
-    "num_envs_per_env_runner": 16,
-    "rollout_fragment_length": 4,
-    "train_batch_size": 64,
-    "lr": 1e-3,
-    "gamma": 0.99,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
-    "num_learners": 0,
+    **{
+        k: v
+        for k, v in RLLIB_DQN_DEFAULTS.items()
+        if k not in ("epsilon", "training_intensity")  # APEX's own meanings: the paper's
+    },
     **APEX_ALGO_DEFAULTS,
-    # 1-step returns, not the paper's 3: with few env runners the only actors explore at a
-    # large ε, and uncorrected n-step returns follow that exploring policy; 1 step reached the
-    # Cabs target sooner with 0 and 1 env runners (docs/benchmarks.md, "Learning settings:
-    # 1-step returns"). With many env runners most actors' ε is small and the paper's 3 may
-    # pay: a sweep can set n_step.
-    "n_step": 1,
-    "target_network_update_freq": 1000,
-    "num_steps_sampled_before_learning_starts": 1000,
-    "td_error_loss_fn": "huber",
-    "reward_scale": 0.01,
-    "min_time_s_per_iteration": 1.0,
 }
 
 SPEC = AlgorithmSpec(

@@ -12,7 +12,7 @@ __all__ = ["APEX_ALGO_DEFAULTS"]
 #: Ape-X's algorithm settings as the paper gives them (Horgan et al. 2018, section 4 and
 #: appendix; the replay capacity scaled down from 2 M to 100 k transitions):
 #: :class:`~sweeps.engine.algorithms.apex_dqn.ApexDQNConfig`'s defaults. A sweep's APEX trial starts
-#: from :data:`sweeps.engine.algorithms.apex.APEX_DEFAULTS`, which takes these and overrides ``n_step`` only (see there).
+#: from :data:`sweeps.engine.algorithms.apex.APEX_DEFAULTS`, which takes these as they are.
 APEX_ALGO_DEFAULTS: dict[str, Any] = {
     "double_q": True,
     "dueling": True,

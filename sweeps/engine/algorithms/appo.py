@@ -23,7 +23,8 @@ APPO_PARAMS: dict[str, OwnParam] = {
     "circular_buffer_iterations_per_batch": OwnParam("training", "times each batch is trained on"),
 }
 
-#: Defaults: IMPALA's (docs/benchmarks.md), with RLlib's APPO surrogate settings.
+#: APPO's defaults: RLlib's ``APPOConfig`` shares IMPALA's defaults for these keys
+#: (:data:`IMPALA_DEFAULTS`); its surrogate's own settings are RLlib's.
 APPO_DEFAULTS: dict[str, Any] = dict(IMPALA_DEFAULTS)
 
 

@@ -14,10 +14,9 @@ can name:
 - ``RLLIB-DQN``: RLlib's ``DQN`` algorithm class unchanged (its episode replay buffer, learner
   connector and training step), for measuring RLlib's DQN as users run it.
 
-The defaults below are tuned for wall-clock speed on Contoso Cabs (docs/benchmarks.md), not
-RLlib's: RLlib's default samples ``rollout_fragment_length="auto"`` = 1 env step per remote
-call and runs one learner update and one weight broadcast per env step, which makes it run at
-~35 env steps/s on a 2-core machine.
+The defaults below are RLlib's; the settings tuned for wall-clock speed on Contoso Cabs
+(16 envs x 4 steps per round, a replay ratio of 8, rewards x 0.01) are its preset there
+(:mod:`sweeps.engine.presets`), which every trial on ``ContosoCabs-v0`` takes.
 """
 
 from __future__ import annotations
@@ -82,40 +81,37 @@ def replay_buffer_config(params: dict[str, Any], defaults: dict[str, Any]) -> di
     }
 
 
-#: Tuned defaults of RLLIB-DQN (measured on Contoso Cabs, docs/benchmarks.md; before the
-#: suite's DQN had its own data path, they were its defaults). Why they are fast:
-#: 16 vectorised envs × 8 steps per sample call = 128 env steps per remote call instead of 1,
-#: so the fixed cost of a call and of a vector step through RLlib's connectors is shared by
-#: 128 env steps; ``training_intensity`` 2.0 → ~3.2 replayed transitions per sampled one with
-#: 1 env runner (RLlib's own ratio arithmetic): DQN needs a roughly fixed number of updates to
-#: the target, so more replay per sampled step saves env steps until the updates themselves
-#: set the pace (sweeps/experiments/cabs_dqn_training_intensity.py; docs/changelog.md,
-#: "Algorithms"); RLlib's default does one update and one weight broadcast per env step;
-#: rewards × 0.01 for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer
-#: updates to reach them); iterations end after ~1 s of wall-clock instead of 1000 env steps.
+#: RLLIB-DQN's defaults: RLlib's ``DQNConfig`` as shipped (``ray.rllib.algorithms.dqn``, with
+#: ``DefaultModelConfig``'s 256x256 tanh torso), plus what the suite sets for every algorithm:
+#: one env runner and the learner in the trial's process (resources are the sweep's axis) and
+#: iterations of at least 1 s (the resolution of time-to-target). RLlib's
+#: ``rollout_fragment_length="auto"`` samples ``n_step`` env steps per remote call and its
+#: training step runs one update per sample call, which is slow on any env (~35 env steps/s on
+#: a 2-core machine on Contoso Cabs): the Cabs preset (:mod:`sweeps.engine.presets`) holds the
+#: shape tuned there. tests/test_presets.py checks these against RLlib's own config.
 RLLIB_DQN_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
-    "num_envs_per_env_runner": 16,
-    "rollout_fragment_length": 8,
-    "train_batch_size": 64,
-    "lr": 1e-3,
+    "num_envs_per_env_runner": 1,
+    "rollout_fragment_length": "auto",
+    "train_batch_size": 32,
+    "lr": 5e-4,
     "gamma": 0.99,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
+    "hidden_sizes": [256, 256],
+    "fcnet_activation": "tanh",
     "num_learners": 0,
     "double_q": True,
     "dueling": True,
-    "n_step": 3,
-    "epsilon": [[0, 1.0], [10_000, 0.02]],
-    "target_network_update_freq": 1000,
+    "n_step": 1,
+    "epsilon": [[0, 1.0], [10_000, 0.05]],
+    "target_network_update_freq": 500,
     "num_steps_sampled_before_learning_starts": 1000,
-    "training_intensity": 2.0,
+    "training_intensity": None,
     "td_error_loss_fn": "huber",
     "prioritized_replay": True,
     "buffer_size": 50_000,
     "prioritized_replay_alpha": 0.6,
     "prioritized_replay_beta": 0.4,
-    "reward_scale": 0.01,
+    "reward_scale": 1.0,
     "min_time_s_per_iteration": 1.0,
 }
 
@@ -155,24 +151,10 @@ REPLAY_DQN_PARAMS: dict[str, OwnParam] = {
     ),
 }
 
-#: Tuned defaults of a sweep's DQN trial (Contoso Cabs, docs/benchmarks.md "DQN on the same
-#: data path").
-DQN_DEFAULTS: dict[str, Any] = {
-    **RLLIB_DQN_DEFAULTS,
-    # 64 env steps per round in 4 vector steps (RLlib's env runner pays per vector step), as
-    # APEX's sample call (docs/benchmarks.md, "APEX's sample call")
-    "num_envs_per_env_runner": 16,
-    "rollout_fragment_length": 4,
-    # replayed / sampled transitions: 4 and 8 reached the Cabs target alike, 16 (SB3's DQN
-    # ratio) mostly did not within the budget (sweeps/experiments/cabs_dqn_training_intensity.py;
-    # docs/changelog.md, "DQN on the same data path")
-    "training_intensity": 8.0,
-    "updates_per_learner_call": 8,
-    # 1-step returns, not 3: ε decays from 1.0 over the first 10 k env steps, so early n-step
-    # returns follow an exploring policy (sweeps/experiments/cabs_dqn_n_step.py; docs/changelog.md,
-    # "Learning settings: 1-step returns")
-    "n_step": 1,
-}
+#: The suite's DQN's defaults: RLlib's DQN's (:data:`RLLIB_DQN_DEFAULTS`) on the suite's data
+#: path, one minibatch per learner call as RLlib's training step does (with
+#: ``training_intensity`` None: one learner call per sample round).
+DQN_DEFAULTS: dict[str, Any] = {**RLLIB_DQN_DEFAULTS, "updates_per_learner_call": 1}
 
 SPEC = AlgorithmSpec(
     name="DQN",

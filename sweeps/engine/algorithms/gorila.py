@@ -32,8 +32,11 @@ GORILA_PARAMS: dict[str, OwnParam] = {
     ),
 }
 
-#: A sweep's GORILA trial: the suite's DQN's tuned actors, network and replay ratio (uniform
-#: replay per learner shard, as in the paper), one learner unless the sweep says more.
+#: GORILA's defaults: the suite's DQN's (RLlib's: :data:`DQN_DEFAULTS`; no replay-ratio bound, so
+#: learners replay as fast as they compute, as in the paper), uniform replay per learner shard
+#: (the paper's), one learner on half a CPU unless the sweep says more, and the parameter
+#: server's periods; the Cabs preset (:mod:`sweeps.engine.presets`) holds the actors, network
+#: and replay ratio tuned there.
 GORILA_DEFAULTS: dict[str, Any] = {
     **{k: v for k, v in DQN_DEFAULTS.items() if k != "updates_per_learner_call"},
     "prioritized_replay": False,

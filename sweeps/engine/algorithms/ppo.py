@@ -27,23 +27,32 @@ PPO_PARAMS: dict[str, OwnParam] = {
     "kl_target": OwnParam("training", "KL target"),
 }
 
-#: Defaults: RLlib's PPO settings except faster sampling (8 vectorised envs per env runner),
-#: a 2000-step batch with 10 epochs (RLlib: 4000 and 30), GAE λ 0.95, rewards × 0.01 for the
-#: learner, no value-loss clipping and ~1 s iterations.
+#: PPO's defaults: RLlib's ``PPOConfig`` as shipped (``ray.rllib.algorithms.ppo``, with
+#: ``DefaultModelConfig``'s 256x256 tanh torso), plus what the suite sets for every algorithm:
+#: one env runner (RLlib's PPO: 2), the learner in the trial's process and iterations of at
+#: least 1 s. The Cabs preset (:mod:`sweeps.engine.presets`) holds the settings tuned there;
+#: tests/test_presets.py checks these against RLlib's own config.
 PPO_DEFAULTS: dict[str, Any] = {
     "num_env_runners": 1,
-    "num_envs_per_env_runner": 8,
+    "num_envs_per_env_runner": 1,
     "rollout_fragment_length": "auto",
-    "train_batch_size": 2000,
+    "train_batch_size": 4000,
     "minibatch_size": 128,
-    "num_epochs": 10,
-    "lr": 3e-4,
+    "num_epochs": 30,
+    "lr": 5e-5,
     "gamma": 0.99,
-    "lambda_": 0.95,
-    "vf_clip_param": 1e6,  # no value-loss clipping: RLlib's 10 zeroes the value gradient when returns are large
-    "hidden_sizes": [64, 64],
+    "lambda_": 1.0,
+    "clip_param": 0.3,
+    "vf_clip_param": 10.0,
+    "vf_loss_coeff": 1.0,
+    "entropy_coeff": 0.0,
+    "use_kl_loss": True,
+    "kl_coeff": 0.2,
+    "kl_target": 0.01,
+    "hidden_sizes": [256, 256],
+    "fcnet_activation": "tanh",
     "num_learners": 0,
-    "reward_scale": 0.01,
+    "reward_scale": 1.0,
     "min_time_s_per_iteration": 1.0,
 }
 

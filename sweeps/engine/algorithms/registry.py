@@ -99,8 +99,8 @@ def build_config(
     Args:
         trial_config: flat dict with ``"algorithm"`` plus vocabulary keys (see
             :data:`sweeps.engine.algorithms.vocabulary.SHARED_PARAMS` and :func:`known_params`). Keys
-            it does not set take the algorithm's tuned defaults (``ALGORITHMS[name].defaults``),
-            not RLlib's.
+            it does not set take the preset of the algorithm on ``env``, if any, else the
+            algorithm's library defaults (``ALGORITHMS[name].defaults``; :mod:`sweeps.engine.presets`).
         env: gymnasium id or RLlib-registered env name, e.g. ``"ContosoCabs-v0"``.
         env_config: the env's config dict (RLlib ``env_config``).
 
@@ -132,6 +132,9 @@ def build_config(
     _register_envs()
     config = spec.make_config()
     import envs
+    from sweeps.engine.presets import preset_values
+
+    preset = preset_values(spec.name, env)  # keyed by the env id as the sweep names it
 
     recover = params.get("recover_env_faults", spec.defaults.get("recover_env_faults", True))
     if recover:  # each sub-env re-made alone when it raises (sweeps.engine.env_faults)
@@ -162,7 +165,7 @@ def build_config(
     # out its sleep: 0.02-0.70 s per trial between trials (benchmarks.md, "Time to answer").
     config.debugging(log_sys_usage=False)
     config.callbacks(on_algorithm_init=_limit_torch_threads)
-    return apply_params(config, spec, {**spec.defaults, **params})
+    return apply_params(config, spec, {**spec.defaults, **preset, **params})
 
 
 def _get(d: Any, *keys: str, default: Any = math.nan) -> Any:

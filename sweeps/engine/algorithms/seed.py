@@ -33,9 +33,9 @@ SEED_PARAMS: dict[str, OwnParam] = {
     ),
 }
 
-#: A sweep's SEED trial: IMPALA's tuned learner and sample shape; the actors are light, so
-#: each asks Ray for a quarter of a CPU (a Cabs actor used ~0.2 of one on 2 cores; an env that
-#: waits uses less), and a 2-core machine holds the learner and up to 4 of them.
+#: SEED's defaults: IMPALA's (its learner is IMPALA's: :data:`IMPALA_DEFAULTS`, RLlib's); the
+#: actors are light, so each asks Ray for a quarter of a CPU (a Cabs actor used ~0.2 of one on
+#: 2 cores; an env that waits uses less), and a 2-core machine holds the learner and up to 4.
 SEED_DEFAULTS: dict[str, Any] = {
     **{k: v for k, v in IMPALA_DEFAULTS.items() if k != "num_aggregator_actors_per_learner"},
     "num_cpus_per_env_runner": 0.25,
