@@ -205,17 +205,23 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     resets: PPO and the suite's DQN, sampling in the driver and with an env runner, and the
     SB3-DQN reference all reach the target within their budget in each of 2 seeds, each with
     its env restarts recorded. The target is the shipped CartPole sweeps' (sweeps/cartpole_quick.py),
-    150, a random policy's ~22 times seven."""
+    150, a random policy's ~22 times seven. A user's env takes the library defaults, which
+    favour no env and learn slowly; the study sets the Contoso Cabs presets' fast settings
+    (sweeps.engine.presets), which reach this target well inside the budget."""
+    from sweeps.engine.presets import CABS_ENV, preset_values
+
+    fast = {a: preset_values(a, CABS_ENV) for a in ("PPO", "DQN", "SB3-DQN")}
     (tmp_path / "flaky_env.py").write_text(FLAKY_ENV)
     path = tmp_path / "flaky.py"
     path.write_text(
-        textwrap.dedent("""\
+        textwrap.dedent(f"""\
         from sweeps import Budget, Search, Sweep, Target, choice
         SWEEP = Sweep(name="flaky", env="flaky_env:FlakyCartPole-v0", algorithms=["PPO", "DQN"],
-                      search_space={"num_env_runners": choice([0, 1])},
+                      search_space={{"num_env_runners": choice([0, 1])}},
+                      per_algorithm_fixed={{"PPO": {fast["PPO"]!r}, "DQN": {fast["DQN"]!r}}},
                       target=Target(value=150.0), budget=Budget(time_s=60),
                       search=Search(sampler="grid", num_samples=4, seeds=2, capping=None),
-                      baseline=None, reference={"algorithm": "SB3-DQN"})
+                      baseline=None, reference={{"algorithm": "SB3-DQN", **{fast["SB3-DQN"]!r}}})
         """)
     )
     results = tmp_path / "results"

@@ -157,16 +157,19 @@ def test_a_reference_with_a_time_budget_trains_past_its_default_horizon(
     tmp_path, monkeypatch
 ) -> None:
     """No hidden step cap: with no env-step budget and no ``total_timesteps`` set, SB3-DQN
-    trains past its schedules' 20,000-step horizon (exploration at its final value there),
+    trains past its schedules' horizon on CartPole-v1 (rl-zoo's preset: 50,000 env steps;
+    exploration at its final value there),
     until its caller (the time budget, the target) stops it; a ``total_timesteps`` the sweep
     sets ends training there, and the report says the horizon ended it."""
     import tempfile
 
-    from sweeps.engine.reference import REFERENCE_DEFAULTS, run_reference
+    from sweeps.engine.reference import run_reference
+    from sweeps.engine.search import defaults_for
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.delenv("SB3_LOGDIR", raising=False)
-    horizon = REFERENCE_DEFAULTS["SB3-DQN"]["total_timesteps"]
+    horizon = defaults_for("SB3-DQN", "CartPole-v1")["total_timesteps"]
+    assert horizon == 50_000
     # no gradient step (learning_starts beyond the run): only the env steps and the schedule
     fast = {
         "algorithm": "SB3-DQN",

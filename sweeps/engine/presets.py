@@ -250,9 +250,15 @@ def _zoo_dqn_to_rllib(zoo: Mapping[str, Any]) -> dict[str, Any]:
     linearly over ``exploration_fraction`` of ``n_timesteps``; ``target_update_interval``
     counts env steps, as RLlib's ``target_network_update_freq``; ``gradient_steps`` per
     ``train_freq`` env steps of ``batch_size`` transitions is a replay ratio (``-1``: one
-    gradient step per env step)."""
+    gradient step per env step), trained in calls of ``gradient_steps`` minibatches after each
+    round of ``train_freq`` env steps."""
     grad = zoo["gradient_steps"] if zoo["gradient_steps"] > 0 else zoo["train_freq"]
     return {
+        # one env sampled ``train_freq`` steps per round, then ``gradient_steps`` updates in
+        # one learner call, as SB3's train step
+        "num_envs_per_env_runner": 1,
+        "rollout_fragment_length": zoo["train_freq"],
+        "updates_per_learner_call": grad,
         "lr": zoo["learning_rate"],
         "train_batch_size": zoo["batch_size"],
         "buffer_size": zoo["buffer_size"],
