@@ -203,3 +203,35 @@ def test_rl_zoo_presets_build_valid_rllib_configs(env, algo):
     from sweeps.engine.algorithms import build_config
 
     build_config({"algorithm": algo}, env).validate()
+
+
+def test_spec_json_and_the_report_name_each_algorithm_s_preset_and_the_reference_horizon():
+    from analysis.report import _defaults_note
+    from sweeps.engine.sweep_file import load_sweep, resolved_spec
+
+    sweep = load_sweep(ROOT / "sweeps" / "cabs_scaling.py")
+    spec = resolved_spec(sweep, {"metric": "evaluation", "value": 1.0}, "cabs_scaling.py")
+    assert spec["presets"] == {
+        "APEX": "contoso-cabs",
+        "IMPALA": "contoso-cabs",
+        "SB3-DQN": "contoso-cabs",
+    }
+    note = _defaults_note(spec)
+    assert "APEX: preset <code>contoso-cabs</code>" in note
+    # the Cabs preset's 20 k horizon with a time budget only; exploration over its first 10 %
+    assert "over 20,000 env steps" in note and "over the first 2,000" in note
+    assert "hold their final values" in note
+    user = {**spec, "env": "my_pkg.envs:Corridor-v0", "presets": {"APEX": None}}
+    assert "APEX: library defaults" in _defaults_note(user)
+    assert "over 100,000 env steps" in _defaults_note(user)
+    ends = {**spec, "reference": {"algorithm": "SB3-DQN", "total_timesteps": 5_000}}
+    assert "censor_reason &#x27;horizon&#x27;" in _defaults_note(ends)  # HTML-escaped
+
+
+def test_the_dry_run_says_which_preset_each_algorithm_took(capsys):
+    from sweeps.run import main
+
+    assert main([str(ROOT / "sweeps" / "cartpole_presets.py"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Defaults on CartPole-v1" in out
+    assert "  DQN: preset 'rl-zoo'" in out and "  SB3-DQN: preset 'rl-zoo'" in out
