@@ -29,7 +29,7 @@ PONG_IMPALA = {
     "minibatch_size": None,  # each pass is one update on the whole train batch
     "lr": 5e-4,
     "gamma": 0.99,
-    "reward_scale": 1.0,  # Pong's rewards are already ±1 (the Cabs default is 0.01)
+    "reward_scale": 1.0,  # Pong's rewards are already ±1 (also the library default)
     "min_time_s_per_iteration": 10,
 }
 PONG_ENV_CONFIG = {"frame_size": 42, "framestack": 4}

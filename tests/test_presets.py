@@ -195,14 +195,21 @@ def test_rl_zoo_presets_translate_sb3_s_names():
     assert ppo["train_batch_size"] == 256 and ppo["num_envs_per_env_runner"] == 8
     assert ppo["rollout_fragment_length"] == "auto"  # 256 / 8 envs = rl-zoo's 32 steps
     assert find_preset("SB3-PPO", "Acrobot-v1").values["n_steps"] == 4096
+    pong = find_preset("DQN", "PongNoFrameskip-v4").values
+    assert pong["epsilon"] == [[0, 1.0], [1_000_000, 0.01]] and pong["training_intensity"] == 8.0
+    assert "hidden_sizes" not in pong  # a CNN encoder
+    assert find_preset("SB3-DQN", "PongNoFrameskip-v4") is None  # no Atari reference
 
 
-@pytest.mark.parametrize("env", ["CartPole-v1", "Acrobot-v1"])
+@pytest.mark.parametrize("env", ["CartPole-v1", "Acrobot-v1", "PongNoFrameskip-v4"])
 @pytest.mark.parametrize("algo", ["DQN", "PPO"])
 def test_rl_zoo_presets_build_valid_rllib_configs(env, algo):
     from sweeps.engine.algorithms import build_config
+    from sweeps.engine.presets import find_preset
 
-    build_config({"algorithm": algo}, env).validate()
+    assert find_preset(algo, env).name == "rl-zoo"
+    env_config = {"frame_size": 42, "framestack": 4} if "Pong" in env else {}
+    build_config({"algorithm": algo}, env, env_config).validate()
 
 
 def test_spec_json_and_the_report_name_each_algorithm_s_preset_and_the_reference_horizon():

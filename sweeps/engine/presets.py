@@ -10,7 +10,8 @@ rl-baselines3-zoo keeps them (``hyperparams/<algo>.yml``, one entry per env id, 
   the studies that chose them; the shipped Cabs sweeps and their published numbers use them.
 - ``rl-zoo``: rl-baselines3-zoo's published hyperparameters for the classic-control ids the
   suite ships sweeps for (CartPole-v1, Acrobot-v1), SB3's as they are and RLlib's DQN and PPO
-  translated to RLlib's names (the translation is stated beside each).
+  translated to RLlib's names (the translation is stated beside each), and its ``atari``
+  entries for the suite's DQN and PPO on the Atari id it ships sweeps for (PongNoFrameskip-v4).
 
 A trial's parameters resolve as ``{**library defaults, **preset, **the sweep's own values}``
 (:func:`sweeps.engine.search.resolve_params`): a sweep's values always win; an env without an entry (a user's env) gets
@@ -244,6 +245,35 @@ _ZOO_SB3_PPO: dict[str, dict[str, Any]] = {
 _ZOO_PPO_N_ENVS = {"CartPole-v1": 8, "Acrobot-v1": 16}
 
 
+#: rl-zoo's ``atari`` entries (one for every Atari id; the suite ships Pong sweeps), SB3's names
+#: as published. Only the RLlib translations are presets: the suite's SB3 reference has no
+#: Atari wrapper or CNN policy. The linear schedules (``lin_2.5e-4``, ``lin_0.1``) are taken at
+#: their start values; rl-zoo's AtariWrapper and 4 stacked frames are the env's
+#: (``envs.atari``, the sweep's ``env_config``), not the algorithm's.
+_ZOO_ATARI_DQN: dict[str, Any] = {
+    "total_timesteps": 10_000_000,
+    "buffer_size": 10_000,
+    "learning_rate": 1e-4,
+    "batch_size": 32,
+    "learning_starts": 100_000,
+    "gamma": 0.99,
+    "target_update_interval": 1000,
+    "train_freq": 4,
+    "gradient_steps": 1,
+    "exploration_fraction": 0.1,
+    "exploration_final_eps": 0.01,
+}
+_ZOO_ATARI_PPO: dict[str, Any] = {
+    "n_steps": 8 * 128,
+    "n_epochs": 4,
+    "batch_size": 256,
+    "learning_rate": 2.5e-4,
+    "clip_range": 0.1,
+    "ent_coef": 0.01,
+}
+_ATARI_IDS = ("PongNoFrameskip-v4",)
+
+
 def _zoo_dqn_to_rllib(zoo: Mapping[str, Any]) -> dict[str, Any]:
     """rl-zoo's SB3 DQN entry in the suite's DQN's names. SB3's DQN is vanilla (no double Q,
     no dueling heads, uniform replay, 1-step returns, hard target copies); its epsilon decays
@@ -273,8 +303,11 @@ def _zoo_dqn_to_rllib(zoo: Mapping[str, Any]) -> dict[str, Any]:
                 zoo["exploration_final_eps"],
             ],
         ],
-        "hidden_sizes": list(zoo["hidden_sizes"]),
-        "fcnet_activation": "relu",
+        **(
+            {"hidden_sizes": list(zoo["hidden_sizes"]), "fcnet_activation": "relu"}
+            if "hidden_sizes" in zoo
+            else {}  # an image env: RLlib's CNN encoder, whatever the MLP settings
+        ),
         "double_q": False,
         "dueling": False,
         "prioritized_replay": False,
@@ -336,6 +369,19 @@ def _table() -> tuple[Preset, ...]:
                 env,
                 _zoo_ppo_to_rllib(zoo, _ZOO_PPO_N_ENVS[env]),
                 _ZOO_PPO + ", translated",
+            )
+        )
+    for env in _ATARI_IDS:
+        rows.append(
+            Preset("rl-zoo", "DQN", env, _zoo_dqn_to_rllib(_ZOO_ATARI_DQN), _ZOO_DQN + ", atari")
+        )
+        rows.append(
+            Preset(
+                "rl-zoo",
+                "PPO",
+                env,
+                {**_zoo_ppo_to_rllib(_ZOO_ATARI_PPO, 8), "vf_loss_coeff": 0.5},
+                _ZOO_PPO + ", atari",
             )
         )
     return tuple(rows)
