@@ -61,6 +61,16 @@ class Preset:
 
 # --- Contoso Cabs: the project's tuning -------------------------------------------------------
 
+#: The network, optimiser step and reward scale every value-based and IMPALA-family algorithm
+#: uses on Cabs: a 64x64 ReLU torso, lr 1e-3, rewards x 0.01 for the learner (Q-values and
+#: returns of ~30 instead of ~3000 dollars: Adam needs far fewer updates to reach them).
+_CABS_NET: dict[str, Any] = {
+    "lr": 1e-3,
+    "hidden_sizes": [64, 64],
+    "fcnet_activation": "relu",
+    "reward_scale": 0.01,
+}
+
 #: RLlib's DQN on Cabs (the RLLIB-DQN algorithm; before the suite's DQN had its own data path,
 #: these were its settings). 16 vectorised envs x 8 steps per sample call = 128 env steps per
 #: remote call instead of 1, so the fixed cost of a call and of a vector step through RLlib's
@@ -71,17 +81,14 @@ class Preset:
 #: for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer updates to reach
 #: them); a 64x64 ReLU torso, lr 1e-3, batch 64, target copy every 1000 env steps.
 _CABS_RLLIB_DQN: dict[str, Any] = {
+    **_CABS_NET,
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 8,
     "train_batch_size": 64,
-    "lr": 1e-3,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
     "n_step": 3,
     "epsilon": [[0, 1.0], [10_000, 0.02]],
     "target_network_update_freq": 1000,
     "training_intensity": 2.0,
-    "reward_scale": 0.01,
 }
 
 #: The suite's DQN on Cabs (docs/benchmarks.md, "DQN on the same data path"): RLlib's DQN's Cabs
@@ -105,15 +112,12 @@ _CABS_DQN: dict[str, Any] = {
 #: uncorrected n-step returns follow it; docs/benchmarks.md, "Learning settings: 1-step
 #: returns"). The replay capacity is the paper's 2 M scaled to 100 k as in its library default.
 _CABS_APEX: dict[str, Any] = {
+    **_CABS_NET,
     "num_envs_per_env_runner": 16,
     "rollout_fragment_length": 4,
     "train_batch_size": 64,
-    "lr": 1e-3,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
     "n_step": 1,
     "target_network_update_freq": 1000,
-    "reward_scale": 0.01,
 }
 
 #: Gorila on Cabs: the suite's DQN's Cabs actors, network and replay ratio (uniform replay per
@@ -126,15 +130,12 @@ _CABS_GORILA: dict[str, Any] = {
 #: env steps per asynchronous sample call, a 512-step batch in 4 passes of 128, lr 1e-3, a
 #: 64x64 ReLU torso and rewards x 0.01.
 _CABS_IMPALA: dict[str, Any] = {
+    **_CABS_NET,
     "num_envs_per_env_runner": 8,
     "rollout_fragment_length": 32,
     "train_batch_size": 512,
-    "lr": 1e-3,
-    "hidden_sizes": [64, 64],
-    "fcnet_activation": "relu",
     "num_epochs": 4,
     "minibatch_size": 128,
-    "reward_scale": 0.01,
 }
 
 #: PPO on Cabs: faster sampling (8 vectorised envs per env runner), a 2000-step batch with 10
