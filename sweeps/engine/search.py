@@ -102,7 +102,7 @@ def resolve_params(params: dict[str, Any], env: str | None) -> dict[str, Any]:
 
 def algorithm_defaults(algorithm: str, env: str | None = None) -> dict[str, Any]:
     """The parameters a trial of ``algorithm`` on ``env`` takes when the sweep sets none: its
-    preset there, over its library defaults (:func:`sweeps.engine.presets.defaults_for`); an
+    preset there, over its library defaults (:func:`defaults_for`); an
     SB3 algorithm's (SB3's names) with the vocabulary columns it is recorded with
     (:func:`sweeps.engine.reference.recorded_params`).
 
