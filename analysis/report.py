@@ -1140,11 +1140,11 @@ def _defaults_note(spec: dict) -> str:
         + "; ".join(parts)
         + ".</p>"
     )
-    ref = spec.get("reference")
-    if ref and ref.get("algorithm") in ("SB3-DQN", "SB3-PPO", "SB3-SAC"):
-        from sweeps.engine.reference import schedule_horizon
-        from sweeps.engine.search import resolve_params
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS, schedule_horizon
+    from sweeps.engine.search import resolve_params
 
+    ref = spec.get("reference")
+    if ref and ref.get("algorithm") in REFERENCE_ALGORITHMS:
         budget = (spec.get("budget") or {}).get("env_steps")
         horizon, _, ends = schedule_horizon(ref, budget, env)
         p = resolve_params(ref, env)

@@ -14,8 +14,8 @@ rl-baselines3-zoo keeps them (``hyperparams/<algo>.yml``, one entry per env id, 
   entries for the suite's DQN and PPO on the Atari id it ships sweeps for (PongNoFrameskip-v4).
 
 A trial's parameters resolve as ``{**library defaults, **preset, **the sweep's own values}``
-(:func:`sweeps.engine.search.resolve_params`): a sweep's values always win; an env without an entry (a user's env) gets
-the library defaults. ``spec.json``, the dry-run and the report name the preset each
+(:func:`sweeps.engine.search.resolve_params`): a sweep's values always win; an env without an
+entry (a user's env) gets the library defaults. ``spec.json``, the dry-run and the report name the preset each
 configuration took (:func:`preset_names`).
 """
 
@@ -77,9 +77,8 @@ _CABS_NET: dict[str, Any] = {
 #: connectors is shared by 128 env steps; ``training_intensity`` 2.0 -> ~3.2 replayed
 #: transitions per sampled one with 1 env runner (RLlib's ratio arithmetic): DQN needs a roughly
 #: fixed number of updates to the target, so more replay per sampled step saves env steps until
-#: the updates set the pace (sweeps/experiments/cabs_dqn_training_intensity.py); rewards x 0.01
-#: for the learner (Q-values of ~30 instead of ~3000: Adam needs far fewer updates to reach
-#: them); a 64x64 ReLU torso, lr 1e-3, batch 64, target copy every 1000 env steps.
+#: the updates set the pace (sweeps/experiments/cabs_dqn_training_intensity.py); the Cabs
+#: network (:data:`_CABS_NET`), batch 64, target copy every 1000 env steps.
 _CABS_RLLIB_DQN: dict[str, Any] = {
     **_CABS_NET,
     "num_envs_per_env_runner": 16,
@@ -123,7 +122,7 @@ _CABS_APEX: dict[str, Any] = {
 #: Gorila on Cabs: the suite's DQN's Cabs actors, network and replay ratio (uniform replay per
 #: learner shard, as the paper).
 _CABS_GORILA: dict[str, Any] = {
-    k: v for k, v in _CABS_DQN.items() if k not in ("updates_per_learner_call",)
+    k: v for k, v in _CABS_DQN.items() if k != "updates_per_learner_call"
 }
 
 #: IMPALA on Cabs (docs/benchmarks.md, section Algorithms): 8 vectorised envs x 32 steps = 256
@@ -320,8 +319,8 @@ def _zoo_ppo_to_rllib(zoo: Mapping[str, Any], n_envs: int) -> dict[str, Any]:
     """rl-zoo's SB3 PPO entry in RLlib PPO's names: its ``n_envs`` vectorised envs of
     ``n_steps / n_envs`` steps each per rollout (RLlib's ``"auto"`` fragment, which follows
     a sweep's own ``train_batch_size``) = ``train_batch_size`` (one env runner),
-    ``batch_size`` -> ``minibatch_size``,
-    ``n_epochs`` -> ``num_epochs``, ``gae_lambda`` -> ``lambda_``, ``clip_range`` ->
+    ``batch_size`` -> ``minibatch_size``, ``n_epochs`` -> ``num_epochs``, ``gae_lambda`` ->
+    ``lambda_``, ``clip_range`` ->
     ``clip_param``, ``ent_coef`` -> ``entropy_coeff``; SB3's PPO has no KL penalty, clips no
     value loss, weighs it 0.5 and uses a 64x64 tanh MLP; absent keys are SB3's defaults."""
     n_steps = int(zoo.get("n_steps", 2048))
@@ -381,7 +380,7 @@ def _table() -> tuple[Preset, ...]:
                 "rl-zoo",
                 "PPO",
                 env,
-                {**_zoo_ppo_to_rllib(_ZOO_ATARI_PPO, 8), "vf_loss_coeff": 0.5},
+                _zoo_ppo_to_rllib(_ZOO_ATARI_PPO, 8),
                 _ZOO_PPO + ", atari",
             )
         )

@@ -165,16 +165,22 @@ _SB3_ARGS = {
 }
 
 
+def _defaults(algorithm: str, env: str | None) -> dict[str, Any]:
+    """What an SB3 trial of ``algorithm`` on ``env`` takes where its config is silent: SB3's
+    defaults (:data:`REFERENCE_DEFAULTS`) under the env's preset (:mod:`sweeps.engine.presets`)."""
+    from sweeps.engine.presets import preset_values
+
+    return {**REFERENCE_DEFAULTS[algorithm], **preset_values(algorithm, env)}
+
+
 def recorded_params(config: Mapping[str, Any], env: str | None = None) -> dict[str, Any]:
     """The vocabulary columns a reference trial is recorded with: ``num_env_runners`` 0 (it samples
     in its own process), ``lr`` = SB3 ``learning_rate`` and ``train_batch_size`` = its
     minibatch (SB3 ``batch_size``; PPO: ``n_steps``, the on-policy batch), as the trial
     resolves them on ``env`` (its preset, :mod:`sweeps.engine.presets`).
     :func:`run_reference` ignores them."""
-    from sweeps.engine.presets import preset_values
-
     algo = config["algorithm"]
-    params = {**REFERENCE_DEFAULTS[algo], **preset_values(algo, env), **config}
+    params = {**_defaults(algo, env), **config}
     return {
         "num_env_runners": 0,
         "num_envs_per_env_runner": int(params.get("n_envs", 1)),
@@ -303,10 +309,7 @@ def schedule_horizon(
         (:data:`REFERENCE_DEFAULTS`), which then never ends the run: SB3 would end it there,
         a limit no sweep declared.
     """
-    from sweeps.engine.presets import preset_values
-
-    algo = config["algorithm"]
-    default = int({**REFERENCE_DEFAULTS[algo], **preset_values(algo, env)}["total_timesteps"])
+    default = int(_defaults(config["algorithm"], env)["total_timesteps"])
     budget = None if budget_env_steps is None else int(budget_env_steps)
     if config.get("total_timesteps") is not None:
         horizon = int(config["total_timesteps"])
@@ -406,12 +409,10 @@ def run_reference(
     import envs
     from sweeps.engine.env_faults import DEFAULT_MAX_ENV_RESTARTS, EnvFaultLimit, RecoveringEnv
     from sweeps.engine.evaluation import Cadence, trial_evaluator
-    from sweeps.engine.presets import preset_values
 
     algo = config["algorithm"]
     params = {
-        **REFERENCE_DEFAULTS[algo],
-        **preset_values(algo, env_id),
+        **_defaults(algo, env_id),
         **{
             k: v
             for k, v in config.items()
