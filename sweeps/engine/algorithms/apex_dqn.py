@@ -126,12 +126,14 @@ class ApexEnvRunner(TransitionEnvRunner):
                 fixed_value_or_schedule=self.epsilon, framework="torch"
             )
 
-    def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
+    def sample_transitions(
+        self, env_steps_sampled_lifetime: int | None = None
+    ) -> tuple[dict[str, np.ndarray], dict]:
         """One sample call's n-step transitions, each with its initial priority's TD error
         (``"td_errors"``, :func:`~sweeps.engine.algorithms.apex_replay.n_step_td_errors`) computed here
         with the actor's own copy of the network, as in the paper (section 3), and the env
         runner's metrics."""
-        transitions, metrics = super().sample_transitions()
+        transitions, metrics = super().sample_transitions(env_steps_sampled_lifetime)
         if transitions and self.module is not None:
             # ALGO LOGIC: the actor, not the learner, prices its new experience.
             with torch.no_grad():

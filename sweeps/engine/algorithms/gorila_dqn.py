@@ -513,10 +513,13 @@ class Gorila(ReplayDQN):
         # ============ 1. samples to the learners' shards, in turn (ALGO LOGIC) ============
         if self.env_runner_group.num_remote_env_runners() > 0:
             ready = self.env_runner_group.foreach_env_runner_async_fetch_ready(
-                "sample_transitions", tag=_SAMPLE_TAG, timeout_seconds=0.0
+                "sample_transitions",
+                tag=_SAMPLE_TAG,
+                timeout_seconds=0.0,
+                kwargs={"env_steps_sampled_lifetime": self._sampled()},  # ε's clock
             )
         else:  # num_env_runners=0: the driver is the only actor and samples synchronously
-            ready = [self.env_runner.sample_transitions()]
+            ready = [self.env_runner.sample_transitions(self._sampled())]
         for transitions, env_runner_metrics in ready:
             self.metrics.aggregate([env_runner_metrics], key=ENV_RUNNER_RESULTS)
             if transitions:

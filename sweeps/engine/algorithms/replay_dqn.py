@@ -102,10 +102,23 @@ class TransitionEnvRunner(SingleAgentEnvRunner):
             raise ValueError(f"{self.ALGORITHM} needs a Box observation space, got {space}")
         super().make_module()  # PLUMBING: RLlib builds the DQN RLModule
 
-    def sample_transitions(self) -> tuple[dict[str, np.ndarray], dict]:
+    def sample_transitions(
+        self, env_steps_sampled_lifetime: int | None = None
+    ) -> tuple[dict[str, np.ndarray], dict]:
         """One ``sample()`` call (``rollout_fragment_length`` × envs env steps) as n-step
         transitions (arrays keyed by :data:`~sweeps.engine.algorithms.apex_replay.TRANSITION_KEYS`,
-        rewards in the env's units; empty dict if no env step), and the env runner's metrics."""
+        rewards in the env's units; empty dict if no env step), and the env runner's metrics.
+
+        Args:
+            env_steps_sampled_lifetime: env steps all env runners have sampled so far, as the
+                driver counts them: the clock of the module's ε schedule. RLlib's env runner
+                learns it only from the state sync that ``Algorithm.step`` runs after each
+                iteration, which this algorithm turns off; without it, every round would explore
+                at the schedule's start (ε ≈ 1 for ever).
+        """
+        if env_steps_sampled_lifetime is not None:
+            # PLUMBING: SingleAgentEnvRunner._sample reads ε's clock from this attribute.
+            self.num_env_steps_sampled_lifetime = int(env_steps_sampled_lifetime)
         # ALGO LOGIC: the env runner, not the learner, builds the n-step transitions.
         parts = [
             n_step_transitions(
@@ -267,7 +280,7 @@ class ReplayDQN(DQN):
                 self._rounds_collected += 1
                 self._request_rounds()
             else:  # num_env_runners=0: the driver samples, then learns.
-                ready = [self.env_runner.sample_transitions()]
+                ready = [self.env_runner.sample_transitions(self._sampled())]
         self._add_to_replay(ready)
 
         # ============ 2. learner updates at the replay ratio (ALGO LOGIC) ============
@@ -289,7 +302,11 @@ class ReplayDQN(DQN):
         takes exactly the oldest round of each env runner."""
         while self._rounds_requested - self._rounds_collected < self._pipeline_depth:
             tag = f"{_ROUND_TAG}{self._rounds_requested % self._pipeline_depth}"
-            self.env_runner_group.foreach_env_runner_async("sample_transitions", tag=tag)
+            self.env_runner_group.foreach_env_runner_async(
+                "sample_transitions",
+                tag=tag,
+                kwargs={"env_steps_sampled_lifetime": self._sampled()},
+            )
             self._rounds_requested += 1
 
     def _sampled(self) -> int:
