@@ -242,3 +242,26 @@ def test_the_dry_run_says_which_preset_each_algorithm_took(capsys):
     out = capsys.readouterr().out
     assert "Defaults on CartPole-v1" in out
     assert "  DQN: preset 'rl-zoo'" in out and "  SB3-DQN: preset 'rl-zoo'" in out
+
+
+def test_the_published_preset_checks_reached_the_target_in_every_seed():
+    """docs/presets.md's current runs (its first headline region per env): every trial, each
+    algorithm on its rl-zoo preset with nothing set by hand, reached gymnasium's threshold
+    within the sweep's budget, every algorithm on its rl-zoo preset."""
+    import re
+
+    import pandas as pd
+
+    page = (ROOT / "docs" / "presets.md").read_text()
+    runs = re.findall(r"<!-- generated: headline from data/(\w+)/(\d{8}-\d{6}) -->", page)
+    current = {}
+    for sweep, run_id in runs:
+        current.setdefault(sweep, run_id)  # the page lists the current run first
+    assert set(current) == {"cartpole_presets", "acrobot_presets"}
+    for sweep, run_id in current.items():
+        run = ROOT / "docs" / "data" / sweep / run_id
+        trials = pd.read_parquet(run / "trials.parquet")
+        assert set(trials["algorithm"]) == {"DQN", "PPO", "SB3-DQN"}, run
+        assert len(trials) == 9 and trials["time_to_target_s"].notna().all(), run
+        spec = json.loads((run / "spec.json").read_text())
+        assert spec["presets"] == {"DQN": "rl-zoo", "PPO": "rl-zoo", "SB3-DQN": "rl-zoo"}, run

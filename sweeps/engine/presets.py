@@ -96,7 +96,9 @@ _CABS_RLLIB_DQN: dict[str, Any] = {
 #: Cabs target alike, 16, SB3's ratio, mostly did not within the budget:
 #: sweeps/experiments/cabs_dqn_training_intensity.py) in calls of 8 minibatches; 1-step
 #: returns, not 3: epsilon decays from 1.0 over the first 10 k env steps, so early n-step
-#: returns follow an exploring policy (sweeps/experiments/cabs_dqn_n_step.py).
+#: returns follow an exploring policy (sweeps/experiments/cabs_dqn_n_step.py). These studies ran
+#: while the suite's DQN did not advance its ε schedule (ε ≈ 1 throughout; docs/changelog.md,
+#: "DQN's and Gorila's ε schedule now advances").
 _CABS_DQN: dict[str, Any] = {
     **_CABS_RLLIB_DQN,
     "rollout_fragment_length": 4,
