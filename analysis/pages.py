@@ -376,37 +376,18 @@ REGIONS: dict[str, Callable[[Study], str]] = {
 def _learner_scaling_check(data: Study, held_out: list[Study]) -> str:
     """GORILA's larger learner counts predicted from the run's one-learner trials
     (:func:`analysis.transfer.learner_scaling_check`) against their own runs' trials."""
-    from analysis.transfer import learner_scaling_check
+    from analysis.transfer import (
+        LEARNER_CHECK_HEADERS,
+        learner_check_table_rows,
+        learner_check_words,
+        learner_scaling_check,
+    )
 
     rows = learner_scaling_check(data, held_out)
     if rows.empty:
         return "No learner check: the run has no one-learner GORILA trial with the server's busy share recorded.\n"
-    table = md_table(
-        ["run", "seeds", "learners", "predicted updates/s", "measured updates/s [range]", "error"],
-        [
-            [
-                f"{r.run} ("
-                + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
-                + ")",
-                f"{min(r.seeds)}-{max(r.seeds)}",
-                str(r.num_learners),
-                f"{r.predicted:.0f}",
-                f"{r.measured:.0f} [{r.low:.0f}-{r.high:.0f}]",
-                f"{r.error:+.0%}",
-            ]
-            for r in rows.itertuples()
-        ],
-        right=(2, 3, 4, 5),
-    )
-    x1, u1 = rows["x1"].iloc[0], rows["u1"].iloc[0]
-    worst = rows.loc[rows["error"].abs().idxmax()]
-    words = (
-        f"\nIn plain words: one learner applied {x1:.0f} updates/s with the parameter server "
-        f"busy {u1:.0%} of the time, so Amdahl's law bounds any learner count at "
-        f"{x1 / u1:.0f} updates/s; the largest miss is {worst.num_learners} learners, "
-        f"{worst.error:+.0%}.\n"
-    )
-    return table + "\n" + words
+    table = md_table(LEARNER_CHECK_HEADERS, learner_check_table_rows(rows), right=(2, 3, 4, 5))
+    return table + "\n\n" + learner_check_words(rows) + "\n"
 
 
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {

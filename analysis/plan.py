@@ -8,9 +8,10 @@ Usage, one subcommand per model (:data:`SUBCOMMANDS`)::
     python -m analysis.plan holdout RESULTS_DIR 8,16          # check the plan on held-out N
     python -m analysis.plan break-even RESULTS_DIR [--env-cost-ms 40] [--held-out RUN,...]
     python -m analysis.plan transfer RESULTS_DIR --cores 16 [--check RUN]
+    python -m analysis.plan learners RESULTS_DIR [--learner-counts 2,4,8] [--held-out RUN,...]
 
-The flags they stand for (``RESULTS_DIR --holdout 8,16``, ``--break-even``, ``--transfer``; a
-bare ``RESULTS_DIR`` is ``fit``) are kept as aliases.
+The flags they stand for (``RESULTS_DIR --holdout 8,16``, ``--break-even``, ``--transfer``,
+``--learners``; a bare ``RESULTS_DIR`` is ``fit``) are kept as aliases.
 
 The plan's model is :mod:`analysis.plan_model` (documented there, formula by formula), what it
 rents :mod:`analysis.catalogue`, its words :mod:`analysis.plan_text`; this module is the
@@ -214,6 +215,7 @@ SUBCOMMANDS = {
     "holdout": "--holdout",
     "break-even": "--break-even",
     "transfer": "--transfer",
+    "learners": "--learners",
 }
 
 
@@ -252,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m analysis.plan",
         description="Capacity plan: predicted time-to-target and cost per env runner "
         "count and Azure VM size, from a results directory. Subcommands: fit RUN (the "
-        "plan), holdout RUN N,M (check it), break-even RUN, transfer RUN --cores C; "
+        "plan), holdout RUN N,M (check it), break-even RUN, transfer RUN --cores C, "
+        "learners RUN; "
         "the flags below are their aliases.",
     )
     p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
@@ -328,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         help="with --break-even: runs of the same study at other env costs "
         "(sweeps.run FILE --env-config step_latency_ms=C); each "
         "configuration's TTT there is predicted from this run's parts and "
-        "compared with what was measured",
+        "compared with what was measured; with --learners: runs of other "
+        "learner counts, predicted from this run's one learner",
     )
     p.add_argument(
         "--allow-shared-seeds",
@@ -336,6 +340,20 @@ def main(argv: list[str] | None = None) -> int:
         help="with --held-out: check the model on held-out runs that share seeds "
         "with this run (refused by default: a model is checked on seeds it "
         "was not fitted on); the table says so",
+    )
+    p.add_argument(
+        "--learners",
+        action="store_true",
+        help="instead of a plan: Gorila's applied learner updates/s at more learners, "
+        "predicted from the run's one-learner GORILA trials (Amdahl's law with the "
+        "parameter server's apply as the serial part, analysis.transfer.learner_scaling) "
+        "and checked on the run's other learner counts and --held-out runs",
+    )
+    p.add_argument(
+        "--learner-counts",
+        default="2,4,8",
+        metavar="M[,M]",
+        help="with --learners: the learner counts to predict (default 2,4,8)",
     )
     p.add_argument(
         "--transfer",
@@ -409,8 +427,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"--env-cost-ms {args.env_cost_ms!r}: --transfer predicts at one env cost"
             )
         held_dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
-        if held_dirs and not args.break_even:
-            raise ValueError("--held-out: only with --break-even")
+        if held_dirs and not (args.break_even or args.learners):
+            raise ValueError("--held-out: only with --break-even or --learners")
+        learner_counts = _parse_learner_counts(args.learner_counts)
+        if args.learner_counts != "2,4,8" and not args.learners:
+            raise ValueError("--learner-counts: only with --learners")
         held = [load_results(d) for d in held_dirs]
         if args.allow_shared_seeds and not held:
             raise ValueError("--allow-shared-seeds: only with --held-out")
@@ -464,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             sys.stderr.write(f"{prog}: error: {exc}\n")
             return EXIT_BAD_INPUT
+    if args.learners:
+        return _learners_main(res, args.target, learner_counts, held, console, shared)
     if args.break_even:
         return _break_even_main(
             res, args.target, costs, console, held, deadline, vms, shared_seeds=shared
@@ -707,6 +730,91 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
             table.add_row(*(escape(c) for c in cells))
         console.print(table)
         console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
+    return 0
+
+
+def _parse_learner_counts(text: str) -> list[int]:
+    """``"2,4,8"`` -> ``[2, 4, 8]``.
+
+    Raises:
+        ValueError: a count that is not an integer of at least 1, or none.
+    """
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise ValueError(
+            f"--learner-counts {text!r}: expected learner counts of at least 1, e.g. 2,4,8"
+        )
+    return sorted(set(counts))
+
+
+def _learners_main(
+    res, target, counts: list[int], held: list, console, shared_seeds: dict[str, list[int]]
+) -> int:
+    """``--learners``: applied learner updates/s at ``counts`` learners predicted from the
+    run's one-learner GORILA trials (:func:`analysis.transfer.learner_predictions`), then
+    each learner count measured in the run or in ``held`` (loaded runs) against its prediction
+    (:func:`analysis.transfer.learner_scaling_check`). Exit 0; 2 when the run has no
+    one-learner GORILA trial with the parameter server's busy share recorded."""
+    from rich.markup import escape  # "[67-71]" is not markup
+    from rich.table import Table
+
+    from analysis.study import analyse
+    from analysis.transfer import (
+        LEARNER_CHECK_HEADERS,
+        learner_check_table_rows,
+        learner_check_words,
+        learner_predictions,
+        learner_scaling_check,
+    )
+
+    fit = analyse(res, target)
+    pred = learner_predictions(fit, counts)
+    if pred.empty:
+        sys.stderr.write(
+            f"python -m analysis.plan: error: {res.path}: no one-learner GORILA trial with the "
+            "parameter server's busy share (server_busy_s) recorded: nothing to predict from\n"
+        )
+        return EXIT_BAD_INPUT
+    x1, u1, bound = pred["x1"].iloc[0], pred["u1"].iloc[0], pred["bound"].iloc[0]
+    console.print(
+        f"[bold]Learners[/bold] of {res.path}: one learner applied {x1:.0f} updates/s with the "
+        f"parameter server busy {u1:.0%} of the time; Amdahl's law with the server's apply as "
+        f"the serial part (analysis.transfer.learner_scaling) bounds any learner count at "
+        f"{bound:.0f} updates/s. An upper estimate: it leaves out the server's time per update "
+        "growing with the learners, their parameter pulls, and cores the learners share.",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table(show_lines=False)
+    for c in ("learners", "predicted updates/s", "speedup", "parallel efficiency"):
+        table.add_column(c, justify="right")
+    for r in pred.itertuples():
+        table.add_row(
+            str(r.num_learners), f"{r.predicted:.0f}", f"{r.speedup:.2f}x", f"{r.efficiency:.0%}"
+        )
+    console.print(table)
+    rows = learner_scaling_check(fit, [analyse(h, target) for h in held])
+    if rows.empty:
+        console.print("No other learner count measured: nothing to check the prediction on.")
+        return 0
+    console.print(
+        "[bold]Checked[/bold]: each measured learner count against its prediction"
+        + (
+            f" (held-out runs sharing seeds with the fit: {', '.join(shared_seeds)})"
+            if shared_seeds
+            else ""
+        )
+    )
+    table = Table(show_lines=False)
+    for c in LEARNER_CHECK_HEADERS:
+        table.add_column(c, justify="left" if c == "run" else "right")
+    for cells in learner_check_table_rows(rows):
+        table.add_row(*(escape(c) for c in cells))
+    console.print(table)
+    console.print(learner_check_words(rows), highlight=False, soft_wrap=True)
     return 0
 
 

@@ -332,6 +332,93 @@ def learner_rates(data: Study) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["num_learners", "seed", "rate", "server_share"])
 
 
+def one_learner_parts(fit: Study) -> tuple[float, float] | None:
+    """``(X1, u1)``: the median applied updates/s (1/s) and the median parameter-server busy
+    share of ``fit``'s one-learner GORILA trials (:func:`learner_rates`), the two parts
+    :func:`learner_scaling` predicts from; None without such a trial with the share recorded."""
+    one = learner_rates(fit)
+    one = one[(one["num_learners"] == 1) & one["server_share"].notna()]
+    if one.empty:
+        return None
+    return float(one["rate"].median()), float(one["server_share"].median())
+
+
+def learner_predictions(fit: Study, counts: list[int]) -> pd.DataFrame:
+    """Applied updates/s predicted at each learner count in ``counts`` from ``fit``'s
+    one-learner GORILA trials alone (:func:`one_learner_parts`, :func:`learner_scaling`).
+
+    Returns:
+        One row per count: ``num_learners``, ``predicted`` (updates/s), ``speedup`` (over one
+        learner), ``efficiency`` (speedup / count), ``bound`` (the server's ``X1 / u1``,
+        updates/s; inf for a server never busy), ``x1`` and ``u1``. Empty when the run has no
+        one-learner part (:func:`one_learner_parts` None).
+
+    Raises:
+        ValueError: a count below 1.
+    """
+    parts = one_learner_parts(fit)
+    if parts is None:
+        return pd.DataFrame()
+    x1, u1 = parts
+    rows = []
+    for m in counts:
+        x = learner_scaling(int(m), x1, u1)
+        rows.append(
+            {
+                "num_learners": int(m),
+                "predicted": x,
+                "speedup": x / x1,
+                "efficiency": x / x1 / m,
+                "bound": x1 / u1 if u1 > 0 else math.inf,
+                "x1": x1,
+                "u1": u1,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+#: Column headers of :func:`learner_check_table_rows`.
+LEARNER_CHECK_HEADERS = [
+    "run",
+    "seeds",
+    "learners",
+    "predicted updates/s",
+    "measured updates/s [range]",
+    "error",
+]
+
+
+def learner_check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
+    """:func:`learner_scaling_check`'s rows as text cells under :data:`LEARNER_CHECK_HEADERS`
+    (the page region and ``python -m analysis.plan learners`` lay out the same cells)."""
+    return [
+        [
+            f"{r.run} ("
+            + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
+            + ")",
+            f"{min(r.seeds)}-{max(r.seeds)}",
+            str(r.num_learners),
+            f"{r.predicted:.0f}",
+            f"{r.measured:.0f} [{r.low:.0f}-{r.high:.0f}]",
+            f"{r.error:+.0%}",
+        ]
+        for r in rows.itertuples()
+    ]
+
+
+def learner_check_words(rows: pd.DataFrame) -> str:
+    """One sentence on :func:`learner_scaling_check`'s rows (non-empty): one learner's parts,
+    the server's bound they imply and the largest miss."""
+    x1, u1 = rows["x1"].iloc[0], rows["u1"].iloc[0]
+    worst = rows.loc[rows["error"].abs().idxmax()]
+    return (
+        f"In plain words: one learner applied {x1:.0f} updates/s with the parameter server "
+        f"busy {u1:.0%} of the time, so Amdahl's law bounds any learner count at "
+        f"{x1 / u1:.0f} updates/s; the largest miss is {worst.num_learners} learners, "
+        f"{worst.error:+.0%}."
+    )
+
+
 def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
     """Every learner count above one, predicted from the fit run's one-learner GORILA trials
     alone (median rate ``X1`` and server share ``u1``, :func:`learner_scaling`) against what
@@ -345,11 +432,10 @@ def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
         (predicted / measured - 1), ``x1`` and ``u1``. Empty when the fit has no one-learner
         trial with the server's busy share recorded.
     """
-    one = learner_rates(fit)
-    one = one[(one["num_learners"] == 1) & one["server_share"].notna()]
-    if one.empty:
+    parts = one_learner_parts(fit)
+    if parts is None:
         return pd.DataFrame()
-    x1, u1 = float(one["rate"].median()), float(one["server_share"].median())
+    x1, u1 = parts
     rows = []
     for run, is_held_out in [(fit, False), *((h, True) for h in held_out)]:
         rates = learner_rates(run)

@@ -286,3 +286,49 @@ def test_more_learners_are_predicted_by_amdahls_law_with_the_server_as_the_seria
         learner_scaling(0, 100.0, 0.25)
     with pytest.raises(ValueError, match="server_share=1.5"):
         learner_scaling(2, 100.0, 1.5)
+
+
+GORILA_FIT = REPO / "docs" / "data" / "cabs_gorila_learner_rates" / "20261129-060951"
+GORILA_HELD_OUT = REPO / "docs" / "data" / "cabs_gorila_learner_rates_held_out" / "20261129-061300"
+
+
+def test_plan_learners_predicts_more_learners_and_checks_them_on_held_out_runs(plan):
+    """``python -m analysis.plan learners``: the counts asked for, predicted from the fit's
+    one-learner trials alone, then every count measured (the fit's own and the held-out
+    run's) against the same prediction the docs/learners.md region shows."""
+    from analysis.load import load_results
+    from analysis.study import analyse
+    from analysis.transfer import learner_scaling, learner_scaling_check, one_learner_parts
+
+    fit = analyse(load_results(GORILA_FIT))
+    x1, u1 = one_learner_parts(fit)
+    ok = plan("learners", str(GORILA_FIT), "--held-out", str(GORILA_HELD_OUT))
+    assert ok.returncode == 0, ok.stderr
+    out = " ".join(ok.stdout.split())
+    assert f"one learner applied {x1:.0f} updates/s" in out
+    for m in (2, 4, 8):  # the default counts, each predicted
+        assert f"│ {m} │ {learner_scaling(m, x1, u1):.0f} │" in out
+    rows = learner_scaling_check(fit, [analyse(load_results(GORILA_HELD_OUT))])
+    assert list(rows["num_learners"]) == [2, 4] and list(rows["held_out"]) == [False, True]
+    for r in rows.itertuples():
+        assert (
+            f"{r.predicted:.0f} │ {r.measured:.0f} [{r.low:.0f}-{r.high:.0f}] │ {r.error:+.0%}"
+            in out
+        )
+    # the flag spelling is the same command
+    assert plan(str(GORILA_FIT), "--learners", "--learner-counts", "3").returncode == 0
+
+
+def test_plan_learners_refuses_what_it_cannot_predict_from_in_one_line(plan):
+    for argv, words in (
+        (["learners", str(ONE_CORE)], "no one-learner GORILA trial"),
+        (["learners", str(GORILA_FIT), "--learner-counts", "0,2"], "--learner-counts '0,2'"),
+        ([str(GORILA_FIT), "--learner-counts", "4"], "--learner-counts: only with --learners"),
+        (
+            ["learners", str(GORILA_FIT), "--held-out", str(GORILA_FIT)],
+            "shares seeds 200, 201, 202",
+        ),
+    ):
+        bad = plan(*argv)
+        assert bad.returncode == 2 and words in bad.stderr, (argv, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
