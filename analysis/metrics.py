@@ -234,7 +234,9 @@ def trial_metrics(
         ``peak_rss_mib`` (peak resident memory of the trial's processes, MiB; NaN when not
         recorded), ``step_latency_ms`` (each env step's wait, 0 without one), ``step_cpu_ms``
         (each env step's busy CPU milliseconds, 0 without), ``stage`` (``search`` or
-        ``confirm``), ``config_label``
+        ``confirm``), ``cold_startup_s`` (the start-up its wall times count, seconds, as the
+        trial recorded it: its own for a cold trial, its shape's cold start-up for a warm one;
+        NaN for the reference and for runs recorded before the column), ``config_label``
         and the configuration's parameter columns.
 
     Raises:
@@ -351,6 +353,8 @@ def trial_metrics(
             # that can wait at once
             "vectorize_mode": str(t.get("vectorize_mode") or "sync"),
             "concurrent_envs": _float(t.get("concurrent_envs"), math.nan),
+            # the start-up its wall times count, as recorded (sweeps.engine.warm)
+            "cold_startup_s": _float(t.get("cold_startup_s"), math.nan),
         }
         for c in [*CONFIG_COLUMNS[1:], *param_cols]:
             if c in t.index:

@@ -57,12 +57,15 @@ def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
         progress: ``progress.parquet`` rows (``trial_id, iteration, wall_time_s, env_steps``).
 
     Returns:
-        Columns ``trial_id, startup_s`` (seconds from the trial's start at which its env steps,
-        extrapolated back along the steady rate, were zero; clipped to [0, first iteration's
-        end]), ``rate`` (env steps/s from the end of the first iteration to the last recorded
-        one -- up to the target for trials that reached it), ``steps`` (env steps to the target,
-        or all env steps of a censored trial) and ``reached``. NaN where a trial has fewer than
-        two iterations.
+        Columns ``trial_id, startup_s`` (seconds: the start-up the trial recorded,
+        ``cold_startup_s``, which its wall times count; for a trial without one -- the
+        single-process reference, runs recorded before the column -- the time at which its env
+        steps, extrapolated back along the steady rate, were zero, clipped to [0, first
+        iteration's end]), ``startup_recorded`` (bool: which of the two), ``rate`` (env
+        steps/s from the end of the first iteration to the last recorded one -- up to the
+        target for trials that reached it), ``steps`` (env steps to the target, or all env
+        steps of a censored trial) and ``reached``. ``rate`` and an inferred ``startup_s`` are
+        NaN where a trial has fewer than two iterations.
     """
     rows = []
     prog = progress.sort_values(["trial_id", "iteration"]).groupby("trial_id")
@@ -80,16 +83,21 @@ def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
                 rate = (s[-1] - s[0]) / (w[-1] - w[0])
                 startup = float(np.clip(w[0] - s[0] / rate, 0.0, w[0]))
         steps = t["steps_to_target"] if t["reached"] else t["total_env_steps"]
+        v = t.get("cold_startup_s")
+        recorded = float(v) if v is not None and pd.notna(v) else math.nan
         rows.append(
             {
                 "trial_id": t["trial_id"],
-                "startup_s": startup,
+                "startup_s": recorded if math.isfinite(recorded) else startup,
+                "startup_recorded": math.isfinite(recorded),
                 "rate": rate,
                 "steps": float(steps) if pd.notna(steps) else math.nan,
                 "reached": bool(t["reached"]),
             }
         )
-    return pd.DataFrame(rows, columns=["trial_id", "startup_s", "rate", "steps", "reached"])
+    return pd.DataFrame(
+        rows, columns=["trial_id", "startup_s", "startup_recorded", "rate", "steps", "reached"]
+    )
 
 
 def km_median_or_nan(x: np.ndarray, reached: np.ndarray) -> float:

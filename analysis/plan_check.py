@@ -13,9 +13,11 @@ N (per algorithm, its best configuration at each N, as in :mod:`analysis.plan`):
 2. **Pipeline**: TTT(N) = S(N) + E(N) / R(N), the trial's own decomposition into the parts it
    can measure (docs/design.md: TTT counts actor start-up):
 
-   - S(N), start-up seconds: the time at which the trial's env steps, extrapolated back along
-     its steady sampling rate, were zero (actor start-up, module build, first weights sync);
-     fitted as ``a + b N`` (start-up grows with N on one node: one process per env runner);
+   - S(N), start-up seconds: the start-up the trial recorded (``cold_startup_s``: its
+     Algorithm built, or for a warm trial its shape's cold build; runs recorded without it:
+     the time at which its env steps, extrapolated back along its steady sampling rate, were
+     zero -- :func:`analysis.parts.trial_components`); fitted as ``a + b N`` (start-up grows
+     with N on one node: one process per env runner);
    - R(N), steady sampling rate in env steps/s (wall-clock, evaluation included) after the
      first iteration: USL fitted to the per-trial rates;
    - E(N), env steps to the target (Kaplan-Meier median over seeds, censored trials count

@@ -121,8 +121,15 @@ def test_trial_components_startup_and_rate() -> None:
     c = trial_components(tm, prog).iloc[0]
     # the rate is measured up to the target only (100 env steps/s); steps extrapolate to 0 at 2 s
     assert c["rate"] == pytest.approx(100.0)
-    assert c["startup_s"] == pytest.approx(2.0)
+    assert c["startup_s"] == pytest.approx(2.0) and not c["startup_recorded"]
     assert c["steps"] == 300.0 and c["reached"]
+    # a recorded start-up (the seconds its wall times count) is read, not inferred
+    recorded = trial_components(tm.assign(cold_startup_s=2.4), prog).iloc[0]
+    assert recorded["startup_s"] == pytest.approx(2.4) and recorded["startup_recorded"]
+    assert recorded["rate"] == pytest.approx(100.0)
+    # the reference records none (NaN): inferred, as before
+    reference = trial_components(tm.assign(cold_startup_s=float("nan")), prog).iloc[0]
+    assert reference["startup_s"] == pytest.approx(2.0) and not reference["startup_recorded"]
 
 
 def test_pipeline_predicts_held_out_n_of_a_known_pipeline() -> None:

@@ -208,7 +208,7 @@ def test_the_break_even_pages_layout_sentences_match_its_runs(analysed_runs):
     every held-out cost with intervals above 1 (at 120 ms above 5x, lower ends above 3), the
     reference is predicted slower than measured at every cost (its held-out seeds needed fewer
     env steps), SEED's is the model's largest miss, too slow at 120 ms, where its overhead per
-    env step measured lower than at the fit, and IMPALA's is within a few per cent."""
+    env step measured lower than at the fit, and IMPALA's is within about 5 %."""
     from analysis.break_even import break_even_rows, held_out_rows, measured_parts
 
     runs = ROOT / "docs/data/cabs_break_even_layout"
@@ -232,10 +232,10 @@ def test_the_break_even_pages_layout_sentences_match_its_runs(analysed_runs):
     seed_120 = next(p for p in measured_parts(held[-1])[1] if p.algorithm == "SEED")
     assert seed_120.overhead_s < seed_fit.overhead_s and seed_120.steps < seed_fit.steps
     assert max(p.overhead_s for p in parts_fit) == seed_fit.overhead_s
-    assert (dist[dist["algorithm"] == "IMPALA"]["ttt_error"].abs() < 0.05).all()
-    assert "whole interval lies under 10 ms" in " ".join(
-        (ROOT / "docs/break_even.md").read_text().split()
-    )
+    assert (dist[dist["algorithm"] == "IMPALA"]["ttt_error"].abs() < 0.06).all()
+    page = " ".join((ROOT / "docs/break_even.md").read_text().split())
+    assert "whole interval lies under 10 ms" in page
+    assert "predicted within about 5 % at every cost" in page
 
 
 def test_the_break_even_pages_sentences_match_its_runs(analysed_runs):
