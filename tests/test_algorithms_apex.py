@@ -184,7 +184,7 @@ def test_apex_learner_keeps_its_pace_when_env_runners_are_added(ray_local):
     below 0.3x its updates/s; before the flat-array replay the latency study measured 0.58x at
     8 actors and 0.12x at 16). Measured on the 2-core machine with the sweeps' Ray settings
     (actors at the driver's priority): 0.50-0.64x in 6 runs, 339-419/s with 1 actor
-    (docs/benchmarks.md, "APEX's learner as actors are added", which also has N = 16: 0.15x
+    (docs/measurements.md, "APEX's learner as actors are added", which also has N = 16: 0.15x
     unbounded, 0.41x with ``min_replay_ratio=8``)."""
     one, _ = _learner_updates_per_s(1, 5.0)
     eight, replay = _learner_updates_per_s(8, 5.0)
