@@ -22,9 +22,12 @@ which :mod:`analysis.publish` (the Markdown renderer beside this HTML one) expor
 so exported PNGs are the report's figures. A builder raises
 :class:`~analysis.figures.FigureUnavailable` (one line: why) when its figure cannot be drawn.
 
-plotly.js is embedded once, after the text; each figure is its JSON beside an empty div of its
-height, drawn when it nears the viewport or, for the rest, when the browser is idle
-(``benchmarks/bench_report_page.py`` measures the page's size, load and drawing times).
+The page around the sections (header, navigation, style sheet, scripts) is the Jinja2
+template ``analysis/templates/report.html.j2`` (:mod:`analysis.templates`); each section's body
+is HTML built here from the study. plotly.js is embedded once, after the text; each figure is
+its JSON beside an empty div of its height, drawn when it nears the viewport or, for the rest,
+when the browser is idle (``benchmarks/bench_report_page.py`` measures the page's size, load
+and drawing times).
 
 The page records JavaScript errors (``window.onerror``, unhandled rejections,
 ``console.error``) into the hidden ``#report-errors`` element, so a headless browser test can
@@ -84,31 +87,17 @@ from analysis.plan_check import (
 from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
-from analysis.style import CSS as _CSS
 from analysis.style import page_style  # noqa: F401 - re-exported: the report's style
+from analysis.templates import render, static_text
 from sweeps.engine import rundir
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = ["analyse", "build_report", "main", "write_report"]
 
 
-_ERROR_HOOK = """
-<script>
-(function () {
-  var pending = [];
-  function put(msg) {
-    var el = document.getElementById('report-errors');
-    if (!el) { pending.push(msg); return; }
-    var li = document.createElement('li'); li.textContent = String(msg); el.appendChild(li);
-  }
-  window.onerror = function (m, src, line, col) { put('error: ' + m + ' at ' + src + ':' + line + ':' + col); };
-  window.addEventListener('unhandledrejection', function (e) { put('unhandled rejection: ' + (e.reason && e.reason.message || e.reason)); });
-  var orig = console.error;
-  console.error = function () { put('console.error: ' + Array.prototype.join.call(arguments, ' ')); return orig.apply(console, arguments); };
-  document.addEventListener('DOMContentLoaded', function () { pending.splice(0).forEach(put); });
-})();
-</script>
-"""
+#: The script that records the page's JavaScript errors into ``#report-errors``
+#: (``analysis/templates/error_hook.js``), as a ``<script>`` element.
+_ERROR_HOOK = "<script>\n" + static_text("error_hook.js") + "</script>"
 
 
 def _esc(x: Any) -> str:
@@ -160,7 +149,9 @@ def _table(
 
 
 class _Figures:
-    """Turns plotly figures into placeholders that :data:`_FIGURE_LOADER` draws: each is an
+    """Turns plotly figures into placeholders that ``analysis/templates/figure_loader.js``
+    draws (those near the viewport as they come into it, the rest when the browser is idle,
+    so a printout or a test sees all of them): each is an
     empty ``plotly-graph-div`` of the figure's height and the figure's JSON beside it, so the
     page shows its text before any figure is drawn (plotly.js is embedded once, at the end)."""
 
@@ -180,43 +171,6 @@ class _Figures:
             f'<script type="application/json" class="fig-data" data-for="{div_id}">'
             f"{payload}</script></div>"
         )
-
-
-#: Draws the figures: those near the viewport as they come into it (IntersectionObserver),
-#: the rest one by one when the browser is idle, so a printout or a test sees all of them.
-_FIGURE_LOADER = """
-<script>
-(function () {
-  var config = {displaylogo: false, responsive: true};
-  var figs = Array.prototype.map.call(document.querySelectorAll('script.fig-data'), function (s) {
-    return {el: document.getElementById(s.getAttribute('data-for')), src: s, done: false};
-  });
-  function draw(f) {
-    if (f.done) return;
-    f.done = true;
-    var fig = JSON.parse(f.src.textContent);
-    Plotly.newPlot(f.el, fig.data, fig.layout, config);
-  }
-  var idle = window.requestIdleCallback || function (cb) { return setTimeout(cb, 1); };
-  function next() {
-    for (var i = 0; i < figs.length; i++) {
-      if (!figs[i].done) { draw(figs[i]); idle(next); return; }
-    }
-  }
-  if ('IntersectionObserver' in window) {
-    var seen = new IntersectionObserver(function (entries) {
-      entries.forEach(function (e) {
-        if (!e.isIntersecting) return;
-        seen.unobserve(e.target);
-        figs.forEach(function (f) { if (f.el === e.target) draw(f); });
-      });
-    }, {rootMargin: '400px'});
-    figs.forEach(function (f) { seen.observe(f.el); });
-  }
-  window.addEventListener('load', function () { idle(next); });
-})();
-</script>
-"""
 
 
 def _missing(text: str) -> str:
@@ -1316,7 +1270,7 @@ def build_report(
             content = _missing(f"This section could not be drawn: {type(exc).__name__}: {exc}")
             data.warnings.append(f"section '{title}' failed: {type(exc).__name__}: {exc}")
             traceback.print_exc(file=sys.stderr)
-        return f'<section id="{sid}"><h2>{_esc(title)}</h2>{content}</section>'
+        return content
 
     sections = [
         ("curves", "2. Learning curves", lambda: _learning_curves(data, figs)),
@@ -1345,35 +1299,26 @@ def build_report(
     bodies = [section(*s) for s in sections]
     summary_html = section("summary", "1. Summary", lambda: _summary(data))
     env = res.environment
-    synthetic = (
-        '<div class="banner">Synthetic data (analysis.synthetic): these numbers '
-        "describe no real run.</div>"
-        if env.get("synthetic")
-        else ""
-    )
-    nav = "".join(
-        f'<a href="#{sid}">{_esc(t)}</a>'
-        for sid, t, _ in [("summary", "1. Summary", None), *sections]
-    )
-    title = f"rl-scaling report: {res.name}"
-    sub = (
-        f"{_esc(res.spec.get('env', '?'))} &middot; algorithms "
-        f"{_esc(', '.join(map(str, res.spec.get('algorithms', sorted(tm['algorithm'].unique()) if len(tm) else []))))}"
-        f" &middot; run {_esc(res.path.name)} &middot; git {_esc(env.get('git_revision', '?'))}"
-        f" &middot; {_esc(env.get('started_at', ''))}"
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_esc(title)}</title>{_ERROR_HOOK}<style>{_CSS}</style></head>"
-        f'<body data-figures="{figs.count}"><ul id="report-errors" hidden></ul>'
-        f"<header><h1>{_esc(title)}</h1><p>{sub}</p></header><nav>{nav}</nav><main>"
-        f"{synthetic}{summary_html}{''.join(bodies)}"
-        '<p class="note">Written by <code>python -m analysis.report</code> (rl-scaling). '
-        "Schema: docs/results.md.</p></main>"
-        # after the text, so the page reads before plotly.js is parsed
-        f'<script type="text/javascript">/* plotly.js {plotly.__version__} (embedded) */\n'
-        f"{plotly.offline.get_plotlyjs()}</script>{_FIGURE_LOADER}</body></html>"
+    algorithms = res.spec.get("algorithms", sorted(tm["algorithm"].unique()) if len(tm) else [])
+    return render(
+        "report.html.j2",
+        title=f"rl-scaling report: {res.name}",
+        command="python -m analysis.report",
+        figure_count=figs.count,
+        env=res.spec.get("env", "?"),
+        algorithms=", ".join(map(str, algorithms)),
+        run=res.path.name,
+        git=env.get("git_revision", "?"),
+        started=env.get("started_at", ""),
+        synthetic=bool(env.get("synthetic")),
+        sections=[
+            {"id": sid, "title": title, "html": body}
+            for (sid, title, _), body in zip(
+                [("summary", "1. Summary", None), *sections], [summary_html, *bodies], strict=True
+            )
+        ],
+        plotly_version=plotly.__version__,
+        plotly_js=plotly.offline.get_plotlyjs(),
     )
 
 
