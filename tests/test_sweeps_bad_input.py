@@ -442,6 +442,14 @@ BAD_INPUT = {
         ),
         ("num_learners must be 0 or 1", "GORILA"),
     ),
+    "IMPALA with several learners and several passes": (
+        dict(
+            algorithms='["IMPALA"]',
+            search_space='{"num_env_runners": choice([1]), "num_learners": choice([2])}',
+            extra=', per_algorithm_fixed={"IMPALA": {"num_epochs": 4}}',
+        ),
+        ("num_learners=2 and num_epochs=4", "use num_epochs=1 with several learners"),
+    ),
     "GORILA without a learner": (
         dict(
             algorithms='["GORILA"]',

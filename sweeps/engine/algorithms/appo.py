@@ -41,4 +41,5 @@ SPEC = AlgorithmSpec(
     own_params=APPO_PARAMS,
     defaults=APPO_DEFAULTS,
     sequence_loss=True,
+    extra={"learner_thread": True},  # RLlib's IMPALA learner thread (apply_params)
 )

@@ -87,4 +87,5 @@ SPEC = AlgorithmSpec(
     own_params=IMPALA_PARAMS,
     defaults=IMPALA_DEFAULTS,
     sequence_loss=True,
+    extra={"learner_thread": True},  # RLlib's IMPALA learner thread (apply_params)
 )

@@ -278,6 +278,29 @@ def _positive_float(key: str, value: Any, algorithm: str) -> float:
     return float(value)
 
 
+def _refuse_epochs_over_learners(name: str, config: Any) -> None:
+    """Refuse several passes over each batch with several learners in RLlib's IMPALA learner
+    thread (IMPALA, APPO).
+
+    With ``num_learners`` > 1 and ``num_epochs`` > 1, RLlib 2.60's IMPALA learners deadlock in
+    their first iterations: one learner waits in the barrier of its metrics aggregation while
+    another is inside a gradient all-reduce (seen with py-spy on both learner processes), so
+    no update is ever reported and the trial ends censored with nothing learned. One pass with
+    several learners, or several passes with at most one learner, both train.
+
+    Raises:
+        ValueError: both above 1.
+    """
+    learners, epochs = int(config.num_learners or 0), int(config.num_epochs or 1)
+    if learners > 1 and epochs > 1:
+        raise ValueError(
+            f"{name} with num_learners={learners} and num_epochs={epochs}: RLlib's IMPALA "
+            "learners deadlock with more than one pass over a batch when there are several "
+            "(one waits in its aggregation barrier while another is in a gradient all-reduce); "
+            "use num_epochs=1 with several learners, or num_learners <= 1"
+        )
+
+
 def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) -> Any:
     """Apply a complete, validated parameter dict (defaults already merged) to ``config``.
 
@@ -413,6 +436,8 @@ def apply_params(config: Any, spec: AlgorithmSpec, params: Mapping[str, Any]) ->
     config.env_runners(**sections["env_runners"])
     config.learners(**sections["learners"])
     config.training(**sections["training"])
+    if spec.extra.get("learner_thread"):
+        _refuse_epochs_over_learners(spec.name, config)
     config.reporting(**sections["reporting"])
     if sections["fault_tolerance"]:
         config.fault_tolerance(**sections["fault_tolerance"])
