@@ -11,7 +11,8 @@ sections left without data (``class="missing"`` boxes); for ``ci`` the two pytes
 seconds and test counts as pytest printed them. A command that fails is an error: exit 1 with
 its last lines, nothing saved.
 
-    flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command main
+    flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command main \
+        [--keep-report report.html]   # the report, to look at in a browser
     flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command ci
 
 Saves ``benchmarks/results/bench_fresh_clone_<command>.json`` (:mod:`analysis.benchmarks`'
@@ -88,6 +89,8 @@ def run_once(name: str, workdir: Path) -> dict:
         r["missing_sections"] = (
             report.read_text().count('class="missing"') if report.exists() else None
         )
+        if report.exists():
+            r["report"] = report  # main() copies it out with --keep-report, never saved
     else:
         parts = re.findall(r"(\d+) passed(?:, [^\n]*?)? in ([\d.]+)s", out)
         r["parts"] = [{"passed": int(n), "seconds": float(s)} for n, s in parts]
@@ -117,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--command", choices=sorted(MARKERS), required=True)
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--out", type=Path)
+    p.add_argument(
+        "--keep-report",
+        type=Path,
+        help="for main: copy the last repetition's report.html here (the clone is deleted)",
+    )
     args = p.parse_args(argv)
     if args.reps < 1:
         p.error(f"--reps: must be >= 1, got {args.reps}")
@@ -129,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as e:
                 print(f"bench_fresh_clone: {e}", file=sys.stderr)
                 return 1
+            report = r.pop("report", None)
+            if args.keep_report is not None and report is not None:
+                import shutil
+
+                args.keep_report.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(report, args.keep_report)
         runs.append(r)
         print(f"{args.command} #{i + 1} at {r['revision']}: " + json.dumps(r), flush=True)
     from analysis.benchmarks import environment, save
