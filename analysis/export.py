@@ -1,39 +1,22 @@
 """PNG export of plotly figures with a headless Chromium/Chrome, offline.
 
 The browser: ``BROWSER_PATH``, else ``chromium`` (or Chrome) on PATH; Debian: ``apt-get
-install -y chromium``. plotly.js comes from the plotly package and MathJax is off. Engines:
-``kaleido`` (plotly's ``write_image`` route, through ``kaleido.write_fig_from_object_sync``;
-needs the ``kaleido>=1`` package) and ``chromium`` (a one-figure HTML page screenshot with
-``chromium --headless --screenshot``; needs nothing but the browser). ``auto`` uses kaleido
-when it is installed and falls back to the screenshot. Used by :mod:`analysis.publish`.
+install -y chromium``. One engine, kaleido (a dependency: plotly's ``write_image`` route,
+through ``kaleido.write_fig_from_object_sync``), which drives that browser; plotly.js comes
+from the plotly package and MathJax is off. Used by :mod:`analysis.publish`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 __all__ = ["ExportError", "export_png", "find_browser"]
 
 _BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
-_CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--hide-scrollbars",
-    "--mute-audio",
-)
 
 
 class ExportError(RuntimeError):
@@ -86,55 +69,6 @@ def _export_kaleido(
         raise ExportError(f"kaleido: {type(exc).__name__}: {str(exc).splitlines()[0]}")
 
 
-def _export_chromium(
-    jobs: list[tuple[Any, Path, int, int]], scale: float, browser: str, timeout_s: float
-) -> None:
-    import plotly.graph_objects as go
-
-    with tempfile.TemporaryDirectory(prefix="rl-scaling-publish-") as tmp:
-        for i, (fig, path, width, height) in enumerate(jobs):
-            fig = go.Figure(fig)
-            fig.update_layout(width=width, height=height)
-            page = Path(tmp) / f"figure{i}.html"
-            html = fig.to_html(
-                full_html=True,
-                include_plotlyjs=True,
-                config={"staticPlot": True, "displayModeBar": False},
-            )
-            html = html.replace(
-                "<head>",
-                "<head><style>html, body { margin: 0; padding: 0; "
-                "overflow: hidden; background: #fff; }</style>",
-                1,
-            )
-            page.write_text(html, encoding="utf-8")
-            profile = Path(tmp) / f"profile{i}"
-            shot = Path(tmp) / f"figure{i}.png"
-            cmd = [
-                browser,
-                *_CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                f"--window-size={width},{height}",
-                f"--force-device-scale-factor={scale:g}",
-                "--virtual-time-budget=10000",
-                f"--screenshot={shot}",
-                page.as_uri(),
-            ]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                raise ExportError(
-                    f"{browser}: no screenshot of {path.name} within {timeout_s:g} s"
-                ) from None
-            if proc.returncode != 0 or not shot.is_file() or shot.stat().st_size == 0:
-                tail = [ln for ln in proc.stderr.splitlines() if ln.strip()][-1:]
-                raise ExportError(
-                    f"{browser} exited {proc.returncode} without a screenshot of "
-                    f"{path.name}" + (f" ({tail[0][:200]})" if tail else "")
-                )
-            shutil.move(str(shot), path)
-
-
 def export_png(
     figures: dict[Path, tuple[Any, int]],
     *,
@@ -143,54 +77,49 @@ def export_png(
     engine: str = "auto",
     timeout_s: float = 120.0,
 ) -> str:
-    """Write plotly figures as PNG files.
+    """Write plotly figures as PNG files with kaleido.
 
     Args:
         figures: ``{output path: (figure, height in CSS px)}``; parents are created.
         width: figure width in CSS px; the PNG is ``width x scale`` by ``height x scale`` pixels.
         scale: device pixels per CSS pixel (2 = sharp on high-DPI screens and in print).
-        engine: ``"kaleido"``, ``"chromium"`` (screenshot) or ``"auto"`` (kaleido if installed,
-            the screenshot if kaleido is missing or fails; see the module docstring).
-        timeout_s: seconds allowed per figure (chromium) or per render (kaleido).
+        engine: ``"auto"`` or ``"kaleido"`` (the same: the one engine). ``"chromium"``, the
+            screenshot engine this module had beside kaleido, is deprecated: it writes with
+            kaleido (which drives the same browser) and warns.
+        timeout_s: seconds allowed per render.
 
     Returns:
-        The engine that wrote the files.
+        ``"kaleido"``, the engine that wrote the files.
 
     Raises:
-        ExportError: no browser, the engine is not installed, or a render failed.
+        ExportError: no browser, or a render failed.
         ValueError: an unknown engine, or a width/scale that is not positive.
     """
     if engine not in ("auto", "kaleido", "chromium"):
-        raise ValueError(f"engine {engine!r}: expected auto, kaleido or chromium")
+        raise ValueError(f"engine {engine!r}: expected auto or kaleido")
+    if engine == "chromium":
+        warnings.warn(
+            "engine 'chromium' is deprecated: figures are written with kaleido, which drives "
+            "the same browser; use 'auto' or 'kaleido'",
+            FutureWarning,
+            stacklevel=2,
+        )
     if not (width > 0 and scale > 0):
         raise ValueError(f"width {width} and scale {scale} must be positive")
     if not figures:
-        return engine
+        return "kaleido"
     browser = find_browser()
     jobs = []
     for path, (fig, height) in figures.items():
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         jobs.append((fig, path, int(width), int(height)))
-    has_kaleido = importlib.util.find_spec("kaleido") is not None
-    if engine == "kaleido" and not has_kaleido:
+    try:
+        _export_kaleido(jobs, scale, browser, timeout_s)
+    except ExportError:
+        raise
+    except Exception as exc:  # kaleido/choreographer raise many types: one line
         raise ExportError(
-            "engine kaleido: the kaleido package is not installed "
-            "(pip install 'kaleido>=1'), or use --engine chromium"
-        )
-    if engine in ("auto", "kaleido") and has_kaleido:
-        try:
-            _export_kaleido(jobs, scale, browser, timeout_s)
-            return "kaleido"
-        except Exception as exc:  # kaleido/choreographer raise many types
-            if engine == "kaleido":
-                raise ExportError(
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                ) from None
-            sys.stderr.write(
-                f"analysis.publish: kaleido failed ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}); falling back "
-                "to a chromium screenshot\n"
-            )
-    _export_chromium(jobs, scale, browser, timeout_s)
-    return "chromium"
+            f"kaleido: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
+    return "kaleido"

@@ -755,7 +755,7 @@ class Published:
         figures: PNG files written, by figure name.
         unavailable: figures that could not be drawn from these results, and why.
         export_error: why the PNGs could not be written (None if they were, or none asked).
-        engine: the export engine used ("kaleido" / "chromium"), "" if none ran.
+        engine: the export engine used (``"kaleido"``), "" if none ran.
         warnings: the analysis' warnings (also in the Markdown).
     """
 
@@ -798,7 +798,7 @@ def publish(
         ValueError: bad name, target, figure name, engine, width or scale; ``out`` is a file.
     """
     if engine not in ("auto", "kaleido", "chromium"):
-        raise ValueError(f"--engine {engine!r}: expected auto, kaleido or chromium")
+        raise ValueError(f"--engine {engine!r}: expected auto or kaleido")
     if not width >= 100 or not 0 < scale <= 8:
         raise ValueError(
             f"--width {width} / --scale {scale}: need width >= 100 (CSS px) and 0 < scale <= 8"
@@ -870,7 +870,7 @@ def main(argv: list[str] | None = None) -> int:
         "--engine",
         default="auto",
         choices=("auto", "kaleido", "chromium"),
-        help="PNG export: kaleido (if installed), a chromium screenshot, or auto",
+        help="PNG export: kaleido (auto is the same; chromium is a deprecated alias of it)",
     )
     p.add_argument("--width", type=int, default=1000, help="figure width in CSS px (default 1000)")
     p.add_argument(

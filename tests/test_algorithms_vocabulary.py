@@ -107,6 +107,7 @@ def test_shared_vocabulary_maps_onto_rllib_names():
             "gamma": 0.97,
             "hidden_sizes": [32, 16],
             "num_learners": 2,
+            "num_epochs": 1,  # Cabs' preset makes 4 passes: refused with several learners
             "num_gpus_per_learner": 0,
             "seed": 7,
             "vtrace_clip_rho_threshold": 0.9,
