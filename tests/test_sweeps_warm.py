@@ -136,19 +136,20 @@ def test_a_trial_takes_parked_processes_of_another_algorithm_and_count(local_ray
     """The pool is per actor, not per shape: once IMPALA with 1 env runner has had its cold
     trial, it runs warm on one of the two processes PPO with 2 env runners parked (the same
     env runner class and resources), starts where a cold trial of its seed starts, and leaves
-    the other parked; PPO with 2 then takes both back. A shape that never ran cold here, or
-    that needs more env runners than are parked, is cold, and kills the pool first."""
+    the other parked; PPO with 2 then takes both back. A shape that never ran cold here is
+    cold, and kills the pool first; one that needs more env runners than are parked takes
+    them and starts the rest (each env runner asks for half a CPU: three fit Ray's 2 CPUs)."""
     from sweeps.engine import warm
 
     warm.reset()
-    impala = _config("IMPALA", 1)
+    impala = _config("IMPALA", 1, num_cpus_per_env_runner=0.5)
     algo, start, _ = warm.build(impala)
     assert start == "cold"
     algo.train()
     warm.park_or_stop(algo, impala, startup_s=4.0)
     (impala_pid,) = _pids_of_parked(warm)
 
-    ppo = _config("PPO", 1, num_env_runners=2)
+    ppo = _config("PPO", 1, num_env_runners=2, num_cpus_per_env_runner=0.5)
     algo, start, charged = warm.build(ppo)
     assert (start, charged) == ("cold", None)  # PPO with 2 never ran cold here
     ppo_pids = _pids(algo)
@@ -156,7 +157,7 @@ def test_a_trial_takes_parked_processes_of_another_algorithm_and_count(local_ray
     algo.train()
     warm.park_or_stop(algo, ppo, startup_s=5.0)
 
-    config = _config("IMPALA", 0)
+    config = _config("IMPALA", 0, num_cpus_per_env_runner=0.5)
     algo, start, charged = warm.build(config)
     assert (start, charged) == ("warm", 4.0)
     assert _pids(algo) == ppo_pids[:1]
@@ -167,13 +168,19 @@ def test_a_trial_takes_parked_processes_of_another_algorithm_and_count(local_ray
     algo, start, charged = warm.build(ppo)
     assert (start, charged) == ("warm", 5.0) and _pids(algo) == ppo_pids
     warm.park_or_stop(algo, ppo, startup_s=0.1)
-    # a shape that ran cold here but needs more env runners than are parked is cold again
-    ppo3 = _config("PPO", 1, num_env_runners=3)
+    # a shape that ran cold here but needs more env runners than are parked takes them all
+    ppo3 = _config("PPO", 1, num_env_runners=3, num_cpus_per_env_runner=0.5)
     warm._starts.started(warm.shape_key(ppo3), warm.COLD, 6.0)
-    assert warm.prepare(ppo3) == "cold" and warm._parked is None
+    algo, start, charged = warm.build(ppo3)
+    assert (start, charged) == ("warm", 6.0)
+    pids3 = _pids(algo)
+    assert pids3[:2] == ppo_pids and pids3[2] not in ppo_pids
+    algo.train()
+    warm.park_or_stop(algo, ppo3, startup_s=2.0)
+    assert _pids_of_parked(warm) == pids3
     warm.reset()
 
-    algo, start, _ = warm.build(_config("IMPALA", 0), enabled=False)
+    algo, start, _ = warm.build(_config("IMPALA", 0, num_cpus_per_env_runner=0.5), enabled=False)
     assert start == "cold"
     cold_start = _start_state(algo)
     algo.stop()
@@ -186,3 +193,58 @@ def _pids_of_parked(warm) -> list[int]:
     return ray.get(
         [h.__ray_call__.remote(lambda r: __import__("os").getpid()) for h in warm._parked.handles]
     )
+
+
+def test_apex_and_impala_share_parked_processes_each_as_its_own_class(local_ray):
+    """RLlib's SingleAgentEnvRunner and the suite's swappable subclasses are one family
+    (:func:`sweeps.engine.warm.family`): IMPALA runs warm on the processes APEX parked, as
+    RLlib's own SingleAgentEnvRunner (nothing of APEX's env runner left: no ε_i), starting
+    where a cold trial of its seed starts; APEX then takes them back as ApexEnvRunner and
+    trains on the transitions they sample. A subclass that does not declare itself
+    swappable is its own family."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from sweeps.engine import warm
+    from sweeps.engine.algorithms.apex_dqn import ApexEnvRunner
+
+    class Custom(ApexEnvRunner):
+        pass
+
+    assert warm.family(ApexEnvRunner) is SingleAgentEnvRunner
+    assert warm.family(Custom) is Custom
+    warm.reset()
+    apex, impala = _config("APEX", 1), _config("IMPALA", 1)
+    assert warm.slot_key(apex) == warm.slot_key(impala)
+    for config in (impala, apex):  # each shape's cold trial
+        algo, start, _ = warm.build(config)
+        assert start == "cold"
+        warm.park_or_stop(algo, config, startup_s=4.0)
+    (apex_pid,) = _pids_of_parked(warm)
+
+    config = _config("IMPALA", 0)
+    algo, start, charged = warm.build(config)
+    assert (start, charged) == ("warm", 4.0) and _pids(algo) == [apex_pid]
+    kinds = algo.env_runner_group.foreach_env_runner(
+        lambda r: (type(r).__name__, hasattr(r, "epsilon")), local_env_runner=False
+    )
+    assert kinds == [("SingleAgentEnvRunner", False)]
+    warm_start = _start_state(algo)
+    algo.train()
+    warm.park_or_stop(algo, config, startup_s=0.1)
+
+    algo, start, _ = warm.build(apex)
+    assert start == "warm" and _pids(algo) == [apex_pid]
+    assert algo.env_runner_group.foreach_env_runner(
+        lambda r: type(r).__name__, local_env_runner=False
+    ) == ["ApexEnvRunner"]
+    for _ in range(3):
+        algo.train()
+    assert algo._sampled() > 0 and len(algo.replay) > 0
+    warm.park_or_stop(algo, apex, startup_s=0.1)
+    warm.reset()
+
+    algo, start, _ = warm.build(_config("IMPALA", 0), enabled=False)
+    assert start == "cold"
+    cold_start = _start_state(algo)
+    algo.stop()
+    _assert_same_start(warm_start, cold_start)

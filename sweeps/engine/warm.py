@@ -17,9 +17,16 @@ their filters, episodes, metrics; the learner, its optimizer, the replay buffer 
 driver's state belong to the new Algorithm. Only the processes and their imports are kept.
 
 The parked processes form one pool per actor: any trial whose env runners ask Ray for the
-same resources (:func:`slot_key`: env runner class, CPUs, GPUs, custom resources, restarts)
-may use them, whatever its algorithm or env runner count, when they are at least as many as
-it needs: it takes those, and the others stay parked. A sequential sweep gives
+same resources (:func:`slot_key`: env runner family, CPUs, GPUs, custom resources, restarts)
+may use them, whatever its algorithm or env runner count: it takes as many as it needs, the
+others stay parked, and when fewer are parked than it needs it starts the missing ones (still
+a warm trial: its clock is charged its shape's cold start-up). RLlib's
+``SingleAgentEnvRunner`` and the suite's subclasses that declare ``WARM_SWAPPABLE`` (DQN's,
+APEX's and Gorila's env runners) are one family: a parked process of one is re-initialised
+as the class the new trial asks for (:func:`_reinit`), so APEX's processes serve IMPALA or
+PPO and back. That is sound because RLlib 2.60 sends every call of its env runner group
+through ``FaultAwareApply.apply``, which looks methods up on the instance, and a swappable
+class overrides only methods its own algorithm calls that way. A sequential sweep gives
 every trial the same placement group (:func:`sweeps.engine.placement.shared_request`), so
 Tune keeps one actor, and its pool, from the search's first trial to the confirmation's last.
 
@@ -87,16 +94,51 @@ class ShapeStarts:
 _starts = ShapeStarts()
 
 
+def env_runner_class(algo_config) -> type | None:
+    """The env runner class RLlib's ``EnvRunnerGroup`` builds for ``algo_config``: its
+    ``env_runner_cls``, else RLlib 2.60's default (``SingleAgentEnvRunner`` for a single-agent
+    env on the new API stack without ``output``), else None (another default: its own
+    family)."""
+    cls = algo_config.env_runner_cls
+    if cls is not None:
+        return cls
+    if (
+        algo_config.enable_env_runner_and_connector_v2
+        and not algo_config.output
+        and not algo_config.is_multi_agent
+    ):
+        from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+        return SingleAgentEnvRunner
+    return None
+
+
+def family(cls: type | None) -> type | None:
+    """The env runner class whose parked processes ``cls`` may take: ``SingleAgentEnvRunner``
+    for it and for a subclass every class of whose lineage below it declares
+    ``WARM_SWAPPABLE = True`` in its own body (a subclass of theirs that does not is its own
+    family: it may override what RLlib calls on the actor handle), else ``cls`` itself."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    if cls is None or not isinstance(cls, type) or not issubclass(cls, SingleAgentEnvRunner):
+        return cls
+    lineage = cls.__mro__[: cls.__mro__.index(SingleAgentEnvRunner)]
+    if all(vars(c).get("WARM_SWAPPABLE") is True for c in lineage):
+        return SingleAgentEnvRunner
+    return cls
+
+
 def slot_key(algo_config) -> tuple:
     """What must be equal for a trial to run on a parked env runner process: the env runner
-    class and what each env runner asks Ray for (CPUs, GPUs, custom resources, restarts).
-    Everything else (algorithm, env, envs per env runner, vectorize mode, model,
-    hyperparameters, seed) is given to the re-initialised env runner."""
+    :func:`family` and what each env runner asks Ray for (CPUs, GPUs, custom resources,
+    restarts). Everything else (algorithm, env runner class within the family, env, envs per
+    env runner, vectorize mode, model, hyperparameters, seed) is given to the re-initialised
+    env runner."""
     restarts = (
         algo_config.max_num_env_runner_restarts if algo_config.restart_failed_env_runners else 0
     )
     return (
-        algo_config.env_runner_cls,
+        family(env_runner_class(algo_config)),
         float(algo_config.num_cpus_per_env_runner),
         float(algo_config.num_gpus_per_env_runner),
         tuple(sorted((algo_config.custom_resources_per_env_runner or {}).items())),
@@ -116,13 +158,18 @@ def shape_key(algo_config) -> tuple:
     )
 
 
-def _reinit(runner, **kwargs: Any) -> bool:
-    """Run in an env runner's process: close its envs, then construct it again in place."""
+def _reinit(runner, cls: type, **kwargs: Any) -> bool:
+    """Run in an env runner's process: close its envs, then construct it again in place as
+    ``cls`` (its own class, or another of its :func:`family`: then the instance's attributes
+    are dropped first, so it holds only what ``cls.__init__`` builds)."""
     try:
         runner.stop()
     except Exception:  # an env that fails to close must not keep the trial cold
         pass
-    type(runner).__init__(runner, **kwargs)
+    if type(runner) is not cls:
+        runner.__dict__.clear()
+        runner.__class__ = cls
+    cls.__init__(runner, **kwargs)
     try:  # the process's peak RSS is the new trial's own from here (Linux: VmHWM reset)
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -147,7 +194,6 @@ def prepare(algo_config, enabled: bool = True, cold_every: int | None = None) ->
     if _parked is not None and (
         not enabled
         or _parked.slot != slot_key(algo_config)
-        or len(_parked.handles) < algo_config.num_env_runners
         or _starts.charge(key) is None
         or _starts.cold_due(key, cold_every)
     ):
@@ -159,10 +205,10 @@ def prepare(algo_config, enabled: bool = True, cold_every: int | None = None) ->
 def build(
     algo_config, enabled: bool = True, cold_every: int | None = None
 ) -> tuple[Any, str, float | None]:
-    """Build the trial's Algorithm: warm when this actor has at least as many parked env
-    runners of its :func:`slot_key` as it needs and its shape has had a cold trial here (and
-    ``cold_every`` does not make this one cold); it takes them as workers 1..N. A cold trial
-    first kills the parked ones, so that it starts every env runner afresh.
+    """Build the trial's Algorithm: warm when this actor has parked env runners of its
+    :func:`slot_key` and its shape has had a cold trial here (and ``cold_every`` does not
+    make this one cold); it takes up to N of them as workers 1..N and starts the rest. A cold
+    trial first kills the parked ones, so that it starts every env runner afresh.
 
     Returns:
         ``(algo, start, cold_startup_s)``: ``start`` is ``"cold"`` or ``"warm"``;
@@ -224,7 +270,7 @@ def build(
             tune_trial_id=self._tune_trial_id,
         )
         handle = parked.handles[worker_index - 1]
-        refs.append(handle.__ray_call__.remote(_reinit, **kwargs))
+        refs.append(handle.__ray_call__.remote(_reinit, self.env_runner_cls, **kwargs))
         return handle
 
     EnvRunnerGroup._make_worker = make_worker

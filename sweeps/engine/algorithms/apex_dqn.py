@@ -113,6 +113,8 @@ class ApexEnvRunner(TransitionEnvRunner):
     """
 
     ALGORITHM = "APEX"
+    #: as TransitionEnvRunner's (sweeps.engine.warm.family)
+    WARM_SWAPPABLE = True
 
     def make_module(self):
         super().make_module()  # PLUMBING: RLlib builds the DQN RLModule (ε-greedy exploration)

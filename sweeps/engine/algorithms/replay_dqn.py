@@ -94,6 +94,10 @@ class TransitionEnvRunner(SingleAgentEnvRunner):
 
     #: the algorithm's name in errors
     ALGORITHM = "DQN"
+    #: a parked process of RLlib's SingleAgentEnvRunner family may be re-initialised as this
+    #: class and back (sweeps.engine.warm.family): it overrides only what the algorithm calls
+    #: through the env runner group (make_module from __init__; sample_transitions)
+    WARM_SWAPPABLE = True
 
     def make_module(self):
         space = getattr(getattr(self, "env", None), "single_observation_space", None)
