@@ -19,7 +19,12 @@ on a fresh local Ray (2 CPUs), libraries imported first as in a trial
 - ``first env step``: seconds from the end of ``build_algo()`` to the end of the first
   ``train()`` whose result counts an env step (iterations of 0.25 s; 30 s at most);
 - ``warm build_algo``: the build of a warm trial (:mod:`sweeps.engine.warm`): the same
-  config's Algorithm built again on the env runner processes the previous build parked.
+  config's Algorithm built again on the env runner processes the previous build parked;
+- ``env runner CPU``: CPU-seconds (user + system, ``os.times``) each env runner process has
+  spent when the cold build ends: its start, imports and construction; the median over the
+  env runners of a build. ``CPU floor`` is their sum over this machine's cores
+  (``os.cpu_count()``): the least wall-clock a cold start of them can take here, however it
+  is scheduled.
 
 ``--env-runners N`` builds every algorithm with N env runners (default 1); Ray's logical CPUs
 are raised to the request (N + 1), so N above the cores measures an oversubscribed start-up,
@@ -61,7 +66,17 @@ PARTS = (
     "first iteration",
     "first env step",
     "warm build_algo",
+    "env runner CPU",
+    "CPU floor",
 )
+
+
+def _process_cpu_s(_runner) -> float:
+    """CPU-seconds (user + system) the calling process has spent since it started."""
+    import os
+
+    t = os.times()
+    return t.user + t.system
 
 
 def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> dict:
@@ -122,6 +137,12 @@ def child(algorithm: str, state_server: bool = False, env_runners: int = 1) -> d
         t0 = time.perf_counter()
         algo = config.build_algo()
         spent["build_algo"] = time.perf_counter() - t0
+        cpu = algo.env_runner_group.foreach_env_runner(_process_cpu_s, local_env_runner=False)
+        if cpu:
+            import os
+
+            spent["env runner CPU"] = statistics.median(cpu)
+            spent["CPU floor"] = sum(cpu) / (os.cpu_count() or 1)
         build_sync = spent["weight sync"]
         t0 = time.perf_counter()
         algo.train()
@@ -167,9 +188,18 @@ def samples(out: dict) -> list[dict]:
         "env runners": "cold build: env runners",
         "first env step": "first env step after the build",
         "warm build_algo": "warm build_algo()",
+        "env runner CPU": "env runner start CPU, median per process",
+        "CPU floor": "start CPU of all env runners / cores",
     }
+    unit = {"env runner CPU": "CPU-s"}
     return [
-        sample(f"{algo}{where}", measure, "s", [r[part] for r in rs if part in r], "lower")
+        sample(
+            f"{algo}{where}",
+            measure,
+            unit.get(part, "s"),
+            [r[part] for r in rs if part in r],
+            "lower",
+        )
         for algo, rs in out["runs"].items()
         for part, measure in parts.items()
         if any(part in r for r in rs)
