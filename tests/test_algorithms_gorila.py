@@ -103,6 +103,32 @@ def test_train_batch_size_is_each_gorila_learners_minibatch_and_learners_are_pla
     assert ppo.train_batch_size_per_learner == 32
 
 
+def test_the_dry_runs_check_places_each_learner_count_beside_a_baseline_of_the_same_shape():
+    """A baseline of the searched algorithm and env runner count (PPO's learner in the driver)
+    does not lend its ``num_learners`` to the searched learner counts: each is placed with
+    its own learner actors (RLlib's synchronous data-parallel learners)."""
+    from sweeps import Budget, Search, Sweep, Target, choice
+    from sweeps.engine.placement import trial_requests, trial_setup
+    from sweeps.engine.sweep_file import sweep_target
+
+    fixed = {"num_env_runners": 1, "num_cpus_per_env_runner": 0.25}
+    sweep = Sweep(
+        name="learners",
+        env=CABS,
+        algorithms=["PPO"],
+        per_algorithm={"PPO": {"num_learners": choice([1, 2])}},
+        per_algorithm_fixed={"PPO": {**fixed, "num_cpus_per_learner": 0.125}},
+        target=Target(metric="evaluation", fraction_of_optimal=0.95),
+        budget=Budget(time_s=10),
+        search=Search(sampler="grid", num_samples=2),
+        baseline={"algorithm": "PPO", **fixed, "num_learners": 0},
+        reference=None,
+    )
+    here = [{"CPU": 2.0, "GPU": 0.0}]
+    requests = trial_requests(sweep, trial_setup(sweep, sweep_target(sweep, "learners"), here))
+    assert [(r.num_learners, r.cpus) for r in requests] == [(0, 1.25), (1, 1.375), (2, 1.5)]
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parallel  # bounded by its budgets only, no wall-clock bound

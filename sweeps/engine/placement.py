@@ -214,8 +214,10 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 info["env_processes"],
             )
         )
+    baseline_combo = combos[0] if sweep.baseline and combos else None
     out = []
-    for algo, n, mode, k, m in dict.fromkeys(combos):
+    for combo in dict.fromkeys(combos):
+        algo, n, mode, k, m = combo
         cfg = {"algorithm": algo, **sweep.fixed_for(algo)}
         for key, value in (
             ("num_env_runners", n),
@@ -225,11 +227,9 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
         ):
             if value is not None:
                 cfg[key] = value
-        if (
-            sweep.baseline
-            and algo == sweep.baseline["algorithm"]
-            and n == sweep.baseline.get("num_env_runners")
-        ):
+        # only the baseline's own request takes its values: a searched configuration of the
+        # same algorithm and env runner count keeps its own (its num_learners, say)
+        if combo == baseline_combo and sweep.baseline["algorithm"] not in REFERENCE_ALGORITHMS:
             cfg.update(sweep.baseline)
         algo_config, info = trial_algorithm_config(
             cfg, setup if scaled else setup.with_(allow_oversubscription=False)
