@@ -248,3 +248,17 @@ def test_apex_and_impala_share_parked_processes_each_as_its_own_class(local_ray)
     cold_start = _start_state(algo)
     algo.stop()
     _assert_same_start(warm_start, cold_start)
+
+
+def test_each_learner_count_is_a_shape_of_its_own():
+    """A trial's learner actors (RLlib's ``num_learners``, GORILA's) start anew with every
+    trial, so a warm trial is charged the cold start-up of its own learner count, never that
+    of the same algorithm with fewer learners; the learners do not change which parked env
+    runners it may take."""
+    from sweeps.engine import warm
+
+    ppo = [_config("PPO", 0, num_learners=m, num_cpus_per_learner=0.125) for m in (0, 1, 2)]
+    gorila = [_config("GORILA", 0, num_learners=m, num_cpus_per_learner=0.125) for m in (1, 2)]
+    shapes = [warm.shape_key(c) for c in ppo + gorila]
+    assert len(set(shapes)) == len(shapes)
+    assert len({warm.slot_key(c) for c in ppo}) == 1

@@ -148,11 +148,13 @@ def slot_key(algo_config) -> tuple:
 
 def shape_key(algo_config) -> tuple:
     """A trial's shape, whose cold start-up its warm trials are charged: the algorithm class,
-    its number of env runners and of learner processes it starts itself (GORILA's learner
-    actors, started anew by every trial), besides its env runners' :func:`slot_key`."""
+    its number of env runners and of learner processes it starts itself (RLlib's learner
+    actors, ``num_learners``, and GORILA's; both started anew by every trial), besides its env
+    runners' :func:`slot_key`."""
     return (
         algo_config.algo_class.__qualname__,
         int(algo_config.num_env_runners),
+        int(algo_config.num_learners or 0),
         int(getattr(algo_config, "gorila_num_learners", 0)),
         *slot_key(algo_config),
     )
