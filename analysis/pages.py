@@ -390,10 +390,28 @@ def _learner_scaling_check(data: Study, held_out: list[Study]) -> str:
     return table + "\n\n" + learner_check_words(rows) + "\n"
 
 
+def _sync_learner_check(data: Study, held_out: list[Study]) -> str:
+    """RLlib's synchronous learners: each learner count predicted from the run's two smallest
+    (:func:`analysis.transfer.sync_learner_check`) against its own trials."""
+    from analysis.transfer import (
+        SYNC_CHECK_HEADERS,
+        sync_check_table_rows,
+        sync_check_words,
+        sync_learner_check,
+    )
+
+    rows = sync_learner_check(data, held_out)
+    if rows.empty:
+        return "No learner check: the run has fewer than two learner counts of synchronous learners, or no third to check.\n"
+    table = md_table(SYNC_CHECK_HEADERS, sync_check_table_rows(rows), right=(2, 3, 4, 5))
+    return table + "\n\n" + sync_check_words(rows) + "\n"
+
+
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {
     "break_even_check": _break_even_check,
     "transfer_check": _transfer_check,
     "learner_scaling_check": _learner_scaling_check,
+    "sync_learner_check": _sync_learner_check,
 }
 
 

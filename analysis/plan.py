@@ -346,8 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead of a plan: Gorila's applied learner updates/s at more learners, "
         "predicted from the run's one-learner GORILA trials (Amdahl's law with the "
-        "parameter server's apply as the serial part, analysis.transfer.learner_scaling) "
-        "and checked on the run's other learner counts and --held-out runs",
+        "parameter server's apply as the serial part, analysis.transfer.learner_scaling), "
+        "or, in a run without GORILA, RLlib's synchronous learners' env steps/s from its two "
+        "smallest learner counts (analysis.transfer.sync_learner_scaling); checked on the "
+        "run's other learner counts and --held-out runs",
     )
     p.add_argument(
         "--learner-counts",
@@ -773,11 +775,7 @@ def _learners_main(
     fit = analyse(res, target)
     pred = learner_predictions(fit, counts)
     if pred.empty:
-        sys.stderr.write(
-            f"python -m analysis.plan: error: {res.path}: no one-learner GORILA trial with the "
-            "parameter server's busy share (server_busy_s) recorded: nothing to predict from\n"
-        )
-        return EXIT_BAD_INPUT
+        return _sync_learners_main(res, fit, counts, held, target, console)
     x1, u1, bound = pred["x1"].iloc[0], pred["u1"].iloc[0], pred["bound"].iloc[0]
     console.print(
         f"[bold]Learners[/bold] of {res.path}: one learner applied {x1:.0f} updates/s with the "
@@ -815,6 +813,66 @@ def _learners_main(
         table.add_row(*(escape(c) for c in cells))
     console.print(table)
     console.print(learner_check_words(rows), highlight=False, soft_wrap=True)
+    return 0
+
+
+def _sync_learners_main(res, fit, counts: list[int], held: list, target, console) -> int:
+    """``learners`` on a run without GORILA: RLlib's synchronous learners' env steps/s at
+    ``counts`` learners, from the run's two smallest learner counts
+    (:func:`analysis.transfer.sync_learner_parts`), then checked on its other counts and
+    ``held`` (:func:`analysis.transfer.sync_learner_check`). Exit 0; 2 when the run has
+    neither GORILA's one-learner trials nor two learner counts of synchronous learners."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from analysis.study import analyse
+    from analysis.transfer import (
+        SYNC_CHECK_HEADERS,
+        sync_check_table_rows,
+        sync_check_words,
+        sync_learner_check,
+        sync_learner_parts,
+        sync_learner_scaling,
+    )
+
+    parts = sync_learner_parts(fit)
+    if parts is None:
+        sys.stderr.write(
+            f"python -m analysis.plan: error: {res.path}: neither a one-learner GORILA trial "
+            "with the parameter server's busy share (server_busy_s) recorded nor two learner "
+            "counts of RLlib's synchronous learners (num_learners >= 1): nothing to predict "
+            "from\n"
+        )
+        return EXIT_BAD_INPUT
+    algorithm, m1, m2, a, b = parts
+    console.print(
+        f"[bold]Learners[/bold] of {res.path}: {algorithm}'s synchronous learners, its time "
+        f"per env step split into a part that does not shrink with learners ({a * 1e3:.3f} ms) "
+        f"and one they share ({b * 1e3:.3f} ms), solved from {m1} and {m2} learners "
+        "(analysis.transfer.sync_learner_scaling).",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table(show_lines=False)
+    for c in ("learners", "predicted env steps/s"):
+        table.add_column(c, justify="right")
+    for m in counts:
+        try:
+            table.add_row(str(m), f"{sync_learner_scaling(m, a, b):,.0f}")
+        except ValueError:
+            table.add_row(str(m), "no finite pace")
+    console.print(table)
+    rows = sync_learner_check(fit, [analyse(h, target) for h in held])
+    if rows.empty:
+        console.print("No other learner count measured: nothing to check the prediction on.")
+        return 0
+    table = Table(show_lines=False)
+    for c in SYNC_CHECK_HEADERS:
+        table.add_column(c, justify="left" if c == "run" else "right")
+    for cells in sync_check_table_rows(rows):
+        table.add_row(*(escape(c) for c in cells))
+    console.print(table)
+    console.print(sync_check_words(rows), highlight=False, soft_wrap=True)
     return 0
 
 

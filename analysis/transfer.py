@@ -98,6 +98,10 @@ __all__ = [
     "learner_scaling",
     "learner_rates",
     "learner_scaling_check",
+    "sync_learner_rates",
+    "sync_learner_scaling",
+    "sync_learner_parts",
+    "sync_learner_check",
 ]
 
 
@@ -458,6 +462,172 @@ def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def sync_learner_rates(data: Study) -> pd.DataFrame:
+    """Per trial of a run whose RLlib algorithm trains with ``num_learners`` >= 1 learner
+    actors (RLlib's synchronous data-parallel learners; GORILA's asynchronous ones are
+    :func:`learner_rates`): ``algorithm``, ``num_learners``, ``seed`` and the env steps per
+    second (``rate``, 1/s) between the trial's first and last recorded iterations, the pace of
+    its whole sample-then-learn loop. Env steps, not learner updates: with M learners RLlib
+    splits each train batch over them, so one synchronous update trains M minibatches and
+    updates per second do not compare across M. Trials with fewer than two iterations are
+    left out."""
+    trials, progress = data.res.trials, data.res.progress
+    rows = []
+    sync = trials[(trials["algorithm"] != "GORILA") & (trials["num_learners"] >= 1)]
+    for _, t in sync.iterrows():
+        g = progress[progress["trial_id"] == t["trial_id"]].sort_values("iteration")
+        if len(g) < 2:
+            continue
+        a, b = g.iloc[0], g.iloc[-1]
+        dt = float(b["wall_time_s"] - a["wall_time_s"])
+        if dt <= 0:
+            continue
+        rows.append(
+            {
+                "algorithm": str(t["algorithm"]),
+                "num_learners": int(t["num_learners"]),
+                "seed": int(t["seed"]),
+                "rate": float(b["env_steps"] - a["env_steps"]) / dt,
+            }
+        )
+    return pd.DataFrame(rows, columns=["algorithm", "num_learners", "seed", "rate"])
+
+
+def sync_learner_scaling(m: int, serial_s: float, parallel_s: float) -> float:
+    """Env steps/s of a synchronous learner layout with ``m`` learners: ``1 / (a + b / m)``,
+    ``a`` = ``serial_s`` (seconds per env step that do not shrink with more learners: sampling,
+    the driver, the gradients' all-reduce) and ``b`` = ``parallel_s`` (seconds per env step
+    the learners split: their forward and backward passes). Amdahl's law (G. Amdahl, AFIPS
+    1967) on the loop's time per env step; ``b`` < 0 when the second learner cost more than it
+    split, and then more learners predict a slower loop.
+
+    Raises:
+        ValueError: ``m`` below 1, or ``a + b / m`` not positive (no finite pace).
+    """
+    per_step = serial_s + parallel_s / m if m >= 1 else math.nan
+    if not per_step > 0:
+        raise ValueError(
+            f"sync_learner_scaling: m={m}, serial {serial_s}, parallel {parallel_s} s per env "
+            "step: need m >= 1 and a positive time per env step"
+        )
+    return 1.0 / per_step
+
+
+def sync_learner_parts(fit: Study) -> tuple[str, int, int, float, float] | None:
+    """``(algorithm, m1, m2, a, b)``: :func:`sync_learner_scaling`'s serial and parallel
+    seconds per env step, solved exactly from the median rates (:func:`sync_learner_rates`) of
+    ``fit``'s two smallest learner counts ``m1 < m2`` of its first algorithm with synchronous
+    learners; None with fewer than two learner counts."""
+    rates = sync_learner_rates(fit)
+    if rates.empty:
+        return None
+    algorithm = str(rates["algorithm"].iloc[0])
+    med = rates[rates["algorithm"] == algorithm].groupby("num_learners")["rate"].median()
+    if len(med) < 2:
+        return None
+    (m1, x1), (m2, x2) = list(med.items())[:2]
+    b = (1.0 / x1 - 1.0 / x2) / (1.0 / m1 - 1.0 / m2)
+    return algorithm, int(m1), int(m2), 1.0 / x1 - b / m1, b
+
+
+def sync_learner_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
+    """Every learner count of ``fit``'s synchronous-learner algorithm besides the two it is
+    fitted on (:func:`sync_learner_parts`), in ``fit`` and in each ``held_out`` run, predicted
+    (:func:`sync_learner_scaling`) against the env steps/s its trials measured.
+
+    Returns:
+        One row per (run, learner count): ``run``, ``held_out`` (bool), ``seeds``,
+        ``num_learners``, ``predicted`` and ``measured`` (median env steps/s), ``low``/``high``
+        (the measured trials' range), ``error`` (predicted / measured - 1), and the fit's
+        ``algorithm``, ``m1``, ``m2``, ``x1``, ``x2`` (its two counts' median env steps/s),
+        ``a`` and ``b`` (seconds per env step). Empty when the fit has fewer than two learner
+        counts or no run has a third.
+    """
+    parts = sync_learner_parts(fit)
+    if parts is None:
+        return pd.DataFrame()
+    algorithm, m1, m2, a, b = parts
+    rows = []
+    for run, is_held_out in [(fit, False), *((h, True) for h in held_out)]:
+        rates = sync_learner_rates(run)
+        rates = rates[rates["algorithm"] == algorithm]
+        for m, g in rates.groupby("num_learners"):
+            if not is_held_out and int(m) in (m1, m2):
+                continue
+            try:
+                predicted = sync_learner_scaling(int(m), a, b)
+            except ValueError:
+                predicted = math.nan
+            measured = float(g["rate"].median())
+            rows.append(
+                {
+                    "run": run.res.path.name,
+                    "held_out": is_held_out,
+                    "seeds": sorted(int(s) for s in g["seed"]),
+                    "num_learners": int(m),
+                    "predicted": predicted,
+                    "measured": measured,
+                    "low": float(g["rate"].min()),
+                    "high": float(g["rate"].max()),
+                    "error": predicted / measured - 1.0,
+                    "algorithm": algorithm,
+                    "m1": m1,
+                    "m2": m2,
+                    "x1": 1.0 / (a + b / m1),
+                    "x2": 1.0 / (a + b / m2),
+                    "a": a,
+                    "b": b,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+#: Column headers of :func:`sync_check_table_rows`.
+SYNC_CHECK_HEADERS = [
+    "run",
+    "seeds",
+    "learners",
+    "predicted env steps/s",
+    "measured env steps/s [range]",
+    "error",
+]
+
+
+def sync_check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
+    """:func:`sync_learner_check`'s rows as text cells under :data:`SYNC_CHECK_HEADERS`."""
+    return [
+        [
+            f"{r.run} ("
+            + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
+            + ")",
+            f"{min(r.seeds)}-{max(r.seeds)}",
+            str(r.num_learners),
+            f"{r.predicted:,.0f}",
+            f"{r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}]",
+            f"{r.error:+.0%}",
+        ]
+        for r in rows.itertuples()
+    ]
+
+
+def sync_check_words(rows: pd.DataFrame) -> str:
+    """One sentence on :func:`sync_learner_check`'s rows (non-empty): the fit's two counts,
+    the serial share they imply and the largest miss."""
+    r = rows.iloc[0]
+    worst = rows.loc[rows["error"].abs().idxmax()]
+    serial = r.a / (r.a + r.b) if r.a + r.b > 0 else math.nan
+    gain = (
+        "a second learner's forward and backward passes saved less than it cost"
+        if r.b <= 0
+        else f"{serial:.0%} of one learner's time per env step does not shrink with more learners"
+    )
+    return (
+        f"In plain words: {r.algorithm} sampled and learned {r.x1:,.0f} env steps/s with "
+        f"{r.m1} learner{'s' if r.m1 != 1 else ''} and {r.x2:,.0f} with {r.m2}, so {gain}; "
+        f"the largest miss is {worst.num_learners} learners, {worst.error:+.0%}."
+    )
 
 
 def _startup_line(points: list[tuple[int, float]], k0: float) -> tuple[float, float]:

@@ -288,6 +288,23 @@ def test_more_learners_are_predicted_by_amdahls_law_with_the_server_as_the_seria
         learner_scaling(2, 100.0, 1.5)
 
 
+def test_synchronous_learners_split_only_their_part_of_each_env_step():
+    """RLlib's synchronous learners: ``1 / (a + b / m)`` env steps/s, ``a`` the seconds per env
+    step no learner count shrinks, ``b`` those the learners split; a negative ``b`` (a second
+    learner that costs more than it splits) predicts a slower loop with more learners."""
+    from analysis.transfer import sync_learner_scaling
+
+    # 1 ms serial, 3 ms split: 250/s with one learner, 400/s with 2, tending to 1000/s
+    assert sync_learner_scaling(1, 0.001, 0.003) == pytest.approx(250.0)
+    assert sync_learner_scaling(2, 0.001, 0.003) == pytest.approx(400.0)
+    assert sync_learner_scaling(10_000, 0.001, 0.003) == pytest.approx(1000.0, rel=1e-3)
+    assert sync_learner_scaling(4, 0.002, -0.0004) < sync_learner_scaling(2, 0.002, -0.0004)
+    with pytest.raises(ValueError, match="m=0"):
+        sync_learner_scaling(0, 0.001, 0.003)
+    with pytest.raises(ValueError, match="positive time per env step"):
+        sync_learner_scaling(1, 0.001, -0.002)
+
+
 GORILA_FIT = REPO / "docs" / "data" / "cabs_gorila_learner_rates" / "20261129-060951"
 GORILA_HELD_OUT = REPO / "docs" / "data" / "cabs_gorila_learner_rates_held_out" / "20261129-061300"
 
@@ -319,9 +336,37 @@ def test_plan_learners_predicts_more_learners_and_checks_them_on_held_out_runs(p
     assert plan(str(GORILA_FIT), "--learners", "--learner-counts", "3").returncode == 0
 
 
+SYNC_FIT = REPO / "docs" / "data" / "cabs_rllib_learner_rates" / "20261129-153111"
+SYNC_HELD_OUT = REPO / "docs" / "data" / "cabs_rllib_learner_rates_held_out" / "20261129-153413"
+
+
+def test_plan_learners_predicts_rllibs_synchronous_learners_from_two_counts(plan):
+    """``python -m analysis.plan learners`` on a run without GORILA: RLlib's synchronous
+    learners' env steps/s split into a serial and a shared part from the fit's 1 and 2
+    learners alone, each asked-for count predicted, and the held-out 4 learners checked
+    against the same prediction the docs/learners.md region shows."""
+    from analysis.load import load_results
+    from analysis.study import analyse
+    from analysis.transfer import sync_learner_check, sync_learner_parts, sync_learner_scaling
+
+    fit = analyse(load_results(SYNC_FIT))
+    algorithm, m1, m2, a, b = sync_learner_parts(fit)
+    assert (algorithm, m1, m2) == ("PPO", 1, 2) and a > 0 and b > 0
+    ok = plan("learners", str(SYNC_FIT), "--held-out", str(SYNC_HELD_OUT))
+    assert ok.returncode == 0, ok.stderr
+    out = " ".join(ok.stdout.split())
+    assert "PPO's synchronous learners" in out
+    for m in (2, 4, 8):
+        assert f"│ {m} │ {sync_learner_scaling(m, a, b):,.0f} │" in out
+    rows = sync_learner_check(fit, [analyse(load_results(SYNC_HELD_OUT))])
+    assert list(rows["num_learners"]) == [4] and list(rows["held_out"]) == [True]
+    r = rows.iloc[0]
+    assert f"{r.predicted:,.0f} │ {r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}] │" in out
+
+
 def test_plan_learners_refuses_what_it_cannot_predict_from_in_one_line(plan):
     for argv, words in (
-        (["learners", str(ONE_CORE)], "no one-learner GORILA trial"),
+        (["learners", str(ONE_CORE)], "neither a one-learner GORILA trial"),
         (["learners", str(GORILA_FIT), "--learner-counts", "0,2"], "--learner-counts '0,2'"),
         ([str(GORILA_FIT), "--learner-counts", "4"], "--learner-counts: only with --learners"),
         (
