@@ -435,13 +435,6 @@ BAD_INPUT = {
         dict(extra=', reference={"algorithm": "SB3-DQN", "n_envs": 8}'),
         ("reference", "n_envs: the reference steps one env"),
     ),
-    "DQN with several learners": (
-        dict(
-            algorithms='["DQN"]',
-            search_space='{"num_env_runners": choice([0]), "num_learners": choice([2])}',
-        ),
-        ("num_learners must be 0 or 1", "GORILA"),
-    ),
     "IMPALA with several learners and several passes": (
         dict(
             algorithms='["IMPALA"]',

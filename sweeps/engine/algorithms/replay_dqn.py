@@ -201,11 +201,6 @@ class ReplayDQNConfig(DQNConfig):
             )
         if not isinstance(self.n_step, int) or self.n_step < 1:
             self._value_error(f"{name} `n_step` must be an integer >= 1; got {self.n_step!r}")
-        if self.num_learners > 1:  # priorities need every TD error back, in order
-            self._value_error(
-                f"{name} trains in one learner: num_learners must be 0 or 1; got "
-                f"{self.num_learners} (GORILA spreads DQN over several learners)"
-            )
         if self.env_runner_cls is None or not issubclass(self.env_runner_cls, TransitionEnvRunner):
             self._value_error(f"{name} needs `env_runner_cls` to be a TransitionEnvRunner")
         if self._env_to_module_connector is not None:
@@ -401,21 +396,39 @@ class ReplayDQN(DQN):
             (the learner group's results, TD errors removed; the TD errors, shape (k·batch,), in
             the order of ``indices``).
 
+        With M = ``num_learners`` > 1 (RLlib's synchronous data-parallel learners: torch DDP
+        averages the gradients of every minibatch over them), learner j takes the j-th of M
+        equal slices of each minibatch, so each update still trains on the whole minibatch of
+        ``train_batch_size`` transitions, and the TD errors are put back in the order of
+        ``indices``.
+
         Raises:
-            RuntimeError: the learners returned a TD error count other than k × batch (several
-                learners split the batch: use ``num_learners`` 0 or 1).
+            RuntimeError: the learners returned a TD error count other than k × batch.
         """
         batch = self.config.total_train_batch_size
         n = len(indices)
+        m = max(1, int(self.config.num_learners or 0))
         data = dict(data)
         data["rewards"] = data["rewards"] * self._reward_scale  # the learner's units
         data["weights"] = weights
-        train_batch = MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(data)}, env_steps=n)
-        # PLUMBING: RLlib's DQN learner, the minibatches in order (no shuffle), so the TD
-        # errors come back in the order of `indices`.
+        # learner j's rows: the j-th slice of each of the k minibatches (one learner: all)
+        rows = [r.ravel() for r in np.arange(n).reshape(n // batch, m, batch // m).swapaxes(0, 1)]
+        shards = [
+            MultiAgentBatch(
+                {
+                    DEFAULT_MODULE_ID: SampleBatch(
+                        data if m == 1 else {k: v[r] for k, v in data.items()}
+                    )
+                },
+                env_steps=n // m,
+            )
+            for r in rows
+        ]
+        # PLUMBING: RLlib's DQN learner(s), the minibatches in order (no shuffle), so each
+        # learner's TD errors come back in the order of its rows.
         learner_results = self.learner_group.update(
-            batch=train_batch,
-            minibatch_size=batch,
+            **({"batch": shards[0]} if m == 1 else {"batches": shards}),
+            minibatch_size=batch // m,
             num_epochs=1,
             shuffle_batch_per_epoch=False,
             timesteps={
@@ -424,19 +437,26 @@ class ReplayDQN(DQN):
             },
         )
         self._num_updates += n // batch
-        td_errors = []
+        per_learner = []
         for res in learner_results:
+            td_errors = []
             for module_results in res.values():
                 if TD_ERROR_KEY in module_results:
                     td = convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek())
                     td_errors.extend(np.ravel(x) for x in (td if isinstance(td, list) else [td]))
-        td_errors = np.concatenate(td_errors) if td_errors else np.zeros(0)
-        if td_errors.shape != np.shape(indices):
+            if td_errors:
+                per_learner.append(np.concatenate(td_errors))
+        if [x.size for x in per_learner] != [n // m] * m:
             raise RuntimeError(
-                f"{type(self).__name__}: the learner returned {td_errors.size} TD errors for "
-                f"{n} replayed transitions; priorities need one per transition, in "
-                f"order (num_learners={self.config.num_learners}: use 0 or 1)"
+                f"{type(self).__name__}: the learners returned "
+                f"{[x.size for x in per_learner]} TD errors for {n} replayed transitions over "
+                f"{m} learner(s); priorities need one per transition, in order"
             )
+        if m == 1:
+            return learner_results, per_learner[0]
+        td_errors = np.empty(n)
+        for r, x in zip(rows, per_learner, strict=True):
+            td_errors[r] = x
         return learner_results, td_errors
 
     def _broadcast_weights(self, learner_results: list[dict]) -> None:
