@@ -373,38 +373,38 @@ REGIONS: dict[str, Callable[[Study], str]] = {
 
 #: Regions that read held-out runs beside their own: ``from data/<sweep>/RUN+RUN2+RUN3``
 #: (RUN2, RUN3: sibling runs of RUN, in the same sweep folder).
+def _learner_check(rows: pd.DataFrame, none: str) -> str:
+    """A learner check's rows (``analysis.transfer``) as a table and a sentence; ``none`` when
+    there are none."""
+    from analysis.transfer import learner_check_table, learner_check_words
+
+    if rows.empty:
+        return f"No learner check: {none}.\n"
+    return md_table(*learner_check_table(rows), right=(2, 3, 4, 5)) + (
+        "\n\n" + learner_check_words(rows) + "\n"
+    )
+
+
 def _learner_scaling_check(data: Study, held_out: list[Study]) -> str:
     """GORILA's larger learner counts predicted from the run's one-learner trials
     (:func:`analysis.transfer.learner_scaling_check`) against their own runs' trials."""
-    from analysis.transfer import (
-        LEARNER_CHECK_HEADERS,
-        learner_check_table_rows,
-        learner_check_words,
-        learner_scaling_check,
-    )
+    from analysis.transfer import learner_scaling_check
 
-    rows = learner_scaling_check(data, held_out)
-    if rows.empty:
-        return "No learner check: the run has no one-learner GORILA trial with the server's busy share recorded.\n"
-    table = md_table(LEARNER_CHECK_HEADERS, learner_check_table_rows(rows), right=(2, 3, 4, 5))
-    return table + "\n\n" + learner_check_words(rows) + "\n"
+    return _learner_check(
+        learner_scaling_check(data, held_out),
+        "the run has no one-learner GORILA trial with the server's busy share recorded",
+    )
 
 
 def _sync_learner_check(data: Study, held_out: list[Study]) -> str:
     """RLlib's synchronous learners: each learner count predicted from the run's two smallest
     (:func:`analysis.transfer.sync_learner_check`) against its own trials."""
-    from analysis.transfer import (
-        SYNC_CHECK_HEADERS,
-        sync_check_table_rows,
-        sync_check_words,
-        sync_learner_check,
-    )
+    from analysis.transfer import sync_learner_check
 
-    rows = sync_learner_check(data, held_out)
-    if rows.empty:
-        return "No learner check: the run has fewer than two learner counts of synchronous learners, or no third to check.\n"
-    table = md_table(SYNC_CHECK_HEADERS, sync_check_table_rows(rows), right=(2, 3, 4, 5))
-    return table + "\n\n" + sync_check_words(rows) + "\n"
+    return _learner_check(
+        sync_learner_check(data, held_out),
+        "the run has fewer than two learner counts of synchronous learners, or no third to check",
+    )
 
 
 MULTI_RUN_REGIONS: dict[str, Callable[[Study, list[Study]], str]] = {

@@ -760,22 +760,15 @@ def _learners_main(
     each learner count measured in the run or in ``held`` (loaded runs) against its prediction
     (:func:`analysis.transfer.learner_scaling_check`). Exit 0; 2 when the run has no
     one-learner GORILA trial with the parameter server's busy share recorded."""
-    from rich.markup import escape  # "[67-71]" is not markup
     from rich.table import Table
 
     from analysis.study import analyse
-    from analysis.transfer import (
-        LEARNER_CHECK_HEADERS,
-        learner_check_table_rows,
-        learner_check_words,
-        learner_predictions,
-        learner_scaling_check,
-    )
+    from analysis.transfer import learner_predictions, learner_scaling_check
 
     fit = analyse(res, target)
     pred = learner_predictions(fit, counts)
     if pred.empty:
-        return _sync_learners_main(res, fit, counts, held, target, console)
+        return _sync_learners_main(res, fit, counts, held, target, console, shared_seeds)
     x1, u1, bound = pred["x1"].iloc[0], pred["u1"].iloc[0], pred["bound"].iloc[0]
     console.print(
         f"[bold]Learners[/bold] of {res.path}: one learner applied {x1:.0f} updates/s with the "
@@ -794,10 +787,23 @@ def _learners_main(
             str(r.num_learners), f"{r.predicted:.0f}", f"{r.speedup:.2f}x", f"{r.efficiency:.0%}"
         )
     console.print(table)
-    rows = learner_scaling_check(fit, [analyse(h, target) for h in held])
+    _print_learner_check(
+        learner_scaling_check(fit, [analyse(h, target) for h in held]), console, shared_seeds
+    )
+    return 0
+
+
+def _print_learner_check(rows, console, shared_seeds: dict[str, list[int]]) -> None:
+    """A learner check's rows (:func:`analysis.transfer.learner_check_table`) as a table and
+    its sentence; one line when no other learner count was measured."""
+    from rich.markup import escape  # "[67-71]" is not markup
+    from rich.table import Table
+
+    from analysis.transfer import learner_check_table, learner_check_words
+
     if rows.empty:
         console.print("No other learner count measured: nothing to check the prediction on.")
-        return 0
+        return
     console.print(
         "[bold]Checked[/bold]: each measured learner count against its prediction"
         + (
@@ -806,34 +812,28 @@ def _learners_main(
             else ""
         )
     )
+    headers, cells = learner_check_table(rows)
     table = Table(show_lines=False)
-    for c in LEARNER_CHECK_HEADERS:
+    for c in headers:
         table.add_column(c, justify="left" if c == "run" else "right")
-    for cells in learner_check_table_rows(rows):
-        table.add_row(*(escape(c) for c in cells))
+    for row in cells:
+        table.add_row(*(escape(c) for c in row))
     console.print(table)
     console.print(learner_check_words(rows), highlight=False, soft_wrap=True)
-    return 0
 
 
-def _sync_learners_main(res, fit, counts: list[int], held: list, target, console) -> int:
+def _sync_learners_main(
+    res, fit, counts: list[int], held: list, target, console, shared_seeds: dict[str, list[int]]
+) -> int:
     """``learners`` on a run without GORILA: RLlib's synchronous learners' env steps/s at
     ``counts`` learners, from the run's two smallest learner counts
     (:func:`analysis.transfer.sync_learner_parts`), then checked on its other counts and
     ``held`` (:func:`analysis.transfer.sync_learner_check`). Exit 0; 2 when the run has
     neither GORILA's one-learner trials nor two learner counts of synchronous learners."""
-    from rich.markup import escape
     from rich.table import Table
 
     from analysis.study import analyse
-    from analysis.transfer import (
-        SYNC_CHECK_HEADERS,
-        sync_check_table_rows,
-        sync_check_words,
-        sync_learner_check,
-        sync_learner_parts,
-        sync_learner_scaling,
-    )
+    from analysis.transfer import sync_learner_check, sync_learner_parts, sync_learner_scaling
 
     parts = sync_learner_parts(fit)
     if parts is None:
@@ -862,17 +862,9 @@ def _sync_learners_main(res, fit, counts: list[int], held: list, target, console
         except ValueError:
             table.add_row(str(m), "no finite pace")
     console.print(table)
-    rows = sync_learner_check(fit, [analyse(h, target) for h in held])
-    if rows.empty:
-        console.print("No other learner count measured: nothing to check the prediction on.")
-        return 0
-    table = Table(show_lines=False)
-    for c in SYNC_CHECK_HEADERS:
-        table.add_column(c, justify="left" if c == "run" else "right")
-    for cells in sync_check_table_rows(rows):
-        table.add_row(*(escape(c) for c in cells))
-    console.print(table)
-    console.print(sync_check_words(rows), highlight=False, soft_wrap=True)
+    _print_learner_check(
+        sync_learner_check(fit, [analyse(h, target) for h in held]), console, shared_seeds
+    )
     return 0
 
 

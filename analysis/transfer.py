@@ -303,6 +303,17 @@ def learner_scaling(m: int, one_learner_rate: float, server_share: float) -> flo
     return m * one_learner_rate / (1.0 + server_share * (m - 1))
 
 
+def _iteration_window(progress: pd.DataFrame, trial_id: str) -> tuple | None:
+    """``(first, last, dt)``: a trial's first and last recorded iterations (progress rows) and
+    the wall-clock seconds between them; None with fewer than two iterations or no time."""
+    g = progress[progress["trial_id"] == trial_id].sort_values("iteration")
+    if len(g) < 2:
+        return None
+    a, b = g.iloc[0], g.iloc[-1]
+    dt = float(b["wall_time_s"] - a["wall_time_s"])
+    return (a, b, dt) if dt > 0 else None
+
+
 def learner_rates(data: Study) -> pd.DataFrame:
     """Per GORILA trial of a run: ``num_learners``, ``seed``, applied learner updates/s
     (``rate``) and the parameter server's busy share (``server_share``: its apply seconds over
@@ -313,16 +324,12 @@ def learner_rates(data: Study) -> pd.DataFrame:
     rows = []
     gorila = trials[trials["algorithm"] == "GORILA"]
     for _, t in gorila.iterrows():
-        g = progress[progress["trial_id"] == t["trial_id"]].sort_values("iteration")
-        if len(g) < 2:
+        if (window := _iteration_window(progress, t["trial_id"])) is None:
             continue
-        a, b = g.iloc[0], g.iloc[-1]
-        dt = float(b["wall_time_s"] - a["wall_time_s"])
-        if dt <= 0:
-            continue
+        a, b, dt = window
         busy = (
             float(b["server_busy_s"] - a["server_busy_s"]) / dt
-            if "server_busy_s" in g
+            if "server_busy_s" in progress
             else math.nan
         )
         rows.append(
@@ -381,38 +388,34 @@ def learner_predictions(fit: Study, counts: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Column headers of :func:`learner_check_table_rows`.
-LEARNER_CHECK_HEADERS = [
-    "run",
-    "seeds",
-    "learners",
-    "predicted updates/s",
-    "measured updates/s [range]",
-    "error",
-]
-
-
-def learner_check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
-    """:func:`learner_scaling_check`'s rows as text cells under :data:`LEARNER_CHECK_HEADERS`
-    (the page region and ``python -m analysis.plan learners`` lay out the same cells)."""
-    return [
+def learner_check_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Headers and text cells of a learner check's rows, :func:`learner_scaling_check`'s
+    (Gorila: applied updates/s) or :func:`sync_learner_check`'s (synchronous learners: env
+    steps/s); the page regions and ``python -m analysis.plan learners`` lay out the same."""
+    unit = "env steps/s" if "b" in rows else "updates/s"
+    headers = ["run", "seeds", "learners", f"predicted {unit}", f"measured {unit} [range]", "error"]
+    cells = [
         [
             f"{r.run} ("
             + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
             + ")",
             f"{min(r.seeds)}-{max(r.seeds)}",
             str(r.num_learners),
-            f"{r.predicted:.0f}",
-            f"{r.measured:.0f} [{r.low:.0f}-{r.high:.0f}]",
+            f"{r.predicted:,.0f}",
+            f"{r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}]",
             f"{r.error:+.0%}",
         ]
         for r in rows.itertuples()
     ]
+    return headers, cells
 
 
 def learner_check_words(rows: pd.DataFrame) -> str:
-    """One sentence on :func:`learner_scaling_check`'s rows (non-empty): one learner's parts,
-    the server's bound they imply and the largest miss."""
+    """One sentence on a learner check's rows (non-empty). Gorila's
+    (:func:`learner_scaling_check`): one learner's parts, the server's bound they imply and the
+    largest miss; synchronous learners' (:func:`sync_learner_check`): :func:`_sync_words`."""
+    if "b" in rows:
+        return _sync_words(rows)
     x1, u1 = rows["x1"].iloc[0], rows["u1"].iloc[0]
     worst = rows.loc[rows["error"].abs().idxmax()]
     return (
@@ -421,6 +424,23 @@ def learner_check_words(rows: pd.DataFrame) -> str:
         f"{x1 / u1:.0f} updates/s; the largest miss is {worst.num_learners} learners, "
         f"{worst.error:+.0%}."
     )
+
+
+def _check_row(run: Study, held_out: bool, g: pd.DataFrame, m: int, predicted: float) -> dict:
+    """A learner check's row: ``run``'s trials ``g`` at ``m`` learners (their ``rate``s)
+    against ``predicted``."""
+    measured = float(g["rate"].median())
+    return {
+        "run": run.res.path.name,
+        "held_out": held_out,
+        "seeds": sorted(int(s) for s in g["seed"]),
+        "num_learners": int(m),
+        "predicted": predicted,
+        "measured": measured,
+        "low": float(g["rate"].min()),
+        "high": float(g["rate"].max()),
+        "error": predicted / measured - 1.0,
+    }
 
 
 def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
@@ -445,22 +465,7 @@ def learner_scaling_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
         rates = learner_rates(run)
         for m, g in rates[rates["num_learners"] > 1].groupby("num_learners"):
             predicted = learner_scaling(int(m), x1, u1)
-            measured = float(g["rate"].median())
-            rows.append(
-                {
-                    "run": run.res.path.name,
-                    "held_out": is_held_out,
-                    "seeds": sorted(int(s) for s in g["seed"]),
-                    "num_learners": int(m),
-                    "predicted": predicted,
-                    "measured": measured,
-                    "low": float(g["rate"].min()),
-                    "high": float(g["rate"].max()),
-                    "error": predicted / measured - 1.0,
-                    "x1": x1,
-                    "u1": u1,
-                }
-            )
+            rows.append({**_check_row(run, is_held_out, g, m, predicted), "x1": x1, "u1": u1})
     return pd.DataFrame(rows)
 
 
@@ -477,13 +482,9 @@ def sync_learner_rates(data: Study) -> pd.DataFrame:
     rows = []
     sync = trials[(trials["algorithm"] != "GORILA") & (trials["num_learners"] >= 1)]
     for _, t in sync.iterrows():
-        g = progress[progress["trial_id"] == t["trial_id"]].sort_values("iteration")
-        if len(g) < 2:
+        if (window := _iteration_window(progress, t["trial_id"])) is None:
             continue
-        a, b = g.iloc[0], g.iloc[-1]
-        dt = float(b["wall_time_s"] - a["wall_time_s"])
-        if dt <= 0:
-            continue
+        a, b, dt = window
         rows.append(
             {
                 "algorithm": str(t["algorithm"]),
@@ -560,18 +561,9 @@ def sync_learner_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
                 predicted = sync_learner_scaling(int(m), a, b)
             except ValueError:
                 predicted = math.nan
-            measured = float(g["rate"].median())
             rows.append(
                 {
-                    "run": run.res.path.name,
-                    "held_out": is_held_out,
-                    "seeds": sorted(int(s) for s in g["seed"]),
-                    "num_learners": int(m),
-                    "predicted": predicted,
-                    "measured": measured,
-                    "low": float(g["rate"].min()),
-                    "high": float(g["rate"].max()),
-                    "error": predicted / measured - 1.0,
+                    **_check_row(run, is_held_out, g, m, predicted),
                     "algorithm": algorithm,
                     "m1": m1,
                     "m2": m2,
@@ -584,37 +576,9 @@ def sync_learner_check(fit: Study, held_out: list[Study]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Column headers of :func:`sync_check_table_rows`.
-SYNC_CHECK_HEADERS = [
-    "run",
-    "seeds",
-    "learners",
-    "predicted env steps/s",
-    "measured env steps/s [range]",
-    "error",
-]
-
-
-def sync_check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
-    """:func:`sync_learner_check`'s rows as text cells under :data:`SYNC_CHECK_HEADERS`."""
-    return [
-        [
-            f"{r.run} ("
-            + ("held out" if r.held_out else "the fit's seeds: not a held-out check")
-            + ")",
-            f"{min(r.seeds)}-{max(r.seeds)}",
-            str(r.num_learners),
-            f"{r.predicted:,.0f}",
-            f"{r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}]",
-            f"{r.error:+.0%}",
-        ]
-        for r in rows.itertuples()
-    ]
-
-
-def sync_check_words(rows: pd.DataFrame) -> str:
-    """One sentence on :func:`sync_learner_check`'s rows (non-empty): the fit's two counts,
-    the serial share they imply and the largest miss."""
+def _sync_words(rows: pd.DataFrame) -> str:
+    """:func:`sync_learner_check`'s rows in a sentence: the fit's two counts, the serial share
+    they imply and the largest miss."""
     r = rows.iloc[0]
     worst = rows.loc[rows["error"].abs().idxmax()]
     serial = r.a / (r.a + r.b) if r.a + r.b > 0 else math.nan
