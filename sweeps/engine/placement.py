@@ -214,7 +214,8 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 info["env_processes"],
             )
         )
-    baseline_combo = combos[0] if sweep.baseline and combos else None
+    rllib_baseline = sweep.baseline and sweep.baseline["algorithm"] not in REFERENCE_ALGORITHMS
+    baseline_combo = combos[0] if rllib_baseline else None
     out = []
     for combo in dict.fromkeys(combos):
         algo, n, mode, k, m = combo
@@ -229,7 +230,7 @@ def trial_requests(sweep: Sweep, setup: TrialSetup, scaled: bool = False) -> lis
                 cfg[key] = value
         # only the baseline's own request takes its values: a searched configuration of the
         # same algorithm and env runner count keeps its own (its num_learners, say)
-        if combo == baseline_combo and sweep.baseline["algorithm"] not in REFERENCE_ALGORITHMS:
+        if combo == baseline_combo:
             cfg.update(sweep.baseline)
         algo_config, info = trial_algorithm_config(
             cfg, setup if scaled else setup.with_(allow_oversubscription=False)
