@@ -215,6 +215,17 @@ def best_per_n(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[int], dict[str
     return best, ns_all, _n_axis(ns_all)
 
 
+def _ttt_error_y(rows: pd.DataFrame) -> dict[str, Any]:
+    """Error bars from a median TTT to its 95 % CI (``ttt_low_s``, ``ttt_high_s``; seconds);
+    an unbounded side is drawn as none."""
+    return {
+        "type": "data",
+        "array": (rows["ttt_high_s"] - rows["ttt_s"]).replace(np.inf, np.nan).fillna(0),
+        "arrayminus": (rows["ttt_s"] - rows["ttt_low_s"]).clip(lower=0).fillna(0),
+        "visible": True,
+    }
+
+
 def ttt_figure(data: Study) -> Any:
     """Time-to-target against env runners: per algorithm, its best configuration at each N.
 
@@ -236,8 +247,6 @@ def ttt_figure(data: Study) -> Any:
     for alg, g in best.groupby("algorithm"):
         g = g.sort_values("num_env_runners")
         fin = g[np.isfinite(g["ttt_s"].astype(float))]
-        lo = (fin["ttt_s"] - fin["ttt_low_s"]).clip(lower=0)
-        hi = (fin["ttt_high_s"] - fin["ttt_s"]).replace(np.inf, np.nan)
         fig.add_trace(
             go.Scatter(
                 x=fin["num_env_runners"],
@@ -245,12 +254,7 @@ def ttt_figure(data: Study) -> Any:
                 mode="lines+markers",
                 name=alg,
                 line={"color": data.alg_color[alg]},
-                error_y={
-                    "type": "data",
-                    "array": hi.fillna(0),
-                    "arrayminus": lo.fillna(0),
-                    "visible": True,
-                },
+                error_y=_ttt_error_y(fin),
                 hovertemplate="N=%{x}<br>TTT %{y:.4g} s<extra>" + alg + "</extra>",
             )
         )
@@ -289,6 +293,28 @@ def fit_line_name(alg: str, f: Any) -> str | None:
     if math.isfinite(f.r2) and f.r2 < POOR_FIT_R2:
         name += f" (R² {f.r2:.2f}: poor fit)"
     return name
+
+
+def _add_fit_lines(
+    fig: Any,
+    alg: str,
+    fits: dict[str, Any],
+    grid: np.ndarray,
+    color: str,
+    scale: float = 1.0,
+    width: float | None = None,
+) -> None:
+    """Adds to ``fig`` the Amdahl (dotted) and USL (solid) lines of ``fits`` (model name ->
+    :class:`~analysis.scaling.ScalingFit`) over ``grid`` (env runners), times ``scale``; a fit
+    the data cannot test (:func:`fit_line_name`) is left out."""
+    import plotly.graph_objects as go
+
+    for m, dash in (("amdahl", "dot"), ("usl", "solid")):
+        name = fit_line_name(alg, fits[m])
+        if name is not None:
+            line = {"color": color, "dash": dash, **({"width": width} if width else {})}
+            y = fits[m].predict(grid) * scale if scale != 1.0 else fits[m].predict(grid)
+            fig.add_trace(go.Scatter(x=grid, y=y, mode="lines", name=name, line=line))
 
 
 def untestable_fit_note(fits: list[tuple[str, str, Any]]) -> str | None:
@@ -401,20 +427,16 @@ def speedup_figures(data: Study) -> SpeedupFigures:
                 error_y={"type": "data", "array": hi.to_numpy(), "arrayminus": lo.to_numpy()},
             )
         )
-        fits = data.models[alg].fits  # 1/TTT of the best configuration per N >= 1
-        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
-            f = fits[m]
-            name = fit_line_name(alg, f)
-            if name is not None:
-                fig.add_trace(
-                    go.Scatter(
-                        x=grid,
-                        y=f.predict(grid) * float(b["ttt_s"]),
-                        mode="lines",
-                        name=name,
-                        line={"color": data.alg_color[alg], "dash": dash, "width": 1.5},
-                    )
-                )
+        # 1/TTT of the best configuration per N >= 1, scaled to the baseline's TTT
+        _add_fit_lines(
+            fig,
+            alg,
+            data.models[alg].fits,
+            grid,
+            data.alg_color[alg],
+            scale=float(b["ttt_s"]),
+            width=1.5,
+        )
         eff.add_trace(
             go.Scatter(
                 x=gg["num_env_runners"],
@@ -485,21 +507,8 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
                 marker={"color": data.alg_color[alg], "size": 7, "opacity": 0.7},
             )
         )
-        fits = data.throughput_fits[alg]
         grid = np.geomspace(1, max(ns_all + [2]), 60)
-        for m, dash in (("amdahl", "dot"), ("usl", "solid")):
-            f = fits[m]
-            name = fit_line_name(alg, f)
-            if name is not None:
-                fig.add_trace(
-                    go.Scatter(
-                        x=grid,
-                        y=f.predict(grid),
-                        mode="lines",
-                        name=name,
-                        line={"color": data.alg_color[alg], "dash": dash},
-                    )
-                )
+        _add_fit_lines(fig, alg, data.throughput_fits[alg], grid, data.alg_color[alg])
     fig.update_layout(
         title="Throughput vs env runners (env steps per second of wall-clock, start-up included)",
         xaxis=axis,
@@ -537,14 +546,7 @@ def plan_check_figure(data: Study) -> Any:
                     mode="markers",
                     name=f"{alg} measured" + (" (held out)" if sym == "diamond" else " (fitted)"),
                     marker={"symbol": sym, "size": 10, "color": data.alg_color[alg]},
-                    error_y={
-                        "type": "data",
-                        "visible": True,
-                        "array": (part["ttt_high_s"] - part["ttt_s"])
-                        .replace(np.inf, np.nan)
-                        .fillna(0),
-                        "arrayminus": (part["ttt_s"] - part["ttt_low_s"]).clip(lower=0).fillna(0),
-                    },
+                    error_y=_ttt_error_y(part),
                 )
             )
         for k, (model, mg) in enumerate(rows[rows["algorithm"] == alg].groupby("model")):
