@@ -308,41 +308,35 @@ def predict_ttt(
             if not x > 0:
                 continue
             i = pred_n.index(n)
-            rows.append(
-                {
-                    "num_env_runners": n,
-                    "ttt_s": 1.0 / x,
-                    "ttt_low_s": float(lows[i]),
-                    "ttt_high_s": float(highs[i]),
-                    "source": f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit",
-                    "extrapolated": fit.extrapolates(n),
-                    "config_id": "",
-                }
-            )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "num_env_runners",
-            "ttt_s",
-            "ttt_low_s",
-            "ttt_high_s",
-            "source",
-            "extrapolated",
-            "config_id",
-        ],
-    )
+            source = f"{fit.model.upper() if fit.model == 'usl' else 'Amdahl'} fit"
+            ci = (float(lows[i]), float(highs[i]))
+            rows.append(_prediction_row(n, 1.0 / x, *ci, source, fit.extrapolates(n)))
+    return pd.DataFrame(rows, columns=_PREDICTION_COLUMNS)
+
+
+#: The columns of :func:`predict_ttt`'s frame, in order.
+_PREDICTION_COLUMNS = [
+    "num_env_runners",
+    "ttt_s",
+    "ttt_low_s",
+    "ttt_high_s",
+    "source",
+    "extrapolated",
+    "config_id",
+]
+
+
+def _prediction_row(
+    n: int, ttt: float, low: float, high: float, source: str, extrapolated: bool, config_id=""
+) -> dict[str, Any]:
+    """One row of :func:`predict_ttt` (TTT and its interval in seconds)."""
+    values = (n, ttt, low, high, source, extrapolated, config_id)
+    return dict(zip(_PREDICTION_COLUMNS, values, strict=True))
 
 
 def _measured_row(n: int, r: pd.Series) -> dict[str, Any]:
-    return {
-        "num_env_runners": n,
-        "ttt_s": float(r["ttt_s"]),
-        "ttt_low_s": float(r["ttt_low_s"]),
-        "ttt_high_s": float(r["ttt_high_s"]),
-        "source": "measured",
-        "extrapolated": False,
-        "config_id": r["config_id"],
-    }
+    ttt = [float(r[k]) for k in ("ttt_s", "ttt_low_s", "ttt_high_s")]
+    return _prediction_row(n, *ttt, "measured", False, r["config_id"])
 
 
 def _predict_pipeline(
@@ -372,30 +366,9 @@ def _predict_pipeline(
             if np.isfinite(meas[n]["ttt_s"]):
                 rows.append(_measured_row(n, meas[n]))
         elif n >= 1 and n in pred and math.isfinite(pred[n][0]) and pred[n][0] > 0:
-            t, lo, hi = pred[n]
-            rows.append(
-                {
-                    "num_env_runners": n,
-                    "ttt_s": t,
-                    "ttt_low_s": lo,
-                    "ttt_high_s": hi,
-                    "source": "pipeline fit",
-                    "extrapolated": not fitted[0] <= n <= fitted[-1],
-                    "config_id": "",
-                }
-            )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "num_env_runners",
-            "ttt_s",
-            "ttt_low_s",
-            "ttt_high_s",
-            "source",
-            "extrapolated",
-            "config_id",
-        ],
-    )
+            extrapolated = not fitted[0] <= n <= fitted[-1]
+            rows.append(_prediction_row(n, *pred[n], "pipeline fit", extrapolated))
+    return pd.DataFrame(rows, columns=_PREDICTION_COLUMNS)
 
 
 def pareto_front(df: pd.DataFrame, x: str = "ttt_s", y: str = "cost_usd") -> pd.Series:
