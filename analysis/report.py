@@ -1216,11 +1216,17 @@ def _against_previous(previous: Results, res: Results) -> str:
     (:func:`analysis.compare.compare`), its verdict, table and environments."""
     import warnings
 
-    from analysis.compare import compare, headline, table
+    from analysis.compare import CompareError, compare, headline, table
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # lifelines' convergence notes on few seeds
-        c = compare(previous, res)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # lifelines' convergence notes on few seeds
+            c = compare(previous, res)
+    except CompareError as exc:  # e.g. the sweep file changed between the runs: not a fault
+        return (
+            f"<p>Run {_esc(previous.path.name)} is the previous run of this sweep on this "
+            f"machine; it is not compared with this one: {_esc(exc)}</p>"
+        )
     headers, rows = table(c)
     th = "".join(f"<th>{_esc(h)}</th>" for h in headers)
     trs = "".join(

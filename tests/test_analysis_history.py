@@ -122,3 +122,28 @@ def test_the_report_compares_with_the_previous_run_on_its_machine_when_there_is_
     assert '<section id="previous">' in page and f"Run {first.name}" in page
     assert "This run is slower than that run" in page
     assert '<section id="previous">' not in alone  # a first run draws no empty section
+
+
+def test_a_previous_run_with_no_configuration_in_common_is_said_in_the_section(tmp_path):
+    """The sweep file changed between the runs (other algorithms): section 9 says why it does
+    not compare them; it is no failed section and no warning in the summary."""
+    from analysis.report import build_report
+
+    root = tmp_path / "synthetic_scaling"
+    first = write_synthetic_results(
+        root / "20260101-000000", algorithms=("DQN",), env_runners=(1,), seeds=3
+    )
+    second = write_synthetic_results(
+        root / "20260101-000001",
+        algorithms=("IMPALA",),
+        env_runners=(2,),
+        baseline=("IMPALA", 2),
+        seeds=3,
+        rng_seed=1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        page = build_report(load_results(second))
+    assert '<section id="previous">' in page and f"Run {first.name}" in page
+    assert "it is not compared with this one" in page and "no configuration in common" in page
+    assert "This section could not be drawn" not in page and "CompareError" not in page
