@@ -93,7 +93,9 @@ def test_a_second_process_on_one_run_directory_gets_one_line_naming_the_holder(t
     assert f"is in use by another sweeps.run (pid {os.getpid()})" in proc.stderr
 
 
-@pytest.mark.parametrize("damage", ["no_tune_state", "corrupt_trials", "corrupt_environment"])
+@pytest.mark.parametrize(
+    "damage", ["no_tune_state", "empty_search_state", "corrupt_trials", "corrupt_environment"]
+)
 def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     """Decided before Ray starts: exit 2, one line naming the damaged file; nothing written."""
     results = tmp_path / "results"
@@ -101,6 +103,9 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     run = _fake_run(results, RUN_ID[0], STARTED[0], _spec_of(path, results))
     if damage != "no_tune_state":
         (run / "tune" / "tuner.pkl").write_bytes(b"state")
+    if damage == "empty_search_state":  # what a kill during Tune's copy left before
+        (run / "tune" / "search_gen_state-2026-01-01_00-00-00.json").write_bytes(b"\x80state")
+        (run / "tune" / "search_gen_state-2026-01-01_00-00-09.json").write_bytes(b"")
     if damage == "corrupt_trials":
         (run / "trials.parquet").write_bytes(b"PAR1 cut short by a full disk")
     if damage == "corrupt_environment":
@@ -116,6 +121,7 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     named = {
         "no_tune_state": "tune/tuner.pkl: missing",
+        "empty_search_state": "tune/search_gen_state-2026-01-01_00-00-09.json: empty",
         "corrupt_trials": "trials.parquet: not a readable Parquet file",
         "corrupt_environment": "environment.json: missing or not JSON",
     }[damage]

@@ -118,6 +118,7 @@ def run_sweep(
         sweep_search,
     )
     from sweeps.engine.trainable import resources_for, reuse_prestarted_workers, run_trial
+    from sweeps.engine.tune_storage import tune_filesystem
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()
@@ -201,6 +202,7 @@ def run_sweep(
             run_config=tune.RunConfig(
                 name=f"{rundir.TUNE_DIR}_confirm_{seeds[0]}",
                 storage_path=str(run_dir.resolve()),
+                storage_filesystem=tune_filesystem(),  # each state file whole after a kill
                 callbacks=callbacks,
                 stop=stopper,
                 verbose=1 if verbose else 0,
@@ -216,6 +218,7 @@ def run_sweep(
             trainable=trainable,
             resume_unfinished=True,
             resume_errored=False,
+            storage_filesystem=tune_filesystem(),
         )
     else:
         search, _ = sweep_search(
@@ -263,6 +266,7 @@ def run_sweep(
             run_config=tune.RunConfig(
                 name=rundir.TUNE_DIR,
                 storage_path=str(run_dir.resolve()),
+                storage_filesystem=tune_filesystem(),  # each state file whole after a kill
                 callbacks=callbacks,
                 stop=stopper,
                 progress_reporter=reporter,
@@ -368,7 +372,7 @@ def reopen_search(tune_dir: Path) -> bool:
     """
     import ray.cloudpickle as cloudpickle
 
-    states = sorted(tune_dir.glob("search_gen_state-*.json"))
+    states = sorted(tune_dir.glob(rundir.TUNE_STATE_PATTERNS[1]))
     if not states:
         return False
     state = cloudpickle.loads(states[-1].read_bytes())

@@ -198,6 +198,10 @@ def spec_changes(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> 
     return out
 
 
+#: Ray Tune's experiment state files in a run's ``tune/`` folder, newest restored.
+TUNE_STATE_PATTERNS = ("experiment_state-*.json", "search_gen_state-*.json", "searcher-state-*.pkl")
+
+
 def check_resume_dir(run_dir: Path, source: str) -> None:
     """Refuse, before Ray starts, to resume a run directory that is damaged or foreign.
 
@@ -220,6 +224,12 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
+    # Tune restores the newest of each (greatest name); a driver killed while Tune copied
+    # them, before sweeps.engine.tune_storage wrote each file whole, left them empty
+    for pattern in ("tuner.pkl", *TUNE_STATE_PATTERNS):
+        newest = max((run_dir / TUNE_DIR).glob(pattern), default=None)
+        if newest is not None and newest.stat().st_size == 0:
+            raise bad(f"{TUNE_DIR}/{newest.name}", "empty (cut by a kill while Ray Tune saved it)")
     from sweeps.engine.rundir.schema import SCHEMA_VERSION, SchemaError, schema_version
 
     for name in (TRIALS, PROGRESS):

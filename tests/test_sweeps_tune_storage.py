@@ -1,0 +1,68 @@
+"""Tune's state files are written whole: a process killed while it writes one leaves the old
+file, never an empty or cut one (sweeps.engine.tune_storage)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+# A child that opens the file through the filesystem under test, writes half of the new
+# content, flushes it to the OS and is killed (SIGKILL: no clean-up runs) before it closes it.
+WRITER = """
+import os, signal, sys
+import pyarrow.fs
+from sweeps.engine.tune_storage import tune_filesystem
+fs = tune_filesystem() if sys.argv[2] == "atomic" else pyarrow.fs.LocalFileSystem()
+stream = fs.open_output_stream(sys.argv[1])
+stream.write(b"new" * 1000)
+stream.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _killed_writer(path, kind: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", WRITER, str(path), kind], timeout=120)
+    assert proc.returncode == -9  # it was killed mid-write, as a driver is
+
+
+@pytest.mark.parametrize("kind", ["atomic", "plain"])
+def test_a_writer_killed_mid_file_leaves_the_old_file_whole(tmp_path, kind):
+    path = tmp_path / "search_gen_state-2026-01-01_00-00-00.json"
+    path.write_bytes(b"old state")
+    _killed_writer(path, kind)
+    if kind == "plain":  # the failure this guards against: pyarrow's own local filesystem
+        assert path.read_bytes() != b"old state"
+    else:
+        assert path.read_bytes() == b"old state"
+        # its temporary file is hidden from the patterns Tune restores by
+        assert [p.name for p in tmp_path.iterdir() if p != path][0].startswith(".")
+
+
+def test_a_closed_file_replaces_the_old_one_and_copies_make_folders(tmp_path):
+    import pyarrow.fs
+
+    from sweeps.engine.tune_storage import tune_filesystem
+
+    fs = tune_filesystem()
+    src = tmp_path / "staging"
+    (src / "trial").mkdir(parents=True)
+    (src / "experiment_state.json").write_text("{}")
+    (src / "trial" / "result.json").write_text("[1]")
+    dst = tmp_path / "tune"
+    dst.mkdir()
+    (dst / "experiment_state.json").write_text("old")
+    pyarrow.fs.copy_files(
+        str(src),
+        str(dst),
+        source_filesystem=pyarrow.fs.LocalFileSystem(),
+        destination_filesystem=fs,
+    )
+    assert (dst / "experiment_state.json").read_text() == "{}"
+    assert (dst / "trial" / "result.json").read_text() == "[1]"
+    assert sorted(p.name for p in dst.rglob("*")) == [
+        "experiment_state.json",
+        "result.json",
+        "trial",
+    ]
