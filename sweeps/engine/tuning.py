@@ -110,6 +110,7 @@ def run_sweep(
         now_iso,
     )
     from sweeps.engine.rundir import read_json, write_json
+    from sweeps.engine.rundir.tune_files import tune_filesystem
     from sweeps.engine.search import (
         FixedSearch,
         confirm_shortfall,
@@ -118,7 +119,6 @@ def run_sweep(
         sweep_search,
     )
     from sweeps.engine.trainable import resources_for, reuse_prestarted_workers, run_trial
-    from sweeps.engine.tune_storage import tune_filesystem
 
     algorithms.register_with_tune()
     reuse_prestarted_workers()

@@ -1,5 +1,5 @@
 """Tune's state files are written whole: a process killed while it writes one leaves the old
-file, never an empty or cut one (sweeps.engine.tune_storage)."""
+file, never an empty or cut one (sweeps.engine.rundir.tune_files)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 WRITER = """
 import os, signal, sys
 import pyarrow.fs
-from sweeps.engine.tune_storage import tune_filesystem
+from sweeps.engine.rundir.tune_files import tune_filesystem
 fs = tune_filesystem() if sys.argv[2] == "atomic" else pyarrow.fs.LocalFileSystem()
 stream = fs.open_output_stream(sys.argv[1])
 stream.write(b"new" * 1000)
@@ -43,7 +43,7 @@ def test_a_writer_killed_mid_file_leaves_the_old_file_whole(tmp_path, kind):
 def test_a_closed_file_replaces_the_old_one_and_copies_make_folders(tmp_path):
     import pyarrow.fs
 
-    from sweeps.engine.tune_storage import tune_filesystem
+    from sweeps.engine.rundir.tune_files import tune_filesystem
 
     fs = tune_filesystem()
     src = tmp_path / "staging"
