@@ -42,6 +42,7 @@ __all__ = [
     "batch_advice",
     "batch_size_check",
     "check_lines",
+    "check_table",
     "fit_critical_batch",
     "main",
     "steps_at",
@@ -381,6 +382,49 @@ def batch_advice(
     return out
 
 
+#: The headers of :func:`check_table`'s cells.
+CHECK_HEADERS = [
+    "algorithm",
+    "batch B",
+    "role",
+    "reached",
+    "B_simple",
+    "updates to target",
+    "predicted [95 %]",
+    "error",
+    "env steps to target",
+    "predicted [95 %]",
+    "error",
+    "TTT (s)",
+    "predicted [95 %]",
+    "error",
+]
+
+
+def _error(x: float) -> str:
+    """A prediction's error (predicted / measured - 1) as ``+12%``; ``n/a`` when unknown."""
+    return f"{x:+.0%}" if math.isfinite(x) else "n/a"
+
+
+def check_table(check: BatchSizeCheck) -> tuple[list[str], list[list[str]]]:
+    """The check as text cells, one row per (algorithm, batch size) and :data:`CHECK_HEADERS`:
+    learner updates and env steps to the target (counts) and TTT (seconds), each measured,
+    predicted with its 95 % interval and the error. The Markdown summary and the report lay
+    them out."""
+    from analysis.fmt import fmt_reached
+
+    rows = []
+    for _, r in check.rows.iterrows():
+        cells = [r["algorithm"], f"{r['train_batch_size']:g}", r["role"]]
+        cells += [fmt_reached(r, "n_trials"), f"{r['b_simple']:.3g}"]
+        for q, f in (("updates", "{:,.0f}"), ("steps", "{:,.0f}"), ("ttt", "{:.1f}")):
+            low, high = f.format(r[f"{q}_low"]), f.format(r[f"{q}_high"])
+            predicted = f"{f.format(r[f'{q}_pred'])} [{low}, {high}]"
+            cells += [f.format(r[q]), predicted, _error(r[f"{q}_error"])]
+        rows.append(cells)
+    return CHECK_HEADERS, rows
+
+
 def check_lines(check: BatchSizeCheck) -> list[str]:
     """The check as plain lines (the CLI's output)."""
     out = []
@@ -391,10 +435,7 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
             f"B_crit {f['b_crit']:,.1f} (S_min {f['s_min_fit']:,.1f}) by least squares"
         )
     for _, r in check.rows.iterrows():
-
-        def err(x: float) -> str:
-            return f"{x:+.0%}" if math.isfinite(x) else "n/a"
-
+        err = _error
         out.append(
             f"{r['algorithm']} B={r['train_batch_size']:g} ({r['role']}, {r['n_reached']}/"
             f"{r['n_trials']} reached): learner updates to target measured {r['updates']:,.0f}, "

@@ -581,7 +581,7 @@ def _batch_size_lines(data: Study) -> list[str]:
     b = data.batch
     if b is None:
         return []
-    from analysis.batch_size import check_lines
+    from analysis.batch_size import check_lines, check_table
 
     out = [
         "",
@@ -593,54 +593,9 @@ def _batch_size_lines(data: Study) -> list[str]:
         f"{data.res.name}/{data.res.path.name}`); error = predicted / measured - 1.",
         "",
     ]
-    rows = []
-    for _, r in b.rows.iterrows():
-
-        def e(x: float) -> str:
-            return f"{x:+.0%}" if math.isfinite(x) else "n/a"
-
-        rows.append(
-            [
-                r["algorithm"],
-                f"{r['train_batch_size']:g}",
-                r["role"],
-                fmt_reached(r, "n_trials"),
-                f"{r['b_simple']:.3g}",
-                f"{r['updates']:,.0f}",
-                f"{r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, {r['updates_high']:,.0f}]",
-                e(r["updates_error"]),
-                f"{r['steps']:,.0f}",
-                f"{r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, {r['steps_high']:,.0f}]",
-                e(r["steps_error"]),
-                f"{r['ttt']:.1f}",
-                f"{r['ttt_pred']:.1f} [{r['ttt_low']:.1f}, {r['ttt_high']:.1f}]",
-                e(r["ttt_error"]),
-            ]
-        )
+    headers, rows = check_table(b)
     if rows:
-        out += [
-            md_table(
-                [
-                    "algorithm",
-                    "batch B",
-                    "role",
-                    "reached",
-                    "B_simple",
-                    "updates to target",
-                    "predicted [95 %]",
-                    "error",
-                    "env steps to target",
-                    "predicted [95 %]",
-                    "error",
-                    "TTT (s)",
-                    "predicted [95 %]",
-                    "error",
-                ],
-                rows,
-                right=(1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
-            ),
-            "",
-        ]
+        out += [md_table(headers, rows, right=(1, *range(4, 14))), ""]
     out += [
         f"- {_scrub_paths(x)}" for x in check_lines(b) if "B_crit" in x or not rows or x in b.notes
     ]

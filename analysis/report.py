@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.batch_size import check_table
 from analysis.figures import (
     FIGURE_HEIGHT,
     FigureUnavailable,
@@ -945,55 +946,7 @@ def _batch(data: Study, figs: _Figures) -> str:
     ]
     if not b.rows.empty:
         out.append(figs.div(batch_size_figure(data), height=FIGURE_HEIGHT["batch_size"]))
-        rows = []
-        for _, r in b.rows.iterrows():
-
-            def e(x: float) -> str:
-                return f"{x:+.0%}" if math.isfinite(x) else "n/a"
-
-            rows.append(
-                [
-                    r["algorithm"],
-                    f"{r['train_batch_size']:g}",
-                    r["role"],
-                    fmt_reached(r, "n_trials"),
-                    fmt_num(r["b_simple"], 3),
-                    fmt_num(r["updates"], 4),
-                    f"{fmt_num(r['updates_pred'], 4)} [{fmt_num(r['updates_low'], 3)}, "
-                    f"{fmt_num(r['updates_high'], 3)}]",
-                    e(r["updates_error"]),
-                    fmt_num(r["steps"], 4),
-                    f"{fmt_num(r['steps_pred'], 4)} [{fmt_num(r['steps_low'], 3)}, "
-                    f"{fmt_num(r['steps_high'], 3)}]",
-                    e(r["steps_error"]),
-                    fmt_num(r["ttt"], 3),
-                    f"{fmt_num(r['ttt_pred'], 3)} [{fmt_num(r['ttt_low'], 3)}, "
-                    f"{fmt_num(r['ttt_high'], 3)}]",
-                    e(r["ttt_error"]),
-                ]
-            )
-        out.append(
-            _table(
-                [
-                    "algorithm",
-                    "batch B",
-                    "role",
-                    "reached",
-                    "B_simple (median)",
-                    "updates to target",
-                    "predicted [95%]",
-                    "error",
-                    "env steps to target",
-                    "predicted [95%]",
-                    "error",
-                    "TTT (s)",
-                    "predicted [95%]",
-                    "error",
-                ],
-                rows,
-                left=(0, 2),
-            )
-        )
+        out.append(_table(*check_table(b), left=(0, 2)))
         for alg, f in b.fits.items():
             out.append(
                 f'<p class="note">{_esc(alg)}: the measured outcomes at every batch size '
