@@ -34,6 +34,11 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     # one seed-level bootstrap draw: analysis.stats.draw_seeds (analysis.parts.resample_seeds
     # for data frames); the speedup interval's vectorised draw is stats' own
     "seed draw": ("analysis/stats.py", (r"rng\.integers\(0, len\(\w+\), size=len\(",)),
+    # the batch-size check's table cells: analysis.batch_size.check_table
+    "batch-size check cells": (
+        "analysis/batch_size.py",
+        (r"""(updates|steps|ttt)_low["']\](:|, \d)""",),  # formatted, as a cell is
+    ),
     # the "reached/finished" cell: analysis.fmt.fmt_reached
     "reached cell": ("analysis/fmt.py", (r"""n_reached["']\]\)?\}/\{""",)),
 }
