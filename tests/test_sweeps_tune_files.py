@@ -66,3 +66,35 @@ def test_a_closed_file_replaces_the_old_one_and_copies_make_folders(tmp_path):
         "result.json",
         "trial",
     ]
+
+
+def test_files_keep_the_umasks_permissions_and_concurrent_writers_do_not_mix(tmp_path):
+    """Two threads writing one path (Tune's sync thread beside its driver) each write their
+    own temporary file: the path ends as one writer's whole content. The file has the
+    permissions a plain ``open`` gives (the umask's), as the one it replaces had."""
+    import stat
+    import threading
+
+    from sweeps.engine.rundir.tune_files import tune_filesystem
+
+    fs = tune_filesystem()
+    path = tmp_path / "experiment_state.json"
+    contents = [bytes([65 + i]) * 200_000 for i in range(2)]
+    barrier = threading.Barrier(2)
+
+    def write(data: bytes) -> None:
+        with fs.open_output_stream(str(path)) as stream:
+            barrier.wait()
+            for k in range(0, len(data), 1000):
+                stream.write(data[k : k + 1000])
+
+    threads = [threading.Thread(target=write, args=(c,)) for c in contents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert path.read_bytes() in contents
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["experiment_state.json", "plain"]

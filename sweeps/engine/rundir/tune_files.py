@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import uuid
 
 import pyarrow
 import pyarrow.fs
@@ -27,15 +28,18 @@ __all__ = ["tune_filesystem"]
 
 
 class _ReplaceOnClose(io.FileIO):
-    """A file written at ``.<name>.<pid>.tmp`` beside ``path`` and renamed to ``path`` when
+    """A file written at a unique hidden ``.<name>.*.tmp`` beside ``path`` (two writers of
+    one path, threads of one process included, never share it) and renamed to ``path`` when
     closed; a write that raised leaves ``path`` as it was."""
 
     def __init__(self, path: str) -> None:
         folder, name = os.path.split(path)
         self._final = path
-        self._temporary = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+        self._temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        # the umask's permissions, as the file it replaces was made with (mkstemp's are 0600)
+        fd = os.open(self._temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         self._failed = False
-        super().__init__(self._temporary, "w")
+        super().__init__(fd, "w", closefd=True)
 
     def write(self, data) -> int:
         try:
