@@ -105,7 +105,7 @@ def test_resume_refuses_another_version_before_ray_starts(tmp_path: Path) -> Non
         tmp_path / "run", seeds=2, env_runners=(1, 2), rng_seed=0, with_optuna=False
     )
     (run / "tune").mkdir()
-    (run / "tune" / "tuner.pkl").write_bytes(b"")
+    (run / "tune" / "tuner.pkl").write_bytes(b"state")
     (run / "environment.json").write_text(json.dumps({}))
     check_resume_dir(run, "sweep.py")  # this version: resumable
     _with_version(run / "progress.parquet", run / "progress.parquet", b"3")
