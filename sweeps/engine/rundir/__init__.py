@@ -224,8 +224,8 @@ def check_resume_dir(run_dir: Path, source: str) -> None:
 
     if not (run_dir / TUNE_DIR / "tuner.pkl").is_file():
         raise bad("tune/tuner.pkl", "missing (no saved Ray Tune state)")
-    # Tune restores the newest of each (greatest name); a driver killed while Tune copied
-    # them, before sweeps.engine.rundir.tune_files wrote each file whole, left them empty
+    # Tune restores the newest of each (greatest name); an empty one is a file that a kill cut
+    # while Tune copied it without sweeps.engine.rundir.tune_files' whole-file writes
     for pattern in ("tuner.pkl", *TUNE_STATE_PATTERNS):
         newest = max((run_dir / TUNE_DIR).glob(pattern), default=None)
         if newest is not None and newest.stat().st_size == 0:
