@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.parts import resample_seeds, trial_components
+from analysis.parts import SeedResampler, trial_components
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
 
@@ -229,7 +229,8 @@ def batch_size_check(
 
         bs = np.array(sizes, float)
         s_pred, e_pred, t_pred = predict(p, bs)
-        boots = [predict(resample_seeds([p], rng), bs) for _ in range(n_resamples)]
+        resample = SeedResampler([p])
+        boots = [predict(resample(rng), bs) for _ in range(n_resamples)]
         s_lo, s_hi = np.quantile(np.array([b[0] for b in boots]), [0.025, 0.975], axis=0)
         e_lo, e_hi = np.quantile(np.array([b[1] for b in boots]), [0.025, 0.975], axis=0)
         t_boot = np.array([b[2] for b in boots])  # NaN where a resample has no start-up

@@ -29,6 +29,7 @@ __all__ = [
     "band",
     "fit_pipeline",
     "km_median_or_nan",
+    "SeedResampler",
     "resample_seeds",
     "trial_components",
 ]
@@ -37,7 +38,8 @@ __all__ = [
 def resample_seeds(groups: Sequence[pd.DataFrame], rng: np.random.Generator) -> pd.DataFrame:
     """One seed-level bootstrap resample: each group's rows (one per trial, i.e. per seed)
     drawn with replacement, as many as it has, groups kept apart (a stratified resample: every
-    env runner count keeps its number of seeds).
+    env runner count keeps its number of seeds). A loop of resamples of the same groups is
+    faster through :class:`SeedResampler`, which draws the same rows.
 
     Args:
         groups: trials grouped as the model fits them (e.g. per ``num_env_runners``).
@@ -46,7 +48,26 @@ def resample_seeds(groups: Sequence[pd.DataFrame], rng: np.random.Generator) -> 
     Returns:
         The drawn rows of every group, concatenated.
     """
-    return pd.concat([g.iloc[draw_seeds(len(g), rng)] for g in groups])
+    return SeedResampler(groups)(rng)
+
+
+class SeedResampler:
+    """:func:`resample_seeds` of fixed ``groups``, drawn many times: the groups are joined
+    once and each resample takes its rows by position in one step (a bootstrap's thousands of
+    resamples otherwise spend most of their time joining small frames).
+
+    Calling it with ``rng`` returns what ``resample_seeds(groups, rng)`` returns, from the
+    same draws.
+    """
+
+    def __init__(self, groups: Sequence[pd.DataFrame]):
+        self._sizes = [len(g) for g in groups]
+        self._offsets = np.cumsum([0, *self._sizes[:-1]])
+        self._frame = pd.concat(groups) if groups else pd.DataFrame()
+
+    def __call__(self, rng: np.random.Generator) -> pd.DataFrame:
+        pos = [off + draw_seeds(n, rng) for off, n in zip(self._offsets, self._sizes, strict=True)]
+        return self._frame.iloc[np.concatenate(pos)] if pos else self._frame
 
 
 def trial_components(tm: pd.DataFrame, progress: pd.DataFrame) -> pd.DataFrame:
@@ -146,8 +167,11 @@ def fit_pipeline(
         return None
     n = ok["num_env_runners"].to_numpy(float)
     slope, icpt = np.polyfit(n, ok["startup_s"].to_numpy(float), 1)
-    fits = fit_scaling(n, ok["rate"].to_numpy(float), precise=precise, p0=p0)
-    rate = preferred(fits)
+    # USL when it fits (preferred's choice), so Amdahl is fitted only where USL fails
+    fits = fit_scaling(n, ok["rate"].to_numpy(float), precise=precise, p0=p0, models=("usl",))
+    rate = preferred(fits) or preferred(
+        fit_scaling(n, ok["rate"].to_numpy(float), precise=precise, p0=p0, models=("amdahl",))
+    )
     if rate is None:
         return None
     med = []

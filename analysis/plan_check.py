@@ -53,9 +53,9 @@ import pandas as pd
 
 from analysis.parts import (
     Pipeline,
+    SeedResampler,
     band,
     fit_pipeline,
-    resample_seeds,
     trial_components,
 )
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred, starts
@@ -219,11 +219,11 @@ def _bootstrap_rates(
     """95 % interval of each throughput model's (:data:`THROUGHPUT_MODELS`) prediction at
     ``cand``: each resample draws every N's trials with replacement and refits both models."""
     rng = np.random.default_rng(seed)
-    groups = [g for _, g in _rate_trials(comp).groupby("num_env_runners")]
+    resample = SeedResampler([g for _, g in _rate_trials(comp).groupby("num_env_runners")])
     preds: dict[str, list[np.ndarray]] = {key: [] for key in THROUGHPUT_MODELS}
     p0 = starts(_rate_fits(comp))
     for _ in range(n_resamples):
-        draw = resample_seeds(groups, rng)
+        draw = resample(rng)
         fits = _rate_fits(draw, precise=False, p0=p0)
         for key, out in preds.items():
             f = fits.get(key)
@@ -235,11 +235,11 @@ def _bootstrap_pipeline(
     comp: pd.DataFrame, cand: np.ndarray, n_resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    groups = [g for _, g in comp.groupby("num_env_runners")]
+    resample = SeedResampler([g for _, g in comp.groupby("num_env_runners")])
     ttts, rates = [], []
     p0 = starts(_rate_fits(comp))
     for _ in range(n_resamples):
-        draw = resample_seeds(groups, rng)
+        draw = resample(rng)
         p = fit_pipeline(draw, precise=False, p0=p0)
         if p is not None:
             t, r = p.predict(cand)

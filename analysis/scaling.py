@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings as _warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -286,8 +287,9 @@ def fit_scaling(
     *,
     precise: bool = True,
     p0: dict[str, list[float]] | None = None,
+    models: Sequence[str] = ("amdahl", "usl"),
 ) -> dict[str, ScalingFit]:
-    """Fit Amdahl and USL to capacity measurements.
+    """Fit Amdahl and USL (or those of ``models``) to capacity measurements.
 
     Args:
         n: shape (k,), env runners per measurement (replicates allowed; N <= 0 is dropped
@@ -300,6 +302,7 @@ def fit_scaling(
             :func:`bootstrap_ttt_prediction`'s refits).
         p0: per model, a starting ``[gamma, alpha, beta]`` (the full data's fit, for a
             bootstrap's refits).
+        models: which of ``"amdahl"`` and ``"usl"`` to fit.
 
     Returns:
         ``{"amdahl": ScalingFit, "usl": ScalingFit}``; a model with more parameters than
@@ -310,7 +313,7 @@ def fit_scaling(
     """
     n, x, dropped = _clean(n, x)
     p0 = p0 or {}
-    return {m: _fit_one(m, n, x, dropped, precise=precise, p0=p0.get(m)) for m in ("amdahl", "usl")}
+    return {m: _fit_one(m, n, x, dropped, precise=precise, p0=p0.get(m)) for m in models}
 
 
 def starts(fits: dict[str, ScalingFit]) -> dict[str, list[float]]:

@@ -364,3 +364,21 @@ def test_the_plan_predicts_with_the_model_the_fit_range_prefers() -> None:
     assert any("the plan predicts its unmeasured N with the pipeline" in n for n in plan.notes)
     plain = make_plan(tm, summary, n_resamples=40)
     assert plain.pipeline == () and "pipeline fit" not in set(plain.candidates["source"])
+
+
+def test_the_seed_resampler_draws_the_rows_one_resample_draws() -> None:
+    """A bootstrap loop's SeedResampler returns, resample after resample, exactly the rows
+    resample_seeds draws from the same stream: each group's own seeds, as many as it has."""
+    from analysis.parts import SeedResampler, resample_seeds
+    from analysis.stats import draw_seeds
+
+    frame = pd.DataFrame({"num_env_runners": [1, 1, 1, 2, 2, 4], "x": np.arange(6.0)})
+    groups = [g for _, g in frame.groupby("num_env_runners")]
+    a, b, c = (np.random.default_rng(7) for _ in range(3))
+    resample = SeedResampler(groups)
+    for _ in range(20):
+        drawn = resample(a)
+        by_hand = pd.concat([g.iloc[draw_seeds(len(g), b)] for g in groups])
+        pd.testing.assert_frame_equal(drawn, by_hand)
+        pd.testing.assert_frame_equal(resample_seeds(groups, c), by_hand)
+        assert drawn.groupby("num_env_runners").size().to_dict() == {1: 3, 2: 2, 4: 1}
