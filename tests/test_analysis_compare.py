@@ -34,6 +34,8 @@ BASE_RUN, NEW_RUN = DEFAULT_STUDY[-2], DEFAULT_STUDY[-1]
 
 
 def _pair(tmp_path: Path, i: int, slowdown: float = 1.0, **kw) -> tuple[Path, Path]:
+    # a comparison reads no Optuna study; writing one is most of the cost of a synthetic run
+    kw.setdefault("with_optuna", False)
     a = write_synthetic_results(tmp_path / f"a{i}", rng_seed=100 + i, **kw)
     b = write_synthetic_results(tmp_path / f"b{i}", rng_seed=5000 + i, slowdown=slowdown, **kw)
     return a, b

@@ -24,8 +24,12 @@ def _sweep(tmp_path: Path, slowdowns: list[float], rng: int = 0) -> Path:
     """results/<sweep>/ with one synthetic run per slowdown, in that order."""
     root = tmp_path / "synthetic_scaling"
     for i, slow in enumerate(slowdowns):
-        write_synthetic_results(
-            root / f"20260101-00000{i}", rng_seed=7000 + 31 * rng + i, slowdown=slow, seeds=5
+        write_synthetic_results(  # history reads no Optuna study: none written, much faster
+            root / f"20260101-00000{i}",
+            rng_seed=7000 + 31 * rng + i,
+            slowdown=slow,
+            seeds=5,
+            with_optuna=False,
         )
     return root
 
