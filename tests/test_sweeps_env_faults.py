@@ -203,8 +203,8 @@ def test_the_evaluation_protocol_re_runs_a_faulted_episode_from_its_seed(monkeyp
 def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     """A real sweep on CartPole behind a simulator that raises on about 1 in 500 steps and
     resets: PPO and the suite's DQN, sampling in the driver and with an env runner, and the
-    SB3-DQN reference all reach the target within their budget in each of 2 seeds, each with
-    its env restarts recorded. The target is the shipped CartPole sweeps' (sweeps/cartpole_quick.py),
+    SB3-DQN reference all reach the target within their budget, each with its env restarts
+    recorded. The target is the shipped CartPole sweeps' (sweeps/cartpole_quick.py),
     150, a random policy's ~22 times seven. A user's env takes the library defaults, which
     favour no env and learn slowly; the study sets the Contoso Cabs presets' fast settings
     (sweeps.engine.presets), which reach this target well inside the budget."""
@@ -224,7 +224,7 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
                       search_space={{"num_env_runners": choice([0, 1])}},
                       per_algorithm_fixed={{"PPO": {fast["PPO"]!r}, "DQN": {fast["DQN"]!r}}},
                       target=Target(value=150.0), budget=Budget(time_s=60),
-                      search=Search(sampler="grid", num_samples=4, seeds=2, capping=None),
+                      search=Search(sampler="grid", num_samples=4, seeds=1, capping=None),
                       baseline=None, reference={{"algorithm": "SB3-DQN", **{fast["SB3-DQN"]!r}}})
         """)
     )
@@ -236,8 +236,8 @@ def test_a_flaky_simulator_does_not_sink_a_study(tmp_path):
     rows = trials[
         ["algorithm", "num_env_runners", "seed", "status", "env_restarts", "time_to_target_s"]
     ].to_dict("records")
-    assert len(trials) == 10, rows
-    assert set(trials.seed) == {0, 1}, rows
+    assert len(trials) == 5, rows
+    assert set(trials.seed) == {0}, rows
     assert (trials.status == "reached").all(), json.dumps(rows, default=str)
     assert (trials.env_restarts > 0).all(), rows
     assert "env faults:" in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
