@@ -176,7 +176,7 @@ def test_tiny_sweep_writes_every_column(tmp_path):
         "tiny",
         num_samples=3,
         seeds=1,
-        budget_s=15,
+        budget_s=10,
         reference=True,
         confirm="Confirm(top_k=1, seeds=1)",
         evaluation="Evaluation(every_env_steps=500)",
