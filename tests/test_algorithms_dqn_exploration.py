@@ -30,39 +30,35 @@ def _epsilons(algo) -> list[float]:
 
 
 @pytest.mark.parametrize(("algorithm", "num_env_runners"), [("DQN", 0), ("DQN", 1), ("GORILA", 1)])
-def test_epsilon_decays_over_the_env_steps_sampled(algorithm: str, num_env_runners: int) -> None:
-    from conftest import init_local_ray
-
+def test_epsilon_decays_over_the_env_steps_sampled(
+    local_ray, algorithm: str, num_env_runners: int
+) -> None:
     from sweeps.engine.algorithms import build_config
 
-    ray = init_local_ray()
+    config = build_config(
+        {
+            "algorithm": algorithm,
+            "num_env_runners": num_env_runners,
+            "num_envs_per_env_runner": 1,
+            "rollout_fragment_length": 50,
+            "epsilon": [[0, 1.0], [DECAY, FINAL]],
+            "num_steps_sampled_before_learning_starts": 100,
+            "train_batch_size": 32,
+            "min_time_s_per_iteration": 0,
+            "seed": 0,
+        },
+        "CartPole-v1",
+        {},
+    )
+    algo = config.build_algo()
     try:
-        config = build_config(
-            {
-                "algorithm": algorithm,
-                "num_env_runners": num_env_runners,
-                "num_envs_per_env_runner": 1,
-                "rollout_fragment_length": 50,
-                "epsilon": [[0, 1.0], [DECAY, FINAL]],
-                "num_steps_sampled_before_learning_starts": 100,
-                "train_batch_size": 32,
-                "min_time_s_per_iteration": 0,
-                "seed": 0,
-            },
-            "CartPole-v1",
-            {},
-        )
-        algo = config.build_algo()
-        try:
-            sampled = 0
-            # well past the decay: the rounds in flight when the count was handed over were
-            # asked for at most two rounds (100 env steps) before
-            while sampled < DECAY + 300:
-                result = algo.train().get("env_runners", {})  # none before the first round
-                sampled = result.get("num_env_steps_sampled_lifetime", 0)
-            epsilons = _epsilons(algo)
-        finally:
-            algo.stop()
+        sampled = 0
+        # well past the decay: the rounds in flight when the count was handed over were
+        # asked for at most two rounds (100 env steps) before
+        while sampled < DECAY + 300:
+            result = algo.train().get("env_runners", {})  # none before the first round
+            sampled = result.get("num_env_steps_sampled_lifetime", 0)
+        epsilons = _epsilons(algo)
     finally:
-        ray.shutdown()
+        algo.stop()
     assert epsilons and all(e == pytest.approx(FINAL) for e in epsilons), (sampled, epsilons)
