@@ -59,7 +59,7 @@ from analysis.parts import (
     trial_components,
 )
 from analysis.scaling import ScalingFit, bootstrap_ttt_prediction, fit_scaling, preferred, starts
-from analysis.stats import best_configs
+from analysis.stats import best_configs, ttt_seed_samples
 
 __all__ = [
     "CHECK_COLUMNS",
@@ -472,15 +472,8 @@ def plan_check(
             model_name = ("USL" if f.model == "usl" else "Amdahl") + " on 1/TTT"
             with np.errstate(divide="ignore"):
                 usl_pred = 1.0 / f.predict(cand)
-            samples = {}
-            for _, r in usable.iterrows():
-                t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
-                samples[int(r["num_env_runners"])] = (
-                    t["duration_s"].to_numpy(float),
-                    t["reached"].to_numpy(bool),
-                )
             usl_lo, usl_hi, _ = bootstrap_ttt_prediction(
-                samples,
+                ttt_seed_samples(usable, tm),
                 cand,
                 f.model,
                 n_resamples=n_resamples,

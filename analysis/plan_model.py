@@ -71,7 +71,7 @@ from analysis.scaling import (
     fit_scaling,
     preferred,
 )
-from analysis.stats import MIN_SEEDS_FOR_CI, best_configs
+from analysis.stats import MIN_SEEDS_FOR_CI, best_configs, ttt_seed_samples
 
 __all__ = [
     "AlgorithmModel",
@@ -222,13 +222,7 @@ def model_algorithms(
         fits = fit_scaling(
             usable["num_env_runners"].to_numpy(float), 1.0 / usable["ttt_s"].to_numpy(float)
         )
-        samples = {}
-        for _, r in usable.iterrows():
-            t = tm[(tm["config_id"] == r["config_id"]) & (tm["status"] != "error")]
-            samples[int(r["num_env_runners"])] = (
-                t["duration_s"].to_numpy(float),
-                t["reached"].to_numpy(bool),
-            )
+        samples = ttt_seed_samples(usable, tm)
         notes = []
         left = g[~g.index.isin(usable.index)]
         if len(left):

@@ -52,6 +52,7 @@ __all__ = [
     "pick_baseline",
     "speedup_table",
     "summarize_configs",
+    "ttt_seed_samples",
 ]
 
 MIN_SEEDS_FOR_CI = 3
@@ -621,6 +622,18 @@ def trial_durations(tm: pd.DataFrame, config_id: str) -> tuple[np.ndarray, np.nd
     shape (n,): seconds to the target, or run before censoring; whether it was reached."""
     t = tm[(tm["config_id"] == config_id) & (tm["status"] != "error")]
     return t["duration_s"].to_numpy(dtype=float), t["reached"].to_numpy(dtype=bool)
+
+
+def ttt_seed_samples(
+    configs: pd.DataFrame, tm: pd.DataFrame
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """:func:`analysis.scaling.bootstrap_ttt_prediction`'s ``samples``: each configuration of
+    ``configs`` (one row per env runner count, with ``config_id`` and ``num_env_runners``) by
+    its N, as :func:`trial_durations` gives its trials."""
+    return {
+        int(r["num_env_runners"]): trial_durations(tm, r["config_id"])
+        for _, r in configs.iterrows()
+    }
 
 
 def speedup_table(

@@ -41,6 +41,8 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # the "reached/finished" cell: analysis.fmt.fmt_reached
     "reached cell": ("analysis/fmt.py", (r"""n_reached["']\]\)?\}/\{""",)),
+    # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
+    "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
 }
 
 
