@@ -200,20 +200,24 @@ def test_report_renders_in_headless_chromium(rich_report: Path) -> None:
     report = rich_report
     proc = _run_chromium(exe, report.as_uri(), "--dump-dom")
     dom = proc.stdout
-    assert "<body" in dom, proc.stderr[-2000:]
+    # chromium's exit status and its log's tail, in every failure's message
+    said = f"chromium exited {proc.returncode}; its log ends:\n{proc.stderr[-2000:]}"
+    assert "<body" in dom, said
     assert _errors(dom).strip() == "", _errors(dom)
     n = int(re.search(r'<body[^>]*data-figures="(\d+)"', dom).group(1))
     parts = re.split(r'class="plotly-graph-div', dom)[1:]
-    assert n == 10 and len(parts) == n
+    assert n == 10 and len(parts) == n, (n, len(parts), said)
     unrendered = [i + 1 for i, part in enumerate(parts) if 'class="main-svg"' not in part]
-    assert not unrendered, f"figures {unrendered} did not render"
+    assert not unrendered, f"figures {unrendered} did not render; {said}"
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "report_synthetic.png"
     shot.unlink(missing_ok=True)
-    _run_chromium(
+    proc = _run_chromium(
         exe, report.as_uri(), "--hide-scrollbars", "--window-size=1400,9000", f"--screenshot={shot}"
     )
-    assert shot.is_file() and shot.stat().st_size > 100_000
+    assert shot.is_file() and shot.stat().st_size > 100_000, (
+        f"chromium exited {proc.returncode}; its log ends:\n{proc.stderr[-2000:]}"
+    )
     from PIL import Image
 
     with Image.open(shot) as im:
