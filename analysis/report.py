@@ -22,9 +22,10 @@ which :mod:`analysis.publish` (the Markdown renderer beside this HTML one) expor
 so exported PNGs are the report's figures. A builder raises
 :class:`~analysis.figures.FigureUnavailable` (one line: why) when its figure cannot be drawn.
 
-The page around the sections (header, navigation, style sheet, scripts) is the Jinja2
-template ``analysis/templates/report.html.j2`` (:mod:`analysis.templates`); each section's body
-is HTML built here from the study. plotly.js is embedded once, after the text; each figure is
+The page is Jinja2 templates (:mod:`analysis.templates`): ``report.html.j2`` around the
+sections (header, navigation, style sheet, scripts) and one template per section in
+``analysis/templates/report/``, which lays out the text, table cells and figures built here
+from the study (no HTML is written in this module). plotly.js is embedded once, after the text; each figure is
 its JSON beside an empty div of its height, drawn when it nears the viewport or, for the rest,
 when the browser is idle (``benchmarks/bench_report_page.py`` measures the page's size, load
 and drawing times).
@@ -36,7 +37,6 @@ read them from the DOM; ``<body data-figures=...>`` holds the number of figures.
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import sys
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 from analysis.batch_size import check_table
 from analysis.figures import (
@@ -89,25 +90,11 @@ from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
 from analysis.style import page_style  # noqa: F401 - re-exported: the report's style
-from analysis.templates import render, static_text
+from analysis.templates import render
 from sweeps.engine import rundir
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
 
 __all__ = ["analyse", "build_report", "main", "write_report"]
-
-
-#: The script that records the page's JavaScript errors into ``#report-errors``
-#: (``analysis/templates/error_hook.js``), as a ``<script>`` element.
-_ERROR_HOOK = "<script>\n" + static_text("error_hook.js") + "</script>"
-
-
-def _esc(x: Any) -> str:
-    return html.escape(str(x))
-
-
-def _ttt_html(row: pd.Series) -> str:
-    """:func:`analysis.fmt.fmt_ttt`, escaped for HTML."""
-    return _esc(fmt_ttt(row))
 
 
 def _resolution_s(row: pd.Series) -> float:
@@ -116,10 +103,10 @@ def _resolution_s(row: pd.Series) -> float:
     return float(row.get("ttt_resolution_s", math.nan))
 
 
-def _resolution_html(row: pd.Series) -> str:
+def _resolution_text(row: pd.Series) -> str:
     """``≤ 1.1 s`` (:func:`_resolution_s`) for a table cell; ``-`` when unknown."""
     r = _resolution_s(row)
-    return f"&le; {_esc(fmt_s(r))}" if math.isfinite(r) else "-"
+    return f"≤ {fmt_s(r)}" if math.isfinite(r) else "-"
 
 
 def _resolution_note(row: pd.Series) -> str:
@@ -128,25 +115,9 @@ def _resolution_note(row: pd.Series) -> str:
     return f" (resolution ≤ {fmt_s(r)})" if math.isfinite(r) else ""
 
 
-def _speedup_html(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
-    """:func:`analysis.fmt.fmt_speedup` (no unit, no reason), escaped for HTML."""
-    return _esc(fmt_speedup(r, key=key, ratio=ratio, unit="", why=False))
-
-
-def _table(
-    headers: list[str], rows: list[list[str]], left: tuple[int, ...] = (0,), raw: bool = False
-) -> str:
-    th = "".join(
-        f'<th class="{"l" if i in left else ""}">{_esc(h)}</th>' for i, h in enumerate(headers)
-    )
-    body = []
-    for r in rows:
-        tds = "".join(
-            f'<td class="{"l" if i in left else ""}">{c if raw else _esc(c)}</td>'
-            for i, c in enumerate(r)
-        )
-        body.append(f"<tr>{tds}</tr>")
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+def _speedup_text(r: pd.Series, key: str = "speedup", ratio: float = 1.0) -> str:
+    """:func:`analysis.fmt.fmt_speedup` (no unit, no reason) for a table cell or a card."""
+    return fmt_speedup(r, key=key, ratio=ratio, unit="", why=False)
 
 
 class _Figures:
@@ -160,22 +131,13 @@ class _Figures:
         self.data = data
         self.count = 0  # figures placed in the page so far
 
-    def div(self, fig: Any, height: int = 430) -> str:
+    def div(self, fig: Any, height: int = 430) -> Markup:
         style_figure(fig, height)
         self.count += 1
         div_id = f"fig-{self.count}"
         # "</" closes the script element wherever it appears: JSON allows "<\/" instead
         payload = fig.to_json().replace("</", "<\\/")
-        return (
-            f'<div class="fig"><div id="{div_id}" class="plotly-graph-div" '
-            f'style="height:{height}px; width:100%;"></div>'
-            f'<script type="application/json" class="fig-data" data-for="{div_id}">'
-            f"{payload}</script></div>"
-        )
-
-
-def _missing(text: str) -> str:
-    return f'<div class="missing">{_esc(text)}</div>'
+        return Markup(render("report/figure.html.j2", id=div_id, height=height, payload=payload))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,311 +153,258 @@ def _stalled(tm: pd.DataFrame) -> pd.DataFrame:
 def _summary(data: Study) -> str:
     s, tm = data.summary, data.tm
     stalled = _stalled(tm)
-    parts = [
-        f"<p>Target: <b>{_esc(data.target.metric)} &ge; {data.target.value:g}</b> "
-        f"(from {_esc(data.target.source)}"
-        + (f"; the sweep ran with {data.target.original:g}" if data.target.overridden else "")
-        + f'). Metric: <span id="target-metric">'
-        f"{_esc(describe_metric(data.target.metric, data.res.spec))}</span>. {len(tm)} trials in {len(s)} configurations: "
-        f"{int((tm['status'] == 'reached').sum()) if len(tm) else 0} reached the target, "
-        f"{int((tm['status'] == 'censored').sum()) if len(tm) else 0} censored, "
-        f"{len(stalled)} stalled, "
-        f"{int((tm['status'] == 'error').sum()) - len(stalled) if len(tm) else 0} "
-        "other errors.</p>"
-    ]
-    if data.stage_note:
-        parts.insert(0, f'<p id="stage-note"><b>{_esc(data.stage_note)}</b></p>')
     lat = tm["step_latency_ms"] if "step_latency_ms" in tm else pd.Series(dtype=float)
-    if (lat > 0).any():
-        cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
-        parts.append(
-            f'<p id="step-latency">Every env step waited <b>{fmt_num(float(lat.max()), 3)} ms'
-            "</b> (<code>step_latency_ms</code>, envs/latency.py): a model of a slow simulator, "
-            "a remote service or a renderer, not a property of the env; evaluation episodes "
-            f"ran without it. Env runners asked for {_esc(', '.join(sorted({f'{x:g}' for x in cpr})))}"
-            " CPU each.</p>"
-        )
+    cpr = tm["cpus_per_env_runner"] if "cpus_per_env_runner" in tm else pd.Series([1.0])
     cpu = tm["step_cpu_ms"] if "step_cpu_ms" in tm else pd.Series(dtype=float)
-    if (cpu > 0).any():
-        parts.append(
-            f'<p id="step-cpu">Every env step burned <b>{fmt_num(float(cpu.max()), 3)} ms of one '
-            "core</b> (<code>step_cpu_ms</code>, envs/latency.py): a model of a CPU-bound "
-            "simulator; env runners that outnumber the cores queue for them. Evaluation episodes "
-            "ran without it.</p>"
-        )
-    if s.empty:
-        parts.append(_missing("No trials yet: nothing to summarise."))
-    else:
-        best = best_configs(s, ("algorithm",))
-        sp = data.configs
-        cards = []
-        top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
-        if math.isfinite(top["ttt_s"]):
-            cards.append(
-                (
-                    "Fastest configuration",
-                    f"{top['algorithm']}, "
-                    + (
-                        "single process (reference)"
-                        if top["is_reference"]
-                        else f"{top['num_env_runners']} env runner(s)"
-                    ),
-                    f"TTT {_ttt_html(top)}{_resolution_note(top)}",
-                )
-            )
-        ref = s[s["is_reference"]]
-        if len(ref):
-            ref = ref.iloc[0]
-            cards.append(
-                (
-                    "Single-process reference",
-                    f"{ref['algorithm']}",
-                    f"TTT {_ttt_html(ref)}{_resolution_note(ref)}; "
-                    f"{fmt_reached(ref)} seeds reached the target",
-                )
-            )
-        else:
-            n_tr = int(s["finished_seeds"].sum())
-            cards.append(
-                (
-                    "Target not reached",
-                    f"{int(s['n_reached'].sum())} of {n_tr} trials",
-                    f"best return {tm['best_return'].max():.4g} vs target {data.target.value:g}",
-                )
-            )
-        if top["config_id"] in sp.index and (
-            math.isfinite(sp.at[top["config_id"], "speedup"])
-            or math.isfinite(sp.at[top["config_id"], "speedup_lower_bound"])
-        ):
-            r = sp.loc[top["config_id"]]
-            effs = [
-                f"{_speedup_html(r, c, r[ratio])} per {w}"
-                for c, ratio, w in (
-                    ("efficiency_per_runner", "runner_ratio", "env runner"),
-                    ("efficiency_per_cpu", "cpu_ratio", "CPU"),
-                )
-                if math.isfinite(r[ratio])
+    n_status = tm["status"].value_counts() if len(tm) else pd.Series(dtype=int)
+    context: dict[str, Any] = {
+        "stage_note": data.stage_note,
+        "target": data.target,
+        "metric": describe_metric(data.target.metric, data.res.spec),
+        "counts": {
+            "trials": len(tm),
+            "configs": len(s),
+            "reached": int(n_status.get("reached", 0)),
+            "censored": int(n_status.get("censored", 0)),
+            "stalled": len(stalled),
+            "other_errors": int(n_status.get("error", 0)) - len(stalled),
+        },
+        "latency_ms": fmt_num(float(lat.max()), 3) if (lat > 0).any() else None,
+        "cpus_per_env_runner": ", ".join(sorted({f"{x:g}" for x in cpr})),
+        "cpu_ms": fmt_num(float(cpu.max()), 3) if (cpu > 0).any() else None,
+        "empty": s.empty,
+        "stalled": [
+            [
+                r["algorithm"],
+                str(r["num_env_runners"]),
+                str(r["seed"]),
+                fmt_num(float(r["elapsed_s"]), 3),
+                r["error"],
             ]
-            cards.append(
-                (
-                    "Speedup vs baseline",
-                    _speedup_html(r) + "x",
-                    "efficiency " + ", ".join(effs) if effs else "",
-                )
-            )
-        if (
-            top["config_id"] in sp.index
-            and not top["is_reference"]
-            and (
-                math.isfinite(sp.at[top["config_id"], "abs_speedup"])
-                or math.isfinite(sp.at[top["config_id"], "abs_speedup_lower_bound"])
-            )
-        ):
-            cards.append(
-                (
-                    "Absolute speedup (vs reference)",
-                    _speedup_html(sp.loc[top["config_id"]], "abs_speedup") + "x",
-                    "TTT(reference) / TTT(fastest configuration)",
-                )
-            )
-        if data.plan is not None and data.plan.cheapest is not None:
-            c = data.plan.cheapest
-            cards.append(
-                (
-                    "Recommended (cheapest run)",
-                    f"{c['num_env_runners']} env runner(s)",
-                    f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
-                    f"{planned_short(data.plan, c)}, {fmt_usd(c['cost_usd'])}",
-                )
-            )
-        if data.plan is not None and data.plan.knee is not None:
-            k = data.plan.knee
-            sub = (
-                f"{k['algorithm']}: more env runners are not predicted to help"
-                if k["num_env_runners"] == k["relative_to_n"]
-                else f"{k['algorithm']}: speedup {k['speedup']:.2f}x over {k['relative_to_n']}, "
-                f"efficiency {k['efficiency']:.0%}"
-                + (" (extrapolated)" if k["extrapolated"] else "")
-            )
-            cards.append(
-                ("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)", sub)
-            )
-        if data.plan is not None and data.plan.fastest is not None:
-            f = data.plan.fastest
-            cards.append(
-                (
-                    "Fastest predicted run",
-                    f"{f['num_env_runners']} env runner(s)",
-                    f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
-                    f"{planned_short(data.plan, f)}, {fmt_usd(f['cost_usd'])}"
-                    + (" (extrapolated)" if f["extrapolated"] else ""),
-                )
-            )
-        parts.append(
-            '<div class="cards">'
-            + "".join(
-                f'<div class="card"><div class="k">{_esc(k)}</div><div class="v">{v}</div>'
-                f'<div class="s">{_esc(sub) if "&" not in sub else sub}</div></div>'
-                for k, v, sub in cards
-            )
-            + "</div>"
-        )
-        verdict = reference_verdict(s, data.speed)
-        if verdict:
-            parts.append(f'<p class="banner" id="reference-verdict">{_esc(verdict)}</p>')
-        share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
-        share = share[np.isfinite(share.astype(float))] if len(share) else share
-        if len(share) and data.target.metric == "evaluation":
-            parts.append(
-                f'<p class="note">The evaluation protocol took a median '
-                f"{share.median():.1%} (at most {share.max():.1%}) of a trial's "
-                "wall-clock; it is inside every time-to-target.</p>"
-            )
-        rows = []
-        for _, b in best.iterrows():
-            r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
-            cost = "-"
-            if data.plan is not None and not data.plan.candidates.empty:
-                c = data.plan.candidates
-                c = c[(c["config_id"] == b["config_id"]) & (c["source"] == "measured")]
-                if len(c):
-                    c = c.sort_values("cost_usd").iloc[0]
-                    cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
-            rows.append(
-                [
-                    _config_name(b),
-                    str(b["num_env_runners"]),
-                    _esc(b["config_label"]),
-                    fmt_reached(b) + (f" (+{fmt_errors(b)})" if b["n_error"] else ""),
-                    _esc(b["estimator"] or "-"),
-                    _ttt_html(b),
-                    _resolution_html(b),
-                    _speedup_html(r) if r is not None else "-",
-                    _speedup_html(r, "abs_speedup") if r is not None else "-",
-                    _speedup_html(r, "efficiency_per_runner", r["runner_ratio"])
-                    if r is not None and math.isfinite(r["runner_ratio"])
-                    else "-",
-                    _speedup_html(r, "efficiency_per_cpu", r["cpu_ratio"])
-                    if r is not None and math.isfinite(r["cpu_ratio"])
-                    else "-",
-                    _esc(cost),
-                    _esc(b["note"] or ""),
-                ]
-            )
-        parts.append("<h3>Best configuration per algorithm</h3>")
-        parts.append(
-            '<p class="note">Best = lowest median time-to-target (Kaplan-Meier median '
-            "when some seeds were censored) over all sampled configurations of the "
-            "algorithm. TTT resolution: the median gap between the evaluation that "
-            "crossed the target and the one before (the crossing lies in it). "
-            "Brackets: 95 % confidence intervals (bootstrap over seeds; "
-            "Kaplan-Meier/Greenwood with censoring). Speedup = TTT(baseline) / TTT; "
-            "absolute speedup = TTT(single-process reference) / TTT. Efficiency = "
-            "speedup / resources ratio, per env runner and per CPU, only for the "
-            "baseline's algorithm. Cost: one run at the measured TTT on "
-            "the cheapest VM size that fits it (pay-as-you-go).</p>"
-        )
-        parts.append(_configurations_per_algorithm(data))
-        parts.append(
-            _table(
-                [
-                    "algorithm",
-                    "env runners",
-                    "configuration",
-                    "reached",
-                    "estimator",
-                    "TTT [95% CI]",
-                    "TTT resolution",
-                    "speedup [95% CI]",
-                    "absolute speedup [95% CI]",
-                    "efficiency / runner",
-                    "efficiency / CPU",
-                    "cost per run",
-                    "notes",
-                ],
-                rows,
-                left=(0, 2, 4, 11, 12),
-                raw=True,
-            )
-        )
-    if len(stalled):
-        parts.append('<h3 id="stalled-trials">Stalled trials</h3>')
-        parts.append(
-            '<p class="note">Their env steps or learner updates stopped moving (the '
-            "sweep's <code>stall</code> rule): a fault of the run, not a slow "
-            "configuration. They count neither as reached nor as censored in any "
-            "statistic.</p>"
-        )
-        parts.append(
-            _table(
-                ["algorithm", "env runners", "seed", "after (s)", "reason"],
-                [
-                    [
-                        r["algorithm"],
-                        str(r["num_env_runners"]),
-                        str(r["seed"]),
-                        fmt_num(float(r["elapsed_s"]), 3),
-                        r["error"],
-                    ]
-                    for _, r in stalled.iterrows()
-                ],
-                left=(0, 4),
-            )
-        )
+            for _, r in stalled.iterrows()
+        ],
+        "search": _search_stage(data.search_summary) if data.search_summary is not None else [],
+        "warnings": data.warnings,
+    }
     if not s.empty:
-        sp = data.configs
-        rows = []
-        for _, c in (
-            s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf))
-            .sort_values(["algorithm", "num_env_runners", "_t"])
-            .iterrows()
-        ):
-            r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
-            rows.append(
-                [
-                    _config_name(c),
-                    str(c["num_env_runners"]),
-                    _esc(c["config_label"]),
-                    fmt_reached(c),
-                    _ttt_html(c),
-                    _speedup_html(r) if r is not None else "-",
-                    _speedup_html(r, "abs_speedup") if r is not None else "-",
-                    f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-",
-                    _resolution_html(c),
-                ]
-            )
-        parts.append(
-            f'<details id="all-configurations"><summary>All {len(s)} configurations '
-            "(time-to-target, speedup, absolute speedup)</summary>"
+        context.update(_summary_tables(data))
+    return render("report/summary.html.j2", **context)
+
+
+def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The summary's cards, ``(what, value, detail)`` text: the fastest configuration, the
+    reference (or how far from the target the study stayed), its speedups and the plan's
+    recommendations."""
+    s, tm, sp = data.summary, data.tm, data.configs
+    cards = []
+    top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
+    if math.isfinite(top["ttt_s"]):
+        where = (
+            "single process (reference)"
+            if top["is_reference"]
+            else f"{top['num_env_runners']} env runner(s)"
         )
-        parts.append(
-            _table(
-                [
-                    "algorithm",
-                    "env runners",
-                    "configuration",
-                    "reached",
-                    "TTT [95% CI]",
-                    "speedup [95% CI]",
-                    "absolute speedup [95% CI]",
-                    "evaluation share of wall-clock",
-                    "TTT resolution",
-                ],
-                rows,
-                left=(0, 2),
-                raw=True,
+        cards.append(
+            (
+                "Fastest configuration",
+                f"{top['algorithm']}, {where}",
+                f"TTT {fmt_ttt(top)}{_resolution_note(top)}",
             )
         )
-        parts.append("</details>")
-    if data.search_summary is not None:
-        parts.append(_search_stage(data.search_summary))
-    if data.warnings:
-        parts.append(
-            '<h3>Warnings</h3><ul class="warn">'
-            + "".join(f"<li>{_esc(w)}</li>" for w in data.warnings)
-            + "</ul>"
+    ref = s[s["is_reference"]]
+    if len(ref):
+        ref = ref.iloc[0]
+        cards.append(
+            (
+                "Single-process reference",
+                f"{ref['algorithm']}",
+                f"TTT {fmt_ttt(ref)}{_resolution_note(ref)}; "
+                f"{fmt_reached(ref)} seeds reached the target",
+            )
         )
-    return "".join(parts)
+    else:
+        cards.append(
+            (
+                "Target not reached",
+                f"{int(s['n_reached'].sum())} of {int(s['finished_seeds'].sum())} trials",
+                f"best return {tm['best_return'].max():.4g} vs target {data.target.value:g}",
+            )
+        )
+    r = sp.loc[top["config_id"]] if top["config_id"] in sp.index else None
+    if r is not None and (math.isfinite(r["speedup"]) or math.isfinite(r["speedup_lower_bound"])):
+        effs = [
+            f"{_speedup_text(r, c, r[ratio])} per {w}"
+            for c, ratio, w in (
+                ("efficiency_per_runner", "runner_ratio", "env runner"),
+                ("efficiency_per_cpu", "cpu_ratio", "CPU"),
+            )
+            if math.isfinite(r[ratio])
+        ]
+        cards.append(
+            (
+                "Speedup vs baseline",
+                _speedup_text(r) + "x",
+                "efficiency " + ", ".join(effs) if effs else "",
+            )
+        )
+    if (
+        r is not None
+        and not top["is_reference"]
+        and (math.isfinite(r["abs_speedup"]) or math.isfinite(r["abs_speedup_lower_bound"]))
+    ):
+        cards.append(
+            (
+                "Absolute speedup (vs reference)",
+                _speedup_text(r, "abs_speedup") + "x",
+                "TTT(reference) / TTT(fastest configuration)",
+            )
+        )
+    plan = data.plan
+    if plan is not None and plan.cheapest is not None:
+        c = plan.cheapest
+        cards.append(
+            (
+                "Recommended (cheapest run)",
+                f"{c['num_env_runners']} env runner(s)",
+                f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
+                f"{planned_short(plan, c)}, {fmt_usd(c['cost_usd'])}",
+            )
+        )
+    if plan is not None and plan.knee is not None:
+        k = plan.knee
+        sub = (
+            f"{k['algorithm']}: more env runners are not predicted to help"
+            if k["num_env_runners"] == k["relative_to_n"]
+            else f"{k['algorithm']}: speedup {k['speedup']:.2f}x over {k['relative_to_n']}, "
+            f"efficiency {k['efficiency']:.0%}" + (" (extrapolated)" if k["extrapolated"] else "")
+        )
+        cards.append(("Knee of the efficiency curve", f"{k['num_env_runners']} env runner(s)", sub))
+    if plan is not None and plan.fastest is not None:
+        f = plan.fastest
+        cards.append(
+            (
+                "Fastest predicted run",
+                f"{f['num_env_runners']} env runner(s)",
+                f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
+                f"{planned_short(plan, f)}, {fmt_usd(f['cost_usd'])}"
+                + (" (extrapolated)" if f["extrapolated"] else ""),
+            )
+        )
+    return cards
+
+
+def _summary_tables(data: Study) -> dict[str, Any]:
+    """The summary's values beside its cards: the verdict on the reference, the evaluation's
+    share of the wall-clock, the configurations per algorithm and the two tables (best per
+    algorithm, every configuration)."""
+    s, tm, sp = data.summary, data.tm, data.configs
+    best = best_configs(s, ("algorithm",))
+    share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
+    share = share[np.isfinite(share.astype(float))] if len(share) else share
+    rows = []
+    for _, b in best.iterrows():
+        r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
+        cost = "-"
+        if data.plan is not None and not data.plan.candidates.empty:
+            c = data.plan.candidates
+            c = c[(c["config_id"] == b["config_id"]) & (c["source"] == "measured")]
+            if len(c):
+                c = c.sort_values("cost_usd").iloc[0]
+                cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
+        rows.append(
+            [
+                _config_name(b),
+                str(b["num_env_runners"]),
+                b["config_label"],
+                fmt_reached(b) + (f" (+{fmt_errors(b)})" if b["n_error"] else ""),
+                b["estimator"] or "-",
+                fmt_ttt(b),
+                _resolution_text(b),
+                *_speedup_cells(r),
+                cost,
+                b["note"] or "",
+            ]
+        )
+    every = []
+    for _, c in (
+        s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf))
+        .sort_values(["algorithm", "num_env_runners", "_t"])
+        .iterrows()
+    ):
+        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
+        every.append(
+            [
+                _config_name(c),
+                str(c["num_env_runners"]),
+                c["config_label"],
+                fmt_reached(c),
+                fmt_ttt(c),
+                *_speedup_cells(r)[:2],
+                f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-",
+                _resolution_text(c),
+            ]
+        )
+    return {
+        "cards": _cards(data, best),
+        "verdict": reference_verdict(s, data.speed),
+        "eval_share": (
+            {"median": f"{share.median():.1%}", "max": f"{share.max():.1%}"}
+            if len(share) and data.target.metric == "evaluation"
+            else None
+        ),
+        "per_algorithm": _configurations_per_algorithm(data),
+        "best": {"headers": _BEST_HEADERS, "rows": rows},
+        "all": {"headers": _ALL_HEADERS, "rows": every},
+    }
+
+
+#: The columns of the summary's "best configuration per algorithm" table.
+_BEST_HEADERS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "reached",
+    "estimator",
+    "TTT [95% CI]",
+    "TTT resolution",
+    "speedup [95% CI]",
+    "absolute speedup [95% CI]",
+    "efficiency / runner",
+    "efficiency / CPU",
+    "cost per run",
+    "notes",
+]
+
+#: The columns of the summary's "all configurations" table.
+_ALL_HEADERS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "reached",
+    "TTT [95% CI]",
+    "speedup [95% CI]",
+    "absolute speedup [95% CI]",
+    "evaluation share of wall-clock",
+    "TTT resolution",
+]
+
+
+def _speedup_cells(r: pd.Series | None) -> list[str]:
+    """A configuration's speedup, absolute speedup and efficiencies per env runner and per
+    CPU (``-`` where there is none) as table cells; ``r``: its row of ``Study.configs``."""
+    if r is None:
+        return ["-"] * 4
+    return [
+        _speedup_text(r),
+        _speedup_text(r, "abs_speedup"),
+        *(
+            _speedup_text(r, key, r[ratio]) if math.isfinite(r[ratio]) else "-"
+            for key, ratio in (
+                ("efficiency_per_runner", "runner_ratio"),
+                ("efficiency_per_cpu", "cpu_ratio"),
+            )
+        ),
+    ]
 
 
 def _config_name(c: pd.Series) -> str:
@@ -503,34 +412,20 @@ def _config_name(c: pd.Series) -> str:
     return config_name(c["algorithm"], baseline=c["is_baseline"], reference=c["is_reference"])
 
 
-def _search_stage(search: pd.DataFrame) -> str:
-    """The search stage's configurations, fastest first, marked exploratory: they chose what
-    the confirmation ran and are judged on nothing here."""
+def _search_stage(search: pd.DataFrame) -> list[list[str]]:
+    """The search stage's configurations, fastest first, as rows of the summary's
+    exploratory table: they chose what the confirmation ran and are judged on nothing here."""
     s = search.assign(_t=search["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
-    rows = [
+    return [
         [
             _config_name(c),
             str(c["num_env_runners"]),
-            _esc(c["config_label"]),
+            c["config_label"],
             fmt_reached(c),
-            _ttt_html(c),
+            fmt_ttt(c),
         ]
         for _, c in s.iterrows()
     ]
-    return (
-        '<details id="search-stage"><summary>Search stage (exploratory): '
-        f"{len(s)} configurations on the search seeds</summary>"
-        "<p>These trials chose the configurations the confirmation ran; their numbers "
-        "are biased towards whatever the search happened to favour on these seeds and "
-        "are not used above.</p>"
-        + _table(
-            ["algorithm", "env runners", "configuration", "reached", "TTT [95% CI]"],
-            rows,
-            left=(0, 2),
-            raw=True,
-        )
-        + "</details>"
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,17 +435,13 @@ def _search_stage(search: pd.DataFrame) -> str:
 
 def _learning_curves(data: Study, figs: _Figures) -> str:
     try:
-        out = [
+        figures = [
             figs.div(learning_curve_figure(data, x), height=FIGURE_HEIGHT["learning_curves"])
             for x in ("wall_time_s", "env_steps")
         ]
     except FigureUnavailable as exc:
-        return _missing(str(exc))
-    return (
-        '<p class="note">One line per trial (dotted: censored or failed), coloured by '
-        "algorithm, darker for more env runners. Crosses mark where each trial first "
-        "reached the target.</p>" + "".join(out)
-    )
+        return render("report/curves.html.j2", unavailable=str(exc))
+    return render("report/curves.html.j2", unavailable=None, figures=figures)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,182 +452,90 @@ def _learning_curves(data: Study, figs: _Figures) -> str:
 def _scaling(data: Study, figs: _Figures) -> str:
     s = data.summary
     if s.empty:
-        return _missing("No configurations yet.")
+        return render("report/scaling.html.j2", empty=True)
     best, ns_all, _ = best_per_n(s)
-    out = [
-        '<p class="note">Per algorithm, the best configuration at each env runner count '
-        "(lowest median TTT) is plotted; all configurations are in the table at the end of "
-        "this section.</p>"
-    ]
-    distinct_per_alg = best.groupby("algorithm")["num_env_runners"].nunique()
-    if distinct_per_alg.max() < 2:
-        out.append(
-            _missing(
-                f"Only one env runner count was measured "
-                f"(N={', '.join(map(str, ns_all))}): no scaling curve can be drawn "
-                "or fitted. Measure at least two (three for the USL)."
-            )
-        )
-    out.append(figs.div(ttt_figure(data), height=FIGURE_HEIGHT["ttt"]))
-
+    context: dict[str, Any] = {
+        "empty": False,
+        "one_n": (
+            ", ".join(map(str, ns_all))
+            if best.groupby("algorithm")["num_env_runners"].nunique().max() < 2
+            else None
+        ),
+        "ttt_figure": figs.div(ttt_figure(data), height=FIGURE_HEIGHT["ttt"]),
+        "speedup_missing": None,
+    }
     sp = data.configs
     try:
         sf = speedup_figures(data)
     except FigureUnavailable as exc:
-        out.append(_missing(str(exc)))
+        context["speedup_missing"] = str(exc)
         fit_rows = []
     else:
-        out.extend(f'<p class="note">{_esc(n)}</p>' for n in sf.notes)
-        out.append(figs.div(sf.speedup, height=FIGURE_HEIGHT["speedup"]))
-        out.append(figs.div(sf.efficiency, height=FIGURE_HEIGHT["efficiency"]))
+        context["speedup_notes"] = sf.notes
+        context["speedup_figure"] = figs.div(sf.speedup, height=FIGURE_HEIGHT["speedup"])
+        context["efficiency_figure"] = figs.div(sf.efficiency, height=FIGURE_HEIGHT["efficiency"])
         fit_rows = sf.fits
     fig, tp_fit_rows = throughput_figure(data)
-    out.append(figs.div(fig, height=FIGURE_HEIGHT["throughput"]))
-    untestable = untestable_fit_note([*fit_rows, *tp_fit_rows])
-    if untestable:
-        out.append(f'<p class="note" id="untestable-fits">{_esc(untestable)}</p>')
-
-    rows = []
-    for alg, what, f in [*fit_rows, *tp_fit_rows]:
-        fitted = (
+    context["throughput_figure"] = figs.div(fig, height=FIGURE_HEIGHT["throughput"])
+    context["untestable"] = untestable_fit_note([*fit_rows, *tp_fit_rows])
+    context["fits"] = [
+        [
+            alg,
+            what,
+            f.model.upper() if f.model == "usl" else "Amdahl",
             "no"
             if not f.ok
             else "yes"
             if fit_line_name(alg, f) is not None
-            else "exactly determined: not a model"
-        )
-        rows.append(
-            [
-                alg,
-                what,
-                f.model.upper() if f.model == "usl" else "Amdahl",
-                fitted,
-                fmt_num(f.gamma, 4),
-                fmt_num(f.alpha, 3),
-                fmt_num(f.beta, 3) if f.model == "usl" else "0",
-                fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
-                fmt_num(f.r2, 3),
-                str(f.n_distinct),
-                f.reason,
-            ]
-        )
-    if rows:
-        out.append(
-            '<h3>Scaling fits</h3><p class="note">X(N) = &gamma;N / (1 + &alpha;(N&minus;1)'
-            " + &beta;N(N&minus;1)) (Gunther's Universal Scalability Law; Amdahl: &beta; = 0),"
-            " fitted with 0 &le; &alpha; &le; 1, &beta; &ge; 0. Peak N* = "
-            "&radic;((1&minus;&alpha;)/&beta;). A model is not fitted to fewer distinct N "
-            "than it has parameters.</p>"
-        )
-        out.append(
-            _table(
-                [
-                    "algorithm",
-                    "capacity X",
-                    "model",
-                    "fitted",
-                    "gamma",
-                    "alpha",
-                    "beta",
-                    "peak N*",
-                    "R2",
-                    "distinct N",
-                    "caveat",
-                ],
-                rows,
-                left=(0, 1, 2, 10),
-            )
-        )
-    if not sp.empty:
-        rows = []
-        for _, c in best.iterrows():
-            if c["config_id"] not in sp.index:
-                continue
-            r = sp.loc[c["config_id"]]
-            rows.append(
-                [
-                    c["algorithm"],
-                    str(c["num_env_runners"]),
-                    _speedup_html(r),
-                    fmt_num(r["throughput_ratio"], 3),
-                    fmt_num(r["sample_efficiency_ratio"], 3),
-                    fmt_num(r["residual"], 3),
-                    r["speedup_note"] or "",
-                ]
-            )
-        out.append(
-            "<h3>Why faster? Speedup = throughput ratio &times; sample-efficiency "
-            'ratio</h3><p class="note">Throughput ratio: median env steps/s vs the '
-            "baseline. Sample-efficiency ratio: median steps-to-target of the baseline / "
-            "this configuration (&gt; 1: fewer samples needed). Residual: the part of the "
-            "speedup neither explains (start-up time, iteration granularity).</p>"
-        )
-        out.append(
-            _table(
-                [
-                    "algorithm",
-                    "env runners",
-                    "speedup [95% CI]",
-                    "throughput ratio",
-                    "sample-efficiency ratio",
-                    "residual",
-                    "notes",
-                ],
-                [[x if i == 2 else _esc(x) for i, x in enumerate(row)] for row in rows],
-                left=(0, 6),
-                raw=True,
-            )
-        )
-    rows = []
-    for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows():
-        rows.append(
+            else "exactly determined: not a model",
+            fmt_num(f.gamma, 4),
+            fmt_num(f.alpha, 3),
+            fmt_num(f.beta, 3) if f.model == "usl" else "0",
+            fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
+            fmt_num(f.r2, 3),
+            str(f.n_distinct),
+            f.reason,
+        ]
+        for alg, what, f in [*fit_rows, *tp_fit_rows]
+    ]
+    context["why_faster"] = (
+        None
+        if sp.empty
+        else [
             [
                 c["algorithm"],
                 str(c["num_env_runners"]),
-                _esc(c["config_label"]),
-                fmt_reached(c),
-                _esc(c["estimator"] or "-"),
-                _ttt_html(c),
-                fmt_ci(
-                    c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"], lambda z: f"{z:.1f}"
-                ),
-                fmt_num(c["ttt_olympic_s"], 4),
-                fmt_num(c["env_steps_per_s"], 4),
-                fmt_num(c["steps_to_target"], 4),
-                fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
-                fmt_num(c["num_cpus"], 3),
-                fmt_num(c.get("peak_rss_mib", math.nan), 4),
-                _esc(c["note"] or ""),
+                _speedup_text(r),
+                fmt_num(r["throughput_ratio"], 3),
+                fmt_num(r["sample_efficiency_ratio"], 3),
+                fmt_num(r["residual"], 3),
+                r["speedup_note"] or "",
             ]
-        )
-    out.append(
-        "<details><summary>All configurations ("
-        + str(len(s))
-        + ")</summary>"
-        + _table(
-            [
-                "algorithm",
-                "env runners",
-                "configuration",
-                "reached",
-                "estimator",
-                "TTT [95% CI]",
-                "IQM TTT (s) [95% CI]",
-                "olympic mean (s)",
-                "env steps/s",
-                "steps-to-target",
-                "CPUs per env runner",
-                "CPUs asked",
-                "peak RSS (MiB)",
-                "notes",
-            ],
-            rows,
-            left=(0, 2, 4, 13),
-            raw=True,
-        )
-        + "</details>"
+            for _, c in best.iterrows()
+            if c["config_id"] in sp.index
+            for r in [sp.loc[c["config_id"]]]
+        ]
     )
-    return "".join(out)
+    context["every"] = [
+        [
+            c["algorithm"],
+            str(c["num_env_runners"]),
+            c["config_label"],
+            fmt_reached(c),
+            c["estimator"] or "-",
+            fmt_ttt(c),
+            fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"], lambda z: f"{z:.1f}"),
+            fmt_num(c["ttt_olympic_s"], 4),
+            fmt_num(c["env_steps_per_s"], 4),
+            fmt_num(c["steps_to_target"], 4),
+            fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
+            fmt_num(c["num_cpus"], 3),
+            fmt_num(c.get("peak_rss_mib", math.nan), 4),
+            c["note"] or "",
+        ]
+        for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows()
+    ]
+    return render("report/scaling.html.j2", **context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -748,7 +547,7 @@ def _cost(data: Study, figs: _Figures) -> str:
     plan = data.plan
     if plan is None or plan.candidates.empty:
         why = "; ".join(plan.notes) if plan is not None else "the plan could not be made"
-        return _missing(f"No cost/time trade-off: {why}")
+        return render("report/cost.html.j2", unavailable=f"No cost/time trade-off: {why}")
     c = plan.candidates.copy()
     # the launcher's start-up is one assumed constant on every point: drawn apart, so that the
     # points differ by what the run measured (env runners, VM size, nodes)
@@ -815,31 +614,13 @@ def _cost(data: Study, figs: _Figures) -> str:
         yaxis={"title": "cost per run (US$)", "type": "log", **log_ticks(c["cost_usd"], "$")},
     )
     answer = plan_answer(plan, sweep_file_of(data.res.environment))
-    lines = [*answer.details, *data.batch_advice]
-    commands = "".join(
-        f"<li>{_esc(label)}: <code>{_esc(cmd)}</code>{_esc(note)}</li>"
-        for label, cmd, note in map(command_parts, answer.commands)
-    )
-    return (
-        f'<p id="plan-answer"><b>{_esc(answer.sentence)}</b></p>'
-        + (f'<ul id="plan-commands">{commands}</ul>' if commands else "")
-        + '<h3>What the plan assumes</h3><div id="plan-assumptions">'
-        + _table(
-            ["assumption", "the plan took"], [list(a) for a in answer.assumptions], left=(0, 1)
-        )
-        + "</div>"
-        + figs.div(fig, height=480)
-        + f'<details id="plan-details"><summary>Details: {len(lines)} more lines (every '
-        "recommendation, the scaling models, caveats, batch size)</summary><ul>"
-        + "".join(f"<li>{_esc(x)}</li>" for x in lines)
-        + '</ul><p class="note">Cost model: nodes = ceil(CPUs / vCPUs per VM), '
-        "with the CPUs the trials asked for (driver + N &times; CPUs per env runner), enough "
-        "GPUs for the learner and enough memory for the trials' peak RSS (fitted per env "
-        "runner; 70 % of a node's memory, the rest is Ray's object store); cost = nodes "
-        "&times; $/h &times; billed time / 3600. "
-        "Prices: analysis/vm_sizes.csv (pay-as-you-go Linux; source and date per row). "
-        "Reproduce with <code>python -m analysis.plan RESULTS_DIR --deadline 10m "
-        "--budget 1usd</code>.</p></details>"
+    return render(
+        "report/cost.html.j2",
+        unavailable=None,
+        answer=answer,
+        commands=[command_parts(c) for c in answer.commands],
+        figure=figs.div(fig, height=480),
+        details=[*answer.details, *data.batch_advice],
     )
 
 
@@ -848,44 +629,37 @@ def _cost(data: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _check(data: Study, figs: _Figures) -> str:
+def _check(data: Study, figs: _Figures, held: list[Study]) -> str:
+    """Section 5: the plan check (:mod:`analysis.plan_check`) and, after it, the break-even
+    env cost (:func:`_break_even`)."""
     check = data.check
-    if check is None:
-        return _missing(
-            f"No plan check: it needs an algorithm measured at more than "
-            f"{MIN_FIT_N} env runner counts (>= 1): {MIN_FIT_N} to fit the scaling "
-            "models on, the rest to compare their predictions with."
+    context: dict[str, Any] = {
+        "held_out": None,
+        "min_fit_n": MIN_FIT_N,
+        "break_even": _break_even(data, held),
+    }
+    if check is not None:
+        context.update(
+            held_out=",".join(str(n) for n in sorted(check.rows["num_env_runners"].unique())),
+            figure=(
+                None
+                if check.rows.empty
+                else figs.div(plan_check_figure(data), height=FIGURE_HEIGHT["plan_check"])
+            ),
+            headers=TABLE_HEADERS,
+            rows=table_rows(check),
+            fit_caption=FIT_CAPTION,
+            fit_headers=FIT_HEADERS,
+            fit_rows=fit_table_rows(check),
+            check_notes=check.notes,
         )
-    out = [
-        '<p class="note">The scaling models are fitted without the largest env runner '
-        "counts, predict them, and are compared with what was measured there. "
-        "<b>USL on 1/TTT</b> fits the curve of 1/TTT over N; <b>pipeline</b> predicts TTT = "
-        "start-up(N) + env steps to target(N) / sampling rate(N) from the parts each trial "
-        "measures (start-up linear in N, rate by the USL, env steps by a power law in N). "
-        "The capacity plan uses, per algorithm, the one that leave-one-N-out "
-        "cross-validation on the fitted N prefers (the notes below name it). "
-        "Intervals: 95 % bootstrap over seeds. Reproduce with <code>python -m analysis.plan "
-        "RESULTS_DIR --holdout "
-        + ",".join(str(n) for n in sorted(check.rows["num_env_runners"].unique()))
-        + "</code>.</p>"
-    ]
-    if not check.rows.empty:
-        out.append(figs.div(plan_check_figure(data), height=FIGURE_HEIGHT["plan_check"]))
-    rows = table_rows(check)
-    if rows:
-        out.append(_table(TABLE_HEADERS, rows, left=(0, 2, 3)))
-    fit = fit_table_rows(check)
-    if fit:
-        out.append(f'<p class="note">{_esc(FIT_CAPTION)}</p>')
-        out.append(_table(FIT_HEADERS, fit, left=(0, 1, 2)))
-    out.extend(f'<p class="note">{_esc(n)}</p>' for n in check.notes)
-    return "".join(out)
+    return render("report/check.html.j2", **context)
 
 
-def _break_even_html(data: Study, held: list[Study]) -> str:
+def _break_even(data: Study, held: list[Study]) -> dict[str, Any] | None:
     """Section 5's break-even part: per configuration the env cost above which it beats the
     reference (:mod:`analysis.break_even`), and with ``held`` (the same study at other env
-    costs) each held-out cell's predicted TTT against what was measured; empty without a
+    costs) each held-out cell's predicted TTT against what was measured; None without a
     reference with measured parts."""
     from analysis.break_even import (
         HELD_OUT_HEADERS,
@@ -899,27 +673,18 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
 
     table = run_table(data)
     if table is None:
-        return ""
+        return None
     head, cells, words = table
-    out = [
-        "<h3>Break-even env cost</h3>",
-        '<p class="note">TTT(c) = start-up + env steps &times; (overhead + c) / concurrent envs, '
-        "from this run's measured parts; above its break-even cost a configuration is "
-        "predicted to beat the single-process reference. Reproduce with <code>python -m "
-        "analysis.plan RESULTS_DIR --break-even</code>.</p>",
-        _table(head, cells),
-        f'<p class="note">{_esc(words)}</p>',
-    ]
+    out: dict[str, Any] = {"headers": head, "rows": cells, "words": words, "held": None}
     if held:
         checked = held_out_rows(data, held)
-        out.append("<h3>Break-even checked at other env costs</h3>")
-        if len(checked):
-            out.append(_table(HELD_OUT_HEADERS, held_out_table_rows(checked), left=(1,)))
-        out.append(f"<p>{_esc(held_out_verdict(checked, cost_kind(data)))}</p>")
-        note = shared_seed_note(data, held)
-        if note:
-            out.append(f'<p class="note">{_esc(note)}</p>')
-    return "".join(out)
+        out["held"] = {
+            "headers": HELD_OUT_HEADERS,
+            "rows": held_out_table_rows(checked) if len(checked) else [],
+            "verdict": held_out_verdict(checked, cost_kind(data)),
+            "note": shared_seed_note(data, held),
+        }
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -930,32 +695,20 @@ def _break_even_html(data: Study, held: list[Study]) -> str:
 def _batch(data: Study, figs: _Figures) -> str:
     b = data.batch
     if b is None:
-        return _missing(
-            "No batch-size check: it needs one algorithm run at two or more "
-            "train batch sizes with the gradient noise scale measured "
-            "(grad_noise_scale in progress.parquet)."
-        )
-    out = [
-        '<p class="note">McCandlish et al. 2018 (arXiv 1812.06162): the steps S and samples '
-        "E to reach a target trade off as S = S<sub>min</sub>(1 + B<sub>noise</sub>/B), "
-        "E = E<sub>min</sub>(1 + B/B<sub>noise</sub>); the learner measures the simple noise "
-        "scale B<sub>simple</sub> = tr(&Sigma;)/|G|&sup2; as the estimate of B<sub>noise</sub>. "
-        "From the pilot batch size alone (its measured updates to the target and "
-        "B<sub>simple</sub>), the other batch sizes are predicted and compared with what they "
-        "measured. Reproduce with <code>python -m analysis.batch_size RESULTS_DIR</code>.</p>"
-    ]
+        return render("report/batch.html.j2", unavailable=True)
+    context: dict[str, Any] = {"unavailable": False, "figure": None, "batch_notes": b.notes}
     if not b.rows.empty:
-        out.append(figs.div(batch_size_figure(data), height=FIGURE_HEIGHT["batch_size"]))
-        out.append(_table(*check_table(b), left=(0, 2)))
-        for alg, f in b.fits.items():
-            out.append(
-                f'<p class="note">{_esc(alg)}: the measured outcomes at every batch size '
-                f"imply a critical batch size B<sub>crit</sub> = {fmt_num(f['b_crit'], 3)}"
-                f" (least squares of S against 1/B), against the pilot's measured "
-                f"B<sub>simple</sub> = {fmt_num(f['b_simple'], 3)}.</p>"
-            )
-    out.extend(f'<p class="note">{_esc(n)}</p>' for n in b.notes)
-    return "".join(out)
+        headers, rows = check_table(b)
+        context.update(
+            figure=figs.div(batch_size_figure(data), height=FIGURE_HEIGHT["batch_size"]),
+            headers=headers,
+            rows=rows,
+            fits=[
+                (alg, fmt_num(f["b_crit"], 3), fmt_num(f["b_simple"], 3))
+                for alg, f in b.fits.items()
+            ],
+        )
+    return render("report/batch.html.j2", **context)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -964,142 +717,117 @@ def _batch(data: Study, figs: _Figures) -> str:
 def _optuna(data: Study, figs: _Figures) -> str:
     study = data.res.study
     if study is None:
-        return _missing(
-            "No Optuna study (optuna.db missing or unreadable): no optimisation "
-            "history or parameter importances."
+        return render(
+            "report/optuna.html.j2",
+            unavailable="No Optuna study (optuna.db missing or unreadable): no optimisation "
+            "history or parameter importances.",
         )
     import optuna
     import optuna.visualization as ov
 
     done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if len(done) < 1:
-        return _missing("The Optuna study has no completed trials yet.")
-    out = [
-        '<p class="note">Objective (minimised): time-to-target in seconds, or '
-        "budget &times; (1 + shortfall) for censored trials.</p>"
-    ]
-    fig = ov.plot_optimization_history(study)
-    out.append(figs.div(fig))
+        return render(
+            "report/optuna.html.j2", unavailable="The Optuna study has no completed trials yet."
+        )
+    context: dict[str, Any] = {
+        "unavailable": None,
+        "history": figs.div(ov.plot_optimization_history(study)),
+        "importances": None,
+        "importances_missing": None,
+    }
     if len(done) < 2 or not any(t.params for t in done):
-        out.append(
-            _missing("Parameter importances need at least two completed trials with parameters.")
+        context["importances_missing"] = (
+            "Parameter importances need at least two completed trials with parameters."
         )
     else:
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 fig = ov.plot_param_importances(study)
-            out.append(figs.div(fig, height=380))
-            if caught or len(done) < 10:
-                out.append(
-                    f'<p class="note">Only {len(done)} completed Optuna trials: '
-                    "importances are rough (some parameter values were tried fewer "
-                    "than twice).</p>"
-                )
+            context["importances"] = figs.div(fig, height=380)
+            context["rough"] = len(done) if caught or len(done) < 10 else None
         except (RuntimeError, ValueError, ZeroDivisionError) as exc:
-            out.append(_missing(f"Parameter importances could not be computed ({exc})."))
-    return "".join(out)
+            context["importances_missing"] = f"Parameter importances could not be computed ({exc})."
+    return render("report/optuna.html.j2", **context)
 
 
-def _configurations_per_algorithm(data: Study) -> str:
-    """One sentence: how many configurations the search gave each declared algorithm (the
-    baseline and the reference apart), naming any declared algorithm it never measured."""
+def _configurations_per_algorithm(data: Study) -> dict[str, Any]:
+    """How many configurations the search gave each declared algorithm (the baseline and the
+    reference apart): ``counts`` (``"DQN 3, PPO 2"``), ``missing`` (the declared algorithms it
+    never measured, or empty) and ``defaults_first`` (whether each algorithm's defaults were
+    queued before the sampler)."""
     trials = data.res.trials
     sampled = trials[~trials["is_baseline"].astype(bool) & ~trials["is_reference"].astype(bool)]
     counts = sampled.groupby("algorithm")["config_id"].nunique()
     declared = list((data.res.spec or {}).get("algorithms") or counts.index)
-    parts = [f"{a} {int(counts.get(a, 0))}" for a in declared]
-    missing = [a for a in declared if not counts.get(a, 0)]
-    return (
-        '<p class="note" id="configs-per-algorithm">Configurations the search measured, '
-        f"per algorithm (baseline and reference apart): {_esc(', '.join(parts))}."
-        + (
-            f" <strong>Not measured: {_esc(', '.join(missing))}</strong> (no trial of "
-            "theirs was recorded)."
-            if missing
-            else ""
-        )
-        + (
-            " Each algorithm's first configuration is its defaults, queued before the "
-            "sampler takes over."
-            if len(declared) > 1
-            and (data.res.spec or {}).get("search", {}).get("sampler") != "grid"
-            else ""
-        )
-        + "</p>"
-    )
+    return {
+        "counts": ", ".join(f"{a} {int(counts.get(a, 0))}" for a in declared),
+        "missing": ", ".join(a for a in declared if not counts.get(a, 0)),
+        "defaults_first": len(declared) > 1
+        and (data.res.spec or {}).get("search", {}).get("sampler") != "grid",
+    }
 
 
-def _defaults_note(spec: dict) -> str:
+def _defaults_note(spec: dict) -> Markup:
     """Where each algorithm's unset parameters came from (spec.json ``presets``:
     :mod:`sweeps.engine.presets`) and, for a reference, the horizon of its schedules
-    (exploration), so that a reader knows which settings were compared."""
-    presets = spec.get("presets")
-    if not presets:
-        return ""
-    env = spec.get("env")
-    parts = [
-        f"{_esc(a)}: " + (f"preset <code>{_esc(p)}</code>" if p else "library defaults")
-        for a, p in presets.items()
-    ]
-    out = (
-        f"<p>Defaults on <code>{_esc(str(env))}</code> (a sweep's own values win): "
-        + "; ".join(parts)
-        + ".</p>"
+    (:func:`_reference_schedules`), so that a reader knows which settings were compared;
+    empty without presets."""
+    presets = spec.get("presets") or {}
+    return Markup(
+        render(
+            "report/defaults.html.j2",
+            env=str(spec.get("env")),
+            presets=list(presets.items()),
+            reference=_reference_schedules(spec) if presets else None,
+        )
     )
+
+
+def _reference_schedules(spec: dict) -> dict[str, str] | None:
+    """The single-process reference's algorithm and the horizon of its schedules
+    (exploration), so that a reader knows which settings were compared; None without a
+    reference of :data:`sweeps.engine.reference.REFERENCE_ALGORITHMS`."""
     from sweeps.engine.reference import REFERENCE_ALGORITHMS, schedule_horizon
     from sweeps.engine.search import resolve_params
 
-    ref = spec.get("reference")
-    if ref and ref.get("algorithm") in REFERENCE_ALGORITHMS:
-        budget = (spec.get("budget") or {}).get("env_steps")
-        horizon, _, ends = schedule_horizon(ref, budget, env)
-        p = resolve_params(ref, env)
-        what = f"its schedules run over {horizon:,} env steps"
-        if ref["algorithm"] == "SB3-DQN":
-            decay = int(float(p["exploration_fraction"]) * horizon)
-            what += (
-                f" (ε from {p['exploration_initial_eps']:g} to {p['exploration_final_eps']:g}"
-                f" over the first {decay:,})"
-            )
+    ref, env = spec.get("reference"), spec.get("env")
+    if not ref or ref.get("algorithm") not in REFERENCE_ALGORITHMS:
+        return None
+    budget = (spec.get("budget") or {}).get("env_steps")
+    horizon, _, ends = schedule_horizon(ref, budget, env)
+    p = resolve_params(ref, env)
+    what = f"its schedules run over {horizon:,} env steps"
+    if ref["algorithm"] == "SB3-DQN":
+        decay = int(float(p["exploration_fraction"]) * horizon)
         what += (
-            ", where training ends (a horizon the sweep set: censor_reason 'horizon')"
-            if ends
-            else ", then hold their final values until the budget or the target ends training"
+            f" (ε from {p['exploration_initial_eps']:g} to {p['exploration_final_eps']:g}"
+            f" over the first {decay:,})"
         )
-        out += f"<p>Reference {_esc(ref['algorithm'])}: {_esc(what)}.</p>"
-    return out
+    what += (
+        ", where training ends (a horizon the sweep set: censor_reason 'horizon')"
+        if ends
+        else ", then hold their final values until the budget or the target ends training"
+    )
+    return {"algorithm": ref["algorithm"], "schedules": what}
 
 
-def _where_trials_ran(trials: pd.DataFrame) -> str:
-    """How many trials Ray placed over several nodes, and which (``nodes_used``)."""
+def _nodes_used(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """How many trials Ray placed over several nodes, and which (``nodes_used``); None when
+    no trial recorded its nodes."""
     if "nodes_used" not in trials or not trials["nodes_used"].astype(bool).any():
-        return ""
+        return None
     nodes = trials["nodes_used"].fillna("").astype(str)
     spanning = trials[nodes.str.count(",") > 0]
-    out = [
-        f'<p id="nodes-used">Trials whose env runners ran on more than one node: '
-        f"{len(spanning)} of {len(trials)}; {nodes[nodes != ''].str.split(',').explode().nunique()} "
-        "node(s) used in all (<code>nodes_used</code>, first 12 hex digits of Ray's node "
-        "ids).</p>"
-    ]
-    if len(spanning):
-        out.append(
-            _table(
-                ["algorithm", "env runners", "seed", "nodes used"],
-                [
-                    [
-                        r["algorithm"],
-                        str(r["num_env_runners"]),
-                        str(r["seed"]),
-                        _esc(r["nodes_used"]),
-                    ]
-                    for _, r in spanning.iterrows()
-                ],
-                left=(0, 3),
-            )
-        )
-    return "".join(out)
+    return {
+        "trials": len(trials),
+        "nodes": nodes[nodes != ""].str.split(",").explode().nunique(),
+        "spanning": [
+            [r["algorithm"], str(r["num_env_runners"]), str(r["seed"]), r["nodes_used"]]
+            for _, r in spanning.iterrows()
+        ],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1107,9 +835,9 @@ def _where_trials_ran(trials: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------------------------
 def _environment(data: Study) -> str:
     env, spec = data.res.environment, data.res.spec
-    out = []
+    versions = []
     if env:
-        rows = [[k, str(v)] for k, v in (env.get("versions") or {}).items()]
+        versions = [[k, str(v)] for k, v in (env.get("versions") or {}).items()]
         for k in (
             "cpu_model",
             "cpu_count",
@@ -1121,32 +849,21 @@ def _environment(data: Study) -> str:
             "command",
         ):
             if k in env:
-                rows.append([k, str(env[k])])
+                versions.append([k, str(env[k])])
         nodes = env.get("nodes") or []
-        rows.append(
-            [
-                "nodes",
-                f"{len(nodes)}: "
-                + ", ".join(
-                    f"{n.get('node_ip', '?')} ({n.get('num_cpus', '?')} CPUs, {n.get('num_gpus', 0)} "
-                    "GPUs)"
-                    for n in nodes
-                ),
-            ]
+        listed = ", ".join(
+            f"{n.get('node_ip', '?')} ({n.get('num_cpus', '?')} CPUs, {n.get('num_gpus', 0)} GPUs)"
+            for n in nodes
         )
-        out.append(_table(["", "value"], rows, left=(0, 1)))
-    else:
-        out.append(_missing("environment.json is missing."))
-    out.append(_where_trials_ran(data.res.trials))
-    out.append(f"<p>Results directory: <code>{_esc(data.res.path)}</code></p>")
-    out.append(_defaults_note(spec))
-    if spec:
-        out.append(
-            "<h3>Sweep spec (spec.json)</h3><pre>" + _esc(json.dumps(spec, indent=2)) + "</pre>"
-        )
-    else:
-        out.append(_missing("spec.json is missing."))
-    return "".join(out)
+        versions.append(["nodes", f"{len(nodes)}: {listed}"])
+    return render(
+        "report/environment.html.j2",
+        versions=versions,
+        nodes_used=_nodes_used(data.res.trials),
+        path=str(data.res.path),
+        defaults=_defaults_note(spec or {}),
+        spec=json.dumps(spec, indent=2) if spec else "",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1176,34 +893,20 @@ def _against_previous(previous: Results, res: Results) -> str:
             warnings.simplefilter("ignore")  # lifelines' convergence notes on few seeds
             c = compare(previous, res)
     except CompareError as exc:  # e.g. the sweep file changed between the runs: not a fault
-        return (
-            f"<p>Run {_esc(previous.path.name)} is the previous run of this sweep on this "
-            f"machine; it is not compared with this one: {_esc(exc)}</p>"
-        )
+        return render("report/previous.html.j2", run=previous.path.name, not_compared=str(exc))
     headers, rows = table(c)
-    th = "".join(f"<th>{_esc(h)}</th>" for h in headers)
-    trs = "".join(
-        "<tr>" + "".join(f'<td class="l">{_esc(x)}</td>' if i == 0 else f"<td>{_esc(x)}</td>"
-                         for i, x in enumerate(r)) + "</tr>"
-        for r in rows
-    )  # fmt: skip
-    parts = [
-        f"<p>Run {_esc(previous.path.name)} (git "
-        f"{_esc(str(previous.environment.get('git_revision', '?'))[:12])}) is the previous run "
-        f"of this sweep on this machine. {_esc(headline(c).replace('NEW', 'This run').replace('BASE', 'that run'))}</p>",
-        f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>",
-    ]
-    if c.unmatched:
-        parts.append(f'<p class="note">Not in both runs: {_esc("; ".join(c.unmatched))}.</p>')
-    if c.warnings:
-        parts.append(
-            '<ul class="warn">' + "".join(f"<li>{_esc(w)}</li>" for w in c.warnings) + "</ul>"
-        )
-    parts.append(
-        '<p class="note">The whole history of this sweep: <code>python -m analysis.history '
-        f"{_esc(res.path.parent)}</code>.</p>"
+    return render(
+        "report/previous.html.j2",
+        run=previous.path.name,
+        not_compared=None,
+        git=str(previous.environment.get("git_revision", "?"))[:12],
+        headline=headline(c).replace("NEW", "This run").replace("BASE", "that run"),
+        headers=headers,
+        rows=rows,
+        unmatched="; ".join(c.unmatched),
+        warnings=c.warnings,
+        sweep_dir=str(res.path.parent),
     )
-    return "".join(parts)
 
 
 def build_report(
@@ -1226,7 +929,7 @@ def build_report(
         try:
             content = body()
         except Exception as exc:  # show what can be shown; say what cannot
-            content = _missing(f"This section could not be drawn: {type(exc).__name__}: {exc}")
+            content = render("report/failed.html.j2", error=f"{type(exc).__name__}: {exc}")
             data.warnings.append(f"section '{title}' failed: {type(exc).__name__}: {exc}")
             traceback.print_exc(file=sys.stderr)
         return content
@@ -1238,9 +941,7 @@ def build_report(
         (
             "check",
             "5. Plan check (held-out env runner counts)",
-            lambda: (
-                _check(data, figs) + _break_even_html(data, [analyse(h, target) for h in held_out])
-            ),
+            lambda: _check(data, figs, [analyse(h, target) for h in held_out]),
         ),
         ("batch", "6. Batch size and gradient noise scale", lambda: _batch(data, figs)),
         ("optuna", "7. Optuna search", lambda: _optuna(data, figs)),

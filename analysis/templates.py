@@ -1,15 +1,32 @@
 """The analysis' HTML pages as Jinja2 templates (``analysis/templates/``): the page shell
 every page shares (``page.html.j2``: header, style sheet, closing note), the report's
 (``report.html.j2``: navigation, sections, embedded plotly.js and its figure loader) and the
-style sheet and scripts they include. Python builds what a page says; the templates lay it
-out. Values are escaped by the template unless it marks them ``safe`` (HTML built here)."""
+style sheet and scripts they include, and the report's sections (``report/``: one template
+per section and the macros they share). Python builds what a page says; the templates lay it
+out. Values are escaped by the template unless it marks them ``safe`` or Python passes them
+as :class:`markupsafe.Markup` (a figure).
+
+The report's templates are wrapped for reading; their line breaks are folded into spaces
+(:class:`_FoldLines`), so that each sentence of the page stays on one line, as a search of
+the page expects."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
+import jinja2.ext
+
 __all__ = ["render", "static_text"]
+
+
+class _FoldLines(jinja2.ext.Extension):
+    """Folds each line break of a ``report/`` template, with the indent after it, into one
+    space (in its source: a value's own line breaks, as in ``<pre>``, are kept)."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return re.sub(r"\n\s*", " ", source) if name and name.startswith("report/") else source
 
 
 @lru_cache(maxsize=1)
@@ -21,6 +38,7 @@ def _environment():
         autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=True),
         keep_trailing_newline=False,
         undefined=jinja2.StrictUndefined,
+        extensions=[_FoldLines],
     )
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.report import _ERROR_HOOK, main, write_report
+from analysis.report import main, write_report
 from analysis.synthetic import write_synthetic_results
+from analysis.templates import static_text
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 SECTIONS = ("summary", "curves", "scaling", "cost", "check", "batch", "optuna", "environment")
@@ -183,7 +184,7 @@ def test_error_hook_catches_errors(tmp_path: Path) -> None:
     exe = _chromium()
     page = tmp_path / "broken.html"
     page.write_text(
-        f"<!DOCTYPE html><html><head>{_ERROR_HOOK}</head><body>"
+        f"<!DOCTYPE html><html><head><script>\n{static_text('error_hook.js')}</script></head><body>"
         '<ul id="report-errors" hidden></ul>'
         "<script>console.error('bad data'); undefinedFunction();</script>"
         "</body></html>"
@@ -269,8 +270,38 @@ def test_the_report_says_how_many_configurations_each_algorithm_got():
         }
     )
     spec = {"algorithms": ["DQN", "APEX", "IMPALA"], "search": {"sampler": "tpe"}}
-    html = _configurations_per_algorithm(
+    said = _configurations_per_algorithm(
         SimpleNamespace(res=SimpleNamespace(trials=trials, spec=spec))
+    )
+    assert said == {
+        "counts": "DQN 2, APEX 1, IMPALA 0",
+        "missing": "IMPALA",
+        "defaults_first": True,
+    }
+    # as the summary's template lays it out
+    from analysis.templates import render
+
+    html = render(
+        "report/summary.html.j2",
+        stage_note=None,
+        target=SimpleNamespace(
+            metric="evaluation", value=1.0, source="the sweep", overridden=False
+        ),
+        metric="evaluation return",
+        counts=dict.fromkeys(("trials", "configs", "reached", "censored", "stalled"), 0)
+        | {"other_errors": 0},
+        latency_ms=None,
+        cpu_ms=None,
+        empty=False,
+        cards=[],
+        verdict=None,
+        eval_share=None,
+        per_algorithm=said,
+        best={"headers": ["algorithm"], "rows": []},
+        all={"headers": ["algorithm"], "rows": []},
+        stalled=[],
+        search=[],
+        warnings=[],
     )
     assert "per algorithm (baseline and reference apart): DQN 2, APEX 1, IMPALA 0." in html
     assert "<strong>Not measured: IMPALA</strong>" in html and "its defaults, queued" in html

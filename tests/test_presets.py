@@ -232,7 +232,7 @@ def test_spec_json_and_the_report_name_each_algorithm_s_preset_and_the_reference
     assert "APEX: library defaults" in _defaults_note(user)
     assert "over 100,000 env steps" in _defaults_note(user)
     ends = {**spec, "reference": {"algorithm": "SB3-DQN", "total_timesteps": 5_000}}
-    assert "censor_reason &#x27;horizon&#x27;" in _defaults_note(ends)  # HTML-escaped
+    assert "censor_reason &#39;horizon&#39;" in _defaults_note(ends)  # HTML-escaped
 
 
 def test_the_dry_run_says_which_preset_each_algorithm_took(capsys):
