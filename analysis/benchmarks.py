@@ -453,22 +453,20 @@ def markdown(c: BenchComparison) -> str:
 
 def html_page(c: BenchComparison) -> str:
     """The comparison as a self-contained HTML page in the report's style."""
-    from analysis.style import html_table, page
+    from analysis.templates import render
 
     headers, rows = table(c)
-    body = ["<section><h2>Samples</h2>", html_table(headers, rows)]
-    if c.unmatched:
-        body.append("<ul>" + "".join(f"<li>{u}</li>" for u in c.unmatched) + "</ul>")
-    body.append("</section><section><h2>Environments</h2>")
-    body.append(html_table(["", "BASE", "NEW"], [list(r) for r in c.environments]))
-    body += [f"<p class='warning'>warning: {w}</p>" for w in c.warnings]
-    body.append("</section>")
-    return page(
-        "rl-scaling benchmark comparison",
-        "NEW against BASE, sample by sample",
-        "".join(body),
-        "python -m analysis.compare --benchmarks",
-        "the test and defaults: analysis.benchmarks' docstring.",
+    return render(
+        "benchmarks.html.j2",
+        title="rl-scaling benchmark comparison",
+        subtitle="NEW against BASE, sample by sample",
+        command="python -m analysis.compare --benchmarks",
+        note="the test and defaults: analysis.benchmarks' docstring.",
+        headers=headers,
+        rows=rows,
+        unmatched=c.unmatched,
+        environments=[list(r) for r in c.environments],
+        warnings=c.warnings,
     )
 
 

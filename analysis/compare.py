@@ -38,7 +38,6 @@ evaluation protocol or budget), with one line on stderr.
 from __future__ import annotations
 
 import argparse
-import html
 import math
 import sys
 import warnings
@@ -446,24 +445,21 @@ def markdown(c: Comparison) -> str:
 
 def html_page(c: Comparison) -> str:
     """The comparison as one HTML page in the report's style."""
-    from analysis.style import html_table, page
+    from analysis.templates import render
 
-    body = [
-        f'<section id="verdict"><h2>Verdict</h2><p>{html.escape(headline(c))}</p>',
-        html_table(*table(c)),
-    ]
-    if c.unmatched:
-        body.append(f"<p>Not in both runs: {html.escape('; '.join(c.unmatched))}.</p>")
-    body.append('</section><section id="environment"><h2>Environments</h2>')
-    body.append(html_table(["", "BASE", "NEW"], [list(e) for e in c.environment]))
-    body += [f'<p class="warn">{html.escape(w)}</p>' for w in c.warnings]
-    body.append("</section>")
-    return page(
-        f"rl-scaling comparison: {c.base.res.name}",
-        f"NEW {c.new.res.path} against BASE {c.base.res.path}",
-        "".join(body),
-        "python -m analysis.compare",
-        "the tests and defaults: the module's docstring.",
+    headers, rows = table(c)
+    return render(
+        "compare.html.j2",
+        title=f"rl-scaling comparison: {c.base.res.name}",
+        subtitle=f"NEW {c.new.res.path} against BASE {c.base.res.path}",
+        command="python -m analysis.compare",
+        note="the tests and defaults: the module's docstring.",
+        headline=headline(c),
+        headers=headers,
+        rows=rows,
+        unmatched=c.unmatched,
+        environment=[list(e) for e in c.environment],
+        warnings=c.warnings,
     )
 
 

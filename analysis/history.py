@@ -26,7 +26,6 @@ machine (as ``compare``'s), 2 when the folder holds no readable run.
 from __future__ import annotations
 
 import argparse
-import html
 import math
 import sys
 from dataclasses import dataclass, field
@@ -383,22 +382,19 @@ def _figure(h: History) -> str:
 
 def html_page(h: History) -> str:
     """The history as one HTML page in the report's style, with a TTT figure."""
-    from analysis.style import html_table, page
+    from markupsafe import Markup
 
-    body = [f'<section id="figure"><h2>Time-to-target across runs</h2>{_figure(h)}</section>']
-    for i, (name, headers, rows) in enumerate(tables(h)):
-        body.append(
-            f'<section id="t{i}"><h2>{html.escape(name)}</h2>{html_table(headers, rows)}</section>'
-        )
-    if h.left_out:
-        items = "".join(f"<li>{html.escape(w)}</li>" for w in h.left_out)
-        body.append(f'<section id="left-out"><h2>Left out</h2><ul>{items}</ul></section>')
-    return page(
-        f"rl-scaling history: {h.root.name}",
-        headline(h),
-        "".join(body),
-        "python -m analysis.history",
-        "how runs are grouped and compared: the module's docstring.",
+    from analysis.templates import render
+
+    return render(
+        "history.html.j2",
+        title=f"rl-scaling history: {h.root.name}",
+        subtitle=headline(h),
+        command="python -m analysis.history",
+        note="how runs are grouped and compared: the module's docstring.",
+        figure=Markup(_figure(h)),
+        tables=tables(h),
+        left_out=h.left_out,
     )
 
 
