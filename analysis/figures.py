@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import config_name
+from analysis.fmt import config_name, fmt_s
 from analysis.scaling import N_PARAMS
 from analysis.stats import best_configs
-from analysis.study import Study
+from analysis.study import ALG_COLORS, Study
 
 __all__ = [
     "FIGURE_HEIGHT",
@@ -27,6 +27,7 @@ __all__ = [
     "SpeedupFigures",
     "batch_size_figure",
     "best_per_n",
+    "cost_figure",
     "learning_curve_figure",
     "log_ticks",
     "plan_check_figure",
@@ -49,6 +50,7 @@ FIGURE_HEIGHT = {
     "throughput": 430,
     "plan_check": 430,
     "batch_size": 430,
+    "cost": 480,
 }
 """Height in CSS pixels of each figure, in the report and in exported images."""
 
@@ -515,6 +517,90 @@ def throughput_figure(data: Study) -> tuple[Any, list[tuple[str, str, Any]]]:
         yaxis_title="env steps / s",
     )
     return fig, data.throughput_fit_rows()
+
+
+def cost_figure(data: Study) -> Any:
+    """Cost against time of one run to the target: every candidate of the capacity plan
+    (:mod:`analysis.plan_model`; one marker colour per VM size, open when extrapolated), its
+    Pareto front, and the cheapest and fastest runs named. Time is the predicted TTT once the
+    cluster is up (seconds, log axis): the launcher's start-up, an assumed constant, is said
+    in the axis title instead of shifting every point. Cost: US$ per run, log axis.
+
+    Raises:
+        FigureUnavailable: no plan, or a plan without candidates (its notes say why).
+    """
+    import plotly.graph_objects as go
+
+    plan = data.plan
+    if plan is None or plan.candidates.empty:
+        why = "; ".join(plan.notes) if plan is not None else "the plan could not be made"
+        raise FigureUnavailable(f"No cost/time trade-off: {why}")
+    c = plan.candidates.copy()
+    # the launcher's start-up is one assumed constant on every point: drawn apart, so that the
+    # points differ by what the run measured (env runners, VM size, nodes)
+    up = float(plan.launcher.startup_s)
+    c["run_s"] = c["ttt_s"] - up
+    fig = go.Figure()
+    for i, (vm, g) in enumerate(c.groupby("vm", sort=False)):
+        fig.add_trace(
+            go.Scatter(
+                x=g["run_s"],
+                y=g["cost_usd"],
+                mode="markers",
+                name=vm,
+                marker={
+                    "size": 8,
+                    "color": ALG_COLORS[i % len(ALG_COLORS)],
+                    "symbol": ["circle-open" if e else "circle" for e in g["extrapolated"]],
+                },
+                customdata=np.stack(
+                    [g["algorithm"], g["num_env_runners"], g["nodes"], g["source"]], axis=-1
+                ),
+                hovertemplate="%{customdata[0]}, N=%{customdata[1]}, %{customdata[2]} node(s)<br>"
+                "TTT %{x:.4g} s, $%{y:.4g}<br>%{customdata[3]}<extra>" + vm + "</extra>",
+            )
+        )
+    front = c[c["pareto"]].sort_values("ttt_s")
+    fig.add_trace(
+        go.Scatter(
+            x=front["run_s"],
+            y=front["cost_usd"],
+            mode="lines",
+            name="Pareto front",
+            line={"color": "#222", "width": 2},
+        )
+    )
+    for (label, r), (ax, ay) in zip(
+        (("cheapest", plan.cheapest), ("fastest", plan.fastest)), ((90, 40), (90, -45)), strict=True
+    ):
+        if r is not None:
+            fig.add_annotation(
+                x=math.log10(max(r["ttt_s"] - up, 1e-9)),
+                y=math.log10(max(r["cost_usd"], 1e-9)),
+                text=f"{label}: {r['algorithm']} N={r['num_env_runners']}, "
+                f"{r['nodes']} x {r['vm']}",
+                showarrow=True,
+                arrowhead=2,
+                ax=ax,
+                ay=ay,
+                bgcolor="rgba(255,255,255,0.85)",
+                bordercolor="#888",
+            )
+    start = (
+        f"; the {plan.launcher.name} launcher's {fmt_s(up)} start-up (assumed) comes on top of each"
+        if up > 0
+        else ""
+    )
+    fig.update_layout(
+        title="Cost vs time of one run to the target (open markers: extrapolated)",
+        xaxis={
+            "title": f"predicted time-to-target once the cluster is up (s){start}",
+            "type": "log",
+            **log_ticks(c["run_s"]),
+        },
+        yaxis={"title": "cost per run (US$)", "type": "log", **log_ticks(c["cost_usd"], "$")},
+    )
+    return fig
 
 
 def plan_check_figure(data: Study) -> Any:

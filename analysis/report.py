@@ -55,9 +55,9 @@ from analysis.figures import (
     FigureUnavailable,
     batch_size_figure,
     best_per_n,
+    cost_figure,
     fit_line_name,
     learning_curve_figure,
-    log_ticks,
     plan_check_figure,
     speedup_figures,
     style_figure,
@@ -88,7 +88,7 @@ from analysis.plan_check import (
 )
 from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
-from analysis.study import ALG_COLORS, Study, analyse, reference_verdict
+from analysis.study import Study, analyse, reference_verdict
 from analysis.style import page_style  # noqa: F401 - re-exported: the report's style
 from analysis.templates import render
 from sweeps.engine import rundir
@@ -542,84 +542,18 @@ def _scaling(data: Study, figs: _Figures) -> str:
 # Section 4: cost vs time
 # ---------------------------------------------------------------------------------------------
 def _cost(data: Study, figs: _Figures) -> str:
-    import plotly.graph_objects as go
-
     plan = data.plan
-    if plan is None or plan.candidates.empty:
-        why = "; ".join(plan.notes) if plan is not None else "the plan could not be made"
-        return render("report/cost.html.j2", unavailable=f"No cost/time trade-off: {why}")
-    c = plan.candidates.copy()
-    # the launcher's start-up is one assumed constant on every point: drawn apart, so that the
-    # points differ by what the run measured (env runners, VM size, nodes)
-    up = float(plan.launcher.startup_s)
-    c["run_s"] = c["ttt_s"] - up
-    fig = go.Figure()
-    for i, (vm, g) in enumerate(c.groupby("vm", sort=False)):
-        fig.add_trace(
-            go.Scatter(
-                x=g["run_s"],
-                y=g["cost_usd"],
-                mode="markers",
-                name=vm,
-                marker={
-                    "size": 8,
-                    "color": ALG_COLORS[i % len(ALG_COLORS)],
-                    "symbol": ["circle-open" if e else "circle" for e in g["extrapolated"]],
-                },
-                customdata=np.stack(
-                    [g["algorithm"], g["num_env_runners"], g["nodes"], g["source"]], axis=-1
-                ),
-                hovertemplate="%{customdata[0]}, N=%{customdata[1]}, %{customdata[2]} node(s)<br>"
-                "TTT %{x:.4g} s, $%{y:.4g}<br>%{customdata[3]}<extra>" + vm + "</extra>",
-            )
-        )
-    front = c[c["pareto"]].sort_values("ttt_s")
-    fig.add_trace(
-        go.Scatter(
-            x=front["run_s"],
-            y=front["cost_usd"],
-            mode="lines",
-            name="Pareto front",
-            line={"color": "#222", "width": 2},
-        )
-    )
-    for (label, r), (ax, ay) in zip(
-        (("cheapest", plan.cheapest), ("fastest", plan.fastest)), ((90, 40), (90, -45)), strict=True
-    ):
-        if r is not None:
-            fig.add_annotation(
-                x=math.log10(max(r["ttt_s"] - up, 1e-9)),
-                y=math.log10(max(r["cost_usd"], 1e-9)),
-                text=f"{label}: {r['algorithm']} N={r['num_env_runners']}, "
-                f"{r['nodes']} x {r['vm']}",
-                showarrow=True,
-                arrowhead=2,
-                ax=ax,
-                ay=ay,
-                bgcolor="rgba(255,255,255,0.85)",
-                bordercolor="#888",
-            )
-    start = (
-        f"; the {plan.launcher.name} launcher's {fmt_s(up)} start-up (assumed) comes on top of each"
-        if up > 0
-        else ""
-    )
-    fig.update_layout(
-        title="Cost vs time of one run to the target (open markers: extrapolated)",
-        xaxis={
-            "title": f"predicted time-to-target once the cluster is up (s){start}",
-            "type": "log",
-            **log_ticks(c["run_s"]),
-        },
-        yaxis={"title": "cost per run (US$)", "type": "log", **log_ticks(c["cost_usd"], "$")},
-    )
+    try:
+        fig = cost_figure(data)
+    except FigureUnavailable as exc:
+        return render("report/cost.html.j2", unavailable=str(exc))
     answer = plan_answer(plan, sweep_file_of(data.res.environment))
     return render(
         "report/cost.html.j2",
         unavailable=None,
         answer=answer,
         commands=[command_parts(c) for c in answer.commands],
-        figure=figs.div(fig, height=480),
+        figure=figs.div(fig, height=FIGURE_HEIGHT["cost"]),
         details=[*answer.details, *data.batch_advice],
     )
 
