@@ -527,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     answer = plan_answer(plan, sweep_file_of(res.environment), vms)
     console.print(answer.sentence, highlight=False, soft_wrap=True)
     for line in answer.commands:
-        console.print(line, highlight=False, soft_wrap=True)
+        console.print(str(line), highlight=False, soft_wrap=True)
     _print_assumptions(answer, console)
     _print_table(plan, console)
     from analysis.batch_size import batch_advice

@@ -16,8 +16,8 @@ from analysis.fmt import fmt_s, fmt_usd
 from analysis.plan_model import Plan
 
 __all__ = [
+    "LaunchCommand",
     "PlanAnswer",
-    "command_parts",
     "describe_row",
     "launch_lines",
     "plan_answer",
@@ -116,6 +116,27 @@ def plan_text(plan: Plan) -> list[str]:
 
 
 @dataclass(frozen=True)
+class LaunchCommand:
+    """A command that would run the sweep on a plan's cluster shape (:func:`launch_lines`).
+
+    Attributes:
+        label: where it runs (``"Run it on Azure ML"``).
+        command: the command line to copy, as a shell reads it.
+        note: what it needs beside it, with its leading space (``" (node pool: ...)"``), or
+            ``""``.
+
+    ``str()`` gives the line as the CLI prints it: ``"label: command note"``.
+    """
+
+    label: str
+    command: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.command}{self.note}"
+
+
+@dataclass(frozen=True)
 class PlanAnswer:
     """The plan as a user reads it (the report's plan section, ``python -m analysis.plan``
     and the published pages print the same text).
@@ -132,7 +153,7 @@ class PlanAnswer:
     """
 
     sentence: str
-    commands: list[str]
+    commands: list[LaunchCommand]
     assumptions: list[tuple[str, str]]
     details: list[str]
 
@@ -187,15 +208,6 @@ def planned_short(plan: Plan, r: dict[str, Any]) -> str:
     return (
         f"{fmt_s(r['ttt_s'])} planned ({fmt_s(r['ttt_s'] - up)} TTT + {fmt_s(up)} assumed start-up)"
     )
-
-
-def command_parts(line: str) -> tuple[str, str, str]:
-    """A :func:`launch_lines` line as ``(label, command, note)``: ``"Run it on AKS (KubeRay):
-    python -m ... (node pool: ...)"`` -> the label, the command to copy, the trailing
-    parenthesis (``""`` when none), for renderers that set the command in code type."""
-    label, _, rest = line.partition(": ")
-    command, sep, note = rest.partition(" (")
-    return label, command, (sep + note) if sep else ""
 
 
 def plan_answer(
@@ -305,7 +317,9 @@ def sweep_file_of(environment: dict[str, Any]) -> str:
     return sweep_file_in(str(environment.get("command", ""))) or "FILE"
 
 
-def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file: str) -> list[str]:
+def launch_lines(
+    row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file: str
+) -> list[LaunchCommand]:
     """The commands that would run the sweep on a plan's cluster shape (``row``: a candidate
     with ``vm`` and ``nodes``), one per launcher: Azure ML (:mod:`cluster.azure`, serverless
     VMs of that size) and Kubernetes (:mod:`cluster.kuberay`, one worker pod per node, one vCPU
@@ -316,9 +330,14 @@ def launch_lines(row: dict[str, Any] | pd.Series, vms: list[VMSize], sweep_file:
     nodes = int(row["nodes"])
     gpus = f" --gpus-per-worker {vm.gpus}" if vm.gpus else ""
     return [
-        f"Run it on Azure ML: python -m cluster.azure submit {sweep_file} --nodes {nodes} "
-        f"--vm {vm.name}",
-        f"Run it on AKS (KubeRay): python -m cluster.kuberay rayjob {sweep_file} --workers "
-        f"{nodes} --cpus-per-worker {max(1, vm.vcpus - 1)}{gpus} --results-pvc rl-results "
-        f"(node pool: {nodes} x {vm.name}, plus one node for the head pod)",
+        LaunchCommand(
+            "Run it on Azure ML",
+            f"python -m cluster.azure submit {sweep_file} --nodes {nodes} --vm {vm.name}",
+        ),
+        LaunchCommand(
+            "Run it on AKS (KubeRay)",
+            f"python -m cluster.kuberay rayjob {sweep_file} --workers {nodes} "
+            f"--cpus-per-worker {max(1, vm.vcpus - 1)}{gpus} --results-pvc rl-results",
+            f" (node pool: {nodes} x {vm.name}, plus one node for the head pod)",
+        ),
     ]

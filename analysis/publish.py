@@ -77,7 +77,7 @@ from analysis.plan_check import (
     fit_table_rows,
     table_rows,
 )
-from analysis.plan_text import command_parts, plan_answer, sweep_file_of
+from analysis.plan_text import plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
@@ -664,10 +664,7 @@ def markdown_tables(
         answer = plan_answer(plan, sweep_file_of(res.environment))
         out.append(_scrub_paths(answer.sentence))
         if answer.commands:
-            out += [""] + [
-                f"- {label}: `{cmd}`{note}"
-                for label, cmd, note in map(command_parts, answer.commands)
-            ]
+            out += [""] + [f"- {c.label}: `{c.command}`{c.note}" for c in answer.commands]
         out += ["", "What the plan assumes:", "", "| assumption | the plan took |", "|---|---|"]
         out += [f"| {a} | {_scrub_paths(b).replace('|', '/')} |" for a, b in answer.assumptions]
         out += [

@@ -86,7 +86,7 @@ from analysis.plan_check import (
     fit_table_rows,
     table_rows,
 )
-from analysis.plan_text import command_parts, plan_answer, planned_short, sweep_file_of
+from analysis.plan_text import plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import Study, analyse, reference_verdict
 from analysis.style import page_style  # noqa: F401 - re-exported: the report's style
@@ -552,7 +552,6 @@ def _cost(data: Study, figs: _Figures) -> str:
         "report/cost.html.j2",
         unavailable=None,
         answer=answer,
-        commands=[command_parts(c) for c in answer.commands],
         figure=figs.div(fig, height=FIGURE_HEIGHT["cost"]),
         details=[*answer.details, *data.batch_advice],
     )

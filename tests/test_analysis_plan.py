@@ -354,7 +354,7 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
         f"{best['num_env_runners']}) + 5.0 min start-up assumed for azure-ml; $" in answer.sentence
     ), answer.sentence
     assert answer.sentence.count(". ") == 0 and answer.sentence.endswith(" a run.")
-    assert answer.commands[0] == (
+    assert str(answer.commands[0]) == (
         "Run it on Azure ML: python -m cluster.azure submit "
         f"sweeps/cabs_scaling.py --nodes {r['nodes']} --vm "
         "Standard_D4s_v5"

@@ -270,11 +270,12 @@ def test_the_capacity_plan_prints_launch_commands_that_work(rayjob_schema):
     file = sweep_file_of({"command": "python -m sweeps.run sweeps/cabs_scaling.py --seeds 3"})
     assert file == "sweeps/cabs_scaling.py"
     azure, kuberay = launch_lines({"vm": "Standard_D16s_v5", "nodes": 4}, vms, file)
-    assert azure == (
+    assert str(azure) == (
         "Run it on Azure ML: python -m cluster.azure submit sweeps/cabs_scaling.py "
         "--nodes 4 --vm Standard_D16s_v5"
     )
-    command = kuberay.split(": ", 1)[1].split(" (node pool")[0]
+    assert str(kuberay).startswith(f"{kuberay.label}: {kuberay.command} (node pool: 4 x ")
+    command = kuberay.command
     assert command == (
         "python -m cluster.kuberay rayjob sweeps/cabs_scaling.py --workers 4 "
         "--cpus-per-worker 15 --results-pvc rl-results"
