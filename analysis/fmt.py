@@ -6,7 +6,8 @@ Seconds (:func:`fmt_s`), dollars (:func:`fmt_usd`), a number (:func:`fmt_num`), 
 value (:func:`fmt_value`), a count (:func:`fmt_count`), a 95 % interval (:func:`fmt_interval`),
 a time-to-target cell (:func:`fmt_ttt`), a speedup or parallel-efficiency cell
 (:func:`fmt_speedup`, :func:`fmt_efficiency`), and a configuration's name
-(:func:`config_name`). Bounds from censored medians are rounded
+(:func:`config_name`); :func:`config_cells` gives every configuration of a study all of its
+cells, which the report's tables, the Markdown tables and the pages lay out. Bounds from censored medians are rounded
 outwards never: a lower bound down, an upper bound up, so a bound never claims more than the
 data show.
 """
@@ -15,16 +16,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
-from sweeps.engine.rundir.schema import as_float  # one owner, re-exported for the renderers
+from sweeps.engine.rundir.schema import (
+    VOCAB_COLUMNS,
+    as_float,  # one owner, re-exported for the renderers
+)
+
+if TYPE_CHECKING:
+    from analysis.study import Study
 
 __all__ = [
     "as_float",
+    "config_cells",
     "config_name",
     "few_seeds",
     "fmt_ci",
@@ -39,6 +47,7 @@ __all__ = [
     "fmt_ttt",
     "fmt_usd",
     "fmt_value",
+    "varying_params",
 ]
 
 
@@ -241,3 +250,133 @@ def fmt_efficiency(
         return "n/a (baseline samples in the driver)" if which == "runner" else "n/a (no CPU count)"
     key = "efficiency_per_runner" if which == "runner" else "efficiency_per_cpu"
     return fmt_speedup(r, n, base_n, key=key, ratio=ratio, unit="", why=False)
+
+
+def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]:
+    """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
+    between the configurations of ``summary``."""
+    cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
+    rest = [c for c in VOCAB_COLUMNS if c not in ("num_env_runners", "train_batch_size")]
+    rest.insert(1, "vectorize_mode")  # the layout beside its envs per env runner
+    cols += [c for c in rest if c in summary.columns]
+    cols += sorted(c for c in summary.columns if c.startswith("param_"))
+    return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
+
+
+def config_cells(data: Study) -> pd.DataFrame:
+    """Every configuration of ``data`` as text cells, one column per quantity, each written
+    one way for every table that shows it (the report's, the Markdown tables', the pages').
+
+    Returns:
+        A frame indexed by ``config_id`` (one row per configuration of ``data.summary``) with
+        the columns ``algorithm`` (:func:`config_name`, marked baseline or reference),
+        ``env runners``, ``configuration`` (its label), ``CPUs``, ``CPUs per env runner``,
+        ``batch``, ``other params`` (the parameters that differ between configurations,
+        :func:`varying_params`), ``seeds`` (trials, failed ones said), ``reached``
+        (:func:`fmt_reached`), ``success`` (with its rate), ``estimator``, ``TTT``
+        (:func:`fmt_ttt`), ``IQM TTT``, ``olympic mean``, ``TTT resolution``, ``speedup``,
+        ``absolute speedup``, ``efficiency per env runner``, ``efficiency per CPU``
+        (:func:`fmt_speedup`, :func:`fmt_efficiency`: with why a CI or a value is n/a),
+        ``env steps/s``, ``steps-to-target`` (:func:`fmt_count`), ``evaluation share``,
+        ``peak RSS (MiB)``, ``oversubscribed`` (``yes``/``no``) and ``note``.
+    """
+    s = data.summary
+    base, base_n = data.baseline, data.baseline_seeds
+    has_ref = bool(len(s)) and bool(s["is_reference"].any())
+    ref_n = data.reference_seeds
+    varying = varying_params(s)
+    rows = []
+    for _, c in s.iterrows():
+        n = int(c["finished_seeds"])
+        r = data.configs.loc[c["config_id"]]
+        ref = bool(c["is_reference"])
+        if base is None:
+            speedup = "n/a (no baseline)"
+            effs = ["-", "-"] if ref else ["n/a (no baseline)"] * 2
+        elif ref:
+            speedup, effs = "-", ["-", "-"]
+        else:
+            speedup = fmt_speedup(r, n, base_n)
+            same = c["algorithm"] == base["algorithm"]
+            effs = [fmt_efficiency(r, n, base_n, w, same) for w in ("runner", "cpu")]
+        olympic, resolution = as_float(c["ttt_olympic_s"]), as_float(c["ttt_resolution_s"])
+        errors = f" ({fmt_errors(c)})" if c["n_error"] else ""
+        rows.append(
+            {
+                "algorithm": config_name(c["algorithm"], baseline=c["is_baseline"], reference=ref),
+                "env runners": str(int(c["num_env_runners"])),
+                "configuration": str(c["config_label"]),
+                "CPUs": fmt_value(as_float(c["num_cpus"])),
+                "CPUs per env runner": fmt_num(as_float(c.get("cpus_per_env_runner", 1.0)), 3),
+                "batch": fmt_value(c["train_batch_size"])
+                if "train_batch_size" in c.index
+                else "default",
+                "other params": ", ".join(
+                    f"{col.removeprefix('param_')}={fmt_value(c[col])}" for col in varying
+                )
+                or "-",
+                "seeds": f"{int(c['n_trials'])}{errors}",
+                "reached": fmt_reached(c),
+                "success": f"{fmt_reached(c)} ({c['success_rate']:.0%})"
+                if n
+                else "n/a (every trial failed)",
+                "estimator": c["estimator"] or "-",
+                "TTT": fmt_ttt(c),
+                "IQM TTT": fmt_ci(
+                    c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"], lambda z: f"{z:.1f}"
+                ),
+                "olympic mean": fmt_s(olympic) if np.isfinite(olympic) else "n/a",
+                "TTT resolution": fmt_s(resolution) if np.isfinite(resolution) else "n/a",
+                "speedup": speedup,
+                "absolute speedup": "-"
+                if ref
+                else fmt_speedup(r, n, ref_n, key="abs_speedup")
+                if has_ref
+                else "n/a (no reference)",
+                "efficiency per env runner": effs[0],
+                "efficiency per CPU": effs[1],
+                "env steps/s": fmt_count(as_float(c["env_steps_per_s"])),
+                "steps-to-target": fmt_count(as_float(c["steps_to_target"]))
+                if c["n_reached"]
+                else "n/a (none reached)",
+                "evaluation share": f"{c['eval_share']:.1%}"
+                if math.isfinite(as_float(c.get("eval_share", math.nan)))
+                else "-",
+                "peak RSS (MiB)": fmt_num(as_float(c.get("peak_rss_mib", math.nan)), 4),
+                "oversubscribed": "yes" if c["oversubscribed"] else "no",
+                "note": c["note"] or "",
+            }
+        )
+    return pd.DataFrame(
+        rows, index=pd.Index(s["config_id"], name="config_id"), columns=CELL_COLUMNS
+    )
+
+
+#: The columns of :func:`config_cells`, in its order.
+CELL_COLUMNS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "CPUs",
+    "CPUs per env runner",
+    "batch",
+    "other params",
+    "seeds",
+    "reached",
+    "success",
+    "estimator",
+    "TTT",
+    "IQM TTT",
+    "olympic mean",
+    "TTT resolution",
+    "speedup",
+    "absolute speedup",
+    "efficiency per env runner",
+    "efficiency per CPU",
+    "env steps/s",
+    "steps-to-target",
+    "evaluation share",
+    "peak RSS (MiB)",
+    "oversubscribed",
+    "note",
+]

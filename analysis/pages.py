@@ -66,9 +66,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.benchmarks import region as benchmark_region
-from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_speedup, fmt_ttt, fmt_value
+from analysis.fmt import (
+    config_cells,
+    config_name,
+    fmt_ttt,
+    fmt_value,
+    varying_params,
+)
 from analysis.load import load_results
-from analysis.publish import md_table, varying_params
+from analysis.publish import md_table
 from analysis.stats import finite_median
 from analysis.study import Study, analyse, reference_verdict
 
@@ -100,9 +106,8 @@ def _answer(data: Study) -> str:
 
 def _headline(data: Study) -> str:
     s = data.summary
-    ref = s[s["is_reference"]]
-    ref_n, base_n = data.reference_seeds, data.baseline_seeds
     varying = varying_params(s[~s["is_reference"]], with_batch=True)
+    cells = config_cells(data)
     s = s.assign(_ref=~s["is_reference"], _t=s["ttt_s"].astype(float).fillna(np.inf))
     s = s.sort_values(["_ref", "_t", "algorithm", "num_env_runners"], kind="stable")
     headers = [
@@ -116,8 +121,6 @@ def _headline(data: Study) -> str:
     ]
     rows = []
     for _, c in s.iterrows():
-        n = int(c["finished_seeds"])
-        r = data.configs.loc[c["config_id"]]
         params = ", ".join(
             f"{col.removeprefix('param_')}={fmt_value(c[col])}"
             for col in varying
@@ -130,22 +133,19 @@ def _headline(data: Study) -> str:
             baseline=c["is_baseline"],
             reference=c["is_reference"],
         )
-        olympic = float(c["ttt_olympic_s"])
-        resolution = float(c["ttt_resolution_s"])
-        rows.append(
-            [
-                name,
-                fmt_reached(c),
-                fmt_ttt(c),
-                fmt_s(olympic) if np.isfinite(olympic) else "n/a",
-                fmt_s(resolution) if np.isfinite(resolution) else "n/a",
-                "-"
-                if c["is_reference"] or not len(ref)
-                else fmt_speedup(r, n, ref_n, key="abs_speedup"),
-                "-" if c["is_reference"] or data.baseline is None else fmt_speedup(r, n, base_n),
-            ]
-        )
+        rows.append([name, *cells.loc[c["config_id"], _HEADLINE_CELLS]])
     return md_table(headers, rows, right=(1, 3, 4))
+
+
+#: The cells of :func:`analysis.fmt.config_cells` in the headline table, after the name.
+_HEADLINE_CELLS = [
+    "reached",
+    "TTT",
+    "olympic mean",
+    "TTT resolution",
+    "absolute speedup",
+    "speedup",
+]
 
 
 def _run(data: Study) -> str:

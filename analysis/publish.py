@@ -58,14 +58,9 @@ from analysis.figures import (
 )
 from analysis.fmt import (
     as_float,
-    config_name,
+    config_cells,
     fmt_count,
-    fmt_efficiency,
-    fmt_errors,
-    fmt_reached,
     fmt_s,
-    fmt_speedup,
-    fmt_ttt,
     fmt_value,
 )
 from analysis.load import ResultsError, load_results
@@ -81,7 +76,6 @@ from analysis.plan_text import plan_answer, sweep_file_of
 from analysis.stats import MIN_SEEDS_FOR_CI
 from analysis.study import Study, analyse
 from sweeps.engine.cli import EXIT_BAD_INPUT, OneLineParser
-from sweeps.engine.rundir.schema import VOCAB_COLUMNS
 
 __all__ = [
     "DEFAULT_FIGURES",
@@ -418,15 +412,24 @@ _SAID_IN_CELLS = frozenset(
 already shows (CI n/a, bounds, flags)."""
 
 
-def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]:
-    """Parameter columns (besides env runners, and batch unless ``with_batch``) that differ
-    between the configurations of ``summary``."""
-    cols = [c for c in ("train_batch_size",) if with_batch and c in summary.columns]
-    rest = [c for c in VOCAB_COLUMNS if c not in ("num_env_runners", "train_batch_size")]
-    rest.insert(1, "vectorize_mode")  # the layout beside its envs per env runner
-    cols += [c for c in rest if c in summary.columns]
-    cols += sorted(c for c in summary.columns if c.startswith("param_"))
-    return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
+#: The cells of :func:`analysis.fmt.config_cells` in the configuration table, in its order
+#: (then "oversubscribed", in bold when so, and the notes' numbers).
+_MARKDOWN_CELLS = [
+    "algorithm",
+    "env runners",
+    "CPUs",
+    "batch",
+    "other params",
+    "seeds",
+    "success",
+    "TTT",
+    "speedup",
+    "absolute speedup",
+    "efficiency per env runner",
+    "efficiency per CPU",
+    "env steps/s",
+    "steps-to-target",
+]
 
 
 def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
@@ -455,9 +458,6 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     ]
     if s.empty:
         return headers, [], []
-    base, base_n = data.baseline, data.baseline_seeds
-    ref = s[s["is_reference"]] if "is_reference" in s else s.iloc[0:0]
-    ref_n = data.reference_seeds
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
     rank = {a: i for i, a in enumerate(order)}
     s = s.assign(
@@ -467,15 +467,11 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
         _nb=~s["is_baseline"],
     )
     s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"], kind="stable")
-    varying = varying_params(data.summary)
+    cells = config_cells(data)
     notes: list[str] = []
     rows = []
     for _, c in s.iterrows():
-        n = int(c["finished_seeds"])
         r = data.configs.loc[c["config_id"]]
-        other = ", ".join(f"{col.removeprefix('param_')}={fmt_value(c[col])}" for col in varying)
-        seeds = str(int(c["n_trials"])) + (f" ({fmt_errors(c)})" if c["n_error"] else "")
-        success = f"{fmt_reached(c)} ({c['success_rate']:.0%})" if n else "n/a (every trial failed)"
         row_notes = list(c["notes"])
         if isinstance(r["speedup_notes"], list):
             row_notes += [x for x in r["speedup_notes"] if x not in row_notes]
@@ -485,38 +481,10 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
             if x not in notes:
                 notes.append(x)
             refs.append(f"[{notes.index(x) + 1}]")
+        cell = cells.loc[c["config_id"]]
         rows.append(
             [
-                config_name(c["algorithm"], baseline=c["is_baseline"], reference=c["is_reference"]),
-                str(int(c["num_env_runners"])),
-                fmt_value(as_float(c["num_cpus"])),
-                fmt_value(c["train_batch_size"]) if "train_batch_size" in c.index else "default",
-                other or "-",
-                seeds,
-                success,
-                fmt_ttt(c),
-                fmt_speedup(r, n, base_n)
-                if base is not None and not c["is_reference"]
-                else "n/a (no baseline)"
-                if base is None
-                else "-",
-                ("-" if c["is_reference"] else fmt_speedup(r, n, ref_n, key="abs_speedup"))
-                if len(ref)
-                else "n/a (no reference)",
-                *(
-                    ["-", "-"]
-                    if c["is_reference"]
-                    else [
-                        fmt_efficiency(r, n, base_n, w, c["algorithm"] == base["algorithm"])
-                        if base is not None
-                        else "n/a (no baseline)"
-                        for w in ("runner", "cpu")
-                    ]
-                ),
-                fmt_count(as_float(c["env_steps_per_s"])),
-                fmt_count(as_float(c["steps_to_target"]))
-                if c["n_reached"]
-                else "n/a (none reached)",
+                *cell[_MARKDOWN_CELLS],
                 "**yes**" if c["oversubscribed"] else "no",
                 " ".join(refs) or "-",
             ]

@@ -66,9 +66,8 @@ from analysis.figures import (
     untestable_fit_note,
 )
 from analysis.fmt import (
+    config_cells,
     config_name,
-    fmt_ci,
-    fmt_errors,
     fmt_num,
     fmt_reached,
     fmt_s,
@@ -101,12 +100,6 @@ def _resolution_s(row: pd.Series) -> float:
     """How finely a configuration's TTT was measured (the median gap between the evaluation
     that crossed the target and the one before), seconds; NaN when unknown."""
     return float(row.get("ttt_resolution_s", math.nan))
-
-
-def _resolution_text(row: pd.Series) -> str:
-    """``≤ 1.1 s`` (:func:`_resolution_s`) for a table cell; ``-`` when unknown."""
-    r = _resolution_s(row)
-    return f"≤ {fmt_s(r)}" if math.isfinite(r) else "-"
 
 
 def _resolution_note(row: pd.Series) -> str:
@@ -297,13 +290,13 @@ def _summary_tables(data: Study) -> dict[str, Any]:
     """The summary's values beside its cards: the verdict on the reference, the evaluation's
     share of the wall-clock, the configurations per algorithm and the two tables (best per
     algorithm, every configuration)."""
-    s, tm, sp = data.summary, data.tm, data.configs
+    s, tm = data.summary, data.tm
     best = best_configs(s, ("algorithm",))
     share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
     share = share[np.isfinite(share.astype(float))] if len(share) else share
+    cells = config_cells(data)
     rows = []
     for _, b in best.iterrows():
-        r = sp.loc[b["config_id"]] if b["config_id"] in sp.index else None
         cost = "-"
         if data.plan is not None and not data.plan.candidates.empty:
             c = data.plan.candidates
@@ -312,38 +305,12 @@ def _summary_tables(data: Study) -> dict[str, Any]:
                 c = c.sort_values("cost_usd").iloc[0]
                 cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
         rows.append(
-            [
-                _config_name(b),
-                str(b["num_env_runners"]),
-                b["config_label"],
-                fmt_reached(b) + (f" (+{fmt_errors(b)})" if b["n_error"] else ""),
-                b["estimator"] or "-",
-                fmt_ttt(b),
-                _resolution_text(b),
-                *_speedup_cells(r),
-                cost,
-                b["note"] or "",
-            ]
+            [*cells.loc[b["config_id"], _BEST_CELLS], cost, cells.at[b["config_id"], "note"]]
         )
-    every = []
-    for _, c in (
-        s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf))
-        .sort_values(["algorithm", "num_env_runners", "_t"])
-        .iterrows()
-    ):
-        r = sp.loc[c["config_id"]] if c["config_id"] in sp.index else None
-        every.append(
-            [
-                _config_name(c),
-                str(c["num_env_runners"]),
-                c["config_label"],
-                fmt_reached(c),
-                fmt_ttt(c),
-                *_speedup_cells(r)[:2],
-                f"{c['eval_share']:.1%}" if math.isfinite(c["eval_share"]) else "-",
-                _resolution_text(c),
-            ]
-        )
+    order = s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf)).sort_values(
+        ["algorithm", "num_env_runners", "_t"]
+    )
+    every = cells.loc[order["config_id"], _ALL_CELLS].values.tolist()
     return {
         "cards": _cards(data, best),
         "verdict": reference_verdict(s, data.speed),
@@ -358,11 +325,13 @@ def _summary_tables(data: Study) -> dict[str, Any]:
     }
 
 
-#: The columns of the summary's "best configuration per algorithm" table.
+#: The summary's "best configuration per algorithm" table: its columns, and the cells of
+#: :func:`analysis.fmt.config_cells` in them (then the cost per run and the notes).
 _BEST_HEADERS = [
     "algorithm",
     "env runners",
     "configuration",
+    "seeds",
     "reached",
     "estimator",
     "TTT [95% CI]",
@@ -374,8 +343,22 @@ _BEST_HEADERS = [
     "cost per run",
     "notes",
 ]
+_BEST_CELLS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "seeds",
+    "reached",
+    "estimator",
+    "TTT",
+    "TTT resolution",
+    "speedup",
+    "absolute speedup",
+    "efficiency per env runner",
+    "efficiency per CPU",
+]
 
-#: The columns of the summary's "all configurations" table.
+#: The summary's "all configurations" table: its columns and their cells.
 _ALL_HEADERS = [
     "algorithm",
     "env runners",
@@ -387,24 +370,51 @@ _ALL_HEADERS = [
     "evaluation share of wall-clock",
     "TTT resolution",
 ]
+_ALL_CELLS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "reached",
+    "TTT",
+    "speedup",
+    "absolute speedup",
+    "evaluation share",
+    "TTT resolution",
+]
 
-
-def _speedup_cells(r: pd.Series | None) -> list[str]:
-    """A configuration's speedup, absolute speedup and efficiencies per env runner and per
-    CPU (``-`` where there is none) as table cells; ``r``: its row of ``Study.configs``."""
-    if r is None:
-        return ["-"] * 4
-    return [
-        _speedup_text(r),
-        _speedup_text(r, "abs_speedup"),
-        *(
-            _speedup_text(r, key, r[ratio]) if math.isfinite(r[ratio]) else "-"
-            for key, ratio in (
-                ("efficiency_per_runner", "runner_ratio"),
-                ("efficiency_per_cpu", "cpu_ratio"),
-            )
-        ),
-    ]
+#: Section 3's table of every configuration: its columns and their cells.
+_SCALING_HEADERS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "reached",
+    "estimator",
+    "TTT [95% CI]",
+    "IQM TTT (s) [95% CI]",
+    "olympic mean",
+    "env steps/s",
+    "steps-to-target",
+    "CPUs per env runner",
+    "CPUs asked",
+    "peak RSS (MiB)",
+    "notes",
+]
+_SCALING_CELLS = [
+    "algorithm",
+    "env runners",
+    "configuration",
+    "reached",
+    "estimator",
+    "TTT",
+    "IQM TTT",
+    "olympic mean",
+    "env steps/s",
+    "steps-to-target",
+    "CPUs per env runner",
+    "CPUs",
+    "peak RSS (MiB)",
+    "note",
+]
 
 
 def _config_name(c: pd.Series) -> str:
@@ -516,25 +526,9 @@ def _scaling(data: Study, figs: _Figures) -> str:
             for r in [sp.loc[c["config_id"]]]
         ]
     )
-    context["every"] = [
-        [
-            c["algorithm"],
-            str(c["num_env_runners"]),
-            c["config_label"],
-            fmt_reached(c),
-            c["estimator"] or "-",
-            fmt_ttt(c),
-            fmt_ci(c["ttt_iqm_s"], c["ttt_iqm_low_s"], c["ttt_iqm_high_s"], lambda z: f"{z:.1f}"),
-            fmt_num(c["ttt_olympic_s"], 4),
-            fmt_num(c["env_steps_per_s"], 4),
-            fmt_num(c["steps_to_target"], 4),
-            fmt_num(c.get("cpus_per_env_runner", 1.0), 3),
-            fmt_num(c["num_cpus"], 3),
-            fmt_num(c.get("peak_rss_mib", math.nan), 4),
-            c["note"] or "",
-        ]
-        for _, c in s.sort_values(["algorithm", "num_env_runners", "ttt_s"]).iterrows()
-    ]
+    order = s.sort_values(["algorithm", "num_env_runners", "ttt_s"])["config_id"]
+    context["every"] = config_cells(data).loc[order, _SCALING_CELLS].values.tolist()
+    context["every_headers"] = _SCALING_HEADERS
     return render("report/scaling.html.j2", **context)
 
 

@@ -41,6 +41,12 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # the "reached/finished" cell: analysis.fmt.fmt_reached
     "reached cell": ("analysis/fmt.py", (r"""n_reached["']\]\)?\}/\{""",)),
+    # a configuration's text cells (efficiency, success, steps-to-target ...):
+    # analysis.fmt.config_cells, which every table lays out
+    "configuration cells": (
+        "analysis/fmt.py",
+        (r"fmt_efficiency\(", r"""success_rate["']\]:\.0%""", r"n/a \(none reached\)"),
+    ),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
 }
@@ -79,6 +85,8 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = '"finished_seeds"' in text
         if quantity == "seed draw":
             hit = "def draw_seeds" in text
+        if quantity == "configuration cells":
+            hit = hit and "def config_cells" in text
         assert hit, quantity
     assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
     assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
@@ -135,9 +143,11 @@ def test_stalled_trials_are_counted_apart_from_other_errors_everywhere():
     assert fmt_errors(pd.Series({"n_error": 1, "n_stalled": 0})) == "1 error"
     assert fmt_errors(pd.Series({"n_error": 2, "n_stalled": 2})) == "2 stalled"
     assert fmt_errors(pd.Series({"n_error": 0, "n_stalled": 0})) == ""
-    for module in ("publish", "report"):
+    # both lay out analysis.fmt.config_cells, whose "seeds" cell says the failed trials
+    assert "fmt_errors(" in (ROOT / "analysis" / "fmt.py").read_text(encoding="utf-8")
+    for module in ("publish", "report", "pages"):
         text = (ROOT / "analysis" / f"{module}.py").read_text(encoding="utf-8")
-        assert "fmt_errors(" in text, module
+        assert "config_cells(" in text, module
         assert not re.search(r"""n_error['"]\]\}? ?err""", text), module
 
 
@@ -181,3 +191,30 @@ def test_reading_a_number_that_may_not_be_one_has_one_owner():
         )
     ]
     assert defined == ["sweeps/engine/rundir/schema.py"], defined
+
+
+def test_the_report_and_the_markdown_tables_show_a_configuration_s_cells_alike(tmp_path):
+    """One synthetic study: every configuration's TTT and speedup cells of
+    :func:`analysis.fmt.config_cells` stand, as they are, in the Markdown table and (escaped)
+    in the HTML report."""
+    import html
+
+    from analysis.fmt import config_cells
+    from analysis.load import load_results
+    from analysis.publish import config_rows
+    from analysis.report import build_report
+    from analysis.study import analyse
+    from analysis.synthetic import write_synthetic_results
+
+    run = write_synthetic_results(tmp_path / "run", seeds=3, env_runners=(1, 2), with_optuna=False)
+    res = load_results(run)
+    data = analyse(res)
+    cells = config_cells(data)
+    assert list(cells.index) == list(data.summary["config_id"])
+    _, rows, _ = config_rows(data)
+    markdown = [" | ".join(r) for r in rows]
+    page = html.unescape(build_report(res))
+    for cid, c in cells.iterrows():
+        for col in ("TTT", "speedup", "absolute speedup"):
+            assert any(c[col] in line for line in markdown), (cid, col, c[col])
+            assert f">{c[col]}</td>" in page, (cid, col, c[col])
