@@ -295,8 +295,8 @@ def _summary_tables(data: Study) -> dict[str, Any]:
     share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
     share = share[np.isfinite(share.astype(float))] if len(share) else share
     cells = config_cells(data)
-    rows = []
-    for _, b in best.iterrows():
+    headers, rows = _laid_out(cells, _BEST, best["config_id"])
+    for row, (_, b) in zip(rows, best.iterrows(), strict=True):
         cost = "-"
         if data.plan is not None and not data.plan.candidates.empty:
             c = data.plan.candidates
@@ -304,13 +304,11 @@ def _summary_tables(data: Study) -> dict[str, Any]:
             if len(c):
                 c = c.sort_values("cost_usd").iloc[0]
                 cost = f"{fmt_usd(c['cost_usd'])} on {c['nodes']} x {c['vm']}"
-        rows.append(
-            [*cells.loc[b["config_id"], _BEST_CELLS], cost, cells.at[b["config_id"], "note"]]
-        )
+        row += [cost, cells.at[b["config_id"], "note"]]
     order = s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf)).sort_values(
         ["algorithm", "num_env_runners", "_t"]
     )
-    every = cells.loc[order["config_id"], _ALL_CELLS].values.tolist()
+    every = _laid_out(cells, _ALL, order["config_id"])
     return {
         "cards": _cards(data, best),
         "verdict": reference_verdict(s, data.speed),
@@ -320,101 +318,65 @@ def _summary_tables(data: Study) -> dict[str, Any]:
             else None
         ),
         "per_algorithm": _configurations_per_algorithm(data),
-        "best": {"headers": _BEST_HEADERS, "rows": rows},
-        "all": {"headers": _ALL_HEADERS, "rows": every},
+        "best": {"headers": [*headers, "cost per run", "notes"], "rows": rows},
+        "all": {"headers": every[0], "rows": every[1]},
     }
 
 
-#: The summary's "best configuration per algorithm" table: its columns, and the cells of
-#: :func:`analysis.fmt.config_cells` in them (then the cost per run and the notes).
-_BEST_HEADERS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "seeds",
-    "reached",
-    "estimator",
-    "TTT [95% CI]",
-    "TTT resolution",
-    "speedup [95% CI]",
-    "absolute speedup [95% CI]",
-    "efficiency / runner",
-    "efficiency / CPU",
-    "cost per run",
-    "notes",
-]
-_BEST_CELLS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "seeds",
-    "reached",
-    "estimator",
-    "TTT",
-    "TTT resolution",
-    "speedup",
-    "absolute speedup",
-    "efficiency per env runner",
-    "efficiency per CPU",
+#: The summary's "best configuration per algorithm" table: ``(column, cell)`` pairs, each cell
+#: a column of :func:`analysis.fmt.config_cells` (then the cost per run and the notes).
+_BEST = [
+    ("algorithm", "algorithm"),
+    ("env runners", "env runners"),
+    ("configuration", "configuration"),
+    ("seeds", "seeds"),
+    ("reached", "reached"),
+    ("estimator", "estimator"),
+    ("TTT [95% CI]", "TTT"),
+    ("TTT resolution", "TTT resolution"),
+    ("speedup [95% CI]", "speedup"),
+    ("absolute speedup [95% CI]", "absolute speedup"),
+    ("efficiency / runner", "efficiency per env runner"),
+    ("efficiency / CPU", "efficiency per CPU"),
 ]
 
-#: The summary's "all configurations" table: its columns and their cells.
-_ALL_HEADERS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "reached",
-    "TTT [95% CI]",
-    "speedup [95% CI]",
-    "absolute speedup [95% CI]",
-    "evaluation share of wall-clock",
-    "TTT resolution",
-]
-_ALL_CELLS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "reached",
-    "TTT",
-    "speedup",
-    "absolute speedup",
-    "evaluation share",
-    "TTT resolution",
+#: The summary's "all configurations" table: ``(column, cell)`` pairs.
+_ALL = [
+    ("algorithm", "algorithm"),
+    ("env runners", "env runners"),
+    ("configuration", "configuration"),
+    ("reached", "reached"),
+    ("TTT [95% CI]", "TTT"),
+    ("speedup [95% CI]", "speedup"),
+    ("absolute speedup [95% CI]", "absolute speedup"),
+    ("evaluation share of wall-clock", "evaluation share"),
+    ("TTT resolution", "TTT resolution"),
 ]
 
-#: Section 3's table of every configuration: its columns and their cells.
-_SCALING_HEADERS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "reached",
-    "estimator",
-    "TTT [95% CI]",
-    "IQM TTT (s) [95% CI]",
-    "olympic mean",
-    "env steps/s",
-    "steps-to-target",
-    "CPUs per env runner",
-    "CPUs asked",
-    "peak RSS (MiB)",
-    "notes",
+#: Section 3's table of every configuration: ``(column, cell)`` pairs.
+_SCALING = [
+    ("algorithm", "algorithm"),
+    ("env runners", "env runners"),
+    ("configuration", "configuration"),
+    ("reached", "reached"),
+    ("estimator", "estimator"),
+    ("TTT [95% CI]", "TTT"),
+    ("IQM TTT (s) [95% CI]", "IQM TTT"),
+    ("olympic mean", "olympic mean"),
+    ("env steps/s", "env steps/s"),
+    ("steps-to-target", "steps-to-target"),
+    ("CPUs per env runner", "CPUs per env runner"),
+    ("CPUs asked", "CPUs"),
+    ("peak RSS (MiB)", "peak RSS (MiB)"),
+    ("notes", "note"),
 ]
-_SCALING_CELLS = [
-    "algorithm",
-    "env runners",
-    "configuration",
-    "reached",
-    "estimator",
-    "TTT",
-    "IQM TTT",
-    "olympic mean",
-    "env steps/s",
-    "steps-to-target",
-    "CPUs per env runner",
-    "CPUs",
-    "peak RSS (MiB)",
-    "note",
-]
+
+
+def _laid_out(cells: pd.DataFrame, columns: list[tuple[str, str]], ids: Any) -> tuple:
+    """``(headers, rows)`` of the configurations ``ids`` (in that order), with ``columns``
+    (``(column, cell)`` pairs) from :func:`analysis.fmt.config_cells`' ``cells``."""
+    headers, names = zip(*columns, strict=True)
+    return list(headers), cells.loc[list(ids), list(names)].values.tolist()
 
 
 def _config_name(c: pd.Series) -> str:
@@ -527,8 +489,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
         ]
     )
     order = s.sort_values(["algorithm", "num_env_runners", "ttt_s"])["config_id"]
-    context["every"] = config_cells(data).loc[order, _SCALING_CELLS].values.tolist()
-    context["every_headers"] = _SCALING_HEADERS
+    context["every_headers"], context["every"] = _laid_out(config_cells(data), _SCALING, order)
     return render("report/scaling.html.j2", **context)
 
 
