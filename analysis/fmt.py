@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,6 @@ from sweeps.engine.rundir.schema import (
     VOCAB_COLUMNS,
     as_float,  # one owner, re-exported for the renderers
 )
-
-if TYPE_CHECKING:
-    from analysis.study import Study
 
 __all__ = [
     "as_float",
@@ -263,8 +260,9 @@ def varying_params(summary: pd.DataFrame, with_batch: bool = False) -> list[str]
     return [c for c in cols if summary[c].astype(str).nunique(dropna=False) > 1]
 
 
-def config_cells(data: Study) -> pd.DataFrame:
-    """Every configuration of ``data`` as text cells, one column per quantity, each written
+def config_cells(data: Any) -> pd.DataFrame:
+    """Every configuration of ``data`` (a :class:`analysis.study.Study`; not imported here,
+    which the study imports) as text cells, one column per quantity, each written
     one way for every table that shows it (the report's, the Markdown tables', the pages').
 
     Returns:
