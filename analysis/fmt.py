@@ -7,7 +7,8 @@ value (:func:`fmt_value`), a count (:func:`fmt_count`), a 95 % interval (:func:`
 a time-to-target cell (:func:`fmt_ttt`), a speedup or parallel-efficiency cell
 (:func:`fmt_speedup`, :func:`fmt_efficiency`), and a configuration's name
 (:func:`config_name`); :func:`config_cells` gives every configuration of a study all of its
-cells, which the report's tables, the Markdown tables and the pages lay out. Bounds from censored medians are rounded
+cells, which the report's tables, the Markdown tables and the pages lay out
+(:func:`lay_out`). Bounds from censored medians are rounded
 outwards never: a lower bound down, an upper bound up, so a bound never claims more than the
 data show.
 """
@@ -44,6 +45,7 @@ __all__ = [
     "fmt_ttt",
     "fmt_usd",
     "fmt_value",
+    "lay_out",
     "varying_params",
 ]
 
@@ -348,6 +350,20 @@ def config_cells(data: Any) -> pd.DataFrame:
     return pd.DataFrame(
         rows, index=pd.Index(s["config_id"], name="config_id"), columns=CELL_COLUMNS
     )
+
+
+def lay_out(
+    cells: pd.DataFrame, columns: list[tuple[str, str]], ids: Any
+) -> tuple[list[str], list[list[str]]]:
+    """A table of :func:`config_cells`' ``cells``: ``(headers, rows)`` of the configurations
+    ``ids`` (config ids, in the table's order), with ``columns`` as ``(column, cell)`` pairs:
+    each column's header and the cell it shows.
+
+    Raises:
+        KeyError: an id or a cell that ``cells`` lacks.
+    """
+    headers, names = zip(*columns, strict=True)
+    return list(headers), cells.loc[list(ids), list(names)].values.tolist()
 
 
 #: The columns of :func:`config_cells`, in its order.

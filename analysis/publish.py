@@ -62,6 +62,7 @@ from analysis.fmt import (
     fmt_count,
     fmt_s,
     fmt_value,
+    lay_out,
 )
 from analysis.load import ResultsError, load_results
 from analysis.metrics import describe_metric
@@ -412,23 +413,24 @@ _SAID_IN_CELLS = frozenset(
 already shows (CI n/a, bounds, flags)."""
 
 
-#: The cells of :func:`analysis.fmt.config_cells` in the configuration table, in its order
-#: (then "oversubscribed", in bold when so, and the notes' numbers).
-_MARKDOWN_CELLS = [
-    "algorithm",
-    "env runners",
-    "CPUs",
-    "batch",
-    "other params",
-    "seeds",
-    "success",
-    "TTT",
-    "speedup",
-    "absolute speedup",
-    "efficiency per env runner",
-    "efficiency per CPU",
-    "env steps/s",
-    "steps-to-target",
+#: The configuration table: ``(column, cell)`` pairs, each cell a column of
+#: :func:`analysis.fmt.config_cells` (then "oversubscribed", in bold when so, and the notes'
+#: numbers).
+_COLUMNS = [
+    ("algorithm", "algorithm"),
+    ("env runners", "env runners"),
+    ("CPUs", "CPUs"),
+    ("batch", "batch"),
+    ("other params", "other params"),
+    ("seeds", "seeds"),
+    ("success", "success"),
+    ("TTT [95% CI]", "TTT"),
+    ("speedup [95% CI]", "speedup"),
+    ("absolute speedup [95% CI]", "absolute speedup"),
+    ("efficiency per env runner", "efficiency per env runner"),
+    ("efficiency per CPU", "efficiency per CPU"),
+    ("env steps/s", "env steps/s"),
+    ("steps-to-target", "steps-to-target"),
 ]
 
 
@@ -438,24 +440,7 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
     Rows follow the sweep's algorithm order, then env runners, batch size and TTT.
     """
     s = data.summary
-    headers = [
-        "algorithm",
-        "env runners",
-        "CPUs",
-        "batch",
-        "other params",
-        "seeds",
-        "success",
-        "TTT [95% CI]",
-        "speedup [95% CI]",
-        "absolute speedup [95% CI]",
-        "efficiency per env runner",
-        "efficiency per CPU",
-        "env steps/s",
-        "steps-to-target",
-        "oversubscribed",
-        "notes",
-    ]
+    headers = [*(h for h, _ in _COLUMNS), "oversubscribed", "notes"]
     if s.empty:
         return headers, [], []
     order = [str(a) for a in data.res.spec.get("algorithms") or []]
@@ -467,10 +452,9 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
         _nb=~s["is_baseline"],
     )
     s = s.sort_values(["_alg", "algorithm", "num_env_runners", "_b", "_nb", "_t"], kind="stable")
-    cells = config_cells(data)
+    _, rows = lay_out(config_cells(data), _COLUMNS, s["config_id"])
     notes: list[str] = []
-    rows = []
-    for _, c in s.iterrows():
+    for row, (_, c) in zip(rows, s.iterrows(), strict=True):
         r = data.configs.loc[c["config_id"]]
         row_notes = list(c["notes"])
         if isinstance(r["speedup_notes"], list):
@@ -481,14 +465,7 @@ def config_rows(data: Study) -> tuple[list[str], list[list[str]], list[str]]:
             if x not in notes:
                 notes.append(x)
             refs.append(f"[{notes.index(x) + 1}]")
-        cell = cells.loc[c["config_id"]]
-        rows.append(
-            [
-                *cell[_MARKDOWN_CELLS],
-                "**yes**" if c["oversubscribed"] else "no",
-                " ".join(refs) or "-",
-            ]
-        )
+        row += ["**yes**" if c["oversubscribed"] else "no", " ".join(refs) or "-"]
     return headers, rows, notes
 
 

@@ -74,6 +74,7 @@ from analysis.fmt import (
     fmt_speedup,
     fmt_ttt,
     fmt_usd,
+    lay_out,
 )
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
@@ -295,7 +296,7 @@ def _summary_tables(data: Study) -> dict[str, Any]:
     share = tm["eval_time_s"] / tm["elapsed_s"] if "eval_time_s" in tm else pd.Series()
     share = share[np.isfinite(share.astype(float))] if len(share) else share
     cells = config_cells(data)
-    headers, rows = _laid_out(cells, _BEST, best["config_id"])
+    headers, rows = lay_out(cells, _BEST, best["config_id"])
     for row, (_, b) in zip(rows, best.iterrows(), strict=True):
         cost = "-"
         if data.plan is not None and not data.plan.candidates.empty:
@@ -308,7 +309,7 @@ def _summary_tables(data: Study) -> dict[str, Any]:
     order = s.assign(_t=s["ttt_s"].astype(float).fillna(np.inf)).sort_values(
         ["algorithm", "num_env_runners", "_t"]
     )
-    every = _laid_out(cells, _ALL, order["config_id"])
+    every = lay_out(cells, _ALL, order["config_id"])
     return {
         "cards": _cards(data, best),
         "verdict": reference_verdict(s, data.speed),
@@ -370,13 +371,6 @@ _SCALING = [
     ("peak RSS (MiB)", "peak RSS (MiB)"),
     ("notes", "note"),
 ]
-
-
-def _laid_out(cells: pd.DataFrame, columns: list[tuple[str, str]], ids: Any) -> tuple:
-    """``(headers, rows)`` of the configurations ``ids`` (in that order), with ``columns``
-    (``(column, cell)`` pairs) from :func:`analysis.fmt.config_cells`' ``cells``."""
-    headers, names = zip(*columns, strict=True)
-    return list(headers), cells.loc[list(ids), list(names)].values.tolist()
 
 
 def _config_name(c: pd.Series) -> str:
@@ -489,7 +483,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
         ]
     )
     order = s.sort_values(["algorithm", "num_env_runners", "ttt_s"])["config_id"]
-    context["every_headers"], context["every"] = _laid_out(config_cells(data), _SCALING, order)
+    context["every_headers"], context["every"] = lay_out(config_cells(data), _SCALING, order)
     return render("report/scaling.html.j2", **context)
 
 
