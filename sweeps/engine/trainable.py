@@ -27,7 +27,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sweeps.engine.search import META_KEYS, censored_objective
-from sweeps.engine.sweep_spec import EPISODE_RETURN, EVALUATION, TRAINING, Sweep
+from sweeps.engine.sweep_spec import (
+    EPISODE_RETURN,
+    EVALUATION,
+    TRAINING,
+    Budget,
+    Evaluation,
+    Stall,
+    Sweep,
+    Target,
+)
 
 
 @dataclass(frozen=True)
@@ -38,16 +47,15 @@ class TrialSetup:
     Attributes:
         env: the env as every process of a trial builds it (:func:`envs.forms.runner_env`):
             a gymnasium id, an RLlib env name, ``"module:EnvId"`` or ``"module:Factory"``.
+        target: the sweep's :class:`~sweeps.engine.sweep_spec.Target` with its ``value``
+            resolved (env units of episode return; ``fraction_of_optimal`` made absolute by
+            :func:`sweeps.engine.sweep_file.sweep_target`).
+        budget: the sweep's per-trial :class:`~sweeps.engine.sweep_spec.Budget`.
+        evaluation: the sweep's evaluation protocol
+            (:class:`~sweeps.engine.sweep_spec.Evaluation`, :mod:`sweeps.engine.evaluation`).
         env_config: the env's config (callers pass copies of it on).
-        target_metric: ``"evaluation"``, ``"training"`` or an RLlib result key.
-        target_value: the threshold on it (env units of episode return).
-        budget_time_s: wall-clock seconds per trial, or None.
-        budget_env_steps: env steps per trial, or None.
-        evaluation_episodes: episodes per evaluation (:mod:`sweeps.engine.evaluation`).
-        evaluation_seed: episode i of every evaluation starts from ``reset(seed=seed + i)``.
-        evaluation_every_s, evaluation_every_env_steps: the protocol's cadence
-            (:class:`sweeps.engine.sweep_spec.Evaluation`), None where unset: both None evaluates at the end
-            of every training iteration.
+        stall: when a trial counts as stalled (:class:`~sweeps.engine.sweep_spec.Stall`), or
+            None: never stalled.
         max_node_cpus: CPUs of the largest node.
         max_node_gpus: GPUs of the largest node, or None when unknown.
         cluster_cpus: CPUs of all nodes together (oversubscription scaling), or None: the
@@ -56,9 +64,6 @@ class TrialSetup:
         placement_strategy: Ray's strategy for the trial's bundles (``PACK``, ``SPREAD``,
             ``STRICT_PACK``; :mod:`sweeps.engine.placement`).
         quiet: RLlib logs errors only in the trials.
-        stall_iterations: iterations without progress that make a trial stalled
-            (:class:`sweeps.engine.sweep_spec.Stall`), or None: never stalled.
-        stall_min_time_s: ... spanning at least this many seconds.
         warm_trials: a trial may reuse the env runner processes of the previous trial of
             its shape on its actor (:mod:`sweeps.engine.warm`); False: every trial cold.
         cold_every: with warm trials, every ``cold_every``-th trial of a shape on an actor is
@@ -68,23 +73,17 @@ class TrialSetup:
     """
 
     env: str
+    target: Target
+    budget: Budget
+    evaluation: Evaluation = field(default_factory=Evaluation)
     env_config: Mapping[str, Any] = field(default_factory=dict)
-    target_metric: str = EVALUATION
-    target_value: float = math.nan
-    budget_time_s: float | None = None
-    budget_env_steps: int | None = None
-    evaluation_episodes: int = 20
-    evaluation_seed: int = 10_000
-    evaluation_every_s: float | None = None
-    evaluation_every_env_steps: int | None = None
+    stall: Stall | None = None
     max_node_cpus: float = 1.0
     max_node_gpus: float | None = None
     cluster_cpus: float | None = None
     allow_oversubscription: bool = False
     placement_strategy: str = "PACK"
     quiet: bool = True
-    stall_iterations: int | None = None
-    stall_min_time_s: float = 30.0
     warm_trials: bool = True
     cold_every: int | None = None
     shared_bundles: list[dict[str, float]] | None = None
@@ -105,23 +104,17 @@ class TrialSetup:
 
         return cls(
             env=runner_env(sweep.env),
+            target=Target(metric=str(target["metric"]), value=float(target["value"])),
+            budget=sweep.budget,
+            evaluation=sweep.evaluation,
             env_config=dict(sweep.env_config),
-            target_metric=str(target["metric"]),
-            target_value=float(target["value"]),
-            budget_time_s=sweep.budget.time_s,
-            budget_env_steps=sweep.budget.env_steps,
-            evaluation_episodes=sweep.evaluation.episodes,
-            evaluation_seed=sweep.evaluation.seed,
-            evaluation_every_s=sweep.evaluation.every_s,
-            evaluation_every_env_steps=sweep.evaluation.every_env_steps,
+            stall=sweep.stall,
             max_node_cpus=float(max_node_cpus),
             max_node_gpus=max_node_gpus,
             cluster_cpus=cluster_cpus,
             allow_oversubscription=sweep.allow_oversubscription,
             placement_strategy=sweep.placement_strategy,
             quiet=quiet,
-            stall_iterations=sweep.stall.iterations if sweep.stall else None,
-            stall_min_time_s=sweep.stall.min_time_s if sweep.stall else 30.0,
             warm_trials=sweep.search.warm_trials,
             cold_every=sweep.search.cold_every,
         )
@@ -129,26 +122,6 @@ class TrialSetup:
     def with_(self, **changes: Any) -> TrialSetup:
         """A copy with ``changes`` (field names as above)."""
         return replace(self, **changes)
-
-    @property
-    def target(self) -> dict[str, Any]:
-        """``{"metric", "value"}`` (what the recorder takes)."""
-        return {"metric": self.target_metric, "value": self.target_value}
-
-    @property
-    def budget(self) -> dict[str, Any]:
-        """``{"time_s", "env_steps"}``, None where unset (what the recorder takes)."""
-        return {"time_s": self.budget_time_s, "env_steps": self.budget_env_steps}
-
-    @property
-    def evaluation(self) -> dict[str, Any]:
-        """``{"episodes", "seed", "every_s", "every_env_steps"}`` of the evaluation protocol."""
-        return {
-            "episodes": self.evaluation_episodes,
-            "seed": self.evaluation_seed,
-            "every_s": self.evaluation_every_s,
-            "every_env_steps": self.evaluation_every_env_steps,
-        }
 
 
 def lookup_metric(result: dict[str, Any], key: str) -> float:
@@ -583,7 +556,7 @@ class _IterationReporter:
     budget spent) and the Optuna objective so far."""
 
     def __init__(self, setup: TrialSetup, info: dict[str, Any], node_ip: str, wall: float = 0.0):
-        self.target = float(setup.target_value)
+        self.target = float(setup.target.value)
         self.budget = setup.budget
         self.fixed = {
             "node_ip": node_ip,
@@ -599,7 +572,7 @@ class _IterationReporter:
 
     def spent(self, wall: float, steps: int) -> bool:
         """True when the budget is used up at ``wall`` seconds and ``steps`` env steps."""
-        budget_s, budget_steps = self.budget.get("time_s"), self.budget.get("env_steps")
+        budget_s, budget_steps = self.budget.time_s, self.budget.env_steps
         return (budget_s is not None and wall >= budget_s) or (
             budget_steps is not None and steps >= budget_steps
         )
@@ -624,7 +597,7 @@ class _IterationReporter:
 
         if math.isfinite(value):
             self.best = max(self.best, value)
-        budget_s = self.budget.get("time_s")
+        budget_s = self.budget.time_s
         # an evaluation that ends after the budget (an iteration that overran it) is censored
         reached = (
             math.isfinite(value) and value >= self.target and (budget_s is None or wall <= budget_s)
@@ -719,7 +692,7 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
     from sweeps.engine.evaluation import Cadence, rllib_greedy_policy, trial_evaluator
 
     algo_name = config["algorithm"]
-    target_metric = setup.target_metric
+    target_metric = setup.target.metric
     # Libraries are imported (RLlib, torch, scipy.signal: ~2.5 s in a fresh trial process),
     # the config is resolved and the evaluation envs are built before the clock starts, as
     # MLPerf's timed region excludes framework start-up; building the Algorithm (its env
@@ -732,8 +705,8 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         evaluator = trial_evaluator(
             setup.env,
             dict(setup.env_config),
-            episodes=setup.evaluation_episodes,
-            seed=setup.evaluation_seed,
+            episodes=setup.evaluation.episodes,
+            seed=setup.evaluation.seed,
         )
     from sweeps.engine import warm
 
@@ -758,21 +731,21 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         cold_startup_s=charged if charged is not None else startup_s,
     )
     stall = None
-    if setup.stall_iterations:
+    if setup.stall is not None:
         from envs.latency import split_step_cost
 
         cost, _ = split_step_cost(setup.env_config)
         fragment = algo_config.get_rollout_fragment_length()
         min_time = stall_min_time_s(
-            setup.stall_min_time_s,
+            setup.stall.min_time_s,
             fragment,
             algo_config.num_envs_per_env_runner,
             cost.latency_ms + cost.cpu_ms,
         )
-        stall = StallDetector(setup.stall_iterations, min_time, wall=built)
+        stall = StallDetector(setup.stall.iterations, min_time, wall=built)
     greedy_policy = rllib_greedy_policy(algo, evaluator) if evaluator else None
     peak_memory = TrialPeakMemory(algo)
-    cadence = Cadence(setup.evaluation_every_s, setup.evaluation_every_env_steps)
+    cadence = Cadence(setup.evaluation.every_s, setup.evaluation.every_env_steps)
     counters = _Counters()
 
     max_env_restarts = int(config.get("max_env_restarts") or DEFAULT_MAX_ENV_RESTARTS)
@@ -843,7 +816,7 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
         return cadence.due(time.perf_counter() - start, steps)
 
     on_cadence = evaluator is not None and cadence.active
-    watchdog = BudgetWatchdog(reporter, start, setup.budget_time_s)
+    watchdog = BudgetWatchdog(reporter, start, setup.budget.time_s)
     try:
         if on_cadence:
             # the initial policy, so that the first crossing is a gap between two evaluations
@@ -1054,7 +1027,7 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
 
     preload_libraries(rllib=False)
     begin_trial_in_process()
-    evaluation = setup.target_metric == EVALUATION
+    evaluation = setup.target.metric == EVALUATION
     _, info = trial_algorithm_config(config, setup)
     reporter = _IterationReporter(setup, info, ray.util.get_node_ip_address())
     params = {k: v for k, v in config.items() if k not in META_KEYS or k == "seed"}
@@ -1064,7 +1037,7 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
     watchdog: list[BudgetWatchdog] = []
 
     def started(clock_start: float) -> None:
-        watchdog.append(BudgetWatchdog(reporter, clock_start, setup.budget_time_s))
+        watchdog.append(BudgetWatchdog(reporter, clock_start, setup.budget.time_s))
 
     def report(r: dict[str, Any], fault: str = "") -> bool:
         last.update(r)
@@ -1105,9 +1078,9 @@ def _run_reference_trial(config: dict[str, Any], setup: TrialSetup) -> None:
             params,
             env_id=setup.env,
             env_config=dict(setup.env_config),
-            evaluation=setup.evaluation,
+            evaluation=setup.evaluation.model_dump(),
             report=report,
-            budget_env_steps=setup.budget_env_steps,
+            budget_env_steps=setup.budget.env_steps,
             started=started,
         )
     except EnvFaultLimit as e:  # its env kept failing: an error of the env's, said in one line

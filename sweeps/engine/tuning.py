@@ -149,15 +149,15 @@ def run_sweep(
     )
     progress = SweepProgress(
         expected,
-        setup.budget_time_s,
+        setup.budget.time_s,
         sweep.search.max_concurrent or 1,
         command_start,
         capping=capping,
     )
     recorder = ResultsRecorder(
         run_dir,
-        target=setup.target,
-        budget=setup.budget,
+        target={"metric": setup.target.metric, "value": setup.target.value},
+        budget=setup.budget.model_dump(),
         mirror=mirror,
         step_latency_ms=step_cost.latency_ms,
         step_cpu_ms=step_cost.cpu_ms,
