@@ -20,6 +20,7 @@ command line and re-exports their public names.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -137,14 +138,86 @@ def _print_table(plan: Plan, console: Any) -> None:
     console.print(t)
 
 
-def _steps_main(args, res, tm, vms, deadline, console) -> int:
+def _launcher(args) -> Launcher:
+    """``--launcher``, its start-up and billing unit overridden by ``--startup``/``--billing``.
+
+    Raises:
+        ValueError: a duration that does not parse."""
+    base = LAUNCHERS[args.launcher]
+    return Launcher(
+        base.name,
+        parse_duration(args.startup) if args.startup else base.startup_s,
+        parse_duration(args.billing) if args.billing else base.billing_s,
+        base.source if not (args.startup or args.billing) else "given on the command line",
+    )
+
+
+def _fit_main(args, res, console) -> int:
+    """``fit``: the Pareto front of runs to the target by VM size and env runner count
+    (:func:`analysis.plan_model.make_plan`), the answer in words and its launch command."""
+    from analysis.batch_size import batch_advice
+    from analysis.metrics import trial_metrics
+    from analysis.stats import summarize_configs
+
+    with _bad_input():
+        tm, target, warns = trial_metrics(res, args.target)
+        deadline = parse_duration(args.deadline) if args.deadline else None
+        vms = _vms(args)
+        if args.max_env_runners < 1:
+            raise ValueError(f"--max-env-runners {args.max_env_runners}: must be >= 1")
+        for flag in ("steps_to_target", "env_steps_per_s_per_runner"):
+            value = getattr(args, flag)
+            if value is not None and not value > 0:
+                raise ValueError(f"--{flag.replace('_', '-')} {value:g}: must be > 0")
+        if args.steps_to_target is not None:
+            return _steps_main(args, tm, res, vms, deadline, console)
+        plan = make_plan(
+            tm,
+            summarize_configs(tm),
+            deadline_s=deadline,
+            budget_usd=parse_money(args.budget) if args.budget else None,
+            vms=vms,
+            low_priority=args.low_priority,
+            max_env_runners=args.max_env_runners,
+            cpu_model=str(res.environment.get("cpu_model", "")),
+            launcher=_launcher(args),
+            progress=res.progress,
+        )
+    console.print(
+        f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
+        f"{target.value:g} ({target.source}); "
+        f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices"
+    )
+    for w in [*res.warnings, *warns]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    if plan.candidates.empty:
+        console.print("No recommendation: " + "; ".join(plan.notes))
+        return 0
+    answer = plan_answer(plan, sweep_file_of(res.environment), vms)
+    console.print(answer.sentence, highlight=False, soft_wrap=True)
+    for line in answer.commands:
+        console.print(str(line), highlight=False, soft_wrap=True)
+    _print_assumptions(answer, console)
+    _print_table(plan, console)
+    console.print("[bold]Details[/bold]")
+    for line in [*answer.details, *batch_advice(tm, res.progress)]:
+        console.print(f"- {line}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _steps_main(args, tm, res, vms: list[VMSize], deadline: float | None, console) -> int:
+    """``fit --steps-to-target``: the plan from a known sample budget at the run's measured
+    (or the given) env steps/s per env runner (:func:`analysis.plan_model.steps_plan`).
+
+    Raises:
+        ValueError: the run measured no env steps/s per env runner."""
     median, lo, hi = per_runner_throughput(tm)
     source = f"measured in {res.path.name}: {lo:,.0f}-{hi:,.0f} over its trials"
     if args.env_steps_per_s_per_runner is not None:
         source = f"given; the run measured {median:,.0f}"
         median = args.env_steps_per_s_per_runner
-    startup = parse_duration(args.startup) if args.startup else LAUNCHERS[args.launcher].startup_s
-    billing = parse_duration(args.billing) if args.billing else LAUNCHERS[args.launcher].billing_s
+    launcher = _launcher(args)
+    startup, billing = launcher.startup_s, launcher.billing_s
     gpus = float(tm["num_gpus"].max() or 0.0)
     plan = steps_plan(
         args.steps_to_target,
@@ -194,8 +267,16 @@ def _steps_main(args, res, tm, vms, deadline, console) -> int:
     return 0
 
 
-def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
-    check = plan_check(tm, summary, res.progress, holdout)
+def _check_main(args, res, console) -> int:
+    """``holdout``: the plan's models fitted without the held-out env runner counts, their
+    predictions there against what was measured (:func:`analysis.plan_check.plan_check`)."""
+    from analysis.metrics import trial_metrics
+    from analysis.stats import summarize_configs
+
+    with _bad_input():
+        holdout = parse_holdout(args.holdout)
+        tm, target, warns = trial_metrics(res, args.target)
+    check = plan_check(tm, summarize_configs(tm), res.progress, holdout)
     console.print(
         f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
         f"{target.value:g}; held out N={','.join(map(str, holdout))}"
@@ -209,333 +290,279 @@ def _check_main(res, tm, summary, holdout, target, warns, console) -> int:
     return 0
 
 
-#: Subcommand -> the flag it stands for (``fit`` is the plan itself, no flag).
+PROG = "python -m analysis.plan"
+
+#: Each subcommand: the flag that stands for it in the older spelling (``RUN --transfer``;
+#: ``fit`` is what a bare ``RUN`` asks for) and what it answers.
 SUBCOMMANDS = {
-    "fit": None,
-    "holdout": "--holdout",
-    "break-even": "--break-even",
-    "transfer": "--transfer",
-    "learners": "--learners",
+    "fit": (None, "predicted TTT and cost per env runner count and Azure VM size"),
+    "holdout": (
+        "--holdout",
+        "check the plan: fit without some env runner counts, predict them, compare with what "
+        "was measured (analysis.plan_check)",
+    ),
+    "break-even": (
+        "--break-even",
+        "per configuration, the env cost per step above which it beats the single-process "
+        "reference, from the run's measured parts (analysis.break_even)",
+    ),
+    "transfer": (
+        "--transfer",
+        "another machine, predicted from the run's measured parts (CPU per env step, start-up, "
+        "env steps to the target) as a roofline (analysis.transfer)",
+    ),
+    "learners": (
+        "--learners",
+        "Gorila's applied learner updates/s at more learners (Amdahl's law with the parameter "
+        "server's apply as the serial part), or RLlib's synchronous learners' env steps/s "
+        "from the run's two smallest learner counts (analysis.transfer)",
+    ),
 }
 
 
 def subcommand_argv(argv: list[str]) -> list[str]:
-    """``argv`` with a leading subcommand (:data:`SUBCOMMANDS`) written as the flag it stands
-    for: ``fit RUN ...`` -> ``RUN ...``, ``break-even RUN ...`` -> ``RUN --break-even ...``,
-    ``transfer RUN ...`` -> ``RUN --transfer ...``, ``holdout RUN 8,16 ...`` -> ``RUN --holdout
-    8,16 ...``. Without a subcommand, ``argv`` as given (the flags).
+    """``argv`` in the subcommand spelling: the older flags become the subcommand they stand
+    for (``RUN --break-even ...`` -> ``break-even RUN ...``, ``RUN --holdout 8,16 ...`` ->
+    ``holdout RUN 8,16 ...``), a bare ``RUN ...`` is ``fit RUN ...``; an ``argv`` that starts
+    with a subcommand (or asks for help) is returned as given.
 
     Raises:
-        ValueError: a subcommand without its RESULTS_DIR, or ``holdout`` without its counts.
+        ValueError: two modes at once, or ``--holdout`` without its counts.
     """
-    if not argv or argv[0] not in SUBCOMMANDS:
-        return list(argv)
-    name, rest = argv[0], list(argv[1:])
-    if not rest or rest[0].startswith("-"):
-        raise ValueError(f"{name}: expected RESULTS_DIR after the subcommand")
-    run, rest = rest[0], rest[1:]
-    if name == "holdout":
-        if not rest or rest[0].startswith("-"):
-            raise ValueError("holdout: expected the env runner counts to hold out, e.g. 8,16")
-        return [run, "--holdout", rest[0], *rest[1:]]
-    flag = SUBCOMMANDS[name]
-    return [run, *([flag] if flag else []), *rest]
+    argv = list(argv)
+    if not argv or argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help"):
+        return argv
+    flags = {flag: name for name, (flag, _) in SUBCOMMANDS.items() if flag}
+    modes = [i for i, a in enumerate(argv) if a.split("=")[0] in flags]
+    if len(modes) > 1:
+        raise ValueError(f"{argv[modes[0]]} and {argv[modes[1]]}: choose one")
+    if not modes:
+        return ["fit", *argv]
+    i = modes[0]
+    flag, _, value = argv[i].partition("=")
+    rest = argv[:i] + argv[i + 1 :]
+    if flag == "--holdout":
+        if not value:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                raise ValueError("--holdout: expected the env runner counts to hold out, e.g. 8,16")
+            value, rest = argv[i + 1], argv[:i] + argv[i + 2 :]
+        rest.append(value)
+    return [flags[flag], *rest]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns the exit status (0 ok, 2 bad input)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    try:
-        argv = subcommand_argv(argv)
-    except ValueError as exc:
-        sys.stderr.write(f"python -m analysis.plan: error: {exc}\n")
-        return EXIT_BAD_INPUT
+def _parser() -> tuple[OneLineParser, dict[str, OneLineParser]]:
+    """The command line: one subparser per :data:`SUBCOMMANDS` entry, each with only its
+    options (a flag given to the wrong one is named by :func:`_misplaced`)."""
     p = OneLineParser(
-        prog="python -m analysis.plan",
-        description="Capacity plan: predicted time-to-target and cost per env runner "
-        "count and Azure VM size, from a results directory. Subcommands: fit RUN (the "
-        "plan), holdout RUN N,M (check it), break-even RUN, transfer RUN --cores C, "
-        "learners RUN; "
-        "the flags below are their aliases.",
+        prog=PROG,
+        description="Capacity plan and the models behind it, from a results directory; the "
+        "older flags (RUN --holdout N,M, --break-even, --transfer, --learners) still work.",
     )
-    p.add_argument("results_dir", help="results/<sweep>/<run_id>/ directory")
-    p.add_argument("--deadline", help="wall-clock limit for one run, e.g. 10m, 90s, 1h30m")
-    p.add_argument("--budget", help="dollars one run may cost, e.g. 5usd")
-    p.add_argument(
-        "--vm",
-        action="append",
-        help="VM size to consider (repeatable; default: all in vm_sizes.csv)",
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    subs = {name: sub.add_parser(name, help=words) for name, (_, words) in SUBCOMMANDS.items()}
+    for name, q in subs.items():
+        q.prog = f"{PROG} {name}"
+        q.add_argument(
+            "results_dir", metavar="RESULTS_DIR", help="results/<sweep>/<run_id>/ directory"
+        )
+        q.add_argument("--target", help="override the target: absolute value or percent of optimum")
+    subs["holdout"].add_argument(
+        "holdout", metavar="N[,N]", help="env runner counts to hold out, e.g. 8,16"
     )
-    p.add_argument("--low-priority", action="store_true", help="price low-priority (spot) capacity")
-    p.add_argument("--target", help="override the target: absolute value or percent of optimum")
-    p.add_argument(
+    for name in ("fit", "break-even"):
+        q = subs[name]
+        q.add_argument("--deadline", help="wall-clock limit for one run, e.g. 10m, 90s, 1h30m")
+        q.add_argument(
+            "--vm", action="append", help="VM size to consider (repeatable; default: all)"
+        )
+        q.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
+    fit = subs["fit"]
+    fit.add_argument("--budget", help="dollars one run may cost, e.g. 5usd")
+    fit.add_argument(
+        "--low-priority", action="store_true", help="price low-priority (spot) capacity"
+    )
+    fit.add_argument(
         "--max-env-runners",
         "--max-workers",
         type=int,
         default=64,
         help="largest env runner count considered (default 64)",
     )
-    p.add_argument("--vm-table", help="a VM size CSV to use instead of the shipped one")
-    p.add_argument(
+    fit.add_argument(
         "--steps-to-target",
         type=float,
         help="plan from a known sample budget instead of the run's TTTs: env steps a "
         "run needs (e.g. from a published tuned example); the run supplies its "
         "measured env steps/s per env runner",
     )
-    p.add_argument(
-        "--launcher",
-        choices=sorted(LAUNCHERS),
-        default=DEFAULT_LAUNCHER,
-        help="where the run would start: its assumed start-up and billing unit "
-        f"(default {DEFAULT_LAUNCHER}: 5 min, per minute)",
-    )
-    p.add_argument(
-        "--startup",
-        help="seconds before the first trial starts, e.g. 5m (node "
-        "provisioning, image pull, Ray start-up); overrides the "
-        "launcher's",
-    )
-    p.add_argument("--billing", help="billing granularity, e.g. 1m or 1s; overrides the launcher's")
-    p.add_argument(
+    fit.add_argument(
         "--env-steps-per-s-per-runner",
         type=float,
         help="with --steps-to-target: the sampling rate per env runner to assume "
         "instead of the run's measured end-to-end rate (e.g. the sampler's own "
         "rate when the measured run was learner-bound)",
     )
-    p.add_argument(
-        "--holdout",
-        help="check the plan instead of making one: fit the scaling "
-        "models without these env runner counts (e.g. 8,16), "
-        "predict them, and compare with what was measured "
-        "(analysis.plan_check)",
+    fit.add_argument(
+        "--launcher",
+        choices=sorted(LAUNCHERS),
+        default=DEFAULT_LAUNCHER,
+        help="where the run would start: its assumed start-up and billing unit "
+        f"(default {DEFAULT_LAUNCHER}: 5 min, per minute)",
     )
-    p.add_argument(
-        "--break-even",
-        action="store_true",
-        help="instead of a plan: per configuration, the env cost per step above "
-        "which it beats the single-process reference, from the run's measured "
-        "parts (analysis.break_even)",
+    fit.add_argument(
+        "--startup",
+        help="seconds before the first trial starts, e.g. 5m (node provisioning, image "
+        "pull, Ray start-up); overrides the launcher's",
     )
-    p.add_argument(
-        "--env-cost-ms",
-        default="",
-        help="with --break-even: env costs (ms per step, comma-separated) at which "
-        "to predict every configuration's TTT, e.g. 10,40",
+    fit.add_argument(
+        "--billing", help="billing granularity, e.g. 1m or 1s; overrides the launcher's"
     )
-    p.add_argument(
-        "--held-out",
-        default="",
-        metavar="RUN[,RUN]",
-        help="with --break-even: runs of the same study at other env costs "
-        "(sweeps.run FILE --env-config step_latency_ms=C); each "
-        "configuration's TTT there is predicted from this run's parts and "
-        "compared with what was measured; with --learners: runs of other "
-        "learner counts, predicted from this run's one learner",
-    )
-    p.add_argument(
-        "--allow-shared-seeds",
-        action="store_true",
-        help="with --held-out: check the model on held-out runs that share seeds "
-        "with this run (refused by default: a model is checked on seeds it "
-        "was not fitted on); the table says so",
-    )
-    p.add_argument(
-        "--learners",
-        action="store_true",
-        help="instead of a plan: Gorila's applied learner updates/s at more learners, "
-        "predicted from the run's one-learner GORILA trials (Amdahl's law with the "
-        "parameter server's apply as the serial part, analysis.transfer.learner_scaling), "
-        "or, in a run without GORILA, RLlib's synchronous learners' env steps/s from its two "
-        "smallest learner counts (analysis.transfer.sync_learner_scaling); checked on the "
-        "run's other learner counts and --held-out runs",
-    )
-    p.add_argument(
+    for name in ("break-even", "transfer"):
+        subs[name].add_argument(
+            "--env-cost-ms",
+            default="",
+            help="env costs (ms per step, comma-separated; transfer: one) at which to "
+            "predict every configuration's TTT, e.g. 10,40",
+        )
+    for name in ("break-even", "learners"):
+        subs[name].add_argument(
+            "--held-out",
+            default="",
+            metavar="RUN[,RUN]",
+            help="runs of the same study at other env costs (break-even) or learner counts "
+            "(learners), each predicted from this run and compared with what was measured",
+        )
+        subs[name].add_argument(
+            "--allow-shared-seeds",
+            action="store_true",
+            help="with --held-out: check the model on held-out runs that share seeds "
+            "with this run (refused by default: a model is checked on seeds it "
+            "was not fitted on); the table says so",
+        )
+    subs["learners"].add_argument(
         "--learner-counts",
         default="2,4,8",
         metavar="M[,M]",
-        help="with --learners: the learner counts to predict (default 2,4,8)",
+        help="the learner counts to predict (default 2,4,8)",
     )
-    p.add_argument(
-        "--transfer",
-        action="store_true",
-        help="instead of a plan: predict another machine from the run's measured "
-        "parts (CPU per env step, start-up, env steps to the target) and the "
-        "machine's --cores and --core-speed, as a roofline (analysis.transfer)",
-    )
-    p.add_argument("--cores", type=float, help="with --transfer: the target machine's usable cores")
-    p.add_argument(
+    transfer = subs["transfer"]
+    transfer.add_argument("--cores", type=float, help="the target machine's usable cores")
+    transfer.add_argument(
         "--core-speed",
         type=float,
         default=1.0,
-        help="with --transfer: the target's per-core speed over the measured "
-        "machine's (default 1: the same cores)",
+        help="the target's per-core speed over the measured machine's (default 1: the same cores)",
     )
-    p.add_argument(
+    transfer.add_argument(
         "--source-cores",
         type=float,
-        help="with --transfer: the cores the run could use (default: its "
-        "environment.json's usable_cores, else cpu_count)",
+        help="the cores the run could use (default: its environment.json's usable_cores, "
+        "else cpu_count)",
     )
-    p.add_argument(
+    transfer.add_argument(
         "--check",
         metavar="RUN",
-        help="with --transfer: the same study measured on the target machine, "
-        "compared with the prediction made at its env CPU cost per step (none "
-        "of its parts enters it)",
+        help="the same study measured on the target machine, compared with the prediction "
+        "made at its env CPU cost per step (none of its parts enters it)",
     )
-    args = p.parse_args(argv)
+    return p, subs
 
+
+def _misplaced(argv: list[str], subs: dict[str, OneLineParser]) -> str | None:
+    """A one-line error for the first option in ``argv`` (subcommand spelling) that belongs to
+    other subcommands than the one asked for, naming them; None when there is none."""
+    if not argv or argv[0] not in subs:
+        return None
+    own = subs[argv[0]]._option_string_actions
+    for word in argv[1:]:
+        flag = word.split("=")[0]
+        if flag.startswith("--") and flag not in own:
+            owners = [n for n, q in subs.items() if flag in q._option_string_actions]
+            if owners:
+                named = [f"{n} ({SUBCOMMANDS[n][0]})" if SUBCOMMANDS[n][0] else n for n in owners]
+                return f"{flag}: only with {' or '.join(named)}, not {argv[0]}"
+    return None
+
+
+def _vms(args) -> list[VMSize]:
+    """The VM sizes ``--vm`` names (all of ``--vm-table``'s without it).
+
+    Raises:
+        ValueError: an unknown size."""
+    table = load_vm_sizes(args.vm_table)
+    unknown = [v for v in args.vm or () if v not in table]
+    if unknown:
+        raise ValueError(f"--vm {unknown[0]}: unknown VM size; known: {', '.join(table)}")
+    return [table[v] for v in args.vm] if args.vm else list(table.values())
+
+
+def _held_out(args, res) -> tuple[list, dict[str, list[int]]]:
+    """The ``--held-out`` runs, loaded, and the seeds each shares with ``res``.
+
+    Raises:
+        ValueError: a held-out run shares seeds with ``res`` without ``--allow-shared-seeds``,
+            or ``--allow-shared-seeds`` without ``--held-out``.
+        ResultsError: a held-out run cannot be read.
+    """
+    from analysis.load import load_results
+
+    dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
+    held = [load_results(d) for d in dirs]
+    if args.allow_shared_seeds and not held:
+        raise ValueError("--allow-shared-seeds: only with --held-out")
+    shared = {d: sorted(_run_seeds(res) & _run_seeds(h)) for d, h in zip(dirs, held, strict=True)}
+    shared = {d: seeds for d, seeds in shared.items() if seeds}
+    if shared and not args.allow_shared_seeds:
+        d, seeds = next(iter(shared.items()))
+        raise ValueError(
+            f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
+            f"{args.results_dir}, the run the model is fitted on; a held-out check "
+            "needs seeds the fit did not use (re-run it with --first-seed "
+            "beyond the fit's, or pass --allow-shared-seeds to check anyway)"
+        )
+    return held, shared
+
+
+class _BadInput(Exception):
+    """A usage error found after parsing: one line on stderr, exit status 2."""
+
+
+@contextlib.contextmanager
+def _bad_input():
+    """Within it, an unreadable run or a bad value (``ResultsError``, ``ValueError``,
+    ``OSError``) is the user's input, not the program's fault: :class:`_BadInput`."""
+    from analysis.load import ResultsError
+
+    try:
+        yield
+    except (ResultsError, ValueError, OSError) as exc:
+        raise _BadInput(str(exc)) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (0 ok, 2 bad input).
+
+    Each subcommand checks its inputs (every run read, every value parsed) before it prints
+    anything."""
     from rich.console import Console
 
-    from analysis.load import ResultsError, load_results
-    from analysis.metrics import trial_metrics
-    from analysis.stats import summarize_configs
+    from analysis.load import load_results
 
-    prog = p.prog
+    argv = sys.argv[1:] if argv is None else list(argv)
+    p, subs = _parser()
     try:
-        deadline = parse_duration(args.deadline) if args.deadline else None
-        budget = parse_money(args.budget) if args.budget else None
-        table = load_vm_sizes(args.vm_table)
-        if args.vm:
-            unknown = [v for v in args.vm if v not in table]
-            if unknown:
-                raise ValueError(f"--vm {unknown[0]}: unknown VM size; known: {', '.join(table)}")
-            vms = [table[v] for v in args.vm]
-        else:
-            vms = list(table.values())
-        if args.max_env_runners < 1:
-            raise ValueError(f"--max-env-runners {args.max_env_runners}: must be >= 1")
-        if args.steps_to_target is not None and not args.steps_to_target > 0:
-            raise ValueError(f"--steps-to-target {args.steps_to_target:g}: must be > 0")
-        if args.env_steps_per_s_per_runner is not None and not args.env_steps_per_s_per_runner > 0:
-            raise ValueError(
-                f"--env-steps-per-s-per-runner {args.env_steps_per_s_per_runner:g}: must be > 0"
-            )
-        base = LAUNCHERS[args.launcher]
-        launcher = Launcher(
-            base.name,
-            parse_duration(args.startup) if args.startup else base.startup_s,
-            parse_duration(args.billing) if args.billing else base.billing_s,
-            base.source if not (args.startup or args.billing) else "given on the command line",
-        )
-        holdout = parse_holdout(args.holdout) if args.holdout is not None else None
-        costs = _parse_costs(args.env_cost_ms)
-        if costs and not (args.break_even or args.transfer):
-            raise ValueError("--env-cost-ms: only with --break-even or --transfer")
-        if args.transfer and len(costs) > 1:
-            raise ValueError(
-                f"--env-cost-ms {args.env_cost_ms!r}: --transfer predicts at one env cost"
-            )
-        held_dirs = [x.strip() for x in args.held_out.split(",") if x.strip()]
-        if held_dirs and not (args.break_even or args.learners):
-            raise ValueError("--held-out: only with --break-even or --learners")
-        learner_counts = _parse_learner_counts(args.learner_counts)
-        if args.learner_counts != "2,4,8" and not args.learners:
-            raise ValueError("--learner-counts: only with --learners")
-        held = [load_results(d) for d in held_dirs]
-        if args.allow_shared_seeds and not held:
-            raise ValueError("--allow-shared-seeds: only with --held-out")
-        transfer_opts = [
-            ("--cores", args.cores),
-            ("--source-cores", args.source_cores),
-            ("--check", args.check),
-        ]
-        if not args.transfer:
-            given = [name for name, v in transfer_opts if v is not None]
-            if given or args.core_speed != 1.0:
-                raise ValueError(f"{(given or ['--core-speed'])[0]}: only with --transfer")
-        elif args.cores is None or not args.cores > 0:
-            raise ValueError("--transfer needs --cores > 0: the target machine's usable cores")
-        elif not args.core_speed > 0:
-            raise ValueError(f"--core-speed {args.core_speed:g}: must be > 0")
-        elif args.source_cores is not None and not args.source_cores > 0:
-            raise ValueError(f"--source-cores {args.source_cores:g}: must be > 0")
-        if args.check and costs:
-            raise ValueError(
-                "--check predicts at the checked run's own env cost: leave out --env-cost-ms"
-            )
-        checked = load_results(args.check) if args.check else None
-        if holdout is not None and args.steps_to_target is not None:
-            raise ValueError(
-                "--holdout and --steps-to-target: choose one (the check fits the run's own TTTs)"
-            )
-        res = load_results(args.results_dir)
-        shared = {
-            d: sorted(_run_seeds(res) & _run_seeds(h)) for d, h in zip(held_dirs, held, strict=True)
-        }
-        shared = {d: seeds for d, seeds in shared.items() if seeds}
-        if shared and not args.allow_shared_seeds:
-            d, seeds = next(iter(shared.items()))
-            raise ValueError(
-                f"--held-out {d}: shares seeds {', '.join(map(str, seeds))} with "
-                f"{args.results_dir}, the run the model is fitted on; a held-out check "
-                "needs seeds the fit did not use (re-run it with --first-seed "
-                "beyond the fit's, or pass --allow-shared-seeds to check anyway)"
-            )
-        tm, target, warns = trial_metrics(res, args.target)
-    except (ResultsError, ValueError, OSError) as exc:
-        sys.stderr.write(f"{prog}: error: {exc}\n")
+        with _bad_input():
+            argv = subcommand_argv(argv)
+            misplaced = _misplaced(argv, subs)
+            if misplaced:
+                raise ValueError(misplaced)
+        args = p.parse_args(argv)
+        with _bad_input():
+            res = load_results(args.results_dir)
+        return _MODES[args.command](args, res, Console(width=max(Console().width, 120)))
+    except _BadInput as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_BAD_INPUT
-    console = Console(width=max(Console().width, 120))
-    if args.transfer:
-        try:
-            return _transfer_main(
-                res, args.target, args, checked, console, costs[0] if costs else None
-            )
-        except ValueError as exc:
-            sys.stderr.write(f"{prog}: error: {exc}\n")
-            return EXIT_BAD_INPUT
-    if args.learners:
-        return _learners_main(res, args.target, learner_counts, held, console, shared)
-    if args.break_even:
-        return _break_even_main(
-            res, args.target, costs, console, held, deadline, vms, shared_seeds=shared
-        )
-    if args.steps_to_target is not None:
-        try:
-            return _steps_main(args, res, tm, vms, deadline, console)
-        except ValueError as exc:
-            sys.stderr.write(f"{prog}: error: {exc}\n")
-            return EXIT_BAD_INPUT
-    summary = summarize_configs(tm)
-    if holdout is not None:
-        return _check_main(res, tm, summary, holdout, target, warns, console)
-    plan = make_plan(
-        tm,
-        summary,
-        deadline_s=deadline,
-        budget_usd=budget,
-        vms=vms,
-        low_priority=args.low_priority,
-        max_env_runners=args.max_env_runners,
-        cpu_model=str(res.environment.get("cpu_model", "")),
-        launcher=launcher,
-        progress=res.progress,
-    )
-    console.print(
-        f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
-        f"{target.value:g} ({target.source}); "
-        f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices"
-    )
-    for w in [*res.warnings, *warns]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
-    if plan.candidates.empty:
-        console.print("No recommendation: " + "; ".join(plan.notes))
-        return 0
-    answer = plan_answer(plan, sweep_file_of(res.environment), vms)
-    console.print(answer.sentence, highlight=False, soft_wrap=True)
-    for line in answer.commands:
-        console.print(str(line), highlight=False, soft_wrap=True)
-    _print_assumptions(answer, console)
-    _print_table(plan, console)
-    from analysis.batch_size import batch_advice
-
-    console.print("[bold]Details[/bold]")
-    for line in [*answer.details, *batch_advice(tm, res.progress)]:
-        console.print(f"- {line}", highlight=False, soft_wrap=True)
-    return 0
 
 
 def _parse_costs(text: str) -> list[float]:
@@ -561,22 +588,13 @@ def _run_seeds(res) -> set[int]:
     return {int(x) for x in res.trials["seed"].dropna()}
 
 
-def _break_even_main(
-    res,
-    target,
-    costs: list[float],
-    console,
-    held: list | None = None,
-    deadline_s: float | None = None,
-    vms: list | None = None,
-    shared_seeds: dict[str, list[int]] | None = None,
-) -> int:
-    """``--break-even``: the measured parts, the break-even env cost per configuration and
-    the predicted TTT at each of ``costs`` (ms per env step), then at each cost the plan
-    read from its parts (:func:`analysis.break_even.plan_at_cost`, within ``deadline_s``,
-    rented from ``vms``);
-    with ``held`` (loaded runs of the same study at other env costs), each of their
-    configurations' TTT predicted from this run's parts against what was measured."""
+def _break_even_main(args, res, console) -> int:
+    """``break-even``: the measured parts, the break-even env cost per configuration and
+    the predicted TTT at each of the ``--env-cost-ms`` costs, then at each cost the plan
+    read from its parts (:func:`analysis.break_even.plan_at_cost`, within the deadline,
+    rented from the VM sizes); with ``--held-out`` runs of the same study at other env costs,
+    each of their configurations' TTT predicted from this run's parts against what was
+    measured."""
     from rich.table import Table
 
     from analysis.break_even import (
@@ -587,7 +605,12 @@ def _break_even_main(
     )
     from analysis.study import analyse
 
-    fit = analyse(res, target)
+    with _bad_input():
+        costs = _parse_costs(args.env_cost_ms)
+        deadline = parse_duration(args.deadline) if args.deadline else None
+        vms = _vms(args)
+        held, shared = _held_out(args, res)
+        fit = analyse(res, args.target)
     rows = break_even_rows(fit, costs)
     console.print(
         f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
@@ -610,11 +633,11 @@ def _break_even_main(
     console.print(table)
     for c in costs:
         console.print(f"[bold]At {c:g} ms per env step[/bold]")
-        for line in plan_at_cost(fit, c, deadline_s, vms or ()):
+        for line in plan_at_cost(fit, c, deadline, vms):
             console.print(f"- {line}", highlight=False, soft_wrap=True)
     if held:
-        _print_held_out(fit, [analyse(h, target) for h in held], console)
-        for d, seeds in (shared_seeds or {}).items():
+        _print_held_out(fit, [analyse(h, args.target) for h in held], console)
+        for d, seeds in shared.items():
             console.print(
                 f"[yellow]Not on fresh seeds: {d} shares seeds "
                 f"{', '.join(map(str, seeds))} with the fit run, so its cells check "
@@ -624,19 +647,21 @@ def _break_even_main(
     return 0
 
 
-def _transfer_main(res, target, args, checked, console, cost_ms: float | None = None) -> int:
-    """``--transfer``: each configuration predicted on the machine ``--cores`` x
-    ``--core-speed`` from the run's parts (:func:`analysis.transfer.transfer`), at
-    ``cost_ms`` of env CPU per step (default the run's own), the CPU-bound break-even there
-    (:func:`analysis.transfer.break_even_on`), then, with ``checked`` (the same study
+def _transfer_main(args, res, console) -> int:
+    """``transfer``: each configuration predicted on the machine ``--cores`` x
+    ``--core-speed`` from the run's parts (:func:`analysis.transfer.transfer`), at the env
+    CPU per step given (default the run's own), the CPU-bound break-even there
+    (:func:`analysis.transfer.break_even_on`), then, with ``--check`` (the same study
     measured there), the prediction against the measurement.
 
     Raises:
-        ValueError: the run's cores are unknown and ``--source-cores`` was not given.
-    """
+        _BadInput: ``--cores``, ``--core-speed`` or ``--source-cores`` not > 0, more than one
+            env cost, or one beside ``--check`` (which predicts at the checked run's cost); an
+            unreadable checked run; the run's cores unknown without ``--source-cores``."""
     from rich.markup import escape  # "[n/a, n/a]" is not markup
     from rich.table import Table
 
+    from analysis.load import load_results
     from analysis.study import analyse
     from analysis.transfer import (
         CHECK_HEADERS,
@@ -653,13 +678,30 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
         transfer,
     )
 
-    data = analyse(res, target)
-    machine = Machine(args.cores, args.core_speed)
-    k0 = args.source_cores if args.source_cores is not None else source_cores(data)
-    measured = analyse(checked, target) if checked is not None else None
-    if measured is not None:
-        cost_ms = env_costs_ms(measured)[0]
-    predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
+    with _bad_input():
+        costs = _parse_costs(args.env_cost_ms)
+        if args.cores is None or not args.cores > 0:
+            raise ValueError("transfer needs --cores > 0: the target machine's usable cores")
+        for flag, value in (
+            ("--core-speed", args.core_speed),
+            ("--source-cores", args.source_cores),
+        ):
+            if value is not None and not value > 0:
+                raise ValueError(f"{flag} {value:g}: must be > 0")
+        if len(costs) > 1:
+            raise ValueError(
+                f"--env-cost-ms {args.env_cost_ms!r}: transfer predicts at one env cost"
+            )
+        if args.check and costs:
+            raise ValueError(
+                "--check predicts at the checked run's own env cost: leave out --env-cost-ms"
+            )
+        data = analyse(res, args.target)
+        machine = Machine(args.cores, args.core_speed)
+        k0 = args.source_cores if args.source_cores is not None else source_cores(data)
+        measured = analyse(load_results(args.check), args.target) if args.check else None
+        cost_ms = env_costs_ms(measured)[0] if measured is not None else (costs or [None])[0]
+        predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
     console.print(
         f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
         f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
@@ -724,7 +766,7 @@ def _transfer_main(res, target, args, checked, console, cost_ms: float | None = 
     console.print(break_even_on_words(be, machine), highlight=False, soft_wrap=True)
     if measured is not None:
         rows = check_rows(predicted, measured)
-        console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
+        console.print(f"[bold]Check[/bold] against {args.check}, measured on the target")
         table = Table(show_lines=False)
         for c in CHECK_HEADERS:
             table.add_column(c, justify="left" if c == "configuration" else "right")
@@ -752,20 +794,22 @@ def _parse_learner_counts(text: str) -> list[int]:
     return sorted(set(counts))
 
 
-def _learners_main(
-    res, target, counts: list[int], held: list, console, shared_seeds: dict[str, list[int]]
-) -> int:
-    """``--learners``: applied learner updates/s at ``counts`` learners predicted from the
-    run's one-learner GORILA trials (:func:`analysis.transfer.learner_predictions`), then
-    each learner count measured in the run or in ``held`` (loaded runs) against its prediction
-    (:func:`analysis.transfer.learner_scaling_check`). Exit 0; 2 when the run has no
-    one-learner GORILA trial with the parameter server's busy share recorded."""
+def _learners_main(args, res, console) -> int:
+    """``learners``: applied learner updates/s at ``--learner-counts`` learners predicted from
+    the run's one-learner GORILA trials (:func:`analysis.transfer.learner_predictions`), then
+    each learner count measured in the run or in the held-out runs against its prediction
+    (:func:`analysis.transfer.learner_scaling_check`); a run without GORILA goes to
+    :func:`_sync_learners_main`. Exit 0; 2 when there is nothing to predict from."""
     from rich.table import Table
 
     from analysis.study import analyse
     from analysis.transfer import learner_predictions, learner_scaling_check
 
-    fit = analyse(res, target)
+    target = args.target
+    with _bad_input():
+        counts = _parse_learner_counts(args.learner_counts)
+        held, shared_seeds = _held_out(args, res)
+        fit = analyse(res, target)
     pred = learner_predictions(fit, counts)
     if pred.empty:
         return _sync_learners_main(res, fit, counts, held, target, console, shared_seeds)
@@ -896,6 +940,16 @@ def _print_held_out(fit, held: list, console) -> None:
         table.add_row(*cells)
     console.print(table)
     console.print(held_out_verdict(rows, cost_kind(fit)), highlight=False, soft_wrap=True)
+
+
+#: Subcommand -> what it runs.
+_MODES = {
+    "fit": _fit_main,
+    "holdout": _check_main,
+    "break-even": _break_even_main,
+    "transfer": _transfer_main,
+    "learners": _learners_main,
+}
 
 
 if __name__ == "__main__":

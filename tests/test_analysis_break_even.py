@@ -54,7 +54,11 @@ def test_cli_prints_the_break_even_and_refuses_bad_costs(plan):
     assert "Break-even env cost" in ok.stdout and "TTT at" in ok.stdout
     assert "never" in ok.stdout  # IMPALA with 4 env runners
     bad = plan(str(CPU_RUN), "--env-cost-ms", "40")
-    assert bad.returncode == 2 and "only with --break-even" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "--env-cost-ms: only with break-even (--break-even) or transfer (--transfer)"
+        in bad.stderr
+    )
 
 
 def test_the_interval_resamples_seeds_and_the_limiting_part_is_the_largest_term():
@@ -153,7 +157,10 @@ def test_cli_compares_the_held_out_costs_and_reads_the_plan_at_a_cost(plan):
     # an hour at the catalogue's price
     assert out.count("(1 x Standard_D4s_v5, $") == 3
     bad = plan(str(FIT_4MS), "--held-out", str(HELD_30MS))
-    assert bad.returncode == 2 and "--held-out: only with --break-even" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "--held-out: only with break-even (--break-even) or learners (--learners)" in bad.stderr
+    )
     bad = plan(str(FIT_4MS), "--break-even", "--allow-shared-seeds")
     assert bad.returncode == 2 and "--allow-shared-seeds: only with --held-out" in bad.stderr
 
@@ -247,7 +254,8 @@ def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the
 def test_each_model_is_a_subcommand_and_the_flags_stay_its_aliases(plan):
     """``plan break-even RUN`` prints what ``plan RUN --break-even`` prints, ``plan holdout
     RUN 8,16`` what ``--holdout 8,16`` does, ``plan fit RUN`` what ``plan RUN`` does; a
-    subcommand without its run or counts is refused in one line (exit 2)."""
+    subcommand without its run or counts is refused in one line (exit 2), and each one's help
+    lists its own options only."""
     pairs = [
         (
             ("break-even", str(CPU_RUN), "--env-cost-ms", "40"),
@@ -262,9 +270,14 @@ def test_each_model_is_a_subcommand_and_the_flags_stay_its_aliases(plan):
         assert a.returncode == b.returncode == 0, (sub, a.stderr, b.stderr)
         assert a.stdout == b.stdout and a.stdout.strip(), sub
     for argv, said in (
-        (("holdout", str(CPU_RUN)), "holdout: expected the env runner counts"),
-        (("break-even", "--env-cost-ms", "40"), "break-even: expected RESULTS_DIR"),
+        (("holdout", str(CPU_RUN)), "holdout: error: the following arguments are required: N"),
+        (("break-even", "--env-cost-ms", "40"), "required: RESULTS_DIR"),
+        ((str(CPU_RUN), "--holdout"), "--holdout: expected the env runner counts"),
     ):
         bad = plan(*argv)
-        assert bad.returncode == 2 and said in bad.stderr
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1
+    transfer, fit = plan("transfer", "--help"), plan("fit", "--help")
+    assert transfer.returncode == fit.returncode == 0
+    assert "--cores" in transfer.stdout and "--deadline" not in transfer.stdout
+    assert "--deadline" in fit.stdout and "--cores" not in fit.stdout

@@ -209,7 +209,8 @@ def test_cli_holdout_on_synthetic_run(tmp_path: Path, plan) -> None:
     assert "Plan check" in out.stdout and "N=16 TTT by pipeline (fit on N=1,2,4)" in out.stdout
     for args, msg in (
         (["--holdout", "0"], "--holdout '0'"),
-        (["--holdout", "8", "--steps-to-target", "1000"], "choose one"),
+        (["--holdout", "8", "--steps-to-target", "1000"], "--steps-to-target: only with fit"),
+        (["--holdout", "8", "--break-even"], "--holdout and --break-even: choose one"),
     ):
         bad = plan(str(run), *args)
         assert bad.returncode == 2

@@ -256,12 +256,12 @@ def test_cli_transfers_checks_and_refuses_bad_machines(plan):
     assert at20.returncode == 0 and "env CPU per step 20 ms" in out, at20.stderr
     assert "On 16 core(s) with CPU-bound envs" in out and "never beats one process" in out
     for argv, words in (
-        (["--cores", "2"], "--cores: only with --transfer"),
-        (["--transfer"], "--transfer needs --cores > 0"),
+        (["--cores", "2"], "--cores: only with transfer (--transfer), not fit"),
+        (["--transfer"], "transfer needs --cores > 0"),
         (["--transfer", "--cores", "2", "--core-speed", "0"], "--core-speed 0: must be > 0"),
         (
             ["--transfer", "--cores", "2", "--env-cost-ms", "10,20"],
-            "--transfer predicts at one env cost",
+            "transfer predicts at one env cost",
         ),
         (
             ["--transfer", "--cores", "2", "--env-cost-ms", "10", "--check", str(TWO_CORES)],
@@ -368,7 +368,10 @@ def test_plan_learners_refuses_what_it_cannot_predict_from_in_one_line(plan):
     for argv, words in (
         (["learners", str(ONE_CORE)], "neither a one-learner GORILA trial"),
         (["learners", str(GORILA_FIT), "--learner-counts", "0,2"], "--learner-counts '0,2'"),
-        ([str(GORILA_FIT), "--learner-counts", "4"], "--learner-counts: only with --learners"),
+        (
+            [str(GORILA_FIT), "--learner-counts", "4"],
+            "--learner-counts: only with learners (--learners)",
+        ),
         (
             ["learners", str(GORILA_FIT), "--held-out", str(GORILA_FIT)],
             "shares seeds 200, 201, 202",
