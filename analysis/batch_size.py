@@ -412,15 +412,14 @@ def check_table(check: BatchSizeCheck) -> tuple[list[str], list[list[str]]]:
     learner updates and env steps to the target (counts) and TTT (seconds), each measured,
     predicted with its 95 % interval and the error. The Markdown summary and the report lay
     them out."""
-    from analysis.fmt import fmt_reached
+    from analysis.fmt import fmt_ci, fmt_reached
 
     rows = []
     for _, r in check.rows.iterrows():
         cells = [r["algorithm"], f"{r['train_batch_size']:g}", r["role"]]
         cells += [fmt_reached(r, "n_trials"), f"{r['b_simple']:.3g}"]
         for q, f in (("updates", "{:,.0f}"), ("steps", "{:,.0f}"), ("ttt", "{:.1f}")):
-            low, high = f.format(r[f"{q}_low"]), f.format(r[f"{q}_high"])
-            predicted = f"{f.format(r[f'{q}_pred'])} [{low}, {high}]"
+            predicted = fmt_ci(r[f"{q}_pred"], r[f"{q}_low"], r[f"{q}_high"], f.format)
             cells += [f.format(r[q]), predicted, _error(r[f"{q}_error"])]
         rows.append(cells)
     return CHECK_HEADERS, rows

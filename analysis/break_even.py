@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.catalogue import VMSize, nodes_for, run_cost_usd
-from analysis.fmt import config_name, fmt_reached, fmt_s, fmt_usd
+from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_reached, fmt_s, fmt_usd
 from analysis.parts import trial_components
 from analysis.stats import best_configs, draw_seeds, finite_median, percentile_interval
 from analysis.study import Study
@@ -239,7 +239,7 @@ def fmt_break_even_ms(point_ms: float, low_ms: float = math.nan, high_ms: float 
         return one(point_ms)
     if point_ms == math.inf and low_ms == math.inf:
         return "never"
-    return f"{one(point_ms)} [{one(low_ms)}, {one(high_ms)}]"
+    return one(point_ms) + fmt_interval(low_ms, high_ms, one, unbounded="never")
 
 
 def shared_seeds(fit: Study, held: Study) -> list[int]:
@@ -642,8 +642,8 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
         parts.append(
             f"The first measured absolute speedup above 1 whose interval excludes 1: "
             f"{y['algorithm']} with {int(y['num_env_runners'])} env runners at "
-            f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x "
-            f"[{y['abs_speedup_low']:.2f}, {y['abs_speedup_high']:.2f}]."
+            f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x"
+            f"{fmt_interval(y['abs_speedup_low'], y['abs_speedup_high'], '{:.2f}'.format)}."
         )
     else:
         parts.append("No measured absolute speedup has an interval above 1.")
@@ -679,7 +679,7 @@ def plan_at_cost(
         )
         n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
         line = (
-            f"{name}: predicted TTT {fmt_s(t)} [95% {fmt_s(lo)}, {fmt_s(hi)}]"
+            f"{name}: predicted TTT {fmt_ci(t, lo, hi, fmt_s)}"
             + (f" on {n_cpu:g} CPU(s)" if math.isfinite(n_cpu) else "")
             + _rent_words(n_cpu, t, vms)
             + f"; limited by {PART_NAMES[part]} ({share:.0%} of it)"
@@ -719,7 +719,7 @@ def plan_at_cost(
     layout = "" if pick[3] else f" ({p.layout_words})"
     lines.append(
         f"Answer at {cost_ms:g} ms per env step ({how}): {pick[2]}{layout}, predicted "
-        f"{fmt_s(pick[0])} [95% {fmt_s(lo)}, {fmt_s(hi)}], limited by "
+        f"{fmt_ci(pick[0], lo, hi, fmt_s)}, limited by "
         f"{PART_NAMES[part]} ({share:.0%} of it); {verdict}."
     )
     return lines

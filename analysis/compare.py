@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import config_name
+from analysis.fmt import config_name, fmt_interval
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import trial_metrics
 from analysis.publish import md_table
@@ -378,7 +378,7 @@ def _p(v: float) -> str:
 
 def _interval(r: pd.Series) -> str:
     s = f"{_x(r['speedup'])}x"
-    return s + (f" [{_x(r['low'])}, {_x(r['high'])}]" if math.isfinite(r["low"]) else "")
+    return s + (fmt_interval(r["low"], r["high"], _x) if math.isfinite(r["low"]) else "")
 
 
 def _ttt(v: float) -> str:

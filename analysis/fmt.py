@@ -103,14 +103,18 @@ def fmt_count(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def fmt_interval(lo: float, hi: float, fmt: Callable[[float], str]) -> str:
-    """`` [lo, hi]`` (with its leading space) of a 95 % interval, ``""`` when both ends are NaN;
-    a lower end of 0 reads ``0``, another non-finite one ``n/a``, an infinite upper end
-    ``unbounded``."""
+def fmt_interval(
+    lo: float, hi: float, fmt: Callable[[float], str], unbounded: str = "unbounded"
+) -> str:
+    """`` [lo, hi]`` (with its leading space) of a 95 % interval, the one spelling of an
+    interval in every table, page and terminal line; ``""`` when both ends are NaN; a
+    non-finite lower end reads ``n/a``, an infinite upper end ``unbounded`` (a break-even
+    cost's: ``never``)."""
+    lo, hi = as_float(lo), as_float(hi)
     if math.isnan(lo) and math.isnan(hi):
         return ""
-    lo_s = fmt(lo) if math.isfinite(lo) else ("0" if lo == 0 else "n/a")
-    hi_s = fmt(hi) if math.isfinite(hi) else "unbounded"
+    lo_s = fmt(lo) if math.isfinite(lo) else "n/a"
+    hi_s = fmt(hi) if math.isfinite(hi) else unbounded
     return f" [{lo_s}, {hi_s}]"
 
 

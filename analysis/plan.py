@@ -37,7 +37,7 @@ from analysis.catalogue import (
     parse_money,
     run_cost_usd,
 )
-from analysis.fmt import config_name, fmt_s, fmt_usd
+from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.plan_model import (
     DEFAULT_CANDIDATE_N,
@@ -53,7 +53,6 @@ from analysis.plan_model import (
 )
 from analysis.plan_text import (
     PlanAnswer,
-    _bounds,
     describe_row,
     launch_lines,
     plan_answer,
@@ -130,9 +129,9 @@ def _print_table(plan: Plan, console: Any) -> None:
             r["vm"],
             str(r["nodes"]),
             fmt_s(r["ttt_s"]),
-            _bounds(r["ttt_low_s"], r["ttt_high_s"], fmt_s),
+            fmt_interval(r["ttt_low_s"], r["ttt_high_s"], fmt_s).strip() or "n/a",
             fmt_usd(r["cost_usd"]),
-            _bounds(r["cost_low_usd"], r["cost_high_usd"], fmt_usd),
+            fmt_interval(r["cost_low_usd"], r["cost_high_usd"], fmt_usd).strip() or "n/a",
             r["source"] + (" (extrapolated)" if r["extrapolated"] else ""),
         )
     console.print(t)
@@ -731,7 +730,7 @@ def _transfer_main(args, res, console) -> int:
         "env steps/s",
         "start-up",
         "env steps to target",
-        "predicted TTT [95%]",
+        "predicted TTT [95% CI]",
     ):
         table.add_column(c, justify="left" if c == "configuration" else "right")
     for p in predicted:
@@ -747,7 +746,7 @@ def _transfer_main(args, res, console) -> int:
             f"{p.rate:.0f}",
             fmt_s(p.startup_s),
             f"{p.steps:,.0f}",
-            escape(f"{fmt_s(p.ttt_s)} [{fmt_s(p.ttt_low_s)}, {fmt_s(p.ttt_high_s)}]"),
+            escape(fmt_ci(p.ttt_s, p.ttt_low_s, p.ttt_high_s, fmt_s)),
         )
     console.print(table)
     be = break_even_on(data, machine, cores=k0)

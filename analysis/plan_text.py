@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.catalogue import VMSize, load_vm_sizes
-from analysis.fmt import fmt_s, fmt_usd
+from analysis.fmt import fmt_ci, fmt_s, fmt_usd
 from analysis.plan_model import Plan
 
 __all__ = [
@@ -27,25 +27,13 @@ __all__ = [
 ]
 
 
-def _bounds(lo: float, hi: float, fmt) -> str:
-    if not (math.isfinite(lo) or math.isfinite(hi)):
-        return "unknown"
-    return f"{fmt(lo)}-{fmt(hi)}"
-
-
-def _interval(lo: float, hi: float, fmt) -> str:
-    b = _bounds(lo, hi, fmt)
-    return "interval unknown" if b == "unknown" else f"95% {b}"
-
-
 def describe_row(r: dict[str, Any]) -> str:
     """One line for a candidate: algorithm, N, VM, TTT and cost with intervals."""
     tag = " [extrapolated]" if r["extrapolated"] else ""
     return (
         f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
-        f"{r['vm']}: TTT {fmt_s(r['ttt_s'])} "
-        f"({_interval(r['ttt_low_s'], r['ttt_high_s'], fmt_s)}), cost "
-        f"{fmt_usd(r['cost_usd'])} ({_interval(r['cost_low_usd'], r['cost_high_usd'], fmt_usd)})"
+        f"{r['vm']}: TTT {fmt_ci(r['ttt_s'], r['ttt_low_s'], r['ttt_high_s'], fmt_s)}, cost "
+        f"{fmt_ci(r['cost_usd'], r['cost_low_usd'], r['cost_high_usd'], fmt_usd)}"
         f", {r['source']}{tag}"
     )
 
@@ -174,8 +162,7 @@ def _planned(plan: Plan, r: dict[str, Any]) -> str:
     """``planned TTT T = t measured here (CI) + s assumed start-up``: the row's two parts."""
     up = plan.launcher.startup_s
     own = r["ttt_s"] - up
-    ci = _bounds(r["ttt_low_s"] - up, r["ttt_high_s"] - up, fmt_s)
-    parts = [] if ci == "unknown" else [f"95% {ci}"]
+    parts = []
     if r["source"] == "measured":
         where = "measured here"
     else:
@@ -196,7 +183,8 @@ def _planned(plan: Plan, r: dict[str, Any]) -> str:
         if up > 0
         else f"no start-up ({plan.launcher.name}: {plan.launcher.source})"
     )
-    return f"planned TTT {fmt_s(r['ttt_s'])} = {fmt_s(own)} {where} + {start}"
+    own_ci = fmt_ci(own, r["ttt_low_s"] - up, r["ttt_high_s"] - up, fmt_s)
+    return f"planned TTT {fmt_s(r['ttt_s'])} = {own_ci} {where} + {start}"
 
 
 def planned_short(plan: Plan, r: dict[str, Any]) -> str:

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.break_even import Parts, measured_parts
-from analysis.fmt import config_name, fmt_s
+from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_s
 from analysis.stats import best_configs, draw_seeds, finite_median
 from analysis.study import Study
 
@@ -921,7 +921,7 @@ CHECK_HEADERS = [
     "binding ceiling",
     "env steps/s: predicted / measured",
     "start-up: predicted / measured",
-    "predicted TTT [95%]",
+    "predicted TTT [95% CI]",
     "measured TTT [95% CI]",
     "error",
     "absolute speedup: predicted / measured [95% CI]",
@@ -941,8 +941,8 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
         speed = (
             "-"
             if r["reference"]
-            else f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x "
-            f"[{_x(r['abs_speedup_low'])}, {_x(r['abs_speedup_high'])}]"
+            else f"{_x(r['predicted_abs_speedup'])}x / {_x(r['abs_speedup'])}x"
+            + fmt_interval(r["abs_speedup_low"], r["abs_speedup_high"], _x)
         )
         out.append(
             [
@@ -953,9 +953,8 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
                 r["ceiling"],
                 f"{r['predicted_rate']:.0f} / {r['rate']:.0f}",
                 f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
-                f"{fmt_s(r['predicted_ttt_s'])} [{fmt_s(r['predicted_low_s'])}, "
-                f"{fmt_s(r['predicted_high_s'])}]",
-                f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]",
+                fmt_ci(r["predicted_ttt_s"], r["predicted_low_s"], r["predicted_high_s"], fmt_s),
+                fmt_ci(r["ttt_s"], r["ttt_low_s"], r["ttt_high_s"], fmt_s),
                 f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a",
                 speed,
             ]

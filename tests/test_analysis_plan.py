@@ -347,10 +347,11 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
     assert answer.sentence.startswith(
         f"Fastest run to the target: {r['algorithm']} with {r['num_env_runners']} env runner(s) "
         f"on {r['nodes']} x Standard_D4s_v5, planned TTT {fmt_s(r['ttt_s'])} = "
-        f"{fmt_s(r['ttt_s'] - 300.0)} predicted by the Amdahl fit (95% "
+        f"{fmt_s(r['ttt_s'] - 300.0)} ["
     ), answer.sentence
     assert (
-        f"; extrapolated from {fmt_s(best['ttt_s'] - 300.0)} measured here at N="
+        "] predicted by the Amdahl fit (extrapolated from "
+        f"{fmt_s(best['ttt_s'] - 300.0)} measured here at N="
         f"{best['num_env_runners']}) + 5.0 min start-up assumed for azure-ml; $" in answer.sentence
     ), answer.sentence
     assert answer.sentence.count(". ") == 0 and answer.sentence.endswith(" a run.")
@@ -381,8 +382,8 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
     )  # only measured N; no start-up
     m = measured.fastest
     assert plan_answer(measured, vms=[d4]).sentence.endswith(
-        f"planned TTT {fmt_s(m['ttt_s'])} = {fmt_s(m['ttt_s'])} measured here (95% "
-        f"{fmt_s(m['ttt_low_s'])}-{fmt_s(m['ttt_high_s'])}) + no start-up (none: TTT only, as "
+        f"planned TTT {fmt_s(m['ttt_s'])} = {fmt_s(m['ttt_s'])} "
+        f"[{fmt_s(m['ttt_low_s'])}, {fmt_s(m['ttt_high_s'])}] measured here + no start-up (none: TTT only, as "
         f"if machines appeared instantly); {fmt_usd(m['cost_usd'])} a run."
     )
     never = make_plan(tm, summary, vms=[d4], n_resamples=20, deadline_s=1.0)

@@ -47,6 +47,11 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "analysis/fmt.py",
         (r"fmt_efficiency\(", r"""success_rate["']\]:\.0%""", r"n/a \(none reached\)"),
     ),
+    # a value with its 95 % interval, " [lo, hi]": analysis.fmt.fmt_interval / fmt_ci
+    "interval": (
+        "analysis/fmt.py",
+        (r"""\} \[\{[^\]]*\}, \{[^\]]*\}\]""", r"""[\[(]95% \{"""),
+    ),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
 }
@@ -87,12 +92,18 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = "def draw_seeds" in text
         if quantity == "configuration cells":
             hit = hit and "def config_cells" in text
+        if quantity == "interval":  # the owner writes the brackets apart from the value
+            hit = "def fmt_interval" in text
         assert hit, quantity
     assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
     assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
     assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
+    interval = OWNERS["interval"][1]
+    assert re.search(interval[0], """f"{fmt_s(t)} [{fmt_s(lo)}, {fmt_s(hi)}]\"""")
+    assert re.search(interval[1], """f"TTT {t} [95% {fmt_s(lo)}, {fmt_s(hi)}]\"""")
+    assert not re.search(interval[0], """f"integer [{lo}, {hi}]\"""")  # a search space
     assert re.search(OWNERS["seed draw"][1][0], "k = rng.integers(0, len(ok), size=len(ok))")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{n} env runner(s)\"""")
 
