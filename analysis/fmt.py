@@ -273,23 +273,15 @@ def config_cells(data: Any) -> pd.DataFrame:
 
     Returns:
         A frame indexed by ``config_id`` (one row per configuration of ``data.summary``) with
-        the columns ``algorithm`` (:func:`config_name`, marked baseline or reference),
-        ``env runners``, ``configuration`` (its label), ``CPUs``, ``CPUs per env runner``,
-        ``batch``, ``other params`` (the parameters that differ between configurations,
-        :func:`varying_params`), ``seeds`` (trials, failed ones said), ``reached``
-        (:func:`fmt_reached`), ``success`` (with its rate), ``estimator``, ``TTT``
-        (:func:`fmt_ttt`), ``IQM TTT``, ``olympic mean``, ``TTT resolution``, ``speedup``,
-        ``absolute speedup``, ``efficiency per env runner``, ``efficiency per CPU``
-        (:func:`fmt_speedup`, :func:`fmt_efficiency`: with why a CI or a value is n/a),
-        ``env steps/s``, ``steps-to-target`` (:func:`fmt_count`), ``evaluation share``,
-        ``peak RSS (MiB)``, ``oversubscribed`` (``yes``/``no``) and ``note``.
+        :func:`summary_cells`' columns and the comparisons: ``speedup``, ``absolute speedup``,
+        ``efficiency per env runner``, ``efficiency per CPU`` (:func:`fmt_speedup`,
+        :func:`fmt_efficiency`: with why a CI or a value is n/a), in :data:`CELL_COLUMNS`' order.
     """
     s = data.summary
+    cells = summary_cells(s)
     base, base_n = data.baseline, data.baseline_seeds
     has_ref = bool(len(s)) and bool(s["is_reference"].any())
     ref_n = data.reference_seeds
-    varying = varying_params(s)
-    rows = []
     for _, c in s.iterrows():
         n = int(c["finished_seeds"])
         r = data.configs.loc[c["config_id"]]
@@ -303,6 +295,42 @@ def config_cells(data: Any) -> pd.DataFrame:
             speedup = fmt_speedup(r, n, base_n)
             same = c["algorithm"] == base["algorithm"]
             effs = [fmt_efficiency(r, n, base_n, w, same) for w in ("runner", "cpu")]
+        absolute = (
+            "-"
+            if ref
+            else fmt_speedup(r, n, ref_n, key="abs_speedup")
+            if has_ref
+            else "n/a (no reference)"
+        )
+        cells.loc[c["config_id"], _COMPARISONS] = [speedup, absolute, *effs]
+    return cells[CELL_COLUMNS]
+
+
+#: The cells of :func:`config_cells` that compare a configuration with the baseline or the
+#: reference (what :func:`summary_cells` leaves out).
+_COMPARISONS = ["speedup", "absolute speedup", "efficiency per env runner", "efficiency per CPU"]
+
+
+def summary_cells(s: pd.DataFrame) -> pd.DataFrame:
+    """The configurations of a summary frame ``s`` (:func:`analysis.stats.summarize_configs`:
+    a study's, or its search stage's) as the text cells that need nothing else.
+
+    Returns:
+        A frame indexed by ``config_id`` with the columns ``algorithm`` (:func:`config_name`,
+        marked baseline or reference), ``env runners``, ``configuration`` (its label),
+        ``CPUs``, ``CPUs per env runner``, ``batch``, ``other params`` (the parameters that
+        differ between configurations, :func:`varying_params`), ``seeds`` (trials, failed
+        ones said), ``reached`` (:func:`fmt_reached`), ``success`` (with its rate),
+        ``estimator``, ``TTT`` (:func:`fmt_ttt`), ``IQM TTT``, ``olympic mean``, ``TTT
+        resolution``, ``env steps/s``, ``steps-to-target`` (:func:`fmt_count`), ``evaluation
+        share``, ``peak RSS (MiB)``, ``oversubscribed`` (``yes``/``no``) and ``note``; the
+        comparisons of :func:`config_cells` empty.
+    """
+    varying = varying_params(s)
+    rows = []
+    for _, c in s.iterrows():
+        n = int(c["finished_seeds"])
+        ref = bool(c["is_reference"])
         olympic, resolution = as_float(c["ttt_olympic_s"]), as_float(c["ttt_resolution_s"])
         errors = f" ({fmt_errors(c)})" if c["n_error"] else ""
         rows.append(
@@ -331,14 +359,6 @@ def config_cells(data: Any) -> pd.DataFrame:
                 ),
                 "olympic mean": fmt_s(olympic) if np.isfinite(olympic) else "n/a",
                 "TTT resolution": fmt_s(resolution) if np.isfinite(resolution) else "n/a",
-                "speedup": speedup,
-                "absolute speedup": "-"
-                if ref
-                else fmt_speedup(r, n, ref_n, key="abs_speedup")
-                if has_ref
-                else "n/a (no reference)",
-                "efficiency per env runner": effs[0],
-                "efficiency per CPU": effs[1],
                 "env steps/s": fmt_count(as_float(c["env_steps_per_s"])),
                 "steps-to-target": fmt_count(as_float(c["steps_to_target"]))
                 if c["n_reached"]
@@ -353,7 +373,7 @@ def config_cells(data: Any) -> pd.DataFrame:
         )
     return pd.DataFrame(
         rows, index=pd.Index(s["config_id"], name="config_id"), columns=CELL_COLUMNS
-    )
+    ).fillna("")
 
 
 def lay_out(

@@ -67,7 +67,6 @@ from analysis.figures import (
 )
 from analysis.fmt import (
     config_cells,
-    config_name,
     fmt_num,
     fmt_reached,
     fmt_s,
@@ -75,6 +74,7 @@ from analysis.fmt import (
     fmt_ttt,
     fmt_usd,
     lay_out,
+    summary_cells,
 )
 from analysis.load import Results, ResultsError, load_results
 from analysis.metrics import describe_metric
@@ -177,7 +177,7 @@ def _summary(data: Study) -> str:
             ]
             for _, r in stalled.iterrows()
         ],
-        "search": _search_stage(data.search_summary) if data.search_summary is not None else [],
+        "search": _search_stage(data.search_summary) if data.search_summary is not None else None,
         "warnings": data.warnings,
     }
     if not s.empty:
@@ -373,25 +373,22 @@ _SCALING = [
 ]
 
 
-def _config_name(c: pd.Series) -> str:
-    """A summary row's algorithm, marked ``(baseline)`` or ``(reference)``."""
-    return config_name(c["algorithm"], baseline=c["is_baseline"], reference=c["is_reference"])
+def _search_stage(search: pd.DataFrame) -> dict[str, list]:
+    """The search stage's configurations, fastest first, as the summary's exploratory table
+    (``{"headers", "rows"}``): they chose what the confirmation ran and are judged on nothing
+    here."""
+    order = search.assign(_t=search["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
+    headers, rows = lay_out(summary_cells(search), _SEARCH, order["config_id"])
+    return {"headers": headers, "rows": rows}
 
 
-def _search_stage(search: pd.DataFrame) -> list[list[str]]:
-    """The search stage's configurations, fastest first, as rows of the summary's
-    exploratory table: they chose what the confirmation ran and are judged on nothing here."""
-    s = search.assign(_t=search["ttt_s"].astype(float).fillna(np.inf)).sort_values("_t")
-    return [
-        [
-            _config_name(c),
-            str(c["num_env_runners"]),
-            c["config_label"],
-            fmt_reached(c),
-            fmt_ttt(c),
-        ]
-        for _, c in s.iterrows()
-    ]
+_SEARCH = [
+    ("algorithm", "algorithm"),
+    ("env runners", "env runners"),
+    ("configuration", "configuration"),
+    ("reached", "reached"),
+    ("TTT [95% CI]", "TTT"),
+]
 
 
 # ---------------------------------------------------------------------------------------------
