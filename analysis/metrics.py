@@ -30,7 +30,7 @@ import pandas as pd
 
 from analysis.load import Results
 from sweeps.engine import rundir
-from sweeps.engine.rundir.schema import VOCAB_COLUMNS, first_crossing, ttt_resolution
+from sweeps.engine.rundir.schema import VOCAB_COLUMNS, as_float, first_crossing, ttt_resolution
 
 __all__ = [
     "ResolvedTarget",
@@ -204,11 +204,9 @@ def _describe(row: pd.Series, param_cols: list[str]) -> str:
 
 
 def _float(value: Any, default: float) -> float:
-    """``value`` as a float, ``default`` when it is missing or NaN."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return default
+    """``value`` as a float (:func:`~sweeps.engine.rundir.schema.as_float`), ``default`` when
+    it is missing or NaN."""
+    v = as_float(value)
     return default if math.isnan(v) else v
 
 

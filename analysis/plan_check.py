@@ -160,9 +160,11 @@ def parse_holdout(text: str) -> list[int]:
     try:
         ns = sorted({int(x) for x in str(text).split(",") if x.strip()})
     except ValueError:
-        raise ValueError(f"--holdout {text!r}: expected env runner counts like 8,16") from None
+        raise ValueError(
+            f"held-out counts {text!r}: expected env runner counts like 8,16"
+        ) from None
     if not ns or ns[0] < 1:
-        raise ValueError(f"--holdout {text!r}: expected env runner counts >= 1, like 8,16")
+        raise ValueError(f"held-out counts {text!r}: expected env runner counts >= 1, like 8,16")
     return ns
 
 

@@ -477,8 +477,8 @@ def _plan_check_lines(data: Study) -> list[str]:
     held = ",".join(str(n) for n in sorted(check.rows["num_env_runners"].unique()))
     out.append(
         "The scaling models fitted without the held-out env runner counts, their "
-        "predictions there, and what was measured (`python -m analysis.plan "
-        f"{data.res.name}/{data.res.path.name} --holdout {held or 'N,...'}`). The "
+        "predictions there, and what was measured (`python -m analysis.plan holdout "
+        f"{data.res.name}/{data.res.path.name} {held or 'N,...'}`). The "
         "pipeline model predicts TTT = start-up(N) + env steps to target(N) / sampling "
         "rate(N) (analysis/plan_check.py); the capacity plan uses, per algorithm, the "
         "TTT model that leave-one-N-out cross-validation on the fitted N prefers (the "

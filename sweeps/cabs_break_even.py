@@ -15,7 +15,7 @@ The first run's measured parts (start-up, env steps to the target, overhead per 
 predict each configuration's time-to-target at any env cost and the cost above which it beats
 the reference (:mod:`analysis.break_even`); the other two are the held-out cells that check it::
 
-    python -m analysis.plan FIT_RUN --break-even --held-out RUN_30MS,RUN_60MS
+    python -m analysis.plan break-even FIT_RUN --held-out RUN_30MS,RUN_60MS
 
 Sizing: on the latency study's run, the break-even was predicted at ~47 ms per env step for 8
 and 16 env runners, so 30 ms lies below it and 60 ms above; at 60 ms the reference needs

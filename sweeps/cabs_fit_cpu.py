@@ -10,7 +10,7 @@ throughput, USL on 1/TTT) predict the contention at N = 6 and 8, within the inte
 gives? Leave-one-N-out cross-validation on the fit range picks the model the plan uses::
 
     python -m sweeps.run sweeps/cabs_fit_cpu.py
-    python -m analysis.plan RUN --holdout 6,8
+    python -m analysis.plan holdout RUN 6,8
 
 Settings are the waiting-env study's (``sweeps/cabs_fit_latency.py``: 8 envs per env runner,
 512-step train batches, lr 0.001), with 1/8 CPU per env runner so that 8 env runners and the

@@ -9,7 +9,7 @@ interval it gives? With five fitted N every model has residuals, and leave-one-N
 cross-validation on the fit range (not the held-out N) picks the one the plan uses::
 
     python -m sweeps.run sweeps/cabs_fit_latency.py
-    python -m analysis.plan RUN --holdout 6,8
+    python -m analysis.plan holdout RUN 6,8
 
 Settings are the latency study's (docs/latency_scaling.md: 8 envs and 1/16 CPU per env runner,
 512-step train batches, lr 0.001 for both algorithms, 64-transition minibatches for DQN); the

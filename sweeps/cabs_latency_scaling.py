@@ -5,7 +5,7 @@ Stable-Baselines3 DQN reference (same latency).
 Question: when experience collection dominates (a slow simulator, modelled by
 ``step_latency_ms``: :mod:`envs.latency`), how far do env runners pay on one 2-core machine, and
 can the capacity plan predict N = 8 and 16 from N <= 4 (the plan check,
-``python -m analysis.plan RUN --holdout 8,16``; the report's section 5)?
+``python -m analysis.plan holdout RUN 8,16``; the report's section 5)?
 
 Sizing (docs/latency_scaling.md has the probes): every env runner runs 8 envs, each step
 waiting 4 ms in turn, so one runner samples at most 250 env steps/s; APEX and IMPALA need

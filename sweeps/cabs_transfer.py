@@ -12,7 +12,7 @@ cores, on fresh seeds (``sweeps/experiments/cabs_transfer_2cores.py``)::
 
     taskset -c 0 python -m sweeps.run sweeps/cabs_transfer.py
     python -m sweeps.run sweeps/experiments/cabs_transfer_2cores.py
-    python -m analysis.plan ONE_CORE_RUN --transfer --cores 2 --check TWO_CORE_RUN
+    python -m analysis.plan transfer ONE_CORE_RUN --cores 2 --check TWO_CORE_RUN
 
 Sizing: on one core IMPALA samples ~120-180 env steps/s and needs ~9 k env steps, hence the
 150 s budget; (3 + reference) x 3 seeds: 11.5 minutes pinned to one core and 5.5 minutes on

@@ -94,7 +94,7 @@ def test_parse_holdout() -> None:
     assert parse_holdout("16,8") == [8, 16]
     assert parse_holdout(" 4 ") == [4]
     for bad in ("", "0", "x", "8,-1"):
-        with pytest.raises(ValueError, match="--holdout"):
+        with pytest.raises(ValueError, match="held-out counts"):
             parse_holdout(bad)
 
 
@@ -208,7 +208,7 @@ def test_cli_holdout_on_synthetic_run(tmp_path: Path, plan) -> None:
     assert out.returncode == 0, out.stderr
     assert "Plan check" in out.stdout and "N=16 TTT by pipeline (fit on N=1,2,4)" in out.stdout
     for args, msg in (
-        (["--holdout", "0"], "--holdout '0'"),
+        (["--holdout", "0"], "held-out counts '0'"),
         (["--holdout", "8", "--steps-to-target", "1000"], "--steps-to-target: only with fit"),
         (["--holdout", "8", "--break-even"], "--holdout and --break-even: choose one"),
     ):
