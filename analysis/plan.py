@@ -159,8 +159,9 @@ def _fit_main(args, res, console) -> int:
     from analysis.stats import summarize_configs
 
     with _bad_input():
-        tm, target, warns = trial_metrics(res, args.target)
         deadline = parse_duration(args.deadline) if args.deadline else None
+        budget = parse_money(args.budget) if args.budget else None
+        launcher = _launcher(args)
         vms = _vms(args)
         if args.max_env_runners < 1:
             raise ValueError(f"--max-env-runners {args.max_env_runners}: must be >= 1")
@@ -168,20 +169,22 @@ def _fit_main(args, res, console) -> int:
             value = getattr(args, flag)
             if value is not None and not value > 0:
                 raise ValueError(f"--{flag.replace('_', '-')} {value:g}: must be > 0")
-        if args.steps_to_target is not None:
-            return _steps_main(args, tm, res, vms, deadline, console)
-        plan = make_plan(
-            tm,
-            summarize_configs(tm),
-            deadline_s=deadline,
-            budget_usd=parse_money(args.budget) if args.budget else None,
-            vms=vms,
-            low_priority=args.low_priority,
-            max_env_runners=args.max_env_runners,
-            cpu_model=str(res.environment.get("cpu_model", "")),
-            launcher=_launcher(args),
-            progress=res.progress,
-        )
+    tm, target, warns = trial_metrics(res, args.target)
+    if args.steps_to_target is not None:
+        with _bad_input():
+            return _steps_main(args, tm, res, vms, deadline, launcher, console)
+    plan = make_plan(
+        tm,
+        summarize_configs(tm),
+        deadline_s=deadline,
+        budget_usd=budget,
+        vms=vms,
+        low_priority=args.low_priority,
+        max_env_runners=args.max_env_runners,
+        cpu_model=str(res.environment.get("cpu_model", "")),
+        launcher=launcher,
+        progress=res.progress,
+    )
     console.print(
         f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
         f"{target.value:g} ({target.source}); "
@@ -204,7 +207,9 @@ def _fit_main(args, res, console) -> int:
     return 0
 
 
-def _steps_main(args, tm, res, vms: list[VMSize], deadline: float | None, console) -> int:
+def _steps_main(
+    args, tm, res, vms: list[VMSize], deadline: float | None, launcher: Launcher, console
+) -> int:
     """``fit --steps-to-target``: the plan from a known sample budget at the run's measured
     (or the given) env steps/s per env runner (:func:`analysis.plan_model.steps_plan`).
 
@@ -215,7 +220,6 @@ def _steps_main(args, tm, res, vms: list[VMSize], deadline: float | None, consol
     if args.env_steps_per_s_per_runner is not None:
         source = f"given; the run measured {median:,.0f}"
         median = args.env_steps_per_s_per_runner
-    launcher = _launcher(args)
     startup, billing = launcher.startup_s, launcher.billing_s
     gpus = float(tm["num_gpus"].max() or 0.0)
     plan = steps_plan(
@@ -274,7 +278,7 @@ def _check_main(args, res, console) -> int:
 
     with _bad_input():
         holdout = parse_holdout(args.holdout)
-        tm, target, warns = trial_metrics(res, args.target)
+    tm, target, warns = trial_metrics(res, args.target)
     check = plan_check(tm, summarize_configs(tm), res.progress, holdout)
     console.print(
         f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
@@ -546,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from analysis.load import load_results
+    from analysis.metrics import resolve_target
 
     argv = sys.argv[1:] if argv is None else list(argv)
     p, subs = _parser()
@@ -558,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv)
         with _bad_input():
             res = load_results(args.results_dir)
+            resolve_target(res, args.target)  # a bad --target: one line, whatever the mode
         return _MODES[args.command](args, res, Console(width=max(Console().width, 120)))
     except _BadInput as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
@@ -609,7 +615,7 @@ def _break_even_main(args, res, console) -> int:
         deadline = parse_duration(args.deadline) if args.deadline else None
         vms = _vms(args)
         held, shared = _held_out(args, res)
-        fit = analyse(res, args.target)
+    fit = analyse(res, args.target)
     rows = break_even_rows(fit, costs)
     console.print(
         f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
@@ -695,11 +701,13 @@ def _transfer_main(args, res, console) -> int:
             raise ValueError(
                 "--check predicts at the checked run's own env cost: leave out --env-cost-ms"
             )
-        data = analyse(res, args.target)
-        machine = Machine(args.cores, args.core_speed)
-        k0 = args.source_cores if args.source_cores is not None else source_cores(data)
-        measured = analyse(load_results(args.check), args.target) if args.check else None
-        cost_ms = env_costs_ms(measured)[0] if measured is not None else (costs or [None])[0]
+        checked = load_results(args.check) if args.check else None
+    data = analyse(res, args.target)
+    machine = Machine(args.cores, args.core_speed)
+    k0 = args.source_cores if args.source_cores is not None else source_cores(data)
+    measured = analyse(checked, args.target) if checked is not None else None
+    cost_ms = env_costs_ms(measured)[0] if measured is not None else (costs or [None])[0]
+    with _bad_input():  # the run's cores unknown: --source-cores says them
         predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
     console.print(
         f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
@@ -765,7 +773,7 @@ def _transfer_main(args, res, console) -> int:
     console.print(break_even_on_words(be, machine), highlight=False, soft_wrap=True)
     if measured is not None:
         rows = check_rows(predicted, measured)
-        console.print(f"[bold]Check[/bold] against {args.check}, measured on the target")
+        console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
         table = Table(show_lines=False)
         for c in CHECK_HEADERS:
             table.add_column(c, justify="left" if c == "configuration" else "right")
@@ -808,7 +816,7 @@ def _learners_main(args, res, console) -> int:
     with _bad_input():
         counts = _parse_learner_counts(args.learner_counts)
         held, shared_seeds = _held_out(args, res)
-        fit = analyse(res, target)
+    fit = analyse(res, target)
     pred = learner_predictions(fit, counts)
     if pred.empty:
         return _sync_learners_main(res, fit, counts, held, target, console, shared_seeds)
