@@ -94,36 +94,37 @@ __all__ = [
 ]
 
 
-def _print_assumptions(answer: PlanAnswer, console: Any) -> None:
+def _print_rows(
+    console: Any, headers: list[str], rows: list[list[str]], *, left=("configuration",), title=None
+) -> None:
+    """A rich table of ``headers`` and text ``rows`` (escaped: an interval's "[lo, hi]" is not
+    markup), the columns named in ``left`` left-aligned, the rest right-aligned."""
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title="What the plan assumes")
-    t.add_column("assumption")
-    t.add_column("the plan took")
-    for name, value in answer.assumptions:
-        t.add_row(name, value)
-    console.print(t)
+    table = Table(title=title)
+    for c in headers:
+        table.add_column(c, justify="left" if c in left else "right", no_wrap=c == "configuration")
+    for row in rows:
+        table.add_row(*(escape(str(c)) for c in row))
+    console.print(table)
+
+
+def _print_assumptions(answer: PlanAnswer, console: Any) -> None:
+    _print_rows(
+        console,
+        ["assumption", "the plan took"],
+        [list(a) for a in answer.assumptions],
+        left=("assumption", "the plan took"),
+        title="What the plan assumes",
+    )
 
 
 def _print_table(plan: Plan, console: Any) -> None:
-    from rich.table import Table
-
-    t = Table(title="Pareto front: fastest run for each cost (one run to the target)")
-    for c in (
-        "algorithm",
-        "env runners",
-        "VM size",
-        "nodes",
-        "TTT",
-        "TTT 95%",
-        "cost",
-        "cost 95%",
-        "from",
-    ):
-        t.add_column(c, justify="right" if c not in ("algorithm", "VM size", "from") else "left")
+    headers = ["algorithm", "env runners", "VM size", "nodes", "TTT", "TTT 95%", "cost"]
     front = plan.candidates[plan.candidates["pareto"]].sort_values("cost_usd")
-    for _, r in front.iterrows():
-        t.add_row(
+    rows = [
+        [
             r["algorithm"],
             str(r["num_env_runners"]),
             r["vm"],
@@ -133,8 +134,16 @@ def _print_table(plan: Plan, console: Any) -> None:
             fmt_usd(r["cost_usd"]),
             fmt_interval(r["cost_low_usd"], r["cost_high_usd"], fmt_usd).strip() or "n/a",
             r["source"] + (" (extrapolated)" if r["extrapolated"] else ""),
-        )
-    console.print(t)
+        ]
+        for _, r in front.iterrows()
+    ]
+    _print_rows(
+        console,
+        [*headers, "cost 95%", "from"],
+        rows,
+        left=("algorithm", "VM size", "from"),
+        title="Pareto front: fastest run for each cost (one run to the target)",
+    )
 
 
 def _launcher(args) -> Launcher:
@@ -600,7 +609,6 @@ def _break_even_main(args, res, console) -> int:
     rented from the VM sizes); with ``--held-out`` runs of the same study at other env costs,
     each of their configurations' TTT predicted from this run's parts against what was
     measured."""
-    from rich.table import Table
 
     from analysis.break_even import (
         break_even_headers,
@@ -628,14 +636,7 @@ def _break_even_main(args, res, console) -> int:
             "configurations that reached the target in two iterations or more."
         )
         return 0
-    table = Table(show_lines=False)
-    for c in break_even_headers(costs):
-        table.add_column(
-            c, justify="left" if c == "configuration" else "right", no_wrap=c == "configuration"
-        )
-    for cells in break_even_table_rows(rows, costs):
-        table.add_row(*cells)
-    console.print(table)
+    _print_rows(console, break_even_headers(costs), break_even_table_rows(rows, costs))
     for c in costs:
         console.print(f"[bold]At {c:g} ms per env step[/bold]")
         for line in plan_at_cost(fit, c, deadline, vms):
@@ -663,8 +664,6 @@ def _transfer_main(args, res, console) -> int:
         _BadInput: ``--cores``, ``--core-speed`` or ``--source-cores`` not > 0, more than one
             env cost, or one beside ``--check`` (which predicts at the checked run's cost); an
             unreadable checked run; the run's cores unknown without ``--source-cores``."""
-    from rich.markup import escape  # "[n/a, n/a]" is not markup
-    from rich.table import Table
 
     from analysis.load import load_results
     from analysis.study import analyse
@@ -728,25 +727,14 @@ def _transfer_main(args, res, console) -> int:
             "No prediction: no configuration reached the target in two iterations or more."
         )
         return 0
-    table = Table(show_lines=False)
-    for c in (
-        "configuration",
-        "CPU per env step (ms)",
-        "of it the driver's (ms)",
-        "of it the learner's updates (ms)",
-        "binding ceiling",
-        "env steps/s",
-        "start-up",
-        "env steps to target",
-        "predicted TTT [95% CI]",
-    ):
-        table.add_column(c, justify="left" if c == "configuration" else "right")
-    for p in predicted:
-        name = config_name(
-            p.algorithm, None if p.reference else p.num_env_runners, reference=p.reference
-        )
-        table.add_row(
-            name,
+    headers = ["configuration", "CPU per env step (ms)", "of it the driver's (ms)"]
+    headers += ["of it the learner's updates (ms)", "binding ceiling", "env steps/s"]
+    headers += ["start-up", "env steps to target", "predicted TTT [95% CI]"]
+    rows = [
+        [
+            config_name(
+                p.algorithm, None if p.reference else p.num_env_runners, reference=p.reference
+            ),
             f"{p.cpu_ms_per_step:.1f}",
             driver_cell(p.reference, p.driver_ms_per_step),
             learner_cell(p.reference, p.learner_ms_per_step),
@@ -754,9 +742,11 @@ def _transfer_main(args, res, console) -> int:
             f"{p.rate:.0f}",
             fmt_s(p.startup_s),
             f"{p.steps:,.0f}",
-            escape(fmt_ci(p.ttt_s, p.ttt_low_s, p.ttt_high_s, fmt_s)),
-        )
-    console.print(table)
+            fmt_ci(p.ttt_s, p.ttt_low_s, p.ttt_high_s, fmt_s),
+        ]
+        for p in predicted
+    ]
+    _print_rows(console, headers, rows)
     be = break_even_on(data, machine, cores=k0)
     for _, r in be.iterrows():
         console.print(
@@ -774,12 +764,7 @@ def _transfer_main(args, res, console) -> int:
     if measured is not None:
         rows = check_rows(predicted, measured)
         console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
-        table = Table(show_lines=False)
-        for c in CHECK_HEADERS:
-            table.add_column(c, justify="left" if c == "configuration" else "right")
-        for cells in check_table_rows(rows):
-            table.add_row(*(escape(c) for c in cells))
-        console.print(table)
+        _print_rows(console, CHECK_HEADERS, check_table_rows(rows))
         console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
     return 0
 
@@ -807,7 +792,6 @@ def _learners_main(args, res, console) -> int:
     each learner count measured in the run or in the held-out runs against its prediction
     (:func:`analysis.transfer.learner_scaling_check`); a run without GORILA goes to
     :func:`_sync_learners_main`. Exit 0; 2 when there is nothing to predict from."""
-    from rich.table import Table
 
     from analysis.study import analyse
     from analysis.transfer import learner_predictions, learner_scaling_check
@@ -830,14 +814,14 @@ def _learners_main(args, res, console) -> int:
         highlight=False,
         soft_wrap=True,
     )
-    table = Table(show_lines=False)
-    for c in ("learners", "predicted updates/s", "speedup", "parallel efficiency"):
-        table.add_column(c, justify="right")
-    for r in pred.itertuples():
-        table.add_row(
-            str(r.num_learners), f"{r.predicted:.0f}", f"{r.speedup:.2f}x", f"{r.efficiency:.0%}"
-        )
-    console.print(table)
+    _print_rows(
+        console,
+        ["learners", "predicted updates/s", "speedup", "parallel efficiency"],
+        [
+            [str(r.num_learners), f"{r.predicted:.0f}", f"{r.speedup:.2f}x", f"{r.efficiency:.0%}"]
+            for r in pred.itertuples()
+        ],
+    )
     _print_learner_check(
         learner_scaling_check(fit, [analyse(h, target) for h in held]), console, shared_seeds
     )
@@ -847,8 +831,6 @@ def _learners_main(args, res, console) -> int:
 def _print_learner_check(rows, console, shared_seeds: dict[str, list[int]]) -> None:
     """A learner check's rows (:func:`analysis.transfer.learner_check_table`) as a table and
     its sentence; one line when no other learner count was measured."""
-    from rich.markup import escape  # "[67-71]" is not markup
-    from rich.table import Table
 
     from analysis.transfer import learner_check_table, learner_check_words
 
@@ -864,12 +846,7 @@ def _print_learner_check(rows, console, shared_seeds: dict[str, list[int]]) -> N
         )
     )
     headers, cells = learner_check_table(rows)
-    table = Table(show_lines=False)
-    for c in headers:
-        table.add_column(c, justify="left" if c == "run" else "right")
-    for row in cells:
-        table.add_row(*(escape(c) for c in row))
-    console.print(table)
+    _print_rows(console, headers, cells, left=("run",))
     console.print(learner_check_words(rows), highlight=False, soft_wrap=True)
 
 
@@ -881,7 +858,6 @@ def _sync_learners_main(
     (:func:`analysis.transfer.sync_learner_parts`), then checked on its other counts and
     ``held`` (:func:`analysis.transfer.sync_learner_check`). Exit 0; 2 when the run has
     neither GORILA's one-learner trials nor two learner counts of synchronous learners."""
-    from rich.table import Table
 
     from analysis.study import analyse
     from analysis.transfer import sync_learner_check, sync_learner_parts, sync_learner_scaling
@@ -904,15 +880,14 @@ def _sync_learners_main(
         highlight=False,
         soft_wrap=True,
     )
-    table = Table(show_lines=False)
-    for c in ("learners", "predicted env steps/s"):
-        table.add_column(c, justify="right")
-    for m in counts:
+
+    def pace(m: int) -> str:
         try:
-            table.add_row(str(m), f"{sync_learner_scaling(m, a, b):,.0f}")
+            return f"{sync_learner_scaling(m, a, b):,.0f}"
         except ValueError:
-            table.add_row(str(m), "no finite pace")
-    console.print(table)
+            return "no finite pace"
+
+    _print_rows(console, ["learners", "predicted env steps/s"], [[str(m), pace(m)] for m in counts])
     _print_learner_check(
         sync_learner_check(fit, [analyse(h, target) for h in held]), console, shared_seeds
     )
@@ -922,7 +897,6 @@ def _sync_learners_main(
 def _print_held_out(fit, held: list, console) -> None:
     """The held-out cells of a break-even study (:func:`analysis.break_even.held_out_rows`)
     as a table, then the verdict in plain words."""
-    from rich.table import Table
 
     from analysis.break_even import (
         HELD_OUT_HEADERS,
@@ -940,12 +914,7 @@ def _print_held_out(fit, held: list, console) -> None:
     if rows.empty:
         console.print(held_out_verdict(rows))
         return
-    table = Table(show_lines=False)
-    for c in HELD_OUT_HEADERS:
-        table.add_column(c, justify="left" if c == "configuration" else "right")
-    for cells in held_out_table_rows(rows):
-        table.add_row(*cells)
-    console.print(table)
+    _print_rows(console, HELD_OUT_HEADERS, held_out_table_rows(rows))
     console.print(held_out_verdict(rows, cost_kind(fit)), highlight=False, soft_wrap=True)
 
 
