@@ -817,6 +817,7 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
 
     on_cadence = evaluator is not None and cadence.active
     watchdog = BudgetWatchdog(reporter, start, setup.budget.time_s)
+    stalled = None
     try:
         if on_cadence:
             # the initial policy, so that the first crossing is a gap between two evaluations
@@ -846,9 +847,15 @@ def _run_trial_body(config: dict[str, Any], setup: TrialSetup) -> None:
     finally:
         watchdog.cancel()
         # a body the watchdog ended wakes while a later trial may own the actor: it parks
-        # nothing (its env runners are stopped with it)
+        # nothing (its env runners are stopped with it); a stalled trial's env runners are
+        # killed, since one may still be blocked in a step that stopping it, or a later trial
+        # taking it, would wait behind
         warm.park_or_stop(
-            algo, algo_config, startup_s=startup_s, enabled=setup.warm_trials and not watchdog.fired
+            algo,
+            algo_config,
+            startup_s=startup_s,
+            enabled=setup.warm_trials and not watchdog.fired,
+            kill=bool(stalled),
         )
 
 

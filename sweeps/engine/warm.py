@@ -303,13 +303,18 @@ def build(
 _held: dict[int, _Parked] = {}
 
 
-def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> None:
+def park_or_stop(
+    algo, algo_config, startup_s: float, enabled: bool = True, kill: bool = False
+) -> None:
     """End a trial's Algorithm: park its env runner actors, with those of the pool it did not
     take, for later trials on this actor (``enabled`` and every env runner healthy), else
     stop it all.
 
     ``startup_s``: this trial's start-up (seconds); a cold one's joins its shape's cold
     start-ups, whose median (:class:`ShapeStarts`) a later warm trial of the shape is charged.
+    ``kill``: the trial's env runners may be blocked in an env step (a stalled trial): kill
+    their processes instead of stopping them, which would wait for the step to return, and
+    park none.
     """
     global _parked
     rest = _held.pop(id(algo), None)
@@ -317,7 +322,19 @@ def park_or_stop(algo, algo_config, startup_s: float, enabled: bool = True) -> N
     group = getattr(algo, "env_runner_group", None)
     manager = getattr(group, "_worker_manager", None)
     handles = []
-    if enabled and manager is not None and algo_config.num_env_runners > 0:
+    if kill and manager is not None:
+        import ray
+
+        for actor in list(manager._actors.values()):
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+        # detach: Algorithm.stop() would wait on each killed actor's stop() call
+        manager._actors.clear()
+        manager._remote_actor_states.clear()
+        manager._in_flight_req_to_actor_id.clear()
+    elif enabled and manager is not None and algo_config.num_env_runners > 0:
         ids = sorted(manager.actor_ids())
         if len(ids) == algo_config.num_env_runners and all(
             manager.is_actor_healthy(i) for i in ids
