@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import fmt_interval
 from analysis.parts import SeedResampler, trial_components
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
@@ -372,8 +373,9 @@ def batch_advice(
             errs = rows.loc[rows["role"] == "checked", "ttt_error"].dropna()
             line += (
                 f"; fastest predicted batch B={best['train_batch_size']:g} (TTT "
-                f"{best['ttt_pred']:,.1f} s [{best['ttt_low']:,.1f}, {best['ttt_high']:,.1f}]"
-                f", from pilot B={f['pilot']:g})"
+                f"{best['ttt_pred']:,.1f} s"
+                + fmt_interval(best["ttt_low"], best["ttt_high"], "{:,.1f}".format)
+                + f", from pilot B={f['pilot']:g})"
             )
             if len(errs):
                 line += "; the model's TTT error at the checked batch sizes: " + ", ".join(
@@ -434,17 +436,20 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
             f"S_min {f['s_min']:,.1f} learner updates; the outcomes at every B imply "
             f"B_crit {f['b_crit']:,.1f} (S_min {f['s_min_fit']:,.1f}) by least squares"
         )
+
+    def bounds(r: pd.Series, q: str, spec: str) -> str:
+        return fmt_interval(r[f"{q}_low"], r[f"{q}_high"], spec.format)
+
     for _, r in check.rows.iterrows():
         err = _error
         out.append(
             f"{r['algorithm']} B={r['train_batch_size']:g} ({r['role']}, {r['n_reached']}/"
             f"{r['n_trials']} reached): learner updates to target measured {r['updates']:,.0f}, "
-            f"predicted {r['updates_pred']:,.0f} [{r['updates_low']:,.0f}, "
-            f"{r['updates_high']:,.0f}] ({err(r['updates_error'])}); env steps measured "
-            f"{r['steps']:,.0f}, predicted {r['steps_pred']:,.0f} [{r['steps_low']:,.0f}, "
-            f"{r['steps_high']:,.0f}] ({err(r['steps_error'])}); TTT measured {r['ttt']:,.1f} s, "
-            f"predicted {r['ttt_pred']:,.1f} s [{r['ttt_low']:,.1f}, {r['ttt_high']:,.1f}] "
-            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
+            f"predicted {r['updates_pred']:,.0f}{bounds(r, 'updates', '{:,.0f}')} "
+            f"({err(r['updates_error'])}); env steps measured {r['steps']:,.0f}, predicted "
+            f"{r['steps_pred']:,.0f}{bounds(r, 'steps', '{:,.0f}')} ({err(r['steps_error'])}); "
+            f"TTT measured {r['ttt']:,.1f} s, predicted {r['ttt_pred']:,.1f} s"
+            f"{bounds(r, 'ttt', '{:,.1f}')} ({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
         )
     return out + check.notes
 

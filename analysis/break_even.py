@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,6 +53,7 @@ __all__ = [
     "HELD_OUT_HEADERS",
     "held_out_table_rows",
     "held_out_verdict",
+    "held_out_check",
     "break_even_headers",
     "break_even_table_rows",
     "break_even_words",
@@ -584,7 +586,7 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
             r["algorithm"], r["num_env_runners"], r.get("layout", ""), reference=r["reference"]
         )
         ttt = (
-            f"{fmt_s(r['ttt_s'])} [{fmt_s(r['ttt_low_s'])}, {fmt_s(r['ttt_high_s'])}]"
+            fmt_ci(r["ttt_s"], r["ttt_low_s"], r["ttt_high_s"], fmt_s)
             if math.isfinite(r["ttt_s"])
             else f"> budget ({fmt_reached(r, 'n')} reached)"
         )
@@ -594,7 +596,8 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
         else:
             predicted = f"{r['predicted_abs_speedup']:.2f}x"
             speed = (
-                f"{r['abs_speedup']:.2f}x [{r['abs_speedup_low']:.2f}, {r['abs_speedup_high']:.2f}]"
+                f"{r['abs_speedup']:.2f}x"
+                + fmt_interval(r["abs_speedup_low"], r["abs_speedup_high"], "{:.2f}".format)
                 if math.isfinite(r["abs_speedup"])
                 else "n/a"
             )
@@ -648,6 +651,20 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
     else:
         parts.append("No measured absolute speedup has an interval above 1.")
     return " ".join(parts)
+
+
+def held_out_check(fit: Study, held_out: list[Study]) -> dict[str, Any]:
+    """The held-out check as every renderer lays it out (the terminal, the report, the pages):
+    ``headers`` (:data:`HELD_OUT_HEADERS`), ``rows`` (:func:`held_out_table_rows`; none when
+    there is nothing to check), ``verdict`` (:func:`held_out_verdict`) and ``note``
+    (:func:`shared_seed_note`, ``""`` when every held-out run is on fresh seeds)."""
+    rows = held_out_rows(fit, held_out)
+    return {
+        "headers": HELD_OUT_HEADERS,
+        "rows": held_out_table_rows(rows) if len(rows) else [],
+        "verdict": held_out_verdict(rows, cost_kind(fit)),
+        "note": shared_seed_note(fit, held_out),
+    }
 
 
 def plan_at_cost(

@@ -274,25 +274,13 @@ def _break_even_check(data: Study, held: list[Study]) -> str:
     """The held-out env costs of a break-even study: each configuration's TTT predicted from
     ``data``'s parts against what ``held`` measured (:func:`analysis.break_even.held_out_rows`),
     then the verdict in plain words."""
-    from analysis.break_even import (
-        HELD_OUT_HEADERS,
-        cost_kind,
-        held_out_rows,
-        held_out_table_rows,
-        held_out_verdict,
-        shared_seed_note,
-    )
+    from analysis.break_even import held_out_check
 
-    rows = held_out_rows(data, held)
-    if rows.empty:
-        return held_out_verdict(rows)
-    note = shared_seed_note(data, held)
-    return (
-        md_table(HELD_OUT_HEADERS, held_out_table_rows(rows), right=(0, 2, 3, 5, 6))
-        + "\n\n"
-        + held_out_verdict(rows, cost_kind(data))
-        + (f"\n\n{note}" if note else "")
-    )
+    c = held_out_check(data, held)
+    if not c["rows"]:
+        return c["verdict"]
+    table = md_table(c["headers"], c["rows"], right=(0, 2, 3, 5, 6))
+    return "\n\n".join(filter(None, (table, c["verdict"], c["note"])))
 
 
 def _transfer_check(data: Study, measured: list[Study]) -> str:

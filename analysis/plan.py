@@ -898,24 +898,16 @@ def _print_held_out(fit, held: list, console) -> None:
     """The held-out cells of a break-even study (:func:`analysis.break_even.held_out_rows`)
     as a table, then the verdict in plain words."""
 
-    from analysis.break_even import (
-        HELD_OUT_HEADERS,
-        cost_kind,
-        held_out_rows,
-        held_out_table_rows,
-        held_out_verdict,
-    )
+    from analysis.break_even import held_out_check
 
-    rows = held_out_rows(fit, held)
+    c = held_out_check(fit, held)
     console.print(
         "[bold]Held-out env costs[/bold]: each run's TTT predicted from "
         f"{fit.res.path.name}'s parts alone"
     )
-    if rows.empty:
-        console.print(held_out_verdict(rows))
-        return
-    _print_rows(console, HELD_OUT_HEADERS, held_out_table_rows(rows))
-    console.print(held_out_verdict(rows, cost_kind(fit)), highlight=False, soft_wrap=True)
+    if c["rows"]:
+        _print_rows(console, c["headers"], c["rows"])
+    console.print(c["verdict"], highlight=False, soft_wrap=True)
 
 
 #: Subcommand -> what it runs.

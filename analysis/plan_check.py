@@ -51,6 +51,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import fmt_interval
 from analysis.parts import (
     Pipeline,
     SeedResampler,
@@ -591,15 +592,18 @@ def _quantity(x: float, ttt: bool) -> str:
     return f"{x:,.1f}" if ttt else f"{x:,.0f}"
 
 
+def _with_interval(x: float, lo: float, hi: float, ttt: bool) -> str:
+    """:func:`_quantity` with its 95 % interval; a TTT not reached has none."""
+    num = partial(_quantity, ttt=ttt)
+    return num(x) + (fmt_interval(lo, hi, num, num(math.inf)) if math.isfinite(x) else "")
+
+
 def table_rows(check: PlanCheck) -> list[list[str]]:
     """The check as table rows of text (:data:`TABLE_HEADERS`), for the report and
     ``analysis.publish``: TTT in seconds to 0.1 s, env steps/s to 1."""
     rows = []
     for _, r in check.rows.iterrows():
         ttt = r["quantity"] == "TTT"
-
-        num = partial(_quantity, ttt=ttt)
-
         rows.append(
             [
                 r["algorithm"],
@@ -607,8 +611,8 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
                 "TTT (s)" if ttt else "env steps/s",
                 r["model"],
                 r["fit_n"],
-                f"{num(r['predicted'])} [{num(r['low'])}, {num(r['high'])}]",
-                f"{num(r['measured'])} [{num(r['measured_low'])}, {num(r['measured_high'])}]",
+                _with_interval(r["predicted"], r["low"], r["high"], ttt),
+                _with_interval(r["measured"], r["measured_low"], r["measured_high"], ttt),
                 f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
                 {True: "yes", False: "no"}.get(r["inside"], "n/a"),
             ]

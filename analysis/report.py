@@ -540,15 +540,7 @@ def _break_even(data: Study, held: list[Study]) -> dict[str, Any] | None:
     reference (:mod:`analysis.break_even`), and with ``held`` (the same study at other env
     costs) each held-out cell's predicted TTT against what was measured; None without a
     reference with measured parts."""
-    from analysis.break_even import (
-        HELD_OUT_HEADERS,
-        cost_kind,
-        held_out_rows,
-        held_out_table_rows,
-        held_out_verdict,
-        run_table,
-        shared_seed_note,
-    )
+    from analysis.break_even import held_out_check, run_table
 
     table = run_table(data)
     if table is None:
@@ -556,13 +548,7 @@ def _break_even(data: Study, held: list[Study]) -> dict[str, Any] | None:
     head, cells, words = table
     out: dict[str, Any] = {"headers": head, "rows": cells, "words": words, "held": None}
     if held:
-        checked = held_out_rows(data, held)
-        out["held"] = {
-            "headers": HELD_OUT_HEADERS,
-            "rows": held_out_table_rows(checked) if len(checked) else [],
-            "verdict": held_out_verdict(checked, cost_kind(data)),
-            "note": shared_seed_note(data, held),
-        }
+        out["held"] = held_out_check(data, held)
     return out
 
 

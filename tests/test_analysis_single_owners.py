@@ -50,7 +50,9 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     # a value with its 95 % interval, " [lo, hi]": analysis.fmt.fmt_interval / fmt_ci
     "interval": (
         "analysis/fmt.py",
-        (r"""\} \[\{[^\]]*\}, \{[^\]]*\}\]""", r"""[\[(]95% \{"""),
+        # a value's brackets by hand: "{v} [{lo}, {hi}]", "{v:.2f}x [..", " s [..", or split
+        # over lines ("[{lo}, " at a line's end)
+        (r"""(\}|\}x| s) \[\{[^{}]*\}, (\{[^{}]*\}\]|"$)""", r"""[\[(]95% \{"""),
     ),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
@@ -92,6 +94,8 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = "def draw_seeds" in text
         if quantity == "configuration cells":
             hit = hit and "def config_cells" in text
+        if quantity == "batch-size check cells":  # the owner formats each quantity in a loop
+            hit = "def check_table" in text
         if quantity == "interval":  # the owner writes the brackets apart from the value
             hit = "def fmt_interval" in text
         assert hit, quantity
@@ -100,10 +104,14 @@ def test_each_owner_spells_what_the_others_may_not():
     assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
+    assert re.search(OWNERS["batch-size check cells"][1][0], """f"{r['ttt_low']:,.1f}\"""")
     interval = OWNERS["interval"][1]
     assert re.search(interval[0], """f"{fmt_s(t)} [{fmt_s(lo)}, {fmt_s(hi)}]\"""")
     assert re.search(interval[1], """f"TTT {t} [95% {fmt_s(lo)}, {fmt_s(hi)}]\"""")
     assert not re.search(interval[0], """f"integer [{lo}, {hi}]\"""")  # a search space
+    assert re.search(interval[0], """f"{fmt_s(r['t'])} [{fmt_s(r['lo'])}, {fmt_s(r['hi'])}]\"""")
+    assert re.search(interval[0], """f"{r['s']:.2f}x [{r['lo']:.2f}, {r['hi']:.2f}]\"""")
+    assert re.search(interval[0], """f"predicted {p:,.0f} [{lo:,.0f}, \"""")
     assert re.search(OWNERS["seed draw"][1][0], "k = rng.integers(0, len(ok), size=len(ok))")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{n} env runner(s)\"""")
 
