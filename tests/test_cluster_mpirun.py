@@ -102,7 +102,8 @@ def rank_text(text: str, rank: int) -> str:
 
 
 def sweep_command(tmp_path: Path, name: str, num_samples: int, budget_s: float):
-    sweep = write_sweep(tmp_path, name, num_samples=num_samples, budget_s=budget_s)
+    """The sweep's command with capping off: these tests count the trials that reach the target."""
+    sweep = write_sweep(tmp_path, name, num_samples=num_samples, budget_s=budget_s, capping=False)
     out = tmp_path / "outputs"
     cmd = [sys.executable, "-m", "sweeps.run", str(sweep), "--results", str(out), "--no-report"]
     return cmd, ["--results-dir", str(out)], out

@@ -27,10 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.parallel]
 
 
-def write_sweep(folder: Path, name: str, *, num_samples: int, budget_s: float) -> Path:
+def write_sweep(
+    folder: Path, name: str, *, num_samples: int, budget_s: float, capping: bool = True
+) -> Path:
     """A tiny PPO/CartPole sweep: every trial samples in its driver (1 CPU). Grid, not random:
     a random draw of a learning rate capping has settled runs no trial, so the count of
-    trials a test expects would depend on which trial a lost node capped."""
+    trials a test expects would depend on which trial a lost node capped. ``capping=False``
+    for a test that expects every trial to reach the target: adaptive capping rightly stops
+    the slowest learning rate (1e-4) once a faster one has reached it, on a loaded machine."""
     path = folder / f"{name}.py"
     path.write_text(
         textwrap.dedent(f"""\
@@ -42,7 +46,7 @@ def write_sweep(folder: Path, name: str, *, num_samples: int, budget_s: float) -
             target=Target(metric="env_runners/episode_return_mean", value=40.0),
             budget=Budget(time_s={budget_s}),
             search=Search(sampler="grid", num_samples={num_samples}, seeds=1,
-                          max_concurrent=3),
+                          max_concurrent=3{"" if capping else ", capping=None"}),
             baseline={{"algorithm": "PPO", "num_env_runners": 0}},
         )
         """)
