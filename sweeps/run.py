@@ -53,12 +53,19 @@ from sweeps.engine.tuning import platform_callbacks, reconfirmation_of  # noqa: 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from sweeps.engine import cli
     from sweeps.engine.cli import OneLineParser
 
     p = OneLineParser(
         prog="python -m sweeps.run",
-        description=__doc__.split("\n\n")[0],
-        epilog="The sweep's env is a registered id ('CartPole-v1'), gymnasium's 'module:EnvId' "
+        description="Run a sweep file: search its configurations on Ray Tune, record each "
+        "trial's time-to-target under results/<sweep>/<run_id>/, confirm the fastest on fresh "
+        "seeds and write report.html.",
+        epilog=f"Exit codes: 0 done; {cli.EXIT_INTERNAL} internal error; {cli.EXIT_BAD_INPUT} "
+        f"bad input (one line naming file, field and reason); {cli.EXIT_WRITE_FAILED} the "
+        f"results could not be written; {cli.EXIT_NO_TRIAL_SUCCEEDED} no trial succeeded; "
+        f"{cli.EXIT_INTERRUPTED} interrupted (what finished is kept: continue with --resume). "
+        "The sweep's env is a registered id ('CartPole-v1'), gymnasium's 'module:EnvId' "
         "(importing module registers EnvId) or 'module:Factory' (called with env_config); "
         "a module beside the sweep file is checked before Ray starts and shipped to "
         "every node. See docs/your_workload.md.",

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from sweeps.engine.cli import (
+    EXIT_BAD_INPUT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_NO_TRIAL_SUCCEEDED,
     EXIT_WRITE_FAILED,
     find_os_error,
     guard,
@@ -92,3 +94,16 @@ def test_the_sweep_command_is_spelled_once_and_read_back_from_a_recorded_line():
     assert line == "python -m sweeps.run 'my sweeps/a.py' --results ~/results --budget-s 60"
     assert sweep_file_in(line) == "my sweeps/a.py"
     assert sweep_file_in("python -m analysis.report results/x/1") is None
+
+
+def test_the_help_is_plain_text_and_lists_every_exit_code(in_process):
+    """``--help`` reads as text in a terminal (no reStructuredText markup) and names each exit
+    code the command can end with, from the constants it exits with."""
+    from sweeps import run
+
+    out = in_process(run.main, "--help")
+    assert out.returncode == 0 and "``" not in out.stdout and ":mod:" not in out.stdout
+    text = " ".join(out.stdout.split())
+    codes = (EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_WRITE_FAILED, EXIT_NO_TRIAL_SUCCEEDED)
+    for code in (0, *codes, EXIT_INTERRUPTED):
+        assert f"; {code} " in text or f"Exit codes: {code} " in text, code
