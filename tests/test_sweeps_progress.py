@@ -53,3 +53,37 @@ def test_seeds_skipped_by_capping_leave_the_expected_count() -> None:
     assert (
         SweepProgress(expected=10, budget_s=60.0, max_concurrent=1, start=0.0).skipped_in(rows) == 0
     )  # no capping given: nothing counted as skipped
+
+
+def test_a_trial_line_says_why_it_was_censored_and_when_it_sampled_nothing() -> None:
+    """A trial capped before its env runners sampled (APEX with 8 env runners on 2 cores,
+    whose cold start-up outlasted twice the incumbent's TTT) reads as capped in its start-up,
+    not as a trial that ran at 0 env steps/s; a trial that used its budget says censored."""
+    from rich.text import Text
+
+    from sweeps.engine.record import trial_line
+
+    row = {
+        "algorithm": "APEX", "num_env_runners": 8, "is_reference": False, "seed": 0,
+        "train_batch_size": 64.0, "stage": "search", "status": "censored",
+        "censor_reason": "capped", "elapsed_s": 25.2, "startup_s": 25.196, "start": "cold",
+        "total_env_steps": 0, "best_return": -630.9, "env_steps_per_s": 0.0,
+        "oversubscribed": False, "env_restarts": 0, "env_runner_restarts": 0,
+    }  # fmt: skip
+
+    def plain(r: dict) -> str:
+        return Text.from_markup(trial_line(r, 5)).plain
+
+    assert plain(row) == (
+        "[  5] APEX    env_runners=8 batch=64 seed=0  censored (> 25 s, capped)  "
+        "no env step sampled (start-up 25.2 s)"
+    )
+    ran = {**row, "censor_reason": "budget", "elapsed_s": 45.1, "startup_s": 1.4}
+    ran.update(total_env_steps=66533, best_return=2817.36, env_steps_per_s=1475.4)
+    assert plain(ran).endswith("censored (> 45 s)  best return 2817.4  1475 env steps/s")
+    reached = {**ran, "status": "reached", "time_to_target_s": 36.58, "stage": "confirm"}
+    reached.update(start="warm", startup_s=0.51, cold_startup_s=25.2)
+    assert plain(reached) == (
+        "[  5] APEX    env_runners=8 batch=64 seed=0 (confirm)  TTT 36.6 s  best return "
+        "2817.4  1475 env steps/s  warm: started in 0.5 s, charged 25.2 s"
+    )

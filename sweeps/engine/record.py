@@ -586,42 +586,60 @@ class ResultsRecorder(LiveOnRestore, Callback):
         self._print(row)
 
     def _print(self, row: dict[str, Any]) -> None:
-        if row["status"] == "reached":
-            outcome = f"[green]TTT {row['time_to_target_s']:.1f} s[/green]"
-        elif row["status"] == "censored":
-            outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s)[/yellow]"
-        elif row.get("error_kind") in ("stalled", "env_faults"):
-            outcome = f"[red]{row['error'][:80]}[/red]"
-        else:
-            outcome = f"[red]error: {row['error'][:80]}[/red]"
-        batch = row.get("train_batch_size")
-        batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
-        self.console.print(
-            f"[{len(self._trials):>3}] {row['algorithm']:<7} env_runners={row['num_env_runners']}"
-            + (" (reference)" if row["is_reference"] else "")
-            + " "
-            f"batch={batch} seed={row['seed']}"
-            + (" (confirm)" if row.get("stage") == "confirm" else "")
-            + f"  {outcome}  "
-            f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
-            + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
-            + (
-                f"  warm: started in {row['startup_s']:.1f} s, charged "
-                f"{row['cold_startup_s']:.1f} s"
-                if row.get("start") == "warm"
-                else ""
-            )
-            + (
-                f"  env faults: {row['env_restarts']} env restarts, "
-                f"{row['env_runner_restarts']} env runner restarts"
-                if row.get("env_restarts") or row.get("env_runner_restarts")
-                else ""
-            ),
-            soft_wrap=True,
-        )
+        self.console.print(trial_line(row, len(self._trials)), soft_wrap=True)
         line = self.progress_line()
         if line is not None and not self.console.is_terminal:
             self.console.print(f"      {line}", soft_wrap=True, markup=False)
+
+
+def trial_line(row: dict[str, Any], index: int) -> str:
+    """The console line of a finished trial (rich markup): its index, algorithm, layout, seed
+    and stage; its outcome (TTT in seconds, or censored with its elapsed seconds and
+    ``capped`` when adaptive capping stopped it, or the error); its best return and env
+    steps/s, or, when it sampled no env step (stopped while its env runners were starting),
+    that and its start-up in seconds; the start-up a warm trial is charged; its env faults.
+
+    Args:
+        row: the trial's recorded row (:func:`trial_row`).
+        index: the trial's 1-based position among the run's recorded trials.
+    """
+    if row["status"] == "reached":
+        outcome = f"[green]TTT {row['time_to_target_s']:.1f} s[/green]"
+    elif row["status"] == "censored":
+        capped = ", capped" if row.get("censor_reason") == "capped" else ""
+        outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s{capped})[/yellow]"
+    elif row.get("error_kind") in ("stalled", "env_faults"):
+        outcome = f"[red]{row['error'][:80]}[/red]"
+    else:
+        outcome = f"[red]error: {row['error'][:80]}[/red]"
+    batch = row.get("train_batch_size")
+    batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
+    startup = row.get("startup_s")
+    if (row.get("total_env_steps") or 0) > 0 or row["is_reference"]:
+        sampled = f"best return {row['best_return']:.1f}  {row['env_steps_per_s']:.0f} env steps/s"
+    elif isinstance(startup, float) and math.isfinite(startup):
+        sampled = f"no env step sampled (start-up {startup:.1f} s)"
+    else:
+        sampled = "no env step sampled"
+    return (
+        f"[{index:>3}] {row['algorithm']:<7} env_runners={row['num_env_runners']}"
+        + (" (reference)" if row["is_reference"] else "")
+        + f" batch={batch} seed={row['seed']}"
+        + (" (confirm)" if row.get("stage") == "confirm" else "")
+        + f"  {outcome}  {sampled}"
+        + ("  [red]oversubscribed[/red]" if row["oversubscribed"] else "")
+        + (
+            f"  warm: started in {row['startup_s']:.1f} s, charged {row['cold_startup_s']:.1f} s"
+            if row.get("start") == "warm"
+            else ""
+        )
+        + (
+            f"  env faults: {row['env_restarts']} env restarts, "
+            f"{row['env_runner_restarts']} env runner restarts"
+            if row.get("env_restarts") or row.get("env_runner_restarts")
+            else ""
+        )
+    )
 
 
 #: The run directory's log of failed trials' tracebacks (one block per trial).
