@@ -29,17 +29,39 @@ class _FoldLines(jinja2.ext.Extension):
         return re.sub(r"\n\s*", " ", source) if name and name.startswith("report/") else source
 
 
+#: a value (a number, with a unit of a few letters) then its interval, then any words
+_INTERVAL = re.compile(r"(\S+(?: [^\s\[]{1,3})?) (\[[^\[\]]*\])(.*)", re.S)
+
+
+def cell(value: Any) -> Any:
+    """A table cell whose value and 95 % interval (``"6.0 s [5.8 s, 7.4 s]"``, as
+    :func:`analysis.fmt.fmt_interval` writes them) may break between the two but never inside
+    either, so that a narrow column shows the value over its interval instead of a word a
+    line; any other cell as it is (escaped by the template)."""
+    from markupsafe import Markup, escape
+
+    if isinstance(value, Markup) or not isinstance(value, str):
+        return value
+    m = _INTERVAL.fullmatch(value)
+    if m is None:
+        return value
+    head, interval, tail = (escape(x) for x in m.groups())
+    return Markup(f'<span class="nw">{head}</span> <span class="nw">{interval}</span>{tail}')
+
+
 @lru_cache(maxsize=1)
 def _environment():
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("analysis", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=True),
         keep_trailing_newline=False,
         undefined=jinja2.StrictUndefined,
         extensions=[_FoldLines],
     )
+    env.filters["cell"] = cell
+    return env
 
 
 def render(name: str, **context: Any) -> str:
