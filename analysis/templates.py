@@ -35,9 +35,10 @@ _INTERVAL = re.compile(r"(\S+(?: [^\s\[]{1,3})?) (\[[^\[\]]*\])(.*)", re.S)
 
 def cell(value: Any) -> Any:
     """A table cell whose value and 95 % interval (``"6.0 s [5.8 s, 7.4 s]"``, as
-    :func:`analysis.fmt.fmt_interval` writes them) may break between the two but never inside
-    either, so that a narrow column shows the value over its interval instead of a word a
-    line; any other cell as it is (escaped by the template)."""
+    :func:`analysis.fmt.fmt_interval` writes them) may break between the value and the
+    interval, and in a narrow column between the interval's ends, but never inside a number
+    and its unit: ``6.0 s`` over ``[5.8 s, 7.4 s]`` instead of a word a line. Any other cell
+    as it is (escaped by the template)."""
     from markupsafe import Markup, escape
 
     if isinstance(value, Markup) or not isinstance(value, str):
@@ -45,8 +46,11 @@ def cell(value: Any) -> Any:
     m = _INTERVAL.fullmatch(value)
     if m is None:
         return value
-    head, interval, tail = (escape(x) for x in m.groups())
-    return Markup(f'<span class="nw">{head}</span> <span class="nw">{interval}</span>{tail}')
+    value, interval, tail = m.groups()
+    low, comma, high = interval.partition(", ")
+    pieces = [value, low + ",", high] if comma else [value, interval]
+    spans = " ".join(f'<span class="nw">{escape(x)}</span>' for x in pieces)
+    return Markup(spans) + escape(tail)
 
 
 @lru_cache(maxsize=1)

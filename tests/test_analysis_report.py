@@ -373,3 +373,23 @@ def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_repor
     assert re.search(r"[\d.]+ min planned \([\d.]+ s TTT \+ 5\.0 min assumed start-up\)", card), (
         card
     )
+
+
+def test_a_cell_breaks_between_a_value_and_its_interval_never_inside_a_number_and_its_unit():
+    """The report's table cells: a value and its interval as fmt_interval writes them become
+    non-breaking pieces whose text is the cell's; any other cell stays as it is, escaped."""
+    import html
+
+    from analysis.templates import cell
+
+    out = str(cell("6.0 s [5.8 s, 7.4 s]"))
+    pieces = re.findall(r'<span class="nw">(.*?)</span>', out)
+    assert pieces == ["6.0 s", "[5.8 s,", "7.4 s]"]
+    assert html.unescape(re.sub(r"<[^>]+>", "", out)) == "6.0 s [5.8 s, 7.4 s]"
+    assert re.findall(r'"nw">(.*?)<', str(cell("93.4 [31.0, never] ms"))) == [
+        "93.4",
+        "[31.0,",
+        "never]",
+    ]
+    assert "&lt;b&gt;" in str(cell("<b> [1, 2]"))
+    assert cell("n/a (not the baseline's algorithm)") == "n/a (not the baseline's algorithm)"
