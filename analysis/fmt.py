@@ -16,6 +16,7 @@ data show.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "fmt_ttt",
     "fmt_usd",
     "fmt_value",
+    "interval_pieces",
     "lay_out",
     "varying_params",
 ]
@@ -115,7 +117,31 @@ def fmt_interval(
         return ""
     lo_s = fmt(lo) if math.isfinite(lo) else "n/a"
     hi_s = fmt(hi) if math.isfinite(hi) else unbounded
-    return f" [{lo_s}, {hi_s}]"
+    return f" {_OPEN}{lo_s}{_SEP}{hi_s}{_CLOSE}"
+
+
+_OPEN, _SEP, _CLOSE = "[", ", ", "]"
+#: what :func:`fmt_ci` writes: a value (a number, with a unit of a few letters), its interval
+#: as :func:`fmt_interval` spells it, then any words
+_VALUE_INTERVAL = re.compile(
+    rf"(\S+(?: [^\s{re.escape(_OPEN)}]{{1,3}})?)"
+    rf" ({re.escape(_OPEN)}[^{re.escape(_OPEN + _CLOSE)}]*{re.escape(_CLOSE)})(.*)",
+    re.S,
+)
+
+
+def interval_pieces(text: str) -> tuple[list[str], str] | None:
+    """The pieces a renderer may break a cell between, read back from the spelling of
+    :func:`fmt_ci` / :func:`fmt_interval` (this module owns both the writing and the
+    reading): ``"6.0 s [5.8 s, 7.4 s] (3 of 5)"`` gives ``(["6.0 s", "[5.8 s,", "7.4 s]"],
+    " (3 of 5)")``, the value, the interval's two ends and the words after them; ``None``
+    when ``text`` holds no value with an interval."""
+    m = _VALUE_INTERVAL.fullmatch(text)
+    if m is None:
+        return None
+    value, interval, tail = m.groups()
+    low, sep, high = interval.partition(_SEP)
+    return ([value, low + sep.rstrip(), high] if sep else [value, interval]), tail
 
 
 def fmt_ci(v: float, lo: float, hi: float, fmt: Callable[[float], str]) -> str:

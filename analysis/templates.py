@@ -29,26 +29,22 @@ class _FoldLines(jinja2.ext.Extension):
         return re.sub(r"\n\s*", " ", source) if name and name.startswith("report/") else source
 
 
-#: a value (a number, with a unit of a few letters) then its interval, then any words
-_INTERVAL = re.compile(r"(\S+(?: [^\s\[]{1,3})?) (\[[^\[\]]*\])(.*)", re.S)
-
-
 def cell(value: Any) -> Any:
     """A table cell whose value and 95 % interval (``"6.0 s [5.8 s, 7.4 s]"``, as
-    :func:`analysis.fmt.fmt_interval` writes them) may break between the value and the
-    interval, and in a narrow column between the interval's ends, but never inside a number
-    and its unit: ``6.0 s`` over ``[5.8 s, 7.4 s]`` instead of a word a line. Any other cell
-    as it is (escaped by the template)."""
+    :func:`analysis.fmt.fmt_ci` writes them; :func:`analysis.fmt.interval_pieces` reads them)
+    may break between the value and the interval, and in a narrow column between the
+    interval's ends, but never inside a number and its unit: ``6.0 s`` over ``[5.8 s, 7.4 s]``
+    instead of a word a line. Any other cell as it is (escaped by the template)."""
     from markupsafe import Markup, escape
+
+    from analysis.fmt import interval_pieces
 
     if isinstance(value, Markup) or not isinstance(value, str):
         return value
-    m = _INTERVAL.fullmatch(value)
-    if m is None:
+    split = interval_pieces(value)
+    if split is None:
         return value
-    value, interval, tail = m.groups()
-    low, comma, high = interval.partition(", ")
-    pieces = [value, low + ",", high] if comma else [value, interval]
+    pieces, tail = split
     spans = " ".join(f'<span class="nw">{escape(x)}</span>' for x in pieces)
     return Markup(spans) + escape(tail)
 

@@ -393,3 +393,28 @@ def test_a_cell_breaks_between_a_value_and_its_interval_never_inside_a_number_an
     ]
     assert "&lt;b&gt;" in str(cell("<b> [1, 2]"))
     assert cell("n/a (not the baseline's algorithm)") == "n/a (not the baseline's algorithm)"
+
+
+def test_the_pieces_of_a_cell_are_read_back_from_what_fmt_ci_writes():
+    """analysis.fmt owns the interval's spelling both ways: whatever fmt_ci writes (seconds,
+    counts, speedups, an unbounded or missing end), interval_pieces splits into the value and
+    the interval's ends, and the pieces joined by spaces are the text again."""
+    import math
+
+    from analysis.fmt import fmt_ci, fmt_count, fmt_s, interval_pieces
+
+    cases = [
+        fmt_ci(6.0, 5.8, 7.4, fmt_s),
+        fmt_ci(12_345, 9_000, math.inf, fmt_count),
+        fmt_ci(1.3, math.nan, 2.0, lambda x: f"{x:.2f}x"),
+        fmt_ci(125.0, 61.0, 3_601.0, fmt_s) + " (3 of 5 reached)",
+    ]
+    for text in cases:
+        split = interval_pieces(text)
+        assert split is not None, text
+        pieces, tail = split
+        assert len(pieces) == 3, (text, pieces)
+        assert " ".join(pieces) + tail == text
+        assert pieces[1].startswith("[") and pieces[2].endswith("]")
+    assert interval_pieces(fmt_ci(math.nan, 1.0, 2.0, fmt_s)) is None  # "-": no interval
+    assert interval_pieces("n/a (none reached)") is None

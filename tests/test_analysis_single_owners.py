@@ -51,8 +51,13 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "interval": (
         "analysis/fmt.py",
         # a value's brackets by hand: "{v} [{lo}, {hi}]", "{v:.2f}x [..", " s [..", or split
-        # over lines ("[{lo}, " at a line's end)
-        (r"""(\}|\}x| s) \[\{[^{}]*\}, (\{[^{}]*\}\]|"$)""", r"""[\[(]95% \{"""),
+        # over lines ("[{lo}, " at a line's end); or read back by a regex of its brackets
+        # (analysis.fmt.interval_pieces)
+        (
+            r"""(\}|\}x| s) \[\{[^{}]*\}, (\{[^{}]*\}\]|"$)""",
+            r"""[\[(]95% \{""",
+            r"\\\[",
+        ),
     ),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
@@ -97,10 +102,11 @@ def test_each_owner_spells_what_the_others_may_not():
         if quantity == "batch-size check cells":  # the owner formats each quantity in a loop
             hit = "def check_table" in text
         if quantity == "interval":  # the owner writes the brackets apart from the value
-            hit = "def fmt_interval" in text
+            hit = "def fmt_interval" in text and "def interval_pieces" in text
         assert hit, quantity
     assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
     assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
+    assert re.search(OWNERS["interval"][1][2], r'''re.compile(r"(\S+) (\[[^\[\]]*\])")''')
     assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
