@@ -9,7 +9,8 @@ from start to exit, in seconds; for ``main`` also the sweep's own wall-clock (th
 ``environment.json``, ``started_at`` to ``finished_at``), its trial count and the report's
 sections left without data (``class="missing"`` boxes); for ``ci`` the two pytest parts'
 seconds and test counts as pytest printed them. A command that fails is an error: exit 1 with
-its last lines, nothing saved.
+the tests that failed and its last lines, the whole output in
+``$TMPDIR/bench_fresh_clone_<command>.log``, nothing saved.
 
     flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command main \
         [--keep-report report.html]   # the report, to look at in a browser
@@ -62,7 +63,8 @@ def _seconds(iso: str) -> float:
 
 def run_once(name: str, workdir: Path) -> dict:
     """Clone ``HEAD`` into ``workdir/clone`` and run the command there; the measurements
-    (module docstring). Raises ``RuntimeError`` with the output's tail when it fails."""
+    (module docstring). Raises ``RuntimeError`` with the failed tests and the output's tail
+    when it fails (the whole output written to ``$TMPDIR/bench_fresh_clone_<name>.log``)."""
     clone = workdir / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     revision = subprocess.run(
@@ -74,7 +76,15 @@ def run_once(name: str, workdir: Path) -> dict:
     wall = time.perf_counter() - t0
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        raise RuntimeError(f"{command!r} exited {proc.returncode}: {out[-2000:]}")
+        # pip's warnings can fill the output's tail: name the failed tests, keep the whole log
+        log = Path(tempfile.gettempdir()) / f"bench_fresh_clone_{name}.log"
+        log.write_text(out)
+        failed = "\n".join(re.findall(r"^(?:FAILED|ERROR) .*$", out, re.M))
+        raise RuntimeError(
+            f"{command!r} exited {proc.returncode} (whole output: {log}):\n"
+            + (failed + "\n" if failed else "")
+            + out[-2000:]
+        )
     r: dict = {"revision": revision, "wall_s": wall}
     if name == "main":
         import pandas as pd
