@@ -106,7 +106,7 @@ def test_each_owner_spells_what_the_others_may_not():
         assert hit, quantity
     assert re.search(OWNERS["finished seeds"][1][0], """int(c["n_reached"] + c["n_censored"])""")
     assert re.search(OWNERS["configuration name"][1][0], """+ (" (baseline)" if b else "")""")
-    assert re.search(OWNERS["interval"][1][2], r'''re.compile(r"(\S+) (\[[^\[\]]*\])")''')
+    assert re.search(OWNERS["interval"][1][2], r"""re.compile(r"(\S+) (\[[^\[\]]*\])")""")
     assert re.search(OWNERS["configuration name"][1][1], """f"{a}, {n} env runner(s)\"""")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
