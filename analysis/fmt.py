@@ -122,10 +122,10 @@ def fmt_interval(
 
 _OPEN, _SEP, _CLOSE = "[", ", ", "]"
 #: what :func:`fmt_ci` writes: a value (a number, with a unit of a few letters), its interval
-#: as :func:`fmt_interval` spells it, then any words
+#: as :func:`fmt_interval` spells it, then any words; or the interval alone
 _VALUE_INTERVAL = re.compile(
-    rf"(\S+(?: [^\s{re.escape(_OPEN)}]{{1,3}})?)"
-    rf" ({re.escape(_OPEN)}[^{re.escape(_OPEN + _CLOSE)}]*{re.escape(_CLOSE)})(.*)",
+    rf"(?:(\S+(?: [^\s{re.escape(_OPEN)}]{{1,3}})?) )?"
+    rf"({re.escape(_OPEN)}[^{re.escape(_OPEN + _CLOSE)}]*{re.escape(_CLOSE)})(.*)",
     re.S,
 )
 
@@ -134,14 +134,16 @@ def interval_pieces(text: str) -> tuple[list[str], str] | None:
     """The pieces a renderer may break a cell between, read back from the spelling of
     :func:`fmt_ci` / :func:`fmt_interval` (this module owns both the writing and the
     reading): ``"6.0 s [5.8 s, 7.4 s] (3 of 5)"`` gives ``(["6.0 s", "[5.8 s,", "7.4 s]"],
-    " (3 of 5)")``, the value, the interval's two ends and the words after them; ``None``
-    when ``text`` holds no value with an interval."""
+    " (3 of 5)")``, the value, the interval's two ends and the words after them; an interval
+    alone (``"[5.8 s, 7.4 s]"``) gives its two ends; ``None`` when ``text`` holds no
+    interval."""
     m = _VALUE_INTERVAL.fullmatch(text)
     if m is None:
         return None
     value, interval, tail = m.groups()
     low, sep, high = interval.partition(_SEP)
-    return ([value, low + sep.rstrip(), high] if sep else [value, interval]), tail
+    ends = [low + sep.rstrip(), high] if sep else [interval]
+    return ([value] if value is not None else []) + ends, tail
 
 
 def fmt_ci(v: float, lo: float, hi: float, fmt: Callable[[float], str]) -> str:

@@ -94,19 +94,58 @@ __all__ = [
 ]
 
 
+class _Unbroken:
+    """A terminal table cell that wraps only between its pieces (a value and its interval's
+    two ends, :func:`analysis.fmt.interval_pieces`, then the words after them), never inside
+    a number and its unit: ``6.0 s`` over ``[5.8 s, 7.4 s]``, not ``[5.8 s, 7.4`` over ``s]``.
+    A rich renderable (``__rich_measure__``, ``__rich_console__``)."""
+
+    def __init__(self, pieces: list[str], justify: str) -> None:
+        self.pieces, self.justify = pieces, justify
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.measure import Measurement
+
+        return Measurement(max(map(cell_len, self.pieces)), cell_len(" ".join(self.pieces)))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.text import Text
+
+        lines = [""]
+        for piece in self.pieces:
+            if lines[-1] and cell_len(lines[-1]) + 1 + cell_len(piece) > options.max_width:
+                lines.append(piece)
+            else:
+                lines[-1] = f"{lines[-1]} {piece}" if lines[-1] else piece
+        yield Text("\n".join(lines), justify=self.justify)
+
+
 def _print_rows(
     console: Any, headers: list[str], rows: list[list[str]], *, left=("configuration",), title=None
 ) -> None:
-    """A rich table of ``headers`` and text ``rows`` (escaped: an interval's "[lo, hi]" is not
-    markup), the columns named in ``left`` left-aligned, the rest right-aligned."""
-    from rich.markup import escape
+    """A rich table of ``headers`` and text ``rows`` (as text: an interval's "[lo, hi]" is not
+    markup), the columns named in ``left`` left-aligned, the rest right-aligned; a cell with an
+    interval wraps only between its value and the interval's ends (:class:`_Unbroken`)."""
     from rich.table import Table
+    from rich.text import Text
+
+    from analysis.fmt import interval_pieces
+
+    def cell(text: str, justify: str) -> Any:
+        split = interval_pieces(text)
+        if split is None:
+            return Text(text, justify=justify)
+        pieces, tail = split
+        return _Unbroken(pieces + tail.split(), justify)
 
     table = Table(title=title)
-    for c in headers:
-        table.add_column(c, justify="left" if c in left else "right", no_wrap=c == "configuration")
+    justify = ["left" if c in left else "right" for c in headers]
+    for c, j in zip(headers, justify, strict=True):
+        table.add_column(c, justify=j, no_wrap=c == "configuration")
     for row in rows:
-        table.add_row(*(escape(str(c)) for c in row))
+        table.add_row(*(cell(str(c), j) for c, j in zip(row, justify, strict=True)))
     console.print(table)
 
 

@@ -100,13 +100,15 @@ class Resources:
     CPUs = ``driver_cpus + N x cpus_per_env_runner`` (as the trials asked Ray for them);
     memory = ``base_mib + N x per_env_runner_mib`` MiB, a least-squares line through the
     trials' peak RSS (``peak_rss_mib``: every process of the trial) against N; NaN when the
-    trials recorded none.
+    trials recorded none. ``single_process``: the single-process reference's one CPU (it has
+    no env runners).
     """
 
     driver_cpus: float = 1.0
     cpus_per_env_runner: float = 1.0
     base_mib: float = math.nan
     per_env_runner_mib: float = math.nan
+    single_process: bool = False
 
     def cpus(self, n: int) -> float:
         """CPUs a run with ``n`` env runners asks for."""
@@ -118,6 +120,8 @@ class Resources:
 
     def describe(self) -> str:
         """One line for the plan's notes."""
+        if self.single_process:
+            return f"{self.driver_cpus:g} CPU, one process (the single-process reference)"
         cpu = f"{self.driver_cpus:g} + N x {self.cpus_per_env_runner:g} CPUs (as the trials asked)"
         if not math.isfinite(self.per_env_runner_mib):
             return cpu + "; memory not recorded, so not sized"
@@ -170,6 +174,8 @@ class AlgorithmModel:
             them); None without a pipeline.
         choice: one line saying which model the cross-validation preferred ("" when it was
             not run: no progress, or fewer than 3 fitted N).
+        is_reference: the single-process reference (one process, no env runners): planned
+            at its measured point only, with no scaling model to ask for.
     """
 
     algorithm: str
@@ -182,6 +188,7 @@ class AlgorithmModel:
     pipeline: Any = None
     components: pd.DataFrame | None = None
     choice: str = ""
+    is_reference: bool = False
 
     @property
     def predicts(self) -> bool:
@@ -224,12 +231,15 @@ def model_algorithms(
         )
         samples = ttt_seed_samples(usable, tm)
         notes = []
+        is_reference = bool(g["is_reference"].any()) if "is_reference" in g else False
         left = g[~g.index.isin(usable.index)]
-        if len(left):
-            notes.append(
-                f"N={', '.join(str(n) for n in left['num_env_runners'])} left out of "
-                "the fit (0 env runners, or median TTT not reached)"
-            )
+        for why, out_n in (
+            ("sampling in the driver: no env runner", left[left["num_env_runners"] < 1]),
+            ("median TTT not reached", left[left["num_env_runners"] >= 1]),
+        ):
+            if len(out_n) and not is_reference:
+                ns = ", ".join(str(n) for n in out_n["num_env_runners"])
+                notes.append(f"N={ns} left out of the fit ({why})")
         pipeline = components = None
         choice = ""
         if comp is not None and usable["num_env_runners"].nunique() >= 3:
@@ -250,6 +260,7 @@ def model_algorithms(
             pipeline=pipeline,
             components=components,
             choice=choice,
+            is_reference=is_reference,
         )
     return out
 
@@ -417,6 +428,8 @@ class Plan:
         gpu_free: the measured learners used no GPU while GPU sizes are planned.
         pipeline: the algorithms whose unmeasured N the pipeline model predicts (chosen by
             the fit range's cross-validation, :func:`model_algorithms`).
+        references: the single-process references among the planned algorithms (no scaling
+            model: one process).
     """
 
     candidates: pd.DataFrame
@@ -433,6 +446,7 @@ class Plan:
     cpu_model: str = ""
     gpu_free: bool = False
     pipeline: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
 
     @property
     def answer(self) -> dict[str, Any] | None:
@@ -502,7 +516,7 @@ def make_plan(
                     f"{alg}: predictions stop at N={horizon} "
                     f"({EXTRAPOLATION_FACTOR} x the largest measured N)"
                 )
-        else:
+        elif not m.is_reference:
             why = m.fits["amdahl"].reason if m.fits else "no data"
             if m.fits and m.fits["amdahl"].ok:
                 why = (
@@ -522,7 +536,11 @@ def make_plan(
                 )
             )
         pred = predict_ttt(m, sorted(cand), n_resamples=n_resamples, seed=seed)
-        need = needs[alg] = trial_resources(tm[tm["algorithm"] == alg])
+        need = needs[alg] = (
+            Resources(cpus_per_env_runner=0.0, single_process=True)
+            if m.is_reference
+            else trial_resources(tm[tm["algorithm"] == alg])
+        )
         for _, p in pred.iterrows():
             n = int(p["num_env_runners"])
             cpus, gpus, mem = need.cpus(n), float(math.ceil(m.gpus)), need.memory_mib(n)
@@ -582,6 +600,7 @@ def make_plan(
         "cpu_model": cpu_model,
         "gpu_free": gpu_free,
         "pipeline": tuple(a for a, m in models.items() if m.pipeline is not None),
+        "references": tuple(a for a, m in models.items() if m.is_reference),
     }
     if cands.empty:
         notes.append(
@@ -612,7 +631,9 @@ def make_plan(
         )
     best_alg = (fastest or cheapest or cands.sort_values("ttt_s").iloc[0].to_dict())["algorithm"]
     knee = _knee(models[best_alg], cands[cands["algorithm"] == best_alg], launcher.startup_s)
-    if knee is None:
+    if knee is None and models[best_alg].is_reference:
+        notes.append(f"{best_alg} is the single-process reference: no env runners, so no knee")
+    elif knee is None:
         notes.append(f"{best_alg}: no knee (fewer than 3 env runner counts >= 1 on its curve)")
     elif knee["strength"] < 0.05:
         notes.append(

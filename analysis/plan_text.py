@@ -94,6 +94,9 @@ def plan_text(plan: Plan) -> list[str]:
                 "cross-validation on the fitted N"
             )
             continue
+        if alg in plan.references:
+            lines.append(f"Scaling model for {alg}: none (the single-process reference)")
+            continue
         lines.append(
             f"Scaling model for {alg}: "
             + (fit.describe() if fit is not None else "none (measured points only)")

@@ -417,3 +417,46 @@ def test_an_exactly_determined_fit_is_not_planned_with(tmp_path: Path) -> None:
     assert set(plan.candidates.loc[plan.candidates["source"] != "measured", "source"]) == {
         "Amdahl fit"
     }
+
+
+def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_runs) -> None:
+    """The single-process reference (SB3-DQN in the published Cabs study) is one process with
+    no env runners: the plan costs it at its measured point on one CPU and asks it for no
+    scaling fit, knee or more env runner counts; an RLlib algorithm's N left out of its fit
+    says why (sampling in the driver, or a median TTT not reached)."""
+    from analysis.plan_text import plan_text
+
+    root = Path(__file__).resolve().parents[1]
+    data = analysed_runs(root / "docs" / "data" / "cabs_scaling" / "20261128-001042")
+    plan = data.plan
+    ref = plan.candidates[plan.candidates["algorithm"] == "SB3-DQN"]
+    assert set(ref["num_env_runners"]) == {0} and set(ref["cpus"]) == {1.0}
+    assert plan.references == ("SB3-DQN",)
+    lines = plan_text(plan)
+    ref_lines = [x for x in lines if "SB3-DQN" in x and not x.startswith(("Cheapest", "Fastest"))]
+    assert ref_lines == [
+        "Scaling model for SB3-DQN: none (the single-process reference)",
+        "SB3-DQN: a run asks for 1 CPU, one process (the single-process reference)",
+        "Note: SB3-DQN is the single-process reference: no env runners, so no knee",
+    ], ref_lines
+    assert not any("measure more env runner counts" in x and "SB3" in x for x in lines)
+    assert all("(0 env runners, or" not in x for x in lines)  # each N says its own reason
+
+
+def test_a_terminal_table_wraps_a_cell_between_its_value_and_its_interval_s_ends_only() -> None:
+    """The plan's rich tables: in a narrow terminal a cell with an interval wraps between the
+    value and the interval's two ends, never inside a number and its unit ("7.4" over "s]");
+    the other cells wrap as rich wraps words."""
+
+    from rich.console import Console
+
+    from analysis.plan import _print_rows
+
+    # 10 columns for the TTT: rich's own word wrap would give "6.0 s [5.8" over "s, 7.4 s]"
+    console = Console(width=39, record=True, color_system=None)
+    _print_rows(
+        console, ["configuration", "TTT"], [["IMPALA, 16 env runners", "6.0 s [5.8 s, 7.4 s]"]]
+    )
+    rows = [line.split("│")[1:-1] for line in console.export_text().splitlines()]
+    ttt = [r[1].strip() for r in rows if len(r) == 2 and r[1].strip()]
+    assert ttt == ["6.0 s", "[5.8 s,", "7.4 s]"], ttt
