@@ -416,10 +416,16 @@ def table(c: Comparison) -> tuple[list[str], list[list[str]]]:
 
 
 def headline(c: Comparison) -> str:
-    """One sentence: the run's verdict, its pooled speedup and p-value, and the rules."""
-    what = {SLOWER: "slower", FASTER: "faster", SAME: "not significantly different"}[c.verdict]
+    """One sentence: the run's verdict, its pooled speedup and p-value, and the rules. A change
+    that is significant but smaller than the factor says so, rather than "not significant"."""
+    if c.verdict != SAME:
+        what = f"{c.verdict} than"
+    elif math.isfinite(c.p_pooled) and c.p_pooled < c.alpha:
+        what = f"within {c.factor:g}x of"  # significant, but too small to flag
+    else:
+        what = "not significantly different from"
     return (
-        f"NEW is {what} than BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
+        f"NEW is {what} BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
         f"{len(c.rows)} configuration(s)), pooled Cox p = {_p(c.p_pooled)} (flagged beyond "
         f"{c.factor:g}x at p < {c.alpha:g})."
     )

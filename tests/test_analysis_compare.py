@@ -81,7 +81,7 @@ def test_censored_seeds_are_compared_by_the_log_rank_test_not_dropped(tmp_path):
 def test_the_published_default_study_against_itself_finds_no_change(capsys):
     assert main([str(NEW_RUN), str(NEW_RUN)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "NEW is not significantly different than BASE" in out
+    assert "NEW is not significantly different from BASE" in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and "env runner" in line]
     assert len(rows) >= 8 and all(line.rstrip(" |").endswith(SAME) for line in rows)
 
@@ -177,3 +177,20 @@ def test_a_ci_step_gates_on_the_regression_exit_code(tmp_path):
         )
         assert proc.returncode == code, proc.stderr
         assert proc.stdout == ("gate: exit 5\n" if code else "")
+
+
+def test_the_headline_tells_a_small_significant_change_from_no_significant_change():
+    """A pooled change below the factor is not flagged either way, but the headline says
+    whether it was significant ("within 1.1x of") or not ("not significantly different")."""
+    from dataclasses import replace
+
+    from analysis.compare import headline
+
+    c = _compare(NEW_RUN, NEW_RUN)
+    small = replace(c, speedup=1.05, p_pooled=0.0005)
+    assert headline(small).startswith("NEW is within 1.1x of BASE: time-to-target speedup 1.05x")
+    noise = replace(c, speedup=1.05, p_pooled=0.3)
+    assert headline(noise).startswith("NEW is not significantly different from BASE")
+    assert headline(replace(c, verdict="faster", speedup=1.3, p_pooled=0.001)).startswith(
+        "NEW is faster than BASE"
+    )
