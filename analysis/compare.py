@@ -415,17 +415,22 @@ def table(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
+def pooled_verdict(c: Comparison) -> str:
+    """The run's verdict in words: ``slower`` or ``faster`` (beyond the factor at p < alpha),
+    ``within 1.1x`` (significant at p < alpha, but smaller than the factor: not flagged), or
+    ``no significant change``."""
+    if c.verdict == SAME and math.isfinite(c.p_pooled) and c.p_pooled < c.alpha:
+        return f"within {c.factor:g}x"
+    return c.verdict
+
+
 def headline(c: Comparison) -> str:
-    """One sentence: the run's verdict, its pooled speedup and p-value, and the rules. A change
-    that is significant but smaller than the factor says so, rather than "not significant"."""
-    if c.verdict != SAME:
-        what = f"{c.verdict} than"
-    elif math.isfinite(c.p_pooled) and c.p_pooled < c.alpha:
-        what = f"within {c.factor:g}x of"  # significant, but too small to flag
-    else:
-        what = "not significantly different from"
+    """One sentence: the run's verdict, its pooled speedup and p-value, and the rules
+    (:func:`pooled_verdict`'s words)."""
+    v = pooled_verdict(c)
+    what = {SLOWER: "slower than", FASTER: "faster than", SAME: "not significantly different from"}
     return (
-        f"NEW is {what} BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
+        f"NEW is {what.get(v, v + ' of')} BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
         f"{len(c.rows)} configuration(s)), pooled Cox p = {_p(c.p_pooled)} (flagged beyond "
         f"{c.factor:g}x at p < {c.alpha:g})."
     )

@@ -49,6 +49,7 @@ from analysis.compare import (
     compare,
     config_names,
     judging_arguments,
+    pooled_verdict,
     write_pages,
 )
 from analysis.fmt import fmt_reached
@@ -289,7 +290,7 @@ def tables(h: History) -> list[tuple[str, list[str], list[list[str]]]]:
     for run in h.runs:
         c = run.against
         vs = (
-            f"{c.verdict}: {c.speedup:.2f}x, pooled p = {c.p_pooled:.2g} (against "
+            f"{pooled_verdict(c)}: {c.speedup:.2f}x, pooled p = {c.p_pooled:.2g} (against "
             f"{c.base.res.path.name})"
             if c is not None
             else "first run on this machine"

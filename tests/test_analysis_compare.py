@@ -180,16 +180,18 @@ def test_a_ci_step_gates_on_the_regression_exit_code(tmp_path):
 
 
 def test_the_headline_tells_a_small_significant_change_from_no_significant_change():
-    """A pooled change below the factor is not flagged either way, but the headline says
-    whether it was significant ("within 1.1x of") or not ("not significantly different")."""
+    """A pooled change below the factor is not flagged either way, but the headline (and the
+    history's runs table, through pooled_verdict) says whether it was significant ("within
+    1.1x") or not ("not significantly different", "no significant change")."""
     from dataclasses import replace
 
-    from analysis.compare import headline
+    from analysis.compare import SAME, headline, pooled_verdict
 
     c = _compare(NEW_RUN, NEW_RUN)
     small = replace(c, speedup=1.05, p_pooled=0.0005)
     assert headline(small).startswith("NEW is within 1.1x of BASE: time-to-target speedup 1.05x")
     noise = replace(c, speedup=1.05, p_pooled=0.3)
+    assert (pooled_verdict(small), pooled_verdict(noise)) == ("within 1.1x", SAME)
     assert headline(noise).startswith("NEW is not significantly different from BASE")
     assert headline(replace(c, verdict="faster", speedup=1.3, p_pooled=0.001)).startswith(
         "NEW is faster than BASE"
