@@ -102,6 +102,21 @@ def test_no_sweep(tmp_path):
     assert_one_line_error(run(str(path)), "empty.py", "no SWEEP")
 
 
+def test_every_missing_field_is_named_in_the_one_line(tmp_path, cli):
+    """A sweep file missing several required fields names each of them in its one line, so
+    one run shows everything to fix."""
+    path = tmp_path / "bare.py"
+    path.write_text(
+        'from sweeps import Sweep\nSWEEP = Sweep(name="bare", env="ContosoCabs-v0", '
+        'algorithms=["DQN"])\n'
+    )
+    assert_one_line_error(
+        cli(str(path), "--dry-run"),
+        "bare.py",
+        "target: Field required (also budget: Field required)",
+    )
+
+
 def test_unknown_algorithm(tmp_path, cli):
     path = sweep_file(tmp_path, algorithms='["PPO", "A9C"]')
     assert_one_line_error(cli(str(path), "--dry-run"), "bad_sweep.py", "algorithms[1]", "A9C")

@@ -254,15 +254,23 @@ _MODEL_FIELD = {
 
 
 def _pydantic_line(e: pydantic.ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(
-        str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform")
-    )
-    if e.title in _MODEL_FIELD:
-        loc = ".".join(x for x in (_MODEL_FIELD[e.title], loc) if x)
-    msg = err["msg"].removeprefix("Value error, ")
-    more = f" (+{len(e.errors()) - 1} more)" if len(e.errors()) > 1 else ""
-    return f"{loc or 'SWEEP'}: {msg}{more}"
+    """One line for a sweep file's validation error: the first error's field and reason, then
+    the others' fields and reasons (at most 3 named), so that one run shows every field to fix.
+    """
+
+    def one(err: dict) -> str:
+        loc = ".".join(
+            str(x) for x in err["loc"] if x not in ("choice", "int", "uniform", "loguniform")
+        )
+        if e.title in _MODEL_FIELD:
+            loc = ".".join(x for x in (_MODEL_FIELD[e.title], loc) if x)
+        return f"{loc or 'SWEEP'}: {err['msg'].removeprefix('Value error, ')}"
+
+    errors = e.errors()
+    others = [one(err) for err in errors[1:4]]
+    if len(errors) > 4:
+        others.append(f"{len(errors) - 4} more")
+    return one(errors[0]) + (f" (also {'; '.join(others)})" if others else "")
 
 
 def validate_sweep(sweep: Sweep, source: str = "SWEEP") -> None:
