@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import fmt_interval
+from analysis.fmt import fmt_ci, fmt_interval, fmt_s
 from analysis.parts import SeedResampler, trial_components
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
@@ -373,8 +373,7 @@ def batch_advice(
             errs = rows.loc[rows["role"] == "checked", "ttt_error"].dropna()
             line += (
                 f"; fastest predicted batch B={best['train_batch_size']:g} (TTT "
-                f"{best['ttt_pred']:,.1f} s"
-                + fmt_interval(best["ttt_low"], best["ttt_high"], "{:,.1f}".format)
+                + fmt_ci(best["ttt_pred"], best["ttt_low"], best["ttt_high"], fmt_s)
                 + f", from pilot B={f['pilot']:g})"
             )
             if len(errs):
@@ -414,7 +413,7 @@ def check_table(check: BatchSizeCheck) -> tuple[list[str], list[list[str]]]:
     learner updates and env steps to the target (counts) and TTT (seconds), each measured,
     predicted with its 95 % interval and the error. The Markdown summary and the report lay
     them out."""
-    from analysis.fmt import fmt_ci, fmt_reached
+    from analysis.fmt import fmt_reached
 
     rows = []
     for _, r in check.rows.iterrows():
@@ -448,8 +447,9 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
             f"predicted {r['updates_pred']:,.0f}{bounds(r, 'updates', '{:,.0f}')} "
             f"({err(r['updates_error'])}); env steps measured {r['steps']:,.0f}, predicted "
             f"{r['steps_pred']:,.0f}{bounds(r, 'steps', '{:,.0f}')} ({err(r['steps_error'])}); "
-            f"TTT measured {r['ttt']:,.1f} s, predicted {r['ttt_pred']:,.1f} s"
-            f"{bounds(r, 'ttt', '{:,.1f}')} ({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
+            f"TTT measured {fmt_s(r['ttt'])}, predicted "
+            f"{fmt_ci(r['ttt_pred'], r['ttt_low'], r['ttt_high'], fmt_s)} "
+            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
         )
     return out + check.notes
 
