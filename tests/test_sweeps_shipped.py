@@ -97,6 +97,21 @@ def test_the_main_command_dry_runs_as_a_command():
     )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "First trials" in proc.stdout
+    budget = load_sweep(SWEEPS / "cabs_scaling.py").budget
+    (trials,) = [line for line in proc.stdout.splitlines() if line.startswith("Trials: ")]
+    assert trials.endswith(f"; budget per trial {budget.describe()}") and "None" not in trials
+
+
+def test_a_budget_is_described_by_what_it_limits():
+    """Budget.describe, as the dry run prints it: what is limited, never ``None env steps``."""
+    from sweeps import Budget
+
+    assert Budget(time_s=45).describe() == "45 s"
+    assert Budget(env_steps=200_000).describe() == "200,000 env steps"
+    assert (
+        Budget(time_s=30.5, env_steps=5_000).describe()
+        == "30.5 s or 5,000 env steps, whichever runs out first"
+    )
 
 
 def test_an_invalid_point_is_one_line_naming_it(tmp_path):

@@ -46,10 +46,6 @@ def print_dry_run(
     print(f"\nCluster: {describe_cluster(nodes)}")
     print("Resources per trial (driver + env runners + learners):")
     print("\n".join(lines))
-    print(
-        f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
-        "in the order they would start:"
-    )
     from sweeps.engine.search import sweep_search
     from sweeps.engine.trainable import trial_algorithm_config
 
@@ -68,7 +64,7 @@ def print_dry_run(
             if confirm
             else ""
         )
-        + f"; budget per trial {sweep.budget.time_s} s / {sweep.budget.env_steps} env steps"
+        + f"; budget per trial {sweep.budget.describe()}"
     )
     if confirm:
         fixed_groups = bool(sweep.baseline) + bool(sweep.reference)
@@ -97,6 +93,10 @@ def print_dry_run(
 
     if (short := grid_shortfall(sweep)) is not None:
         print(short)
+    print(
+        f"First trials ({sweep.search.sampler} sampler, seed {sweep.search.sampler_seed}), "
+        "in the order they would start:"
+    )
     for i in range(min(n_show, search.total_trials)):
         config = search.suggest(f"dry{i}")
         if not isinstance(config, dict):  # the confirmation waits for the search's trials

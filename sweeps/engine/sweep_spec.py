@@ -202,6 +202,14 @@ class Budget(_Strict):
             raise ValueError(f"env_steps must be > 0, got {self.env_steps}")
         return self
 
+    def describe(self) -> str:
+        """The budget in words: ``45 s``, ``200,000 env steps``, or both with "whichever runs
+        out first"."""
+        parts = ([f"{self.time_s:g} s"] if self.time_s is not None else []) + (
+            [f"{self.env_steps:,} env steps"] if self.env_steps is not None else []
+        )
+        return " or ".join(parts) + (", whichever runs out first" if len(parts) > 1 else "")
+
 
 class Evaluation(_Strict):
     """The evaluation protocol (:mod:`sweeps.engine.evaluation`): greedy episodes with fixed seeds,
