@@ -2,7 +2,7 @@
 
 ``python -m analysis.compare BASE NEW [--markdown FILE] [--html FILE] [--factor 1.1]
 [--alpha 0.01]`` judges the trials each run's analysis judges (
-the confirmation stage when there is one; :func:`analysis.study.judged_trials`) and matches configurations by ``config_id`` (a
+the confirmation stage when there is one; :func:`analysis.metrics.judged_trials`) and matches configurations by ``config_id`` (a
 hash of their recorded parameters; the baseline and the reference by role); unmatched ones
 are listed.
 
@@ -50,10 +50,9 @@ import pandas as pd
 
 from analysis.fmt import config_name, fmt_interval
 from analysis.load import Results, ResultsError, load_results
-from analysis.metrics import trial_metrics
+from analysis.metrics import judged_trials, trial_metrics
 from analysis.publish import md_table
 from analysis.stats import summarize_configs, trial_durations, versus
-from analysis.study import judged_trials
 
 #: asv compare's default factor: a change smaller than 10 % is never flagged.
 FACTOR = 1.1
@@ -74,7 +73,7 @@ class CompareError(ValueError):
 @dataclass
 class Judged:
     """One run as the comparison reads it: ``res``; ``tm``, its judged trials' metrics
-    (:func:`analysis.study.judged_trials`); ``summary``, their per-configuration statistics
+    (:func:`analysis.metrics.judged_trials`); ``summary``, their per-configuration statistics
     (:func:`analysis.stats.summarize_configs`)."""
 
     res: Results

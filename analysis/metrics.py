@@ -36,6 +36,7 @@ __all__ = [
     "ResolvedTarget",
     "describe_metric",
     "first_crossing",
+    "judged_trials",
     "metric_column",
     "parse_target",
     "resolve_target",
@@ -407,3 +408,15 @@ def trial_metrics(
     if n_missing:
         warnings.append(f"{n_missing} trial(s) finished no episode, so have no return")
     return tm, tgt, warnings
+
+
+def judged_trials(tm: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The trials a study is judged on: with a confirmation stage, its trials (re-indexed)
+    and the search's apart (exploratory only, docs/design.md *stage*); else all, and None.
+
+    Args:
+        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+    """
+    if "stage" in tm and (tm["stage"] == "confirm").any():
+        return tm[tm["stage"] == "confirm"].reset_index(drop=True), tm[tm["stage"] != "confirm"]
+    return tm, None

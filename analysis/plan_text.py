@@ -215,10 +215,17 @@ def plan_answer(
     vms = list(load_vm_sizes().values()) if vms is None else vms
     r = plan.answer
     lc = plan.launcher
-    if r is not None:
-        ref = " (the single-process reference)" if str(r["algorithm"]).startswith("SB3-") else ""
+    is_reference = r is not None and r["algorithm"] in plan.references
+    if is_reference:
+        # one process: no Ray cluster to launch, and the sweep's commands would run the study
         sentence = (
-            f"{_question(plan)}: {r['algorithm']}{ref} with {r['num_env_runners']} env "
+            f"{_question(plan)}: {r['algorithm']}, the single-process reference (one process, "
+            f"no Ray cluster to launch), on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
+            f"{fmt_usd(r['cost_usd'])} a run."
+        )
+    elif r is not None:
+        sentence = (
+            f"{_question(plan)}: {r['algorithm']} with {r['num_env_runners']} env "
             f"runner(s) on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
             f"{fmt_usd(r['cost_usd'])} a run."
         )
@@ -258,7 +265,9 @@ def plan_answer(
         need = plan.resources.get(r["algorithm"])
         if need is not None:
             assumptions.append(("CPUs and memory per run", f"{r['algorithm']}: {need.describe()}"))
-        if r["source"] == "measured":
+        if is_reference:
+            what = "nothing: its one process was measured"
+        elif r["source"] == "measured":
             what = f"nothing: {r['num_env_runners']} env runner(s) were measured"
         elif r["extrapolated"]:
             what = (
@@ -296,7 +305,7 @@ def plan_answer(
             else "pay-as-you-go Linux, analysis/vm_sizes.csv (source and date per row)",
         )
     )
-    commands = launch_lines(r, vms, sweep_file) if r is not None else []
+    commands = launch_lines(r, vms, sweep_file) if r is not None and not is_reference else []
     return PlanAnswer(sentence, commands, assumptions, plan_text(plan))
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.batch_size import BatchSizeCheck, batch_advice, batch_size_check
 from analysis.fmt import fmt_s, fmt_speedup
 from analysis.load import Results
-from analysis.metrics import ResolvedTarget, trial_metrics
+from analysis.metrics import ResolvedTarget, judged_trials, trial_metrics
 from analysis.plan_check import PlanCheck, auto_holdout, plan_check
 from analysis.plan_model import AlgorithmModel, Plan, make_plan, model_algorithms
 from analysis.scaling import ScalingFit, fit_scaling
@@ -352,18 +352,6 @@ def fault_warnings(trials: pd.DataFrame) -> list[str]:
             "different fault loads"
         )
     return out
-
-
-def judged_trials(tm: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The trials a study is judged on: with a confirmation stage, its trials (re-indexed)
-    and the search's apart (exploratory only, docs/design.md *stage*); else all, and None.
-
-    Args:
-        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
-    """
-    if "stage" in tm and (tm["stage"] == "confirm").any():
-        return tm[tm["stage"] == "confirm"].reset_index(drop=True), tm[tm["stage"] != "confirm"]
-    return tm, None
 
 
 def analyse(res: Results, target: str | float | None = None) -> Study:

@@ -424,7 +424,7 @@ def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_
     no env runners: the plan costs it at its measured point on one CPU and asks it for no
     scaling fit, knee or more env runner counts; an RLlib algorithm's N left out of its fit
     says why (sampling in the driver, or a median TTT not reached)."""
-    from analysis.plan_text import plan_text
+    from analysis.plan_text import plan_answer, plan_text
 
     root = Path(__file__).resolve().parents[1]
     data = analysed_runs(root / "docs" / "data" / "cabs_scaling" / "20261128-001042")
@@ -441,6 +441,15 @@ def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_
     ], ref_lines
     assert not any("measure more env runner counts" in x and "SB3" in x for x in lines)
     assert all("(0 env runners, or" not in x for x in lines)  # each N says its own reason
+    # the fastest run is the reference: one process, so no cluster command (the sweep's
+    # commands would run the whole study)
+    answer = plan_answer(plan, "sweeps/cabs_scaling.py")
+    assert answer.sentence.startswith(
+        "Fastest run to the target: SB3-DQN, the single-process reference (one process, no Ray "
+        "cluster to launch), on 1 x "
+    ), answer.sentence
+    assert answer.commands == []
+    assert dict(answer.assumptions)["Extrapolated"] == "nothing: its one process was measured"
 
 
 def test_a_terminal_table_wraps_a_cell_between_its_value_and_its_interval_s_ends_only() -> None:
@@ -460,3 +469,25 @@ def test_a_terminal_table_wraps_a_cell_between_its_value_and_its_interval_s_ends
     rows = [line.split("│")[1:-1] for line in console.export_text().splitlines()]
     ttt = [r[1].strip() for r in rows if len(r) == 2 and r[1].strip()]
     assert ttt == ["6.0 s", "[5.8 s,", "7.4 s]"], ttt
+
+
+def test_the_commands_judge_the_trials_the_study_judges(analysed_runs, capsys) -> None:
+    """``analysis.plan`` and ``analysis.batch_size`` read a run with a confirmation stage as
+    the report and the published pages do (its fresh seeds, the search's trials left out),
+    so the command's answer and check are the study's, to the digit."""
+    from analysis.batch_size import check_lines
+    from analysis.batch_size import main as batch_main
+    from analysis.plan import main as plan_main
+    from analysis.plan_text import plan_answer, sweep_file_of
+
+    run = Path(__file__).resolve().parents[1] / "docs" / "data" / "cabs_scaling" / "20261128-001042"
+    data = analysed_runs(run)
+    assert (data.res.trials["stage"] == "search").any()  # the search's trials are there
+    assert plan_main([str(run)]) == 0
+    out = capsys.readouterr().out
+    answer = plan_answer(data.plan, sweep_file_of(data.res.environment))
+    assert answer.sentence in out, out[:2000]
+    assert batch_main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert data.batch is not None
+    assert out.splitlines()[1:] == check_lines(data.batch)
