@@ -57,7 +57,7 @@ def print_dry_run(
 
     print(
         f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
-        f"{sweep.search.seeds} seeds"
+        f"{sweep.search.seeds} seed{'s' if sweep.search.seeds != 1 else ''}"
         + (
             f", then ({confirm_count(sweep)} confirmed{extra}) x {confirm.seeds} "
             f"confirmation seeds ({seeds[0]}-{seeds[-1]})"
