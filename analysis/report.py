@@ -86,6 +86,7 @@ from analysis.plan_check import (
     fit_table_rows,
     table_rows,
 )
+from analysis.plan_model import Plan
 from analysis.plan_text import plan_answer, planned_short, sweep_file_of
 from analysis.stats import best_configs
 from analysis.study import Study, analyse, reference_verdict
@@ -185,6 +186,14 @@ def _summary(data: Study) -> str:
     return render("report/summary.html.j2", **context)
 
 
+def _runners(plan: Plan, r: dict[str, Any]) -> str:
+    """A plan card's headline: the run's env runner count, or "one process" for the
+    single-process reference (it has no env runners)."""
+    if r["algorithm"] in plan.references:
+        return "one process"
+    return f"{r['num_env_runners']} env runner(s)"
+
+
 def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The summary's cards, ``(what, value, detail)`` text: the fastest configuration, the
     reference (or how far from the target the study stayed), its speedups and the plan's
@@ -259,7 +268,7 @@ def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
         cards.append(
             (
                 "Recommended (cheapest run)",
-                f"{c['num_env_runners']} env runner(s)",
+                _runners(plan, c),
                 f"{c['algorithm']} on {c['nodes']} x {c['vm']}: "
                 f"{planned_short(plan, c)}, {fmt_usd(c['cost_usd'])}",
             )
@@ -278,7 +287,7 @@ def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
         cards.append(
             (
                 "Fastest predicted run",
-                f"{f['num_env_runners']} env runner(s)",
+                _runners(plan, f),
                 f"{f['algorithm']} on {f['nodes']} x {f['vm']}: "
                 f"{planned_short(plan, f)}, {fmt_usd(f['cost_usd'])}"
                 + (" (extrapolated)" if f["extrapolated"] else ""),

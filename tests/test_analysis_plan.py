@@ -450,6 +450,12 @@ def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_
     ), answer.sentence
     assert answer.commands == []
     assert dict(answer.assumptions)["Extrapolated"] == "nothing: its one process was measured"
+    # the report's plan cards: "one process", not "0 env runner(s)"
+    from analysis.report import _runners
+
+    assert _runners(plan, plan.fastest) == "one process"
+    rllib = plan.candidates[plan.candidates["algorithm"] == "IMPALA"].iloc[0].to_dict()
+    assert _runners(plan, rllib) == f"{rllib['num_env_runners']} env runner(s)"
 
 
 def test_a_terminal_table_wraps_a_cell_between_its_value_and_its_interval_s_ends_only() -> None:
