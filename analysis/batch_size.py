@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from analysis.load import ResultsError, load_results
-    from analysis.metrics import judged_trials, trial_metrics
+    from analysis.metrics import judged_metrics
     from sweeps.engine.cli import OneLineParser
 
     p = OneLineParser(
@@ -474,11 +474,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         res = load_results(args.results_dir)
-        tm, target, _ = trial_metrics(res, args.target)
+        tm, _, target, _ = judged_metrics(res, args.target)
     except (ResultsError, ValueError, OSError) as exc:
         sys.stderr.write(f"{p.prog}: error: {exc}\n")
         return EXIT_BAD_INPUT
-    tm, _ = judged_trials(tm)  # the confirmation stage's fresh seeds, as the report's check
     check = batch_size_check(tm, res.progress, pilot=args.pilot)
     print(f"Batch-size check for {res.path} -- target {target.metric} >= {target.value:g}")
     for line in check_lines(check):

@@ -1,10 +1,10 @@
 """Did it get faster? Compare two runs of a sweep, configuration by configuration.
 
 ``python -m analysis.compare BASE NEW [--markdown FILE] [--html FILE] [--factor 1.1]
-[--alpha 0.01]`` judges the trials each run's analysis judges (
-the confirmation stage when there is one; :func:`analysis.metrics.judged_trials`) and matches configurations by ``config_id`` (a
-hash of their recorded parameters; the baseline and the reference by role); unmatched ones
-are listed.
+[--alpha 0.01]`` judges the trials each run's analysis judges (the confirmation stage when
+there is one; :func:`analysis.metrics.judged_metrics`) and matches configurations by
+``config_id`` (a hash of their recorded parameters; the baseline and the reference by role);
+unmatched ones are listed.
 
 Per configuration:
 
@@ -50,7 +50,7 @@ import pandas as pd
 
 from analysis.fmt import config_name, fmt_interval
 from analysis.load import Results, ResultsError, load_results
-from analysis.metrics import judged_trials, trial_metrics
+from analysis.metrics import judged_metrics
 from analysis.publish import md_table
 from analysis.stats import summarize_configs, trial_durations, versus
 
@@ -73,7 +73,7 @@ class CompareError(ValueError):
 @dataclass
 class Judged:
     """One run as the comparison reads it: ``res``; ``tm``, its judged trials' metrics
-    (:func:`analysis.metrics.judged_trials`); ``summary``, their per-configuration statistics
+    (:func:`analysis.metrics.judged_metrics`); ``summary``, their per-configuration statistics
     (:func:`analysis.stats.summarize_configs`)."""
 
     res: Results
@@ -83,8 +83,7 @@ class Judged:
     @classmethod
     def of(cls, res: Results) -> Judged:
         """Judge ``res``'s trials against its own target."""
-        tm, _, _ = trial_metrics(res)
-        tm, _ = judged_trials(tm)
+        tm, _, _, _ = judged_metrics(res)
         return cls(res, tm, summarize_configs(tm, seeds=res.seeds))
 
 
@@ -427,9 +426,9 @@ def headline(c: Comparison) -> str:
     """One sentence: the run's verdict, its pooled speedup and p-value, and the rules
     (:func:`pooled_verdict`'s words)."""
     v = pooled_verdict(c)
-    what = {SLOWER: "slower than", FASTER: "faster than", SAME: "not significantly different from"}
+    words = {SLOWER: "slower than", FASTER: "faster than", SAME: "not significantly different from"}
     return (
-        f"NEW is {what.get(v, v + ' of')} BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
+        f"NEW is {words.get(v, f'{v} of')} BASE: time-to-target speedup {_x(c.speedup)}x (geometric mean over "
         f"{len(c.rows)} configuration(s)), pooled Cox p = {_p(c.p_pooled)} (flagged beyond "
         f"{c.factor:g}x at p < {c.alpha:g})."
     )

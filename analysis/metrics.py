@@ -36,7 +36,7 @@ __all__ = [
     "ResolvedTarget",
     "describe_metric",
     "first_crossing",
-    "judged_trials",
+    "judged_metrics",
     "metric_column",
     "parse_target",
     "resolve_target",
@@ -410,13 +410,23 @@ def trial_metrics(
     return tm, tgt, warnings
 
 
-def judged_trials(tm: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The trials a study is judged on: with a confirmation stage, its trials (re-indexed)
-    and the search's apart (exploratory only, docs/design.md *stage*); else all, and None.
+def judged_metrics(
+    res: Results, target: str | float | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame | None, ResolvedTarget, list[str]]:
+    """The trials every page and command judges a run on, as :func:`trial_metrics` rows:
+    with a confirmation stage, its trials (re-indexed) and the search's apart (exploratory
+    only, docs/design.md *stage*); else all, and None. The one entry point, so that no
+    command reads the search's trials where a page reads fresh seeds.
 
-    Args:
-        tm: per-trial metrics (:func:`analysis.metrics.trial_metrics`).
+    Returns:
+        ``(judged, explored, target, warnings)``; ``target`` and ``warnings`` as
+        :func:`trial_metrics` returns them.
+
+    Raises:
+        ValueError: no usable target (:func:`resolve_target`).
     """
+    tm, tgt, warnings = trial_metrics(res, target)
     if "stage" in tm and (tm["stage"] == "confirm").any():
-        return tm[tm["stage"] == "confirm"].reset_index(drop=True), tm[tm["stage"] != "confirm"]
-    return tm, None
+        confirm = tm["stage"] == "confirm"
+        return tm[confirm].reset_index(drop=True), tm[~confirm], tgt, warnings
+    return tm, None, tgt, warnings

@@ -203,7 +203,7 @@ def _fit_main(args, res, console) -> int:
     """``fit``: the Pareto front of runs to the target by VM size and env runner count
     (:func:`analysis.plan_model.make_plan`), the answer in words and its launch command."""
     from analysis.batch_size import batch_advice
-    from analysis.metrics import judged_trials, trial_metrics
+    from analysis.metrics import judged_metrics
     from analysis.stats import summarize_configs
 
     with _bad_input():
@@ -217,8 +217,7 @@ def _fit_main(args, res, console) -> int:
             value = getattr(args, flag)
             if value is not None and not value > 0:
                 raise ValueError(f"--{flag.replace('_', '-')} {value:g}: must be > 0")
-    tm, target, warns = trial_metrics(res, args.target)
-    tm, _ = judged_trials(tm)  # the confirmation stage's fresh seeds, as every page
+    tm, _, target, warns = judged_metrics(res, args.target)
     if args.steps_to_target is not None:
         with _bad_input():
             return _steps_main(args, tm, res, vms, deadline, launcher, console)
@@ -322,13 +321,12 @@ def _steps_main(
 def _check_main(args, res, console) -> int:
     """``holdout``: the plan's models fitted without the held-out env runner counts, their
     predictions there against what was measured (:func:`analysis.plan_check.plan_check`)."""
-    from analysis.metrics import judged_trials, trial_metrics
+    from analysis.metrics import judged_metrics
     from analysis.stats import summarize_configs
 
     with _bad_input():
         holdout = parse_holdout(args.holdout)
-    tm, target, warns = trial_metrics(res, args.target)
-    tm, _ = judged_trials(tm)
+    tm, _, target, warns = judged_metrics(res, args.target)
     check = plan_check(tm, summarize_configs(tm, seeds=res.seeds), res.progress, holdout)
     console.print(
         f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "

@@ -215,18 +215,18 @@ def plan_answer(
     vms = list(load_vm_sizes().values()) if vms is None else vms
     r = plan.answer
     lc = plan.launcher
+    # the reference is one process: no Ray cluster to launch, and the sweep's commands would
+    # run the whole study
     is_reference = r is not None and r["algorithm"] in plan.references
-    if is_reference:
-        # one process: no Ray cluster to launch, and the sweep's commands would run the study
-        sentence = (
-            f"{_question(plan)}: {r['algorithm']}, the single-process reference (one process, "
-            f"no Ray cluster to launch), on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
-            f"{fmt_usd(r['cost_usd'])} a run."
+    if r is not None:
+        who = (
+            f"{r['algorithm']}, the single-process reference (one process, no Ray cluster to "
+            "launch),"
+            if is_reference
+            else f"{r['algorithm']} with {r['num_env_runners']} env runner(s)"
         )
-    elif r is not None:
         sentence = (
-            f"{_question(plan)}: {r['algorithm']} with {r['num_env_runners']} env "
-            f"runner(s) on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
+            f"{_question(plan)}: {who} on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "
             f"{fmt_usd(r['cost_usd'])} a run."
         )
     elif plan.candidates.empty:

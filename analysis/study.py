@@ -20,7 +20,7 @@ import pandas as pd
 from analysis.batch_size import BatchSizeCheck, batch_advice, batch_size_check
 from analysis.fmt import fmt_s, fmt_speedup
 from analysis.load import Results
-from analysis.metrics import ResolvedTarget, judged_trials, trial_metrics
+from analysis.metrics import ResolvedTarget, judged_metrics
 from analysis.plan_check import PlanCheck, auto_holdout, plan_check
 from analysis.plan_model import AlgorithmModel, Plan, make_plan, model_algorithms
 from analysis.scaling import ScalingFit, fit_scaling
@@ -370,9 +370,8 @@ def analyse(res: Results, target: str | float | None = None) -> Study:
     Raises:
         ValueError: no usable target (see :func:`analysis.metrics.resolve_target`).
     """
-    tm, tgt, warns = trial_metrics(res, target)
+    tm, explored, tgt, warns = judged_metrics(res, target)
     search_summary, stage_note = None, None
-    tm, explored = judged_trials(tm)
     if explored is not None:
         search_summary = summarize_configs(explored, seeds=res.seeds)
         seeds = sorted(int(x) for x in tm["seed"].unique())
