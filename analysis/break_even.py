@@ -37,7 +37,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.catalogue import VMSize, nodes_for, run_cost_usd
-from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_reached, fmt_s, fmt_usd
+from analysis.fmt import (
+    config_name,
+    config_phrase,
+    fmt_ci,
+    fmt_interval,
+    fmt_reached,
+    fmt_s,
+    fmt_usd,
+)
 from analysis.parts import trial_components
 from analysis.stats import best_configs, draw_seeds, finite_median, percentile_interval
 from analysis.study import Study
@@ -447,8 +455,8 @@ def _earliest_words(rows: pd.DataFrame, kind: str) -> str:
             + ")"
         )
     return (
-        f"On this machine, with {kind} envs, {first['algorithm']} with "
-        f"{int(first['num_env_runners'])} env runners{first.get('layout', '') or ''} is "
+        f"On this machine, with {kind} envs, "
+        f"{config_phrase(first['algorithm'], first['num_env_runners'], first.get('layout', ''))} is "
         "predicted to beat one process "
         f"from ~{first['break_even_ms']:.0f} ms per env step{interval}."
     )
@@ -644,7 +652,7 @@ def held_out_verdict(rows: pd.DataFrame, kind: str = "waiting") -> str:
         y = yes.iloc[0]
         parts.append(
             f"The first measured absolute speedup above 1 whose interval excludes 1: "
-            f"{y['algorithm']} with {int(y['num_env_runners'])} env runners at "
+            f"{config_phrase(y['algorithm'], y['num_env_runners'])} at "
             f"{y['env_cost_ms']:g} ms per env step, {y['abs_speedup']:.2f}x"
             f"{fmt_interval(y['abs_speedup_low'], y['abs_speedup_high'], '{:.2f}'.format)}."
         )
@@ -692,7 +700,7 @@ def plan_at_cost(
         name = (
             f"{p.algorithm} (single-process reference)"
             if p is ref
-            else f"{p.algorithm} with {p.num_env_runners} env runner(s){p.layout}"
+            else config_phrase(p.algorithm, p.num_env_runners, p.layout)
         )
         n_cpu = cpus.get((p.algorithm, p.num_env_runners), math.nan)
         line = (

@@ -174,17 +174,34 @@ def config_name(
 ) -> str:
     """A configuration's name as every table, page and CLI of the analysis spells it:
     ``IMPALA, 16 env runner(s)``, then ``detail`` as given (``, lr=0.001`` or
-    `` x 32 async envs``), marked ``(baseline)`` or ``(reference)``. Without
+    `` x 32 async envs``), marked ``(baseline)`` or ``(reference)``. An SB3 algorithm runs
+    in one process with no env runners: ``SB3-DQN, one process (reference)``. Without
     ``num_env_runners``, the algorithm alone (``SB3-DQN (reference)``)."""
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS
+
     name = str(algorithm)
     if num_env_runners is not None:
-        name += f", {int(num_env_runners)} env runner(s)"
+        one = name in REFERENCE_ALGORITHMS
+        name += ", one process" if one else f", {int(num_env_runners)} env runner(s)"
     return (
         name
         + str(detail or "")
         + (" (baseline)" if baseline else "")
         + (" (reference)" if reference else "")
     )
+
+
+def config_phrase(algorithm: Any, num_env_runners: Any, detail: str = "") -> str:
+    """A configuration named inside a sentence, as every sentence of the analysis spells it:
+    ``IMPALA with 16 env runners``, ``DQN with 1 env runner``, ``SB3-DQN in one process``
+    (an SB3 algorithm has no env runners), then ``detail`` as given (`` x 32 async envs``).
+    Table cells use :func:`config_name`."""
+    from sweeps.engine.reference import REFERENCE_ALGORITHMS
+
+    alg, n = str(algorithm), int(num_env_runners)
+    if alg in REFERENCE_ALGORITHMS:
+        return f"{alg} in one process{detail or ''}"
+    return f"{alg} with {n} env runner{'' if n == 1 else 's'}{detail or ''}"
 
 
 def fmt_reached(c: pd.Series, of: str = "finished_seeds") -> str:

@@ -37,7 +37,7 @@ from analysis.catalogue import (
     parse_money,
     run_cost_usd,
 )
-from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_s, fmt_usd
+from analysis.fmt import config_name, config_phrase, fmt_ci, fmt_interval, fmt_s, fmt_usd
 from analysis.plan_check import check_text, parse_holdout, plan_check
 from analysis.plan_model import (
     DEFAULT_CANDIDATE_N,
@@ -789,7 +789,7 @@ def _transfer_main(args, res, console) -> int:
     be = break_even_on(data, machine, cores=k0)
     for _, r in be.iterrows():
         console.print(
-            f"- {r['algorithm']} with {int(r['num_env_runners'])} env runner(s): "
+            f"- {config_phrase(r['algorithm'], r['num_env_runners'])}: "
             + (
                 "never beats one process"
                 if r["break_even_ms"] == float("inf")

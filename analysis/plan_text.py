@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.catalogue import VMSize, load_vm_sizes
-from analysis.fmt import fmt_ci, fmt_s, fmt_usd
+from analysis.fmt import config_phrase, fmt_ci, fmt_s, fmt_usd
 from analysis.plan_model import Plan
 
 __all__ = [
@@ -31,7 +31,7 @@ def describe_row(r: dict[str, Any]) -> str:
     """One line for a candidate: algorithm, N, VM, TTT and cost with intervals."""
     tag = " [extrapolated]" if r["extrapolated"] else ""
     return (
-        f"{r['algorithm']} with {r['num_env_runners']} env runner(s) on {r['nodes']} x "
+        f"{config_phrase(r['algorithm'], r['num_env_runners'])} on {r['nodes']} x "
         f"{r['vm']}: TTT {fmt_ci(r['ttt_s'], r['ttt_low_s'], r['ttt_high_s'], fmt_s)}, cost "
         f"{fmt_ci(r['cost_usd'], r['cost_low_usd'], r['cost_high_usd'], fmt_usd)}"
         f", {r['source']}{tag}"
@@ -223,7 +223,7 @@ def plan_answer(
             f"{r['algorithm']}, the single-process reference (one process, no Ray cluster to "
             "launch),"
             if is_reference
-            else f"{r['algorithm']} with {r['num_env_runners']} env runner(s)"
+            else config_phrase(r["algorithm"], r["num_env_runners"])
         )
         sentence = (
             f"{_question(plan)}: {who} on {r['nodes']} x {r['vm']}, {_planned(plan, r)}; "

@@ -59,6 +59,7 @@ from analysis.figures import (
 from analysis.fmt import (
     as_float,
     config_cells,
+    config_phrase,
     fmt_count,
     fmt_s,
     fmt_value,
@@ -206,7 +207,7 @@ def _caption(name: str, data: Study) -> str:
         )
         text += (
             " Oversubscribed, timings not trustworthy (not marked in the figure): "
-            + ", ".join(f"{a} with {n} env runner(s)" for a, n in pairs)
+            + ", ".join(config_phrase(a, n) for a, n in pairs)
             + "."
         )
     return text
@@ -573,7 +574,7 @@ def markdown_tables(
     base = data.baseline
     if rows:
         bl = (
-            f"{base['algorithm']} with {int(base['num_env_runners'])} env runner(s)"
+            config_phrase(base["algorithm"], base["num_env_runners"])
             if base is not None
             else "none (no baseline trials)"
         )

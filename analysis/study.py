@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batch_size import BatchSizeCheck, batch_advice, batch_size_check
-from analysis.fmt import fmt_s, fmt_speedup
+from analysis.fmt import config_phrase, fmt_s, fmt_speedup
 from analysis.load import Results
 from analysis.metrics import ResolvedTarget, judged_metrics
 from analysis.plan_check import PlanCheck, auto_holdout, plan_check
@@ -181,7 +181,7 @@ def reference_verdict(summary: pd.DataFrame, speed: pd.DataFrame) -> str | None:
         return None
     top = others.iloc[0]
     r = sp.loc[top["config_id"]]
-    name = f"{top['algorithm']} with {top['num_env_runners']} env runner(s)"
+    name = config_phrase(top["algorithm"], top["num_env_runners"])
     ref_name = f"the single-process reference ({ref['algorithm']})"
     s, lb = float(r["abs_speedup"]), float(r["abs_speedup_lower_bound"])
     low, high = float(r["abs_speedup_low"]), float(r["abs_speedup_high"])

@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.break_even import Parts, measured_parts
-from analysis.fmt import config_name, fmt_ci, fmt_interval, fmt_s
+from analysis.fmt import config_name, config_phrase, fmt_ci, fmt_interval, fmt_s
 from analysis.stats import best_configs, draw_seeds, finite_median
 from analysis.study import Study
 
@@ -830,16 +830,16 @@ def break_even_on_words(rows: pd.DataFrame, target: Machine) -> str:
     if len(finite):
         first = finite.loc[finite["break_even_ms"].astype(float).idxmin()]
         return (
-            f"{where}, {first['algorithm']} with {int(first['num_env_runners'])} env "
-            f"runners is predicted to beat one process from ~{first['break_even_ms']:.0f} "
+            f"{where}, {config_phrase(first['algorithm'], first['num_env_runners'])} "
+            f"is predicted to beat one process from ~{first['break_even_ms']:.0f} "
             f"ms of CPU per env step (its absolute speedup tends to "
             f"{first['speedup_bound']:.2f}x as the cost grows)."
         )
     best = rows.loc[rows["speedup_bound"].astype(float).idxmax()]
     return (
         f"{where}, no configuration measured is predicted to beat one process at any env "
-        f"cost: the best, {best['algorithm']} with {int(best['num_env_runners'])} env "
-        f"runners, needs {best['steps_ratio']:.1f}x the reference's env steps and spreads "
+        f"cost: the best, {config_phrase(best['algorithm'], best['num_env_runners'])}, "
+        f"needs {best['steps_ratio']:.1f}x the reference's env steps and spreads "
         f"them over {min(int(best['num_env_runners']), target.cores):g} core(s), so its "
         f"absolute speedup tends to {best['speedup_bound']:.2f}x at most."
     )

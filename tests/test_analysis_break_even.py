@@ -245,7 +245,7 @@ def test_an_async_layout_samples_in_as_many_lanes_as_its_concurrent_envs_and_the
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())
     assert (
-        "Answer at 120 ms per env step (fastest): IMPALA with 2 env runner(s) x 32 async "
+        "Answer at 120 ms per env step (fastest): IMPALA with 2 env runners x 32 async "
         "envs (2 env runner(s) x 32 env(s) each, async), predicted"
     ) in out
     assert "limited by the env's own cost per step" in out and "it beats one process." in out

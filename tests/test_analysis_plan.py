@@ -339,13 +339,13 @@ def test_the_plans_first_sentence_answers_with_measured_and_planned_ttt_and_name
     d4 = load_vm_sizes()["Standard_D4s_v5"]
     plan = make_plan(tm, summary, vms=[d4], n_resamples=20)  # azure-ml: 5 min start-up
     answer = plan_answer(plan, "sweeps/cabs_scaling.py", [d4])
-    r = plan.fastest  # N = 16, beyond the measured 1, 2, 4: the measured TTT is named too
+    r = plan.fastest  # N = 16 (plural), beyond the measured 1, 2, 4: the measured TTT is named too
     c = plan.candidates
     seen = c[(c["algorithm"] == r["algorithm"]) & (c["source"] == "measured")]
     best = seen.sort_values("ttt_s").iloc[0]
     assert r["extrapolated"] and r["source"] == "Amdahl fit"
     assert answer.sentence.startswith(
-        f"Fastest run to the target: {r['algorithm']} with {r['num_env_runners']} env runner(s) "
+        f"Fastest run to the target: {r['algorithm']} with {r['num_env_runners']} env runners "
         f"on {r['nodes']} x Standard_D4s_v5, planned TTT {fmt_s(r['ttt_s'])} = "
         f"{fmt_s(r['ttt_s'] - 300.0)} ["
     ), answer.sentence
@@ -440,6 +440,12 @@ def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_
         "Note: SB3-DQN is the single-process reference: no env runners, so no knee",
     ], ref_lines
     assert not any("measure more env runner counts" in x and "SB3" in x for x in lines)
+    # --deadline/--budget name the reference "in one process", not "with 0 env runner(s)"
+    timed = make_plan(data.tm, data.summary, deadline_s=600.0, models=data.models, n_resamples=20)
+    (cheapest,) = [x for x in plan_text(timed) if x.startswith("Cheapest")]
+    assert cheapest.startswith(
+        "Cheapest meeting the deadline 10.0 min: SB3-DQN in one process on 1 x "
+    )
     assert all("(0 env runners, or" not in x for x in lines)  # each N says its own reason
     # the fastest run is the reference: one process, so no cluster command (the sweep's
     # commands would run the whole study)

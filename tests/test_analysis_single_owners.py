@@ -31,6 +31,9 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "analysis/fmt.py",
         (r"""["'] \((baseline|reference)\)["']""", r"""\}, \{[^{}]*\} env runner\(s\)"""),
     ),
+    # a configuration named in a sentence ("IMPALA with 16 env runners", "SB3-DQN in one
+    # process"): analysis.fmt.config_phrase
+    "configuration in a sentence": ("analysis/fmt.py", (r"""\} with \{[^{}]*\} env runner""",)),
     # one seed-level bootstrap draw: analysis.stats.draw_seeds (analysis.parts.resample_seeds
     # for data frames); the speedup interval's vectorised draw is stats' own
     "seed draw": ("analysis/stats.py", (r"rng\.integers\(0, len\(\w+\), size=len\(",)),
@@ -120,6 +123,8 @@ def test_each_owner_spells_what_the_others_may_not():
     assert re.search(interval[0], """f"predicted {p:,.0f} [{lo:,.0f}, \"""")
     assert re.search(OWNERS["seed draw"][1][0], "k = rng.integers(0, len(ok), size=len(ok))")
     assert not re.search(OWNERS["configuration name"][1][1], """f"{n} env runner(s)\"""")
+    phrase = OWNERS["configuration in a sentence"][1][0]
+    assert re.search(phrase, """f"{r['algorithm']} with {int(r['n'])} env runners\"""")
 
 
 def test_the_configuration_table_joins_statistics_and_speedups_once():

@@ -311,21 +311,19 @@ def test_reference_verdict_with_an_unbounded_interval_does_not_claim_a_win() -> 
     r = speed.set_index("config_id").loc["apex1"]
     assert r["abs_speedup"] > 1 and r["abs_speedup_low"] < 1 and math.isinf(r["abs_speedup_high"])
     verdict = reference_verdict(summary, speed)
-    assert verdict.startswith("The fastest configuration, APEX with 1 env runner(s), cannot"), (
-        verdict
-    )
+    assert verdict.startswith("The fastest configuration, APEX with 1 env runner, cannot"), verdict
     assert "unbounded" in verdict and "interval contains 1" in verdict
 
 
 @pytest.mark.parametrize(
     "apex_ttts, starts",
     [
-        ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runner(s) beats the single-process reference"),
+        ([1.0, 1.0, 1.0, 1.0, 1.0], "APEX with 0 env runners beats the single-process reference"),
         ([4.0, 4.0, 4.0, 4.0, 4.0], "No configuration of the sweep beats the single-process"),
         # overlapping seeds: faster by the point estimate (1.5 < 2), but the interval contains 1
-        ([1.0, 1.0, 1.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
+        ([1.0, 1.0, 1.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runners, cannot"),
         # slower by the point estimate, the interval contains 1: not "does not beat" either
-        ([1.0, 1.0, 2.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runner(s), cannot"),
+        ([1.0, 1.0, 2.5, 3.0, 3.0], "The fastest configuration, APEX with 0 env runners, cannot"),
     ],
 )
 def test_reference_verdict_claims_only_what_the_interval_shows(apex_ttts, starts) -> None:
