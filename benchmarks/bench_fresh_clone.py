@@ -8,8 +8,11 @@ committed, nothing else), runs the command there with ``bash`` and records its w
 from start to exit, in seconds; for ``main`` also the sweep's own wall-clock (the run's
 ``environment.json``, ``started_at`` to ``finished_at``), its trial count and the report's
 sections left without data (``class="missing"`` boxes); for ``ci`` the two pytest parts'
-seconds and test counts as pytest printed them. A command that fails is an error: exit 1 with
-the tests that failed and its last lines, the whole output in
+seconds and test counts as pytest printed them, and the share of the machine's CPU time that
+was busy over the whole command and over each part (``psutil.cpu_times`` every 2 s; idle,
+I/O wait and time stolen by the hypervisor are not busy): a part near 100 % is bound by the
+cores, and more tests at a time would not finish it sooner. A command that fails is an
+error: exit 1 with the tests that failed and its last lines, the whole output in
 ``$TMPDIR/bench_fresh_clone_<command>.log``, nothing saved.
 
     flock /tmp/ray_workload.lock python benchmarks/bench_fresh_clone.py --command main \
@@ -61,6 +64,28 @@ def _seconds(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def cpu_ticks() -> tuple[float, float]:
+    """``(busy, total)`` CPU seconds of the whole machine since boot, every core summed
+    (``psutil.cpu_times``): busy is all but idle, I/O wait and steal."""
+    import psutil
+
+    t = psutil.cpu_times()
+    total = sum(t)
+    return total - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "steal", 0.0), total
+
+
+def busy_percent(ticks: list[tuple[float, float, float]], start: float, end: float) -> float:
+    """The busy share (%) of the machine's CPU time between ``start`` and ``end`` (seconds
+    since the command started), from ``ticks`` = ``[(t, busy, total), ...]`` sorted by ``t``
+    (:func:`cpu_ticks` readings): the readings nearest each end. NaN with fewer than two
+    readings between them."""
+    inside = [k for k in ticks if start - 1e-9 <= k[0] <= end + 1e-9]
+    if len(inside) < 2 or inside[-1][2] <= inside[0][2]:
+        return float("nan")
+    (_, b0, t0), (_, b1, t1) = inside[0], inside[-1]
+    return 100.0 * (b1 - b0) / (t1 - t0)
+
+
 def run_once(name: str, workdir: Path) -> dict:
     """Clone ``HEAD`` into ``workdir/clone`` and run the command there; the measurements
     (module docstring). Raises ``RuntimeError`` with the failed tests and the output's tail
@@ -71,10 +96,18 @@ def run_once(name: str, workdir: Path) -> dict:
         ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True
     ).stdout.strip()
     command = readme_command("main", clone / "README.md") if name == "main" else "bash .ci/run"
+    output = workdir / "output.log"
     t0 = time.perf_counter()
-    proc = subprocess.run(["bash", "-c", command], cwd=clone, capture_output=True, text=True)
+    ticks = [(0.0, *cpu_ticks())]
+    with output.open("w") as sink:
+        proc = subprocess.Popen(
+            ["bash", "-c", command], cwd=clone, stdout=sink, stderr=subprocess.STDOUT, text=True
+        )
+        while proc.poll() is None:
+            time.sleep(2.0)
+            ticks.append((time.perf_counter() - t0, *cpu_ticks()))
     wall = time.perf_counter() - t0
-    out = proc.stdout + proc.stderr
+    out = output.read_text()
     if proc.returncode != 0:
         # pip's warnings can fill the output's tail: name the failed tests, keep the whole log
         log = Path(tempfile.gettempdir()) / f"bench_fresh_clone_{name}.log"
@@ -104,6 +137,13 @@ def run_once(name: str, workdir: Path) -> dict:
     else:
         parts = re.findall(r"(\d+) passed(?:, [^\n]*?)? in ([\d.]+)s", out)
         r["parts"] = [{"passed": int(n), "seconds": float(s)} for n, s in parts]
+        # the parts ran back to back at the command's end: each ends where the next begins
+        # (within pytest's own start-up of a few seconds)
+        r["cpu_busy_pct"] = busy_percent(ticks, 0.0, wall)
+        end = wall
+        for part in reversed(r["parts"]):
+            part["cpu_busy_pct"] = busy_percent(ticks, end - part["seconds"], end)
+            end -= part["seconds"]
     return r
 
 
@@ -118,10 +158,20 @@ def samples(out: dict) -> list[dict]:
     if name == "main":
         got.append(sample(name, "sweep wall-clock", "s", [r["sweep_s"] for r in runs], "lower"))
     else:
+        busy = [r["cpu_busy_pct"] for r in runs if "cpu_busy_pct" in r]
+        if busy:
+            got.append(sample(name, "CPU busy", "%", busy, "higher"))
         for i, what in enumerate(("two at a time", "one at a time")):
             vals = [r["parts"][i]["seconds"] for r in runs if len(r["parts"]) > i]
             if vals:
                 got.append(sample(f"ci: {what}", "pytest wall-clock", "s", vals, "lower"))
+            busy = [
+                r["parts"][i]["cpu_busy_pct"]
+                for r in runs
+                if len(r["parts"]) > i and "cpu_busy_pct" in r["parts"][i]
+            ]
+            if busy:
+                got.append(sample(f"ci: {what}", "CPU busy", "%", busy, "higher"))
     return got
 
 

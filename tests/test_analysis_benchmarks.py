@@ -199,3 +199,28 @@ def test_a_changed_result_changes_docs_benchmarks_only_through_its_generator(tmp
     changed = [(a, b) for a, b in zip(text.splitlines(), new.splitlines(), strict=True) if a != b]
     assert len(changed) == 1
     assert bm.fmt_count(float(np.median(data["samples"][0]["values"]))) in changed[0][1]
+
+
+def test_the_fresh_clone_benchmark_reads_the_cpu_busy_share_of_each_part():
+    """CI's parts are timed back to back from the command's end; each part's CPU busy share
+    is the machine's busy CPU seconds over all its CPU seconds between the readings nearest
+    its ends, and a result saved before the share was read still gives its samples."""
+    fresh = _script("bench_fresh_clone")
+    ticks = [(0.0, 0.0, 0.0), (2.0, 1.0, 4.0), (4.0, 3.0, 8.0), (6.0, 7.0, 12.0)]
+    assert fresh.busy_percent(ticks, 0.0, 6.0) == pytest.approx(100 * 7 / 12)
+    assert fresh.busy_percent(ticks, 2.0, 6.0) == pytest.approx(100 * 6 / 8)
+    assert np.isnan(fresh.busy_percent(ticks, 2.5, 3.5))  # no two readings inside
+    busy, total = fresh.cpu_ticks()
+    assert 0 < busy < total
+    run = {"wall_s": 100.0, "cpu_busy_pct": 90.0, "parts": [{"passed": 9, "seconds": 80.0}]}
+    run["parts"][0]["cpu_busy_pct"] = 95.0
+    got = fresh.samples({"command_name": "ci", "runs": [run]})
+    assert {(s["case"], s["measure"]): s["values"] for s in got} == {
+        ("ci", "wall-clock with install"): [100.0],
+        ("ci", "CPU busy"): [90.0],
+        ("ci: two at a time", "pytest wall-clock"): [80.0],
+        ("ci: two at a time", "CPU busy"): [95.0],
+    }
+    del run["cpu_busy_pct"], run["parts"][0]["cpu_busy_pct"]
+    old = fresh.samples({"command_name": "ci", "runs": [run]})
+    assert [s["measure"] for s in old] == ["wall-clock with install", "pytest wall-clock"]
