@@ -107,14 +107,19 @@ _DURATION = re.compile(
 )
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: str, what: str = "deadline", *, zero: bool = False) -> float:
     """Parse a duration like ``10m``, ``90s``, ``1h30m``, ``2.5h`` or ``600`` (seconds).
+
+    Args:
+        text: the duration as typed.
+        what: what it is, named in the error (``"--startup"``).
+        zero: accept 0 (a start-up or billing unit of none).
 
     Returns:
         Seconds.
 
     Raises:
-        ValueError: unparsable or non-positive.
+        ValueError: unparsable, negative, or 0 without ``zero``.
     """
     s = str(text).strip().replace(" ", "")
     try:
@@ -129,10 +134,14 @@ def parse_duration(text: str) -> float:
             pos = m.end()
         if pos != len(s) or pos == 0:
             raise ValueError(
-                f"deadline {text!r}: expected a duration like 10m, 90s, 1h30m or seconds"
+                f"{what} {text!r}: expected a duration like 10m, 90s, 1h30m or seconds"
             ) from None
-    if not value > 0 or not math.isfinite(value):
-        raise ValueError(f"deadline {text!r}: must be a positive duration")
+    if not (value >= 0 if zero else value > 0) or not math.isfinite(value):
+        raise ValueError(
+            f"{what} {text!r}: must be a duration of 0 or more"
+            if zero
+            else f"{what} {text!r}: must be a positive duration"
+        )
     return value
 
 

@@ -24,6 +24,8 @@ import contextlib
 import sys
 from typing import Any
 
+from rich.markup import escape
+
 from analysis.catalogue import (
     DEFAULT_LAUNCHER,
     LAUNCHERS,
@@ -122,6 +124,12 @@ class _Unbroken:
         yield Text("\n".join(lines), justify=self.justify)
 
 
+def _say(console: Any, text: str) -> None:
+    """Print a line of the analysis as it is: its brackets (an interval, ``[extrapolated]``,
+    a path) are text, not rich markup, and a long line is left to the terminal to wrap."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_rows(
     console: Any, headers: list[str], rows: list[list[str]], *, left=("configuration",), title=None
 ) -> None:
@@ -193,8 +201,8 @@ def _launcher(args) -> Launcher:
     base = LAUNCHERS[args.launcher]
     return Launcher(
         base.name,
-        parse_duration(args.startup) if args.startup else base.startup_s,
-        parse_duration(args.billing) if args.billing else base.billing_s,
+        parse_duration(args.startup, "--startup", zero=True) if args.startup else base.startup_s,
+        parse_duration(args.billing, "--billing", zero=True) if args.billing else base.billing_s,
         base.source if not (args.startup or args.billing) else "given on the command line",
     )
 
@@ -207,7 +215,7 @@ def _fit_main(args, res, console) -> int:
     from analysis.stats import summarize_configs
 
     with _bad_input():
-        deadline = parse_duration(args.deadline) if args.deadline else None
+        deadline = parse_duration(args.deadline, "--deadline") if args.deadline else None
         budget = parse_money(args.budget) if args.budget else None
         launcher = _launcher(args)
         vms = _vms(args)
@@ -234,24 +242,25 @@ def _fit_main(args, res, console) -> int:
         progress=res.progress,
     )
     console.print(
-        f"[bold]Capacity plan[/bold] for {res.path} -- target {target.metric} >= "
-        f"{target.value:g} ({target.source}); "
-        f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices"
+        f"[bold]Capacity plan[/bold] for {escape(str(res.path))} -- target "
+        f"{escape(target.metric)} >= {target.value:g} ({escape(str(target.source))}); "
+        f"{'low-priority' if args.low_priority else 'pay-as-you-go'} prices",
+        soft_wrap=True,
     )
     for w in [*res.warnings, *warns]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
     if plan.candidates.empty:
-        console.print("No recommendation: " + "; ".join(plan.notes))
+        _say(console, "No recommendation: " + "; ".join(plan.notes))
         return 0
     answer = plan_answer(plan, sweep_file_of(res.environment), vms)
-    console.print(answer.sentence, highlight=False, soft_wrap=True)
+    _say(console, answer.sentence)
     for line in answer.commands:
-        console.print(str(line), highlight=False, soft_wrap=True)
+        _say(console, str(line))
     _print_assumptions(answer, console)
     _print_table(plan, console)
     console.print("[bold]Details[/bold]")
     for line in [*answer.details, *batch_advice(tm, res.progress)]:
-        console.print(f"- {line}", highlight=False, soft_wrap=True)
+        _say(console, f"- {line}")
     return 0
 
 
@@ -329,11 +338,12 @@ def _check_main(args, res, console) -> int:
     tm, _, target, warns = judged_metrics(res, args.target)
     check = plan_check(tm, summarize_configs(tm, seeds=res.seeds), res.progress, holdout)
     console.print(
-        f"[bold]Plan check[/bold] for {res.path} -- target {target.metric} >= "
-        f"{target.value:g}; held out N={','.join(map(str, holdout))}"
+        f"[bold]Plan check[/bold] for {escape(str(res.path))} -- target "
+        f"{escape(target.metric)} >= {target.value:g}; held out N={','.join(map(str, holdout))}",
+        soft_wrap=True,
     )
     for w in [*res.warnings, *warns]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
     for line in check_text(check):
         console.print(line, highlight=False, soft_wrap=True, markup=False)
     if check.rows.empty:
@@ -659,13 +669,13 @@ def _break_even_main(args, res, console) -> int:
 
     with _bad_input():
         costs = _parse_costs(args.env_cost_ms)
-        deadline = parse_duration(args.deadline) if args.deadline else None
+        deadline = parse_duration(args.deadline, "--deadline") if args.deadline else None
         vms = _vms(args)
         held, shared = _held_out(args, res)
     fit = analyse(res, args.target)
     rows = break_even_rows(fit, costs)
     console.print(
-        f"[bold]Break-even env cost[/bold] for {res.path}: TTT(c) = start-up + env "
+        f"[bold]Break-even env cost[/bold] for {escape(str(res.path))}: TTT(c) = start-up + env "
         "steps x (overhead + c) / concurrent envs, from the run's measured parts "
         "(analysis/break_even.py)"
     )
@@ -679,12 +689,12 @@ def _break_even_main(args, res, console) -> int:
     for c in costs:
         console.print(f"[bold]At {c:g} ms per env step[/bold]")
         for line in plan_at_cost(fit, c, deadline, vms):
-            console.print(f"- {line}", highlight=False, soft_wrap=True)
+            _say(console, f"- {line}")
     if held:
         _print_held_out(fit, [analyse(h, args.target) for h in held], console)
         for d, seeds in shared.items():
             console.print(
-                f"[yellow]Not on fresh seeds: {d} shares seeds "
+                f"[yellow]Not on fresh seeds: {escape(str(d))} shares seeds "
                 f"{', '.join(map(str, seeds))} with the fit run, so its cells check "
                 "the model on seeds it was fitted on (--allow-shared-seeds).[/yellow]",
                 soft_wrap=True,
@@ -748,7 +758,7 @@ def _transfer_main(args, res, console) -> int:
     with _bad_input():  # the run's cores unknown: --source-cores says them
         predicted = transfer(data, machine, cores=k0, cpu_cost_ms=cost_ms)
     console.print(
-        f"[bold]Transfer[/bold] of {res.path} (measured on {k0:g} core(s)) to "
+        f"[bold]Transfer[/bold] of {escape(str(res.path))} (measured on {k0:g} core(s)) to "
         f"{machine.cores:g} core(s) at {machine.core_speed:g}x the per-core speed: "
         "a roofline of CPU per env step, start-up and env steps (analysis/transfer.py); "
         f"env CPU per step {env_costs_ms(data)[0] if cost_ms is None else cost_ms:g} ms"
@@ -799,12 +809,14 @@ def _transfer_main(args, res, console) -> int:
             f"{r['steps_ratio']:.1f}x the reference's env steps)",
             highlight=False,
         )
-    console.print(break_even_on_words(be, machine), highlight=False, soft_wrap=True)
+    _say(console, break_even_on_words(be, machine))
     if measured is not None:
         rows = check_rows(predicted, measured)
-        console.print(f"[bold]Check[/bold] against {checked.path}, measured on the target")
+        console.print(
+            f"[bold]Check[/bold] against {escape(str(checked.path))}, measured on the target"
+        )
         _print_rows(console, CHECK_HEADERS, check_table_rows(rows))
-        console.print(check_words(rows, k0, machine), highlight=False, soft_wrap=True)
+        _say(console, check_words(rows, k0, machine))
     return 0
 
 
@@ -845,7 +857,7 @@ def _learners_main(args, res, console) -> int:
         return _sync_learners_main(res, fit, counts, held, target, console, shared_seeds)
     x1, u1, bound = pred["x1"].iloc[0], pred["u1"].iloc[0], pred["bound"].iloc[0]
     console.print(
-        f"[bold]Learners[/bold] of {res.path}: one learner applied {x1:.0f} updates/s with the "
+        f"[bold]Learners[/bold] of {escape(str(res.path))}: one learner applied {x1:.0f} updates/s with the "
         f"parameter server busy {u1:.0%} of the time; Amdahl's law with the server's apply as "
         f"the serial part (analysis.transfer.learner_scaling) bounds any learner count at "
         f"{bound:.0f} updates/s. An upper estimate: it leaves out the server's time per update "
@@ -879,14 +891,14 @@ def _print_learner_check(rows, console, shared_seeds: dict[str, list[int]]) -> N
     console.print(
         "[bold]Checked[/bold]: each measured learner count against its prediction"
         + (
-            f" (held-out runs sharing seeds with the fit: {', '.join(shared_seeds)})"
+            f" (held-out runs sharing seeds with the fit: {escape(', '.join(shared_seeds))})"
             if shared_seeds
             else ""
         )
     )
     headers, cells = learner_check_table(rows)
     _print_rows(console, headers, cells, left=("run",))
-    console.print(learner_check_words(rows), highlight=False, soft_wrap=True)
+    _say(console, learner_check_words(rows))
 
 
 def _sync_learners_main(
@@ -912,7 +924,7 @@ def _sync_learners_main(
         return EXIT_BAD_INPUT
     algorithm, m1, m2, a, b = parts
     console.print(
-        f"[bold]Learners[/bold] of {res.path}: {algorithm}'s synchronous learners, its time "
+        f"[bold]Learners[/bold] of {escape(str(res.path))}: {algorithm}'s synchronous learners, its time "
         f"per env step split into a part that does not shrink with learners ({a * 1e3:.3f} ms) "
         f"and one they share ({b * 1e3:.3f} ms), solved from {m1} and {m2} learners "
         "(analysis.transfer.sync_learner_scaling).",
@@ -942,11 +954,11 @@ def _print_held_out(fit, held: list, console) -> None:
     c = held_out_check(fit, held)
     console.print(
         "[bold]Held-out env costs[/bold]: each run's TTT predicted from "
-        f"{fit.res.path.name}'s parts alone"
+        f"{escape(fit.res.path.name)}'s parts alone"
     )
     if c["rows"]:
         _print_rows(console, c["headers"], c["rows"])
-    console.print(c["verdict"], highlight=False, soft_wrap=True)
+    _say(console, c["verdict"])
 
 
 #: Subcommand -> what it runs.

@@ -78,6 +78,24 @@ def test_parse_duration_rejects(text: str) -> None:
         parse_duration(text)
 
 
+def test_a_start_up_of_zero_is_accepted_and_a_bad_one_named_by_its_flag(plan) -> None:
+    """``--startup 0`` (machines already up) and ``--billing 0`` (continuous) are durations a
+    user types; a bad one is named by its own flag, not as a deadline."""
+    assert parse_duration("0", "--startup", zero=True) == 0.0
+    with pytest.raises(ValueError, match=r"^--startup '-1': must be a duration of 0 or more$"):
+        parse_duration("-1", "--startup", zero=True)
+    run = str(Path(__file__).resolve().parents[1] / "docs/data/cabs_scaling/20261128-001042")
+    out = plan("fit", run, "--startup", "0", "--billing", "0")
+    assert out.returncode == 0, out.stderr
+    assert "+ 0 s start-up" in out.stdout or "no start-up" in out.stdout, out.stdout[:1500]
+    bad = plan("fit", run, "--startup", "5q")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1] == (
+        "python -m analysis.plan: error: --startup '5q': expected a duration like 10m, 90s, "
+        "1h30m or seconds"
+    ), bad.stderr
+
+
 @pytest.mark.parametrize(
     "text, usd", [("5usd", 5.0), ("$5", 5.0), ("5.50 USD", 5.5), ("5", 5.0), ("0.25$", 0.25)]
 )
@@ -503,3 +521,27 @@ def test_the_commands_judge_the_trials_the_study_judges(analysed_runs, capsys) -
     out = capsys.readouterr().out
     assert data.batch is not None
     assert out.splitlines()[1:] == check_lines(data.batch)
+
+
+def test_brackets_in_a_path_or_a_line_are_printed_not_taken_as_markup(
+    results: Path, tmp_path: Path, plan
+) -> None:
+    """The terminal's rich console reads ``[word]`` as a style: a results folder named
+    ``run[abc]`` and a line's ``[extrapolated]`` are printed as they are."""
+    import shutil
+
+    from rich.console import Console
+
+    from analysis.plan import _say
+
+    run = tmp_path / "run[abc]"
+    shutil.copytree(results, run)
+    out = plan("fit", str(run), "--vm", "Standard_D4s_v5")
+    assert out.returncode == 0, out.stderr
+    assert f"Capacity plan for {run} -- target" in out.stdout, out.stdout[:300]
+    console = Console(width=60, record=True, color_system=None)
+    _say(console, "DQN with 16 env runners on 2 x D4: TTT 5.3 min [extrapolated]")
+    assert (
+        console.export_text().split()
+        == "DQN with 16 env runners on 2 x D4: TTT 5.3 min [extrapolated]".split()
+    )

@@ -87,3 +87,6 @@ def test_a_trial_line_says_why_it_was_censored_and_when_it_sampled_nothing() -> 
         "[  5] APEX    env_runners=8 batch=64 seed=0 (confirm)  TTT 36.6 s  best return "
         "2817.4  1475 env steps/s  warm: started in 0.5 s, charged 25.2 s"
     )
+    # an error's own brackets are its text, not the console's markup
+    failed = {**ran, "status": "error", "error": "OSError: [Errno 28] No space left [bold]"}
+    assert "error: OSError: [Errno 28] No space left [bold]" in plain(failed), plain(failed)

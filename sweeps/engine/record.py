@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 from ray.tune import Callback, Stopper
 from rich.console import Console
+from rich.markup import escape
 
 from sweeps.engine import rundir
 from sweeps.engine.capping import AdaptiveCapping
@@ -609,9 +610,9 @@ def trial_line(row: dict[str, Any], index: int) -> str:
         capped = ", capped" if row.get("censor_reason") == "capped" else ""
         outcome = f"[yellow]censored (> {row['elapsed_s']:.0f} s{capped})[/yellow]"
     elif row.get("error_kind") in ("stalled", "env_faults"):
-        outcome = f"[red]{row['error'][:80]}[/red]"
-    else:
-        outcome = f"[red]error: {row['error'][:80]}[/red]"
+        outcome = f"[red]{escape(row['error'][:80])}[/red]"
+    else:  # an error's own brackets ("[Errno 28]") are text, not markup
+        outcome = f"[red]error: {escape(row['error'][:80])}[/red]"
     batch = row.get("train_batch_size")
     batch = f"{batch:.0f}" if isinstance(batch, float) and math.isfinite(batch) else "-"
     startup = row.get("startup_s")
