@@ -131,6 +131,11 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _setting(value: Any) -> str:
+    """A sweep setting as its file would spell it: ``unset`` for none, else its repr."""
+    return "unset" if value is None else repr(value)
+
+
 def check_comparable(base: Results, new: Results) -> None:
     """Refuse runs judged differently: another target (metric or value), evaluation protocol
     or trial budget.
@@ -148,8 +153,9 @@ def check_comparable(base: Results, new: Results) -> None:
         for k in keys:
             if not _same(a.get(k), b.get(k)):
                 raise CompareError(
-                    f"{new.path}: its {what} differs from {base.path}'s ({k}: {b.get(k)!r} "
-                    f"against {a.get(k)!r}); time-to-target is not comparable"
+                    f"{new.path}: its {what} differs from {base.path}'s ({key}.{k}: "
+                    f"{_setting(b.get(k))} against {_setting(a.get(k))}); time-to-target is "
+                    "not comparable"
                 )
 
 

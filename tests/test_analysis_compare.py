@@ -123,6 +123,16 @@ def test_runs_judged_differently_are_refused_in_one_line(tmp_path, capfd, key, f
     out, err = capfd.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith("error: ") and field in err
+    assert f"({key}.{field}: {value!r} against " in err, err  # named as in the sweep file
+
+
+def test_a_setting_one_run_left_unset_is_called_unset(tmp_path, capfd):
+    other = _edited(NEW_RUN, tmp_path, "evaluation", "every_env_steps", 500)
+    base = json.loads((NEW_RUN / "spec.json").read_text())["evaluation"]["every_env_steps"]
+    assert base is None  # the published run evaluates on a wall-clock cadence
+    assert main([str(NEW_RUN), str(other)]) == EXIT_REFUSED
+    err = capfd.readouterr().err
+    assert "(evaluation.every_env_steps: 500 against unset)" in err and "None" not in err, err
 
 
 def test_bad_arguments_are_refused_in_one_line(capfd, tmp_path):
