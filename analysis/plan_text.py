@@ -240,11 +240,12 @@ def plan_answer(
                 if plan.deadline_s is not None
                 else f"{fmt_usd(plan.budget_usd)} budget"
             )
-            + f": the fastest, {best['algorithm']} with {best['num_env_runners']} env "
-            f"runner(s) on {best['nodes']} x {best['vm']}, has "
+            + f": the fastest, {config_phrase(best['algorithm'], best['num_env_runners'])} "
+            f"on {best['nodes']} x {best['vm']}, has "
             f"{_planned(plan, best.to_dict())}; {fmt_usd(best['cost_usd'])} a run."
         )
         r = best.to_dict()
+        is_reference = r["algorithm"] in plan.references
     assumptions: list[tuple[str, str]] = [
         (
             "Start-up and billing",

@@ -474,6 +474,15 @@ def test_the_reference_is_planned_at_its_point_without_a_scaling_model(analysed_
     ), answer.sentence
     assert answer.commands == []
     assert dict(answer.assumptions)["Extrapolated"] == "nothing: its one process was measured"
+    # no run meets a 1 s deadline: the fastest named is still the reference, in one process,
+    # with no cluster command
+    late = make_plan(data.tm, data.summary, deadline_s=1.0, models=data.models, n_resamples=20)
+    missed = plan_answer(late, "sweeps/cabs_scaling.py")
+    assert missed.sentence.startswith(
+        "No run is predicted to reach the target within the 1.0 s deadline: the fastest, "
+        "SB3-DQN in one process on 1 x "
+    ), missed.sentence
+    assert missed.commands == []
     # the report's plan cards: "one process", not "0 env runner(s)"
     from analysis.report import _runners
 
