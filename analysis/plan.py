@@ -336,6 +336,13 @@ def _check_main(args, res, console) -> int:
     with _bad_input():
         holdout = parse_holdout(args.holdout)
     tm, _, target, warns = judged_metrics(res, args.target)
+    measured = sorted({int(n) for n in tm.loc[~tm["is_reference"], "num_env_runners"]})
+    if not set(holdout) & set(measured):
+        raise _BadInput(
+            f"holdout N={','.join(map(str, holdout))}: no algorithm measured "
+            f"{'it' if len(holdout) == 1 else 'any of them'} (measured N="
+            f"{','.join(map(str, measured))}); hold out counts the run measured"
+        )
     check = plan_check(tm, summarize_configs(tm, seeds=res.seeds), res.progress, holdout)
     console.print(
         f"[bold]Plan check[/bold] for {escape(str(res.path))} -- target "

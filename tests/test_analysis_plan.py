@@ -554,3 +554,16 @@ def test_brackets_in_a_path_or_a_line_are_printed_not_taken_as_markup(
         console.export_text().split()
         == "DQN with 16 env runners on 2 x D4: TTT 5.3 min [extrapolated]".split()
     )
+
+
+def test_holding_out_a_count_the_run_never_measured_is_bad_input(plan) -> None:
+    """``holdout RUN 3`` on a run of N = 1, 2, 4, 8 checks nothing: one line and exit 2, not
+    an empty check that exits 0."""
+    run = str(Path(__file__).resolve().parents[1] / "docs/data/cabs_scaling/20261128-001042")
+    out = plan("holdout", run, "3")
+    assert out.returncode == 2 and out.stdout == "", out.stdout
+    assert out.stderr.strip() == (
+        "python -m analysis.plan: error: holdout N=3: no algorithm measured it (measured "
+        "N=1,2,4,8); hold out counts the run measured"
+    ), out.stderr
+    assert plan("holdout", run, "8").returncode == 0
