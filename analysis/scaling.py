@@ -205,6 +205,9 @@ def _fit_one(
         n_min=float(distinct.min()) if distinct.size else math.nan,
         n_max=float(distinct.max()) if distinct.size else math.nan,
     )
+    if distinct.size == 0:  # every N was 0 (sampling in the driver) or had no value
+        base.reason = "no env runner count (N >= 1) with a value to fit"
+        return base
     if distinct.size < p:
         names = "gamma, alpha, beta" if model == "usl" else "gamma, alpha"
         base.reason = (

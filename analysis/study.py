@@ -124,10 +124,14 @@ class Study:
 
     def throughput_fit_rows(self) -> list[tuple[str, str, ScalingFit]]:
         """``(algorithm, "env steps/s", fit)``, Amdahl then USL, for every algorithm in
-        :attr:`throughput_fits` (those the throughput figure shows), by name."""
+        :attr:`throughput_fits` (those the throughput figure shows) but the single-process
+        reference (one process: nothing to fit in N), by name."""
+        s = self.summary
+        refs = set(s.loc[s["is_reference"], "algorithm"]) if "is_reference" in s else set()
         return [
             (alg, "env steps/s", fits[m])
             for alg, fits in sorted(self.throughput_fits.items())
+            if alg not in refs
             for m in ("amdahl", "usl")
         ]
 

@@ -275,7 +275,7 @@ def test_module_entry_point(results: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "python -m analysis.plan: error: deadline '10x': expected a duration like 10m, 90s, "
+        "python -m analysis.plan: error: --deadline '10x': expected a duration like 10m, 90s, "
         "1h30m or seconds"
     ]
 

@@ -143,6 +143,10 @@ def test_refuses_with_fewer_distinct_n_than_parameters() -> None:
     single = fit_scaling([4, 4, 4], [10.0, 11.0, 12.0])
     assert not single["amdahl"].ok and not single["usl"].ok
     assert fits["amdahl"].extrapolates(4.0) and not fits["amdahl"].extrapolates(1.5)
+    # nothing to fit (only the driver sampled, or no value): not "only 0 distinct N measured"
+    for n, x in (([0, 0], [5.0, 6.0]), ([1, 2], [np.nan, np.nan])):
+        for f in fit_scaling(n, x).values():
+            assert not f.ok and f.reason == "no env runner count (N >= 1) with a value to fit"
 
 
 def test_fit_drops_n_zero_and_bad_values() -> None:
