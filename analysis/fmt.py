@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats import MIN_SEEDS_FOR_CI, ceil_to, floor_to
+from sweeps.engine.reference import REFERENCE_ALGORITHMS
 from sweeps.engine.rundir.schema import (
     VOCAB_COLUMNS,
     as_float,  # one owner, re-exported for the renderers
@@ -177,8 +178,6 @@ def config_name(
     `` x 32 async envs``), marked ``(baseline)`` or ``(reference)``. An SB3 algorithm runs
     in one process with no env runners: ``SB3-DQN, one process (reference)``. Without
     ``num_env_runners``, the algorithm alone (``SB3-DQN (reference)``)."""
-    from sweeps.engine.reference import REFERENCE_ALGORITHMS
-
     name = str(algorithm)
     if num_env_runners is not None:
         one = name in REFERENCE_ALGORITHMS
@@ -196,8 +195,6 @@ def config_phrase(algorithm: Any, num_env_runners: Any, detail: str = "") -> str
     ``IMPALA with 16 env runners``, ``DQN with 1 env runner``, ``SB3-DQN in one process``
     (an SB3 algorithm has no env runners), then ``detail`` as given (`` x 32 async envs``).
     Table cells use :func:`config_name`."""
-    from sweeps.engine.reference import REFERENCE_ALGORITHMS
-
     alg, n = str(algorithm), int(num_env_runners)
     if alg in REFERENCE_ALGORITHMS:
         return f"{alg} in one process{detail or ''}"

@@ -352,7 +352,7 @@ def _check_main(args, res, console) -> int:
     for w in [*res.warnings, *warns]:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
     for line in check_text(check):
-        console.print(line, highlight=False, soft_wrap=True, markup=False)
+        _say(console, line)
     if check.rows.empty:
         console.print("Nothing could be checked.")
     return 0
