@@ -290,6 +290,13 @@ def load_results(path: str | Path) -> Results:
         raise ResultsError(f"{path}: not a directory (give a results/<sweep>/<run_id>/ folder)")
     trials_file = path / rundir.TRIALS
     if not trials_file.is_file():
+        # a sweep's folder (results/<sweep>/) is the commonest wrong folder: name its runs
+        runs = sorted(p.name for p in path.iterdir() if (p / rundir.TRIALS).is_file())
+        if runs:
+            raise ResultsError(
+                f"{path}: a sweep's folder with {len(runs)} run(s), not one run: give one, "
+                f"e.g. the latest, {path / runs[-1]} (python -m analysis.history reads them all)"
+            )
         raise ResultsError(
             f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
             "folder? see docs/results.md)"

@@ -228,3 +228,23 @@ def test_load_errors_are_one_line(tmp_path: Path, setup, message: str) -> None:
     with pytest.raises(ResultsError, match=message) as exc:
         load_results(path)
     assert "\n" not in str(exc.value)
+
+
+def test_a_sweeps_folder_given_for_a_run_names_its_latest_run(tmp_path: Path, in_process) -> None:
+    """results/<sweep>/ instead of results/<sweep>/<run_id>/: the error names a run to give."""
+    sweep = tmp_path / "cabs"
+    for run_id in ("20261201-090000", "20261202-090000"):
+        (sweep / run_id).mkdir(parents=True)
+        pd.DataFrame([_trial("x", "reached", 1.0)]).to_parquet(sweep / run_id / "trials.parquet")
+    (sweep / "notes").mkdir()  # not a run
+    with pytest.raises(ResultsError) as exc:
+        load_results(sweep)
+    assert str(exc.value) == (
+        f"{sweep}: a sweep's folder with 2 run(s), not one run: give one, e.g. the latest, "
+        f"{sweep / '20261202-090000'} (python -m analysis.history reads them all)"
+    )
+    from analysis.report import main as report_main
+
+    proc = in_process(report_main, str(sweep))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert not list(sweep.rglob("report.html"))
