@@ -100,6 +100,8 @@ def test_the_main_command_dry_runs_as_a_command():
     budget = load_sweep(SWEEPS / "cabs_scaling.py").budget
     (trials,) = [line for line in proc.stdout.splitlines() if line.startswith("Trials: ")]
     assert trials.endswith(f"; budget per trial {budget.describe()}") and "None" not in trials
+    (reference,) = [line for line in proc.stdout.splitlines() if "is_reference" in line]
+    assert reference.endswith("-> 1 CPU"), reference
 
 
 def test_a_budget_is_described_by_what_it_limits():

@@ -109,6 +109,6 @@ def print_dry_run(
         _, info = trial_algorithm_config(config, setup)
         print(
             f"  {meta['config_id']:<16} seed {meta['seed']}  {json.dumps(config, default=str)}"
-            f"  -> {info['num_cpus']:g} CPUs"
+            f"  -> {info['num_cpus']:g} CPU{'' if info['num_cpus'] == 1 else 's'}"
             + ("  oversubscribed" if info["oversubscribed"] else "")
         )
