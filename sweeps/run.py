@@ -49,7 +49,7 @@ from sweeps.engine.sweep_file import (  # noqa: E402
     sweep_target,
 )
 from sweeps.engine.sweep_spec import Budget, Search, Sweep  # noqa: E402
-from sweeps.engine.tuning import platform_callbacks, reconfirmation_of  # noqa: E402
+from sweeps.engine.tuning import count_trials, platform_callbacks, reconfirmation_of  # noqa: E402
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -105,7 +105,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the resolved spec, the first trials and their resources; train nothing",
+        help="print the resolved spec, the first trials and their resources; train nothing "
+        "(with --resume: first the run it would continue, checked as --resume checks it)",
     )
     p.add_argument(
         "--cluster",
@@ -288,6 +289,11 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
             run_dir = Path(args.confirm_only)
             args.reconfirm = reconfirmation_of(run_dir, sweep, source)
             lock = lock_run_dir(run_dir, source)
+        elif args.dry_run and args.resume:  # what --resume would continue: checked, not claimed
+            run_dir = run_dir_for(root, sweep.name, args.resume, source)
+            check_resume_spec(run_dir, spec, source, args.allow_changed_spec)
+            check_resume_dir(run_dir, source)
+            resumed = f"--resume would continue {run_dir} ({count_trials(run_dir)} trials recorded)"
         elif not args.dry_run:  # claimed and locked before Ray starts
             run_dir = run_dir_for(root, sweep.name, args.resume, source)
             new_run_dir = not args.resume
@@ -305,6 +311,8 @@ def main(argv: list[str] | None = None, command_start: float | None = None) -> i
 
     from cluster.local import ClusterError, ray_session
 
+    if args.dry_run and args.resume:
+        print(resumed)
     if args.dry_run and (address is None or args.cluster is not None):
         print_dry_run(sweep, target, setup, placement_lines, nodes)
         return 0

@@ -129,6 +129,25 @@ def test_resume_refuses_a_damaged_run_directory_in_one_line(tmp_path, damage):
     assert files() == before
 
 
+def test_a_resume_dry_run_names_the_run_it_would_continue_and_claims_nothing(tmp_path):
+    """``--resume --dry-run``: the same checks as ``--resume`` (the run it would take, the
+    sweep file unchanged, the run directory whole), then the dry run; no lock, no file."""
+    results = tmp_path / "results"
+    path = _sweep(tmp_path)
+    run = _fake_run(results, RUN_ID[0], STARTED[0], _spec_of(path, results))
+    (run / "tune" / "tuner.pkl").write_bytes(b"state")
+    before = sorted(p.name for p in results.rglob("*"))
+    proc = _run(path, "--results", results, "--resume", "--dry-run")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"--resume would continue {run} (0 trials recorded)" in proc.stdout.splitlines()
+    assert "First trials" in proc.stdout
+    assert sorted(p.name for p in results.rglob("*")) == before
+    path.write_text(path.read_text().replace("time_s=10.0", "time_s=20.0"))
+    edited = _run(path, "--results", results, "--resume", "--dry-run")
+    assert edited.returncode == 2 and len(edited.stderr.strip().splitlines()) == 1, edited.stderr
+    assert "--resume: the sweep changed since run 20260101-000000 started" in edited.stderr
+
+
 def test_resume_takes_the_newest_run_by_recorded_start_not_by_name(tmp_path):
     from sweeps.engine.rundir import run_dir_for
     from sweeps.engine.sweep_file import load_sweep
