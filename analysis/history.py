@@ -53,7 +53,7 @@ from analysis.compare import (
     write_pages,
 )
 from analysis.fmt import fmt_reached
-from analysis.load import Results, ResultsError, load_results
+from analysis.load import Results, ResultsError, load_results, runs_in
 from analysis.publish import md_table
 from sweeps.engine import rundir
 
@@ -98,7 +98,7 @@ def run_dirs(root: str | Path) -> list[Path]:
         root = root.parent
     if not root.is_dir():
         raise ResultsError(f"{root}: no such results folder (give results/<sweep>/)")
-    runs = sorted(p for p in root.iterdir() if (p / rundir.TRIALS).is_file())
+    runs = runs_in(root)
     if not runs:
         raise ResultsError(f"{root}: no run in it (no <run_id>/trials.parquet)")
     return runs

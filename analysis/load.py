@@ -38,7 +38,7 @@ from sweeps.engine.rundir.schema import (
     read_parquet,
 )
 
-__all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results"]
+__all__ = ["REQUIRED_TRIAL_COLUMNS", "Results", "ResultsError", "load_results", "runs_in"]
 
 # Column names, defaults and the version check: sweeps.engine.rundir.schema (one owner for the schema).
 # Progress columns every run since the first has had (filled with NaN if absent); the later
@@ -262,6 +262,12 @@ def _current_names(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def runs_in(folder: Path) -> list[Path]:
+    """The run folders of a sweep's results folder (those holding a ``trials.parquet``), by
+    run id (a run id is its UTC start time, so the last is the latest); empty when none."""
+    return sorted(p for p in folder.iterdir() if (p / rundir.TRIALS).is_file())
+
+
 def load_results(path: str | Path) -> Results:
     """Read one results directory.
 
@@ -291,11 +297,11 @@ def load_results(path: str | Path) -> Results:
     trials_file = path / rundir.TRIALS
     if not trials_file.is_file():
         # a sweep's folder (results/<sweep>/) is the commonest wrong folder: name its runs
-        runs = sorted(p.name for p in path.iterdir() if (p / rundir.TRIALS).is_file())
+        runs = runs_in(path)
         if runs:
             raise ResultsError(
                 f"{path}: a sweep's folder with {len(runs)} run(s), not one run: give one, "
-                f"e.g. the latest, {path / runs[-1]} (python -m analysis.history reads them all)"
+                f"e.g. the latest, {runs[-1]} (python -m analysis.history reads them all)"
             )
         raise ResultsError(
             f"{path}: no trials.parquet (is this a results/<sweep>/<run_id>/ "
