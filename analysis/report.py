@@ -67,6 +67,7 @@ from analysis.figures import (
 )
 from analysis.fmt import (
     config_cells,
+    config_name,
     fmt_num,
     fmt_reached,
     fmt_s,
@@ -202,15 +203,12 @@ def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
     cards = []
     top = best.assign(_t=best["ttt_s"].fillna(np.inf)).sort_values("_t").iloc[0]
     if math.isfinite(top["ttt_s"]):
-        where = (
-            "single process (reference)"
-            if top["is_reference"]
-            else f"{top['num_env_runners']} env runner(s)"
-        )
         cards.append(
             (
                 "Fastest configuration",
-                f"{top['algorithm']}, {where}",
+                config_name(
+                    top["algorithm"], top["num_env_runners"], reference=bool(top["is_reference"])
+                ),
                 f"TTT {fmt_ttt(top)}{_resolution_note(top)}",
             )
         )

@@ -238,6 +238,8 @@ def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup
     _sections_ok(page)
     assert re.search(r'id="target-metric">greedy evaluation return \(mean of 20 episodes', page)
     assert re.search(r"Single-process reference.*?SB3-DQN.*?TTT 2\.0 s", page, re.S)
+    # the card names the fastest configuration as every table does
+    assert re.search(r"Fastest configuration.*?SB3-DQN, one process \(reference\)<", page, re.S)
     verdict = re.search(r'id="reference-verdict">([^<]*)<', page).group(1)
     assert verdict.startswith(
         "No configuration of the sweep beats the single-process "
