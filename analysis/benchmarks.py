@@ -75,11 +75,36 @@ def sample(case: str, measure: str, unit: str, values: Any, better: str) -> dict
     return {"case": str(case), "measure": measure, "unit": unit, "better": better, "values": vals}
 
 
+#: Options that only say where a benchmark puts a file; they change no number.
+OUTPUT_OPTIONS = ("--out", "--keep-report")
+
+
+def _portable(argv: list[str]) -> list[str]:
+    """``argv`` less each of :data:`OUTPUT_OPTIONS` given an absolute path (``--out /x`` or
+    ``--out=/x``): the command published beside a number is one anyone can run, and an
+    absolute output path is only the measuring machine's."""
+    out, skip = [], False
+    for i, a in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name, eq, value = a.partition("=")
+        if name in OUTPUT_OPTIONS:
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+            if Path(value).is_absolute():
+                skip = not eq
+                continue
+        out.append(a)
+    return out
+
+
 def environment(argv: list[str] | None = None) -> dict:
     """Where a benchmark ran: ``git_revision`` (short, ``-dirty`` with uncommitted changes),
     ``cpu_model``, ``cpu_count``, ``memory_gib``, ``gpu`` (``nvidia-smi``'s first name, or
     ""), ``versions`` (python, ray, torch, gymnasium), ``command`` (``python`` and
-    ``argv``, default ``sys.argv``), ``measured_at`` (UTC, ISO 8601)."""
+    ``argv``, default ``sys.argv``, less an output option given an absolute path:
+    :func:`_portable`), ``measured_at`` (UTC, ISO 8601)."""
     import importlib.metadata as md
 
     from sweeps.engine.record import git_revision, host_cpu_model, host_memory_gib
@@ -104,7 +129,7 @@ def environment(argv: list[str] | None = None) -> dict:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             versions[pkg] = "not installed"
-    args = sys.argv if argv is None else argv
+    args = _portable(sys.argv if argv is None else argv)
     script = Path(args[0]).name if args else ""
     command = " ".join(
         ["python", f"benchmarks/{script}" if script.startswith("bench_") else script, *args[1:]]

@@ -83,6 +83,27 @@ def test_a_results_samples_are_its_scripts_reading_of_its_own_detail(path):
     assert got == data["samples"]
 
 
+def test_a_published_command_names_no_path_of_the_measuring_machine():
+    """The command saved beside a number is one anyone can run: an output option given an
+    absolute path is left out of it (the numbers do not depend on where a file went), a
+    relative one and every other argument stay; no saved result's command holds an absolute
+    path but the machine's Ray lock, which the docs name for every Ray workload."""
+    argv = ["bench_x.py", "--out", "/tmp/a.json", "--keep-report=/root/r.html", "--reps", "2"]
+    assert bm.environment(argv)["command"] == "python benchmarks/bench_x.py --reps 2"
+    argv = ["bench_x.py", "--out", "benchmarks/results/x.json", "--before", "/w/DIR"]
+    assert bm.environment(argv)["command"].endswith(
+        "--out benchmarks/results/x.json --before /w/DIR"
+    )
+    for path in RESULTS:
+        command = (json.loads(path.read_text()).get("environment") or {}).get("command", "")
+        absolute = [
+            a
+            for a in command.replace("=", " ").split()
+            if a.startswith(("/", "~")) and a != "/tmp/ray_workload.lock"
+        ]
+        assert not absolute, (path.name, absolute)
+
+
 def test_a_malformed_result_is_refused_in_one_line(tmp_path):
     with pytest.raises(bm.BenchmarkError, match="better='faster'"):
         bm.sample("DQN", "env steps/s", "1/s", [1.0], "faster")
