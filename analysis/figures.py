@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import config_name, fmt_s
+from analysis.fmt import config_name, fmt_r2, fmt_s
 from analysis.scaling import N_PARAMS
 from analysis.stats import best_configs
 from analysis.study import ALG_COLORS, Study
@@ -293,7 +293,7 @@ def fit_line_name(alg: str, f: Any) -> str | None:
         return None
     name = f"{alg} {'USL' if f.model == 'usl' else 'Amdahl'} fit"
     if math.isfinite(f.r2) and f.r2 < POOR_FIT_R2:
-        name += f" (R² {f.r2:.2f}: poor fit)"
+        name += f" (R² {fmt_r2(f.r2)}: poor fit)"
     return name
 
 

@@ -84,6 +84,16 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def fmt_r2(x: float | None) -> str:
+    """A fit's R² as every table, legend and sentence spells it: three decimals (``0.998``,
+    ``1.000``), a value that rounds to zero as ``0.000`` (an Amdahl line that fits nothing
+    better than the mean has R² of about -1e-16, never shown as ``-0.000`` or
+    ``-2.22e-16``), ``-`` when there is none (None, NaN)."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{round(float(x), 3) + 0.0:.3f}"
+
+
 def fmt_value(x: Any) -> str:
     """A parameter value: integers without '.0', floats with 3 significant digits, NaN as
     ``default`` (the algorithm's default was used)."""

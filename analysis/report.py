@@ -69,6 +69,7 @@ from analysis.fmt import (
     config_cells,
     config_name,
     fmt_num,
+    fmt_r2,
     fmt_reached,
     fmt_s,
     fmt_speedup,
@@ -462,7 +463,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
             fmt_num(f.alpha, 3),
             fmt_num(f.beta, 3) if f.model == "usl" else "0",
             fmt_num(f.peak_n, 3) if f.model == "usl" else "none",
-            fmt_num(f.r2, 3),
+            fmt_r2(f.r2),
             str(f.n_distinct),
             f.reason,
         ]

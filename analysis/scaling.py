@@ -33,6 +33,8 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as sps
 
+from analysis.fmt import fmt_r2
+
 __all__ = ["ScalingFit", "amdahl", "bootstrap_ttt_prediction", "fit_scaling", "usl"]
 
 N_PARAMS = {"usl": 3, "amdahl": 2}
@@ -154,7 +156,7 @@ class ScalingFit:
                 if math.isfinite(self.peak_n)
                 else (", no peak (beta=0)")
             )
-        txt += f"; R2={self.r2:.3f}" if math.isfinite(self.r2) else ""
+        txt += f"; R2={fmt_r2(self.r2)}" if math.isfinite(self.r2) else ""
         txt += f", {self.n_distinct} distinct N ({self.n_min:g}-{self.n_max:g})"
         if self.reason:
             txt += f"; {self.reason}"

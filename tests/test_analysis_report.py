@@ -330,6 +330,25 @@ def test_a_fit_exactly_determined_by_its_points_draws_no_line():
     assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
 
 
+def test_a_fits_r2_is_spelled_alike_in_its_sentence_legend_and_table_cell():
+    """A slowdown that Amdahl can only meet with a flat line (alpha = 1) leaves R² a rounding
+    error below zero (about -2e-16): it reads 0.000, as every R², never -0.000 or -2.22e-16."""
+    import numpy as np
+
+    from analysis.figures import fit_line_name
+    from analysis.fmt import fmt_r2
+    from analysis.scaling import fit_scaling
+
+    n = np.array([1, 1, 2, 2, 4, 4, 8, 8])
+    fits = fit_scaling(n, 1 / np.array([5.8, 6.0, 8.0, 8.4, 15.0, 14.0, 30.0, 29.0]))
+    flat, usl = fits["amdahl"], fits["usl"]
+    assert flat.alpha == pytest.approx(1) and -1e-9 < flat.r2 <= 0
+    assert fmt_r2(flat.r2) == "0.000" and fmt_r2(usl.r2) == f"{usl.r2:.3f}"
+    assert "R2=0.000," in flat.describe()
+    assert fit_line_name("APEX", flat) == "APEX Amdahl fit (R² 0.000: poor fit)"
+    assert fmt_r2(float("nan")) == fmt_r2(None) == "-" and fmt_r2(1.0) == "1.000"
+
+
 @pytest.mark.xdist_group("rich_report")  # one worker writes it once
 def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_report: Path) -> None:
     """The plan section opens with one sentence (measured and planned TTT, the start-up

@@ -62,6 +62,8 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
             r"\\\[",
         ),
     ),
+    # a fit's R² (three decimals, never -0.000 or -2.22e-16): analysis.fmt.fmt_r2
+    "R²": ("analysis/fmt.py", (r"\br2:\.\d", r"fmt_num\([^()]*\br2\b")),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
 }
@@ -104,6 +106,8 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = hit and "def config_cells" in text
         if quantity == "batch-size check cells":  # the owner formats each quantity in a loop
             hit = "def check_table" in text
+        if quantity == "R²":
+            hit = "def fmt_r2" in text
         if quantity == "interval":  # the owner writes the brackets apart from the value
             hit = "def fmt_interval" in text and "def interval_pieces" in text
         assert hit, quantity
@@ -114,6 +118,8 @@ def test_each_owner_spells_what_the_others_may_not():
     assert not re.search(OWNERS["configuration name"][1][1], """f"{a} with {n} env runner(s) ok""")
     assert re.search(OWNERS["reached cell"][1][0], """f"{c['n_reached']}/{n}\"""")
     assert re.search(OWNERS["batch-size check cells"][1][0], """f"{r['ttt_low']:,.1f}\"""")
+    assert re.search(OWNERS["R²"][1][0], """f"; R2={self.r2:.3f}\"""")
+    assert re.search(OWNERS["R²"][1][1], """fmt_num(f.r2, 3),""")
     interval = OWNERS["interval"][1]
     assert re.search(interval[0], """f"{fmt_s(t)} [{fmt_s(lo)}, {fmt_s(hi)}]\"""")
     assert re.search(interval[1], """f"TTT {t} [95% {fmt_s(lo)}, {fmt_s(hi)}]\"""")
