@@ -619,7 +619,7 @@ def markdown_tables(
             "caveats, batch size</summary>",
             "",
             "From `analysis.plan` (no deadline or budget given; reproduce or constrain "
-            f"with `python -m analysis.plan {res.name}/{res.path.name} --deadline 10m "
+            f"with `python -m analysis.plan fit {res.name}/{res.path.name} --deadline 10m "
             "--budget 1usd`):",
             "",
         ]

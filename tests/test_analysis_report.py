@@ -28,6 +28,20 @@ def _sections_ok(page: str) -> None:
     assert not re.search(r"<link[^>]*href=[\"']https?:", page)
 
 
+def _run_printed_commands(page: str, run: Path) -> list[str]:
+    """Every ``python -m analysis.X ... RESULTS_DIR ...`` the page prints, run on ``run`` as a
+    reader would paste it (in this process: each module's ``main``); each must exit 0."""
+    import importlib
+    import shlex
+
+    ran = []
+    for code in re.findall(r"<code>(python -m analysis\.[^<]*RESULTS_DIR[^<]*)</code>", page):
+        module, *args = shlex.split(code.replace("RESULTS_DIR", shlex.quote(str(run))))[2:]
+        assert importlib.import_module(module).main(args) == 0, code
+        ran.append(" ".join(code.split()[2:4]))
+    return ran
+
+
 @pytest.fixture(scope="module")
 def rich_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Censored runs, errors, a trial with no episode, several configurations per N."""
@@ -68,6 +82,9 @@ def test_full_report_is_self_contained(rich_results: Path, rich_report: Path) ->
     assert "Synthetic data" in page and "Kaplan-Meier" in page
     assert "censored trial(s)" in page and "oversubscribed" in page
     assert "Knee of the efficiency curve" in page and "Pareto front" in page
+    # the commands it prints to reproduce its sections run as printed
+    ran = _run_printed_commands(page, rich_results)
+    assert ran == ["analysis.plan fit", "analysis.plan holdout"], ran
 
 
 @pytest.mark.parametrize(
@@ -255,6 +272,9 @@ def test_study_summary_names_the_metric_the_reference_and_every_absolute_speedup
             continue
         # every one slower than the reference, in the cell the Markdown tables show too
         assert re.match(r"0\.\d\d× \[", cells[6]), cells
+    # the commands it prints to reproduce its sections run as printed
+    ran = _run_printed_commands(page, run)
+    assert ran == ["analysis.plan fit", "analysis.plan break-even"], ran
 
 
 def test_the_report_says_how_many_configurations_each_algorithm_got():
