@@ -616,8 +616,10 @@ def plan_check_figure(data: Study) -> Any:
     best, _, axis = best_per_n(data.summary)
     rows = data.check.rows[data.check.rows["quantity"] == "TTT"]
     fig = go.Figure()
+    shown = [rows["predicted"], rows["low"], rows["high"]]  # every y drawn, for the ticks
     for alg, g in best[best["num_env_runners"] >= 1].groupby("algorithm"):
         g = g[np.isfinite(g["ttt_s"].astype(float))].sort_values("num_env_runners")
+        shown.append(g["ttt_s"])
         held = set(rows[rows["algorithm"] == alg]["num_env_runners"])
         for part, sym in (
             (g[~g["num_env_runners"].isin(held)], "circle"),
@@ -661,7 +663,8 @@ def plan_check_figure(data: Study) -> Any:
     fig.update_layout(
         title="Plan check: TTT predicted without the held-out N vs measured (95% intervals)",
         xaxis=axis,
-        yaxis={"title": "time-to-target (s)", "type": "log"},
+        # 1-2-5 ticks: plotly's own log ticks label 20, 30, 40 s as "2", "3", "4"
+        yaxis={"title": "time-to-target (s)", "type": "log", **log_ticks(pd.concat(shown))},
     )
     return fig
 

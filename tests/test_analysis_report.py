@@ -350,6 +350,17 @@ def test_a_fit_exactly_determined_by_its_points_draws_no_line():
     assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
 
 
+def test_the_plan_check_figure_labels_its_log_axis_in_1_2_5_steps(analysed_runs):
+    """On the published Cabs study (TTT 5-45 s): the y ticks are 5, 10, 20 s, never plotly's
+    own log ticks, which label 20, 30 and 40 s as "2", "3" and "4"."""
+    from analysis.figures import plan_check_figure
+
+    study = analysed_runs(Path(__file__).parents[1] / "docs/data/cabs_scaling/20261128-001042")
+    y = plan_check_figure(study).layout.yaxis
+    assert y.type == "log" and y.tickvals, y
+    assert {"5", "10", "20"} <= set(y.ticktext) and set(t[0] for t in y.ticktext) <= {"1", "2", "5"}
+
+
 def test_a_fits_r2_is_spelled_alike_in_its_sentence_legend_and_table_cell():
     """A slowdown that Amdahl can only meet with a flat line (alpha = 1) leaves R² a rounding
     error below zero (about -2e-16): it reads 0.000, as every R², never -0.000 or -2.22e-16."""
