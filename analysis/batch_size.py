@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import fmt_ci, fmt_interval, fmt_s
+from analysis.fmt import fmt_ci, fmt_error, fmt_interval, fmt_s
 from analysis.parts import SeedResampler, trial_components
 from analysis.stats import median_or_nan
 from sweeps.engine.cli import EXIT_BAD_INPUT
@@ -378,7 +378,7 @@ def batch_advice(
             )
             if len(errs):
                 line += "; the model's TTT error at the checked batch sizes: " + ", ".join(
-                    f"{e:+.0%}" for e in errs
+                    fmt_error(e) for e in errs
                 )
         out.append(line + ".")
     return out
@@ -403,11 +403,6 @@ CHECK_HEADERS = [
 ]
 
 
-def _error(x: float) -> str:
-    """A prediction's error (predicted / measured - 1) as ``+12%``; ``n/a`` when unknown."""
-    return f"{x:+.0%}" if math.isfinite(x) else "n/a"
-
-
 def check_table(check: BatchSizeCheck) -> tuple[list[str], list[list[str]]]:
     """The check as text cells, one row per (algorithm, batch size) and :data:`CHECK_HEADERS`:
     learner updates and env steps to the target (counts) and TTT (seconds), each measured,
@@ -421,7 +416,7 @@ def check_table(check: BatchSizeCheck) -> tuple[list[str], list[list[str]]]:
         cells += [fmt_reached(r, "n_trials"), f"{r['b_simple']:.3g}"]
         for q, f in (("updates", "{:,.0f}"), ("steps", "{:,.0f}"), ("ttt", "{:.1f}")):
             predicted = fmt_ci(r[f"{q}_pred"], r[f"{q}_low"], r[f"{q}_high"], f.format)
-            cells += [f.format(r[q]), predicted, _error(r[f"{q}_error"])]
+            cells += [f.format(r[q]), predicted, fmt_error(r[f"{q}_error"])]
         rows.append(cells)
     return CHECK_HEADERS, rows
 
@@ -440,16 +435,15 @@ def check_lines(check: BatchSizeCheck) -> list[str]:
         return fmt_interval(r[f"{q}_low"], r[f"{q}_high"], spec.format)
 
     for _, r in check.rows.iterrows():
-        err = _error
         out.append(
             f"{r['algorithm']} B={r['train_batch_size']:g} ({r['role']}, {r['n_reached']}/"
             f"{r['n_trials']} reached): learner updates to target measured {r['updates']:,.0f}, "
             f"predicted {r['updates_pred']:,.0f}{bounds(r, 'updates', '{:,.0f}')} "
-            f"({err(r['updates_error'])}); env steps measured {r['steps']:,.0f}, predicted "
-            f"{r['steps_pred']:,.0f}{bounds(r, 'steps', '{:,.0f}')} ({err(r['steps_error'])}); "
+            f"({fmt_error(r['updates_error'])}); env steps measured {r['steps']:,.0f}, predicted "
+            f"{r['steps_pred']:,.0f}{bounds(r, 'steps', '{:,.0f}')} ({fmt_error(r['steps_error'])}); "
             f"TTT measured {fmt_s(r['ttt'])}, predicted "
             f"{fmt_ci(r['ttt_pred'], r['ttt_low'], r['ttt_high'], fmt_s)} "
-            f"({err(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
+            f"({fmt_error(r['ttt_error'])}); B_simple {r['b_simple']:,.1f}"
         )
     return out + check.notes
 

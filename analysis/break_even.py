@@ -41,6 +41,7 @@ from analysis.fmt import (
     config_name,
     config_phrase,
     fmt_ci,
+    fmt_error,
     fmt_interval,
     fmt_reached,
     fmt_s,
@@ -598,7 +599,7 @@ def held_out_table_rows(rows: pd.DataFrame) -> list[list[str]]:
             if math.isfinite(r["ttt_s"])
             else f"> budget ({fmt_reached(r, 'n')} reached)"
         )
-        err = f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a"
+        err = fmt_error(r["ttt_error"])
         if r["reference"]:
             speed, verdict, predicted = "-", "-", "-"
         else:

@@ -94,6 +94,15 @@ def fmt_r2(x: float | None) -> str:
     return f"{round(float(x), 3) + 0.0:.3f}"
 
 
+def fmt_error(x: float | None) -> str:
+    """A prediction's relative error (predicted / measured - 1) as every table and sentence
+    spells it: a signed whole percentage (``+12%``, ``-3%``), ``0%`` when it rounds to zero
+    (never ``+0%`` or ``-0%``), ``n/a`` when unknown (None, NaN, infinite)."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
+
+
 def fmt_value(x: Any) -> str:
     """A parameter value: integers without '.0', floats with 3 significant digits, NaN as
     ``default`` (the algorithm's default was used)."""

@@ -69,6 +69,7 @@ from analysis.benchmarks import region as benchmark_region
 from analysis.fmt import (
     config_cells,
     config_name,
+    fmt_error,
     fmt_ttt,
     fmt_value,
     varying_params,
@@ -538,7 +539,7 @@ def _gorila_learners(bench: dict) -> str:
                 str(len(rate)),
                 f"{speedup:.2f}x",
                 f"{speedup / m:.0%}" if algo == "GORILA" else "-",
-                f"{pred:.0f} ({pred / med(rate) - 1:+.0%})" if math.isfinite(pred) else "-",
+                f"{pred:.0f} ({fmt_error(pred / med(rate) - 1)})" if math.isfinite(pred) else "-",
                 f"{med([x['staleness_mean'] for x in g]):.1f}" if g else "-",
                 f"{sum(x['dropped_gradients'] for x in g)}" if g else "-",
                 f"{med(busy):.0%}" if busy else "-",
@@ -588,7 +589,7 @@ def _gorila_learners(bench: dict) -> str:
             f". From one learner's parts alone (its {one:.0f} updates/s and the server's "
             f"{share:.0%} busy share; Amdahl's law with the server's apply as the serial part, "
             f"`analysis.transfer.learner_scaling`), the prediction for "
-            + ", ".join(f"{m} learners is off by {e:+.0%}" for m, e in errors.items())
+            + ", ".join(f"{m} learners is off by {fmt_error(e)}" for m, e in errors.items())
             + f"; its bound, the server's {one / share:.0f} updates/s, lies above what was "
             "measured, because the server's time per update grows with the learners "
             f"({share / one * 1000:.1f} ms with one, {med(busy_top) / rate_top * 1000:.1f} ms "

@@ -51,7 +51,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from analysis.fmt import fmt_interval
+from analysis.fmt import fmt_error, fmt_interval
 from analysis.parts import (
     Pipeline,
     SeedResampler,
@@ -613,19 +613,11 @@ def table_rows(check: PlanCheck) -> list[list[str]]:
                 r["fit_n"],
                 _with_interval(r["predicted"], r["low"], r["high"], ttt),
                 _with_interval(r["measured"], r["measured_low"], r["measured_high"], ttt),
-                f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a",
+                fmt_error(r["error"]),
                 {True: "yes", False: "no"}.get(r["inside"], "n/a"),
             ]
         )
     return rows
-
-
-def _pct(x: float) -> str:
-    """A relative error as a signed percentage (``0%`` when it rounds to zero), ``n/a`` when
-    not finite."""
-    if not math.isfinite(x):
-        return "n/a"
-    return "0%" if round(x * 100) == 0 else f"{x:+.0%}"
 
 
 #: What the fit-range table shows, in one sentence (the report, the published tables, pages).
@@ -664,9 +656,9 @@ def fit_table_rows(check: PlanCheck) -> list[list[str]]:
                 str(r["num_env_runners"]),
                 num(r["predicted"]),
                 num(r["measured"]),
-                _pct(r["residual"]),
+                fmt_error(r["residual"]),
                 num(r["cv_predicted"]),
-                _pct(r["cv_error"]),
+                fmt_error(r["cv_error"]),
             ]
         )
     return rows
@@ -688,7 +680,7 @@ def check_text(check: PlanCheck) -> list[str]:
             else (f"{num(r['predicted'])}{unit} (95% interval {num(r['low'])} to {num(r['high'])})")
         )
         meas = num(r["measured"]) + (unit if math.isfinite(r["measured"]) else "")
-        err = f"{r['error']:+.0%}" if math.isfinite(r["error"]) else "n/a"
+        err = fmt_error(r["error"])
         verdict = {True: "inside the interval", False: "outside the interval"}.get(
             r["inside"], "not checkable"
         )
@@ -699,8 +691,8 @@ def check_text(check: PlanCheck) -> list[str]:
         )
     for (alg, model), g in check.fit.groupby(["algorithm", "model"], sort=False):
         parts = [
-            f"N={int(r['num_env_runners'])} residual {_pct(r['residual'])}, left out "
-            f"{_pct(r['cv_error'])}"
+            f"N={int(r['num_env_runners'])} residual {fmt_error(r['residual'])}, left out "
+            f"{fmt_error(r['cv_error'])}"
             for _, r in g.iterrows()
         ]
         out.append(f"{alg} fit range, {model}: " + "; ".join(parts))

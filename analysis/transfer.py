@@ -74,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.break_even import Parts, measured_parts
-from analysis.fmt import config_name, config_phrase, fmt_ci, fmt_interval, fmt_s
+from analysis.fmt import config_name, config_phrase, fmt_ci, fmt_error, fmt_interval, fmt_s
 from analysis.stats import best_configs, draw_seeds, finite_median
 from analysis.study import Study
 
@@ -403,7 +403,7 @@ def learner_check_table(rows: pd.DataFrame) -> tuple[list[str], list[list[str]]]
             str(r.num_learners),
             f"{r.predicted:,.0f}",
             f"{r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}]",
-            f"{r.error:+.0%}",
+            fmt_error(r.error),
         ]
         for r in rows.itertuples()
     ]
@@ -422,7 +422,7 @@ def learner_check_words(rows: pd.DataFrame) -> str:
         f"In plain words: one learner applied {x1:.0f} updates/s with the parameter server "
         f"busy {u1:.0%} of the time, so Amdahl's law bounds any learner count at "
         f"{x1 / u1:.0f} updates/s; the largest miss is {worst.num_learners} learners, "
-        f"{worst.error:+.0%}."
+        f"{fmt_error(worst.error)}."
     )
 
 
@@ -590,7 +590,7 @@ def _sync_words(rows: pd.DataFrame) -> str:
     return (
         f"In plain words: {r.algorithm} sampled and learned {r.x1:,.0f} env steps/s with "
         f"{r.m1} learner{'s' if r.m1 != 1 else ''} and {r.x2:,.0f} with {r.m2}, so {gain}; "
-        f"the largest miss is {worst.num_learners} learners, {worst.error:+.0%}."
+        f"the largest miss is {worst.num_learners} learners, {fmt_error(worst.error)}."
     )
 
 
@@ -955,7 +955,7 @@ def check_table_rows(rows: pd.DataFrame) -> list[list[str]]:
                 f"{fmt_s(r['predicted_startup_s'])} / {fmt_s(r['startup_s'])}",
                 fmt_ci(r["predicted_ttt_s"], r["predicted_low_s"], r["predicted_high_s"], fmt_s),
                 fmt_ci(r["ttt_s"], r["ttt_low_s"], r["ttt_high_s"], fmt_s),
-                f"{r['ttt_error']:+.0%}" if math.isfinite(r["ttt_error"]) else "n/a",
+                fmt_error(r["ttt_error"]),
                 speed,
             ]
         )

@@ -380,6 +380,16 @@ def test_a_fits_r2_is_spelled_alike_in_its_sentence_legend_and_table_cell():
     assert fmt_r2(float("nan")) == fmt_r2(None) == "-" and fmt_r2(1.0) == "1.000"
 
 
+def test_a_relative_error_that_rounds_to_zero_reads_0_percent():
+    """Every model check (plan check, batch size, break-even, transfer) spells its errors
+    through one function: signed, and 0% with no sign when it rounds to zero."""
+    from analysis.fmt import fmt_error
+
+    got = [fmt_error(x) for x in (0.12, -0.031, 0.004, -0.0049, -0.006)]
+    assert got == ["+12%", "-3%", "0%", "0%", "-1%"]
+    assert fmt_error(float("nan")) == fmt_error(None) == fmt_error(float("inf")) == "n/a"
+
+
 @pytest.mark.xdist_group("rich_report")  # one worker writes it once
 def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_report: Path) -> None:
     """The plan section opens with one sentence (measured and planned TTT, the start-up

@@ -64,6 +64,8 @@ OWNERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # a fit's R² (three decimals, never -0.000 or -2.22e-16): analysis.fmt.fmt_r2
     "R²": ("analysis/fmt.py", (r"\br2:\.\d", r"fmt_num\([^()]*\br2\b")),
+    # a prediction's relative error (+12%, 0% never +0% or -0%): analysis.fmt.fmt_error
+    "relative error": ("analysis/fmt.py", (r":\+\.0%",)),
     # each N's seeds behind a TTT-model bootstrap: analysis.stats.trial_durations
     "TTT seed samples": ("analysis/stats.py", (r"""\bt\[["']duration_s["']\]\.to_numpy""",)),
 }
@@ -106,6 +108,8 @@ def test_each_owner_spells_what_the_others_may_not():
             hit = hit and "def config_cells" in text
         if quantity == "batch-size check cells":  # the owner formats each quantity in a loop
             hit = "def check_table" in text
+        if quantity == "relative error":
+            hit = hit and "def fmt_error" in text
         if quantity == "R²":
             hit = "def fmt_r2" in text
         if quantity == "interval":  # the owner writes the brackets apart from the value
