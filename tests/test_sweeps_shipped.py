@@ -100,6 +100,10 @@ def test_the_main_command_dry_runs_as_a_command():
     budget = load_sweep(SWEEPS / "cabs_scaling.py").budget
     (trials,) = [line for line in proc.stdout.splitlines() if line.startswith("Trials: ")]
     assert trials.endswith(f"; budget per trial {budget.describe()}") and "None" not in trials
+    # the confirmation runs only the cells the search sampled: its count is a bound
+    assert trials.startswith("Trials: at most ")
+    (confirmation,) = [line for line in proc.stdout.splitlines() if line.startswith("Confirm")]
+    assert confirmation.startswith("Confirmation: at most "), confirmation
     (reference,) = [line for line in proc.stdout.splitlines() if "is_reference" in line]
     assert reference.endswith("-> 1 CPU"), reference
 

@@ -56,7 +56,9 @@ def print_dry_run(
     from sweeps.engine.search import confirm_axes, confirm_cells, confirm_count
 
     print(
-        f"Trials: {search.total_trials} = ({num_configs} sampled configs{extra}) x "
+        # a confirmation runs the cells the search sampled: fewer when it left one out
+        f"Trials: {'at most ' if confirm else ''}{search.total_trials} = "
+        f"({num_configs} sampled config{'s' if num_configs != 1 else ''}{extra}) x "
         f"{sweep.search.seeds} seed{'s' if sweep.search.seeds != 1 else ''}"
         + (
             f", then ({confirm_count(sweep)} confirmed{extra}) x {confirm.seeds} "
@@ -80,7 +82,8 @@ def print_dry_run(
         )
         time_s = n_confirm * sweep.budget.time_s if sweep.budget.time_s else None
         print(
-            f"Confirmation: {n_confirm} trials, {what}{extra}, at most "
+            f"Confirmation: at most {n_confirm} trials, {what}{extra} (a cell the search "
+            "did not sample has none), at most "
             + (
                 f"{time_s:,.0f} s ({time_s / 60:.1f} min) of trial budget"
                 if time_s
