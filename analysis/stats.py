@@ -599,6 +599,11 @@ class Note(str):
         return (Note, (self.code, str(self)))
 
 
+def _absolute(notes: list[Note]) -> list[Note]:
+    """Notes on the speedup against the reference, marked as such (code ``abs_<code>``)."""
+    return [Note(f"abs_{x.code}", f"absolute: {x}") for x in notes]
+
+
 def _pick(summary: pd.DataFrame, flag: str, who: str, warns: list[str]) -> pd.Series | None:
     rows = summary[summary[flag]] if flag in summary.columns else summary.iloc[0:0]
     if rows.empty:
@@ -708,7 +713,6 @@ def speedup_table(
     kw = {"confidence": confidence, "n_resamples": n_resamples}
     for _, c in summary.iterrows():
         cd, cr = trial_durations(tm, c["config_id"])
-        notes: list[Note] = []
         row = dict.fromkeys(cols, math.nan)
         row["config_id"] = c["config_id"]
         if len(cd) == 0:
@@ -728,10 +732,11 @@ def speedup_table(
                     "abs_speedup_upper_bound": v["upper_bound"],
                 }
             )
-            notes += [
-                Note(f"abs_{x.code}", f"absolute: {x}") for x in n if x.code != "too_few_seeds"
-            ]
+            abs_notes = [x for x in n if x.code != "too_few_seeds"]
+        else:
+            abs_notes = []
         if base is None or len(bd) == 0 or is_ref:
+            notes = _absolute(abs_notes)
             row["speedup_note"] = "; ".join(notes)
             row["speedup_notes"] = notes
             rows.append(row)
@@ -746,7 +751,10 @@ def speedup_table(
                 "speedup_upper_bound": v["upper_bound"],
             }
         )
-        notes = n + notes
+        # a sentence true of both speedups is said once, not again behind "absolute:"
+        both = [x for x in n if x in abs_notes]
+        notes = [Note(x.code, f"both speedups: {x}") if x in both else x for x in n]
+        notes += _absolute([x for x in abs_notes if x not in both])
         s = v["speedup"]
         if c["algorithm"] != base["algorithm"]:
             notes.append(

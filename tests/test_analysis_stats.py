@@ -270,6 +270,34 @@ def test_absolute_speedup_against_the_reference_and_efficiency_within_one_algori
     assert "not the baseline's algorithm" in sp.at["apex1", "speedup_note"]
 
 
+def test_a_note_true_of_both_speedups_is_said_once() -> None:
+    """Seen in the main command's report: "CI unbounded: censored seeds ...; absolute: CI
+    unbounded: censored seeds ..." on one row. A censored seed leaves both intervals
+    unbounded; the row says so once, and a note only one speedup has keeps its own."""
+    ref = make_tm("reference", [2.0, 2.0, 2.0], [True] * 3, n=0, alg="SB3-DQN", cpus=1.0)
+    ref["is_reference"] = True
+    tm = pd.concat(
+        [
+            ref,
+            make_tm("base", [5.0, 6.0, 7.0], [True] * 3, n=1, baseline=True),
+            make_tm("censored", [20.0, 30.0, 40.0], [True, True, False], n=2),
+            make_tm("apex1", [4.0, 4.0, 4.0], [True] * 3, n=1, alg="APEX"),
+        ],
+        ignore_index=True,
+    )
+    tm["is_reference"] = tm["is_reference"].eq(True)
+    sp = speedup_table(tm, summarize_configs(tm))[0].set_index("config_id")
+    notes = sp.at["censored", "speedup_notes"]
+    assert [x.code for x in notes] == ["ci_unbounded"], notes
+    assert sp.at["censored", "speedup_note"] == (
+        "both speedups: CI unbounded: censored seeds (some resamples never reach the target)"
+    )
+    # some resamples never reach the target: both intervals reach down to 0
+    assert sp.at["censored", "speedup_low"] == sp.at["censored", "abs_speedup_low"] == 0
+    # a note of one speedup alone is not marked as both
+    assert "both speedups" not in sp.at["apex1", "speedup_note"]
+
+
 def test_bounds_are_never_rounded_towards_a_stronger_claim() -> None:
     from analysis.stats import ceil_to, floor_to
 
