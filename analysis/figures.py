@@ -86,8 +86,9 @@ _CURVE_AXES = {
 def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
     """Learning curves: the target metric of every trial against wall-clock or env steps.
 
-    One line per trial (dotted: censored or failed), coloured by algorithm, darker for more env
-    runners; crosses where each trial first reached the target; the target as a dashed line.
+    One line per trial (dotted: censored or failed; a trial with a single point is a dot, open
+    when censored or failed), coloured by algorithm, darker for more env runners; crosses where
+    each trial first reached the target; the target as a dashed line.
 
     Args:
         data: from :func:`analyse`.
@@ -133,11 +134,18 @@ def learning_curve_figure(data: Study, x: str = "wall_time_s") -> Any:
         g, t = groups[tid], info.loc[tid]
         key = (t["algorithm"], int(t["num_env_runners"]))
         name = config_name(*key)
+        # a trial that reached the target at its first evaluation has one point: no line
+        one_point = g[col].notna().sum() < 2
         fig.add_trace(
             go.Scatter(
                 x=g[x],
                 y=g[col],
-                mode="lines",
+                mode="markers" if one_point else "lines",
+                marker={
+                    "color": data.colors[key],
+                    "size": 7,
+                    "symbol": "circle" if t["status"] == "reached" else "circle-open",
+                },
                 name=name,
                 legendgroup=name,
                 connectgaps=True,  # an iteration in which no episode ended has no return (NaN)

@@ -225,10 +225,11 @@ def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
             )
         )
     else:
+        reached = int(s["n_reached"].sum())
         cards.append(
             (
-                "Target not reached",
-                f"{int(s['n_reached'].sum())} of {int(s['finished_seeds'].sum())} trials",
+                "Target reached" if reached else "Target not reached",
+                f"{reached} of {int(s['finished_seeds'].sum())} trials",
                 f"best return {tm['best_return'].max():.4g} vs target {data.target.value:g}",
             )
         )

@@ -126,6 +126,23 @@ def test_partial_results_say_what_cannot_be_shown(tmp_path: Path, kwargs, expect
         assert text in page, text
 
 
+@pytest.mark.parametrize(
+    "censor, title, value",
+    [(0.0, "Target reached", "12 of 12 trials"), (1.0, "Target not reached", "0 of 12 trials")],
+)
+def test_without_a_reference_the_card_says_how_many_trials_reached_the_target(
+    tmp_path: Path, censor: float, title: str, value: str
+) -> None:
+    """Seen on sweeps/cartpole_quick.py's report: a card titled "Target not reached" read
+    "3 of 4 trials" when three had reached it."""
+    path = write_synthetic_results(
+        tmp_path / "run", seeds=3, env_runners=(1, 2), censor=censor, with_optuna=False
+    )
+    page = write_report(path).read_text()
+    card = f'<div class="k">{title}</div><div class="v">{value}</div>'
+    assert card in page, re.findall(r'<div class="card">.*?</div></div>', page)
+
+
 def test_report_with_no_trials_yet(tmp_path: Path) -> None:
     path = write_synthetic_results(tmp_path / "run", seeds=1, env_runners=(1,), with_optuna=False)
     trials = pd.read_parquet(path / "trials.parquet")
@@ -348,6 +365,35 @@ def test_a_fit_exactly_determined_by_its_points_draws_no_line():
     assert fit_line_name("DQN", three["usl"]) is None  # USL: 3 parameters, 3 N
     noisy = fit_scaling(np.array([1, 2, 4, 1, 2, 4]), np.array([100, 40, 100, 30, 160, 35.0]))
     assert "poor fit" in (fit_line_name("DQN", noisy["amdahl"]) or "")
+
+
+def test_a_trial_with_one_evaluation_is_drawn_as_a_dot(tmp_path: Path) -> None:
+    """Seen on sweeps/cartpole_quick.py's report: a trial that reached the target at its first
+    evaluation has one point, and a line through one point draws nothing; three of its four
+    trials were missing from the learning curves. Such a trial is a dot (open when censored);
+    a trial with more points stays a line."""
+    from analysis.figures import learning_curve_figure
+    from analysis.load import load_results
+    from analysis.study import analyse
+
+    path = write_synthetic_results(tmp_path / "run", seeds=2, env_runners=(1, 2), censor=0.5)
+    prog = pd.read_parquet(path / "progress.parquet")
+    trials = pd.read_parquet(path / "trials.parquet")
+    reached = trials[trials.status == "reached"].trial_id.iloc[0]
+    censored = trials[trials.status == "censored"].trial_id.iloc[0]
+    target = analyse(load_results(path)).target
+    crossed = prog[(prog.trial_id == reached) & (prog[target.column] >= target.value)]
+    one = prog.trial_id.isin([reached, censored])
+    prog = pd.concat([prog[~one], crossed.head(1), prog[prog.trial_id == censored].head(1)])
+    prog.to_parquet(path / "progress.parquet")
+    for x in ("wall_time_s", "env_steps"):
+        fig = learning_curve_figure(analyse(load_results(path)), x)
+        drawn = {t.hovertemplate.split("<br>")[0]: t for t in fig.data if t.hovertemplate}
+        assert drawn[reached].mode == "markers" and drawn[reached].marker.symbol == "circle"
+        assert drawn[censored].mode == "markers"
+        assert drawn[censored].marker.symbol == "circle-open"
+        others = [t for tid, t in drawn.items() if tid not in (reached, censored)]
+        assert others and all(t.mode == "lines" for t in others)
 
 
 def test_the_plan_check_figure_labels_its_log_axis_in_1_2_5_steps(analysed_runs):
