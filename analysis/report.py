@@ -243,13 +243,11 @@ def _cards(data: Study, best: pd.DataFrame) -> list[tuple[str, str, str]]:
             )
             if math.isfinite(r[ratio])
         ]
-        cards.append(
-            (
-                "Speedup vs baseline",
-                _speedup_text(r) + "x",
-                "efficiency " + ", ".join(effs) if effs else "",
-            )
-        )
+        if bool(top.get("is_baseline", False)):
+            detail = "the fastest configuration is the baseline itself"
+        else:
+            detail = "efficiency " + ", ".join(effs) if effs else ""
+        cards.append(("Speedup vs baseline", _speedup_text(r) + "x", detail))
     if (
         r is not None
         and not top["is_reference"]

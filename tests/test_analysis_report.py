@@ -143,6 +143,28 @@ def test_without_a_reference_the_card_says_how_many_trials_reached_the_target(
     assert card in page, re.findall(r'<div class="card">.*?</div></div>', page)
 
 
+def test_the_speedup_card_says_when_the_fastest_configuration_is_the_baseline(
+    tmp_path: Path,
+) -> None:
+    """On sweeps/cartpole_quick.py's report the baseline was the fastest: its card read "1.00x,
+    efficiency 1.00 per CPU", a comparison of the baseline with itself."""
+    path = write_synthetic_results(
+        tmp_path / "run", seeds=3, env_runners=(1, 2), algorithms=("DQN",), with_optuna=False
+    )
+    slow = 4.0  # every trial not of the baseline 4x slower: the baseline is the fastest
+    trials = pd.read_parquet(path / "trials.parquet")
+    prog = pd.read_parquet(path / "progress.parquet")
+    others = set(trials.trial_id[~trials.is_baseline])
+    prog.loc[prog.trial_id.isin(others), "wall_time_s"] *= slow
+    prog.to_parquet(path / "progress.parquet")
+    trials.loc[trials.trial_id.isin(others), "time_to_target_s"] *= slow
+    trials.to_parquet(path / "trials.parquet")
+    page = write_report(path).read_text()
+    cards = re.findall(r'<div class="card">.*?</div></div>', page)
+    speedup = [c for c in cards if "Speedup vs baseline" in c]
+    assert speedup and "the baseline itself" in speedup[0], cards
+
+
 def test_report_with_no_trials_yet(tmp_path: Path) -> None:
     path = write_synthetic_results(tmp_path / "run", seeds=1, env_runners=(1,), with_optuna=False)
     trials = pd.read_parquet(path / "trials.parquet")
