@@ -547,7 +547,11 @@ def test_a_trial_the_machine_cannot_place_is_refused_by_the_dry_run_as_by_the_ru
     results = tmp_path / "results"
     dry = cli(str(path), "--dry-run", "--results", str(results))
     assert_one_line_error(
-        dry, "bad_sweep.py", f"num_env_runners={too_many}", "cannot be placed on this cluster"
+        dry,
+        "bad_sweep.py",
+        f"num_env_runners={too_many}",
+        "cannot be placed on this cluster",
+        "num_cpus_per_env_runner",  # the fix a user on a small machine most often wants
     )
     real = cli(str(path), "--results", str(results))
     assert real.stderr == dry.stderr

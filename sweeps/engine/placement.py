@@ -393,10 +393,18 @@ def feasibility(
                 f"{gpu_problem}; drop the GPU request or run on a cluster with GPUs"
             )
         if problem and not sweep.allow_oversubscription and strict:
+            # env runners that mostly wait on their env share a core well (the Cabs sweeps
+            # give each 1/8 of one)
+            share = (
+                ", give each env runner a fraction of a CPU (num_cpus_per_env_runner, e.g. 0.5)"
+                if r.num_env_runners
+                else ""
+            )
             raise SpecError(
                 f"{source}: num_env_runners: a trial ({r.algorithm}, num_env_runners="
-                f"{r.num_env_runners}{r.layout()}) cannot be placed on this cluster ({strategy}): {problem}; "
-                "lower it, use a larger cluster or set allow_oversubscription=True"
+                f"{r.num_env_runners}{r.layout()}) cannot be placed on this cluster ({strategy}): "
+                f"{problem}; lower it{share}, use a larger cluster or set "
+                "allow_oversubscription=True"
             )
     lines = []
     step_cpu_ms = float(sweep.env_config.get("step_cpu_ms") or 0.0)
