@@ -459,6 +459,21 @@ def test_a_relative_error_that_rounds_to_zero_reads_0_percent():
 
 
 @pytest.mark.xdist_group("rich_report")  # one worker writes it once
+def test_a_long_text_cell_keeps_a_readable_width(rich_report: Path) -> None:
+    """Seen on a user's CartPole sweep: in the per-algorithm table, wider than the page, the
+    browser squeezed the notes column to its longest word and one row grew 300 px tall. A
+    cell of long text is marked and given a minimum width; a short cell is not."""
+    import html as html_lib
+
+    page = rich_report.read_text()
+    cells = re.findall(r'<td class="([^"]*)">(.*?)</td>', page, re.S)
+    text = [(cls.split(), html_lib.unescape(re.sub(r"<[^>]+>", "", c))) for cls, c in cells]
+    long_cells = [cls for cls, t in text if len(t) > 80]
+    assert long_cells and all("long" in cls for cls in long_cells)
+    assert not any("long" in cls for cls, t in text if len(t) <= 40)
+    assert re.search(r"td\.long\s*\{\s*min-width:\s*\d+em", page)
+
+
 def test_the_plan_section_answers_first_and_keeps_the_rest_in_details(rich_report: Path) -> None:
     """The plan section opens with one sentence (measured and planned TTT, the start-up
     assumption named), then the commands and the assumptions table; every other line sits in a
