@@ -364,7 +364,8 @@ def speedup_figures(data: Study) -> SpeedupFigures:
     """Speedup S = TTT(baseline) / TTT vs env runners, and parallel efficiency.
 
     Per algorithm, its best configuration at each N: measured speedups with bootstrap 95 % CIs
-    (only bounded ones drawn), the ideal linear speedup, and Amdahl (dotted) / USL (solid) fits
+    (only bounded ones drawn; a speedup only bounded, because a median was not reached, is a
+    triangle at its bound), the ideal linear speedup, and Amdahl (dotted) / USL (solid) fits
     of 1/TTT (:func:`analysis.scaling.fit_scaling`) scaled to the baseline's TTT. Efficiency
     E = S / resources ratio, per env runner (solid) and per CPU (dashed).
 
@@ -417,7 +418,26 @@ def speedup_figures(data: Study) -> SpeedupFigures:
     for alg, g in best.groupby("algorithm"):
         g = g[g["config_id"].isin(sp.index)].sort_values("num_env_runners")
         r = sp.loc[g["config_id"]]
-        ok = np.isfinite(r["speedup"].astype(float)).to_numpy()
+        speedup = r["speedup"].astype(float).to_numpy()
+        # a median not reached leaves only a bound (S = 0 or inf, which a log axis cannot
+        # draw): a triangle at the bound, pointing the way the truth lies, as the TTT figure
+        # draws a censored median
+        for bound, symbol, side in (
+            ("speedup_upper_bound", "triangle-down", "<"),
+            ("speedup_lower_bound", "triangle-up", ">"),
+        ):
+            at = np.isfinite(r[bound].astype(float)).to_numpy()
+            if at.any():
+                fig.add_trace(
+                    go.Scatter(
+                        x=g["num_env_runners"][at],
+                        y=r[bound][at],
+                        mode="markers",
+                        name=f"{alg}: median not reached (S {side} bound)",
+                        marker={"color": data.alg_color[alg], "size": 11, "symbol": symbol},
+                    )
+                )
+        ok = np.isfinite(speedup) & (speedup > 0)
         if not ok.any():
             continue
         gg, rr = g[ok], r[ok]
@@ -473,7 +493,15 @@ def speedup_figures(data: Study) -> SpeedupFigures:
         yaxis={
             "title": "speedup S = TTT(baseline) / TTT",
             "type": "log",
-            **log_ticks([0.5, *data.speed["speedup"], max(ns_all) / nb]),
+            **log_ticks(
+                [
+                    0.5,
+                    *data.speed["speedup"],
+                    *data.speed["speedup_upper_bound"],
+                    *data.speed["speedup_lower_bound"],
+                    max(ns_all) / nb,
+                ]
+            ),
         },
     )
     eff.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -416,6 +417,30 @@ def test_a_trial_with_one_evaluation_is_drawn_as_a_dot(tmp_path: Path) -> None:
         assert drawn[censored].marker.symbol == "circle-open"
         others = [t for tid, t in drawn.items() if tid not in (reached, censored)]
         assert others and all(t.mode == "lines" for t in others)
+
+
+def test_a_speedup_only_bounded_is_a_triangle_at_its_bound(analysed_runs) -> None:
+    """Seen on a user's CartPole sweep and on the published latency study: a configuration
+    whose median was not reached has S = 0 (only "S < bound" is known), which a log axis
+    cannot draw, so its legend entry stood with no point. It is a downward triangle at its
+    bound; measured speedups stay circles with their intervals."""
+    from analysis.figures import speedup_figures
+
+    study = analysed_runs(
+        Path(__file__).parents[1] / "docs/data/cabs_latency_scaling/20261123-023125"
+    )
+    sp = study.configs
+    bounded = sp[(sp["speedup"] == 0) & np.isfinite(sp["speedup_upper_bound"])]
+    assert len(bounded), "the latency study has APEX at 1 and 16 env runners unreached"
+    fig = speedup_figures(study).speedup
+    triangles = [t for t in fig.data if t.marker and t.marker.symbol == "triangle-down"]
+    assert [t.name for t in triangles] == ["APEX: median not reached (S < bound)"]
+    drawn = dict(zip(triangles[0].x, triangles[0].y, strict=True))
+    apex = bounded[bounded["algorithm"] == "APEX"]
+    for n, bound in zip(apex["num_env_runners"], apex["speedup_upper_bound"], strict=True):
+        assert drawn.get(n) == pytest.approx(bound), (n, drawn)
+    measured = [t for t in fig.data if t.name and t.name.endswith(" measured")]
+    assert measured and all((np.asarray(t.y, float) > 0).all() for t in measured)
 
 
 def test_the_plan_check_figure_labels_its_log_axis_in_1_2_5_steps(analysed_runs):
