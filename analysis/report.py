@@ -419,6 +419,23 @@ def _learning_curves(data: Study, figs: _Figures) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def _one_n(best: pd.DataFrame) -> str | None:
+    """Why no scaling curve can be drawn when no algorithm was measured at two env runner
+    counts: the count (or each algorithm's), the single-process reference's one process
+    apart; None when some algorithm has two."""
+    if best.groupby("algorithm")["num_env_runners"].nunique().max() >= 2:
+        return None
+    ref = best.get("is_reference", pd.Series(False, index=best.index)).astype(bool)
+    per_alg = best[~ref].groupby("algorithm")["num_env_runners"].first().astype(int)
+    apart = ", the single-process reference apart" if ref.any() else ""
+    if per_alg.empty:
+        return "Only the single-process reference was measured"
+    if per_alg.nunique() == 1:
+        return f"Only one env runner count was measured (N={per_alg.iloc[0]}{apart})"
+    each = ", ".join(f"{a} N={n}" for a, n in per_alg.items())
+    return f"Only one env runner count was measured per algorithm ({each}{apart})"
+
+
 def _scaling(data: Study, figs: _Figures) -> str:
     s = data.summary
     if s.empty:
@@ -426,11 +443,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
     best, ns_all, _ = best_per_n(s)
     context: dict[str, Any] = {
         "empty": False,
-        "one_n": (
-            ", ".join(map(str, ns_all))
-            if best.groupby("algorithm")["num_env_runners"].nunique().max() < 2
-            else None
-        ),
+        "one_n": _one_n(best),
         "ttt_figure": figs.div(ttt_figure(data), height=FIGURE_HEIGHT["ttt"]),
         "speedup_missing": None,
     }

@@ -166,6 +166,24 @@ def test_the_speedup_card_says_when_the_fastest_configuration_is_the_baseline(
     assert speedup and "the baseline itself" in speedup[0], cards
 
 
+def test_one_env_runner_count_is_named_without_the_references_one_process() -> None:
+    """Seen on a user's CartPole sweep: "Only one env runner count was measured (N=0, 1)",
+    where 0 was the single-process reference and every algorithm ran at 1."""
+    from analysis.report import _one_n
+
+    def best(*rows):
+        return pd.DataFrame(rows, columns=["algorithm", "num_env_runners", "is_reference"])
+
+    assert _one_n(best(("DQN", 1, False), ("PPO", 1, False), ("SB3-PPO", 0, True))) == (
+        "Only one env runner count was measured (N=1, the single-process reference apart)"
+    )
+    assert _one_n(best(("DQN", 2, False))) == "Only one env runner count was measured (N=2)"
+    assert _one_n(best(("DQN", 1, False), ("PPO", 2, False))) == (
+        "Only one env runner count was measured per algorithm (DQN N=1, PPO N=2)"
+    )
+    assert _one_n(best(("DQN", 1, False), ("DQN", 2, False), ("PPO", 2, False))) is None
+
+
 def test_report_with_no_trials_yet(tmp_path: Path) -> None:
     path = write_synthetic_results(tmp_path / "run", seeds=1, env_runners=(1,), with_optuna=False)
     trials = pd.read_parquet(path / "trials.parquet")
