@@ -168,6 +168,10 @@ def test_the_comparison_page_opens_in_headless_chromium(tmp_path, capsys):
         ).stdout
     assert '<section id="verdict">' in dom and '<section id="environment">' in dom
     assert dom.count("<tr>") >= 10 and "APEX, 8 env runner(s)" in dom
+    # text reads left-aligned (a configuration, a verdict, an environment's value), numbers right
+    assert '<td class="l">APEX, 8 env runner(s)</td>' in dom
+    assert '<td class="l">no significant change</td>' in dom
+    assert '<td class="">3/3</td>' in dom and '<td class="l">2.60.0</td>' in dom
 
 
 def test_a_ci_step_gates_on_the_regression_exit_code(tmp_path):

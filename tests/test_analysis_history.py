@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -104,6 +105,10 @@ def test_the_published_default_study_s_history_and_its_pages(tmp_path, capsys):
             capture_output=True, text=True, timeout=120,
         ).stdout  # fmt: skip
     assert '<section id="figure">' in dom and "plotly" in dom and dom.count("<tr>") >= 10
+    # text reads left-aligned (the runs table, a configuration's name), numbers right
+    assert '<td class="l">first run on this machine</td>' in dom
+    assert '<td class="l">APEX, 8 env runner(s)</td>' in dom
+    assert re.search(r'<td class="">\d+\.\d s \(\d/\d\)</td>', dom)
 
 
 def test_no_run_is_refused_in_one_line(tmp_path, capfd):
