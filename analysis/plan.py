@@ -614,6 +614,12 @@ def main(argv: list[str] | None = None) -> int:
     anything."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1 (our internal error's code): let the guard end it as
+            # every command does when its reader goes away
+            raise BrokenPipeError
+
     from analysis.load import load_results
     from analysis.metrics import resolve_target
 
@@ -629,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         with _bad_input():
             res = load_results(args.results_dir)
             resolve_target(res, args.target)  # a bad --target: one line, whatever the mode
-        return _MODES[args.command](args, res, Console(width=max(Console().width, 120)))
+        return _MODES[args.command](args, res, _Console(width=max(Console().width, 120)))
     except _BadInput as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return EXIT_BAD_INPUT

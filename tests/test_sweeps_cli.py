@@ -12,6 +12,7 @@ import pytest
 
 from sweeps.engine.cli import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_NO_TRIAL_SUCCEEDED,
@@ -94,6 +95,41 @@ def test_the_sweep_command_is_spelled_once_and_read_back_from_a_recorded_line():
     assert line == "python -m sweeps.run 'my sweeps/a.py' --results ~/results --budget-s 60"
     assert sweep_file_in(line) == "my sweeps/a.py"
     assert sweep_file_in("python -m analysis.report results/x/1") is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweeps.run", "sweeps/cabs_scaling.py", "--dry-run"],
+        ["analysis.history", "docs/data/cabs_scaling"],
+        ["analysis.plan", "fit", "docs/data/cabs_scaling/20261128-001042"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(command):
+    """``python -m sweeps.run FILE --dry-run | head``: the reader closes the pipe early. The
+    command used to say "error: Broken pipe" and exit 3 (results not writable),
+    or, through rich's console, exit 1 (an internal error's code); it ends quietly with 141,
+    as a shell reports a process that SIGPIPE ended."""
+    import os
+
+    # the reader is gone before the first write: a pipe read after the command's first line
+    # could take all of its few KiB before closing, and the test would pass or fail by timing
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", *command],
+            cwd=Path(__file__).parents[1],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == EXIT_BROKEN_PIPE == 141, proc.stderr
+    assert proc.stderr == ""
 
 
 def test_the_help_is_plain_text_and_lists_every_exit_code(in_process):

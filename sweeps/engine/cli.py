@@ -29,6 +29,7 @@ EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 3
 EXIT_NO_TRIAL_SUCCEEDED = 4
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141, as a shell reports a process SIGPIPE ended
 
 
 class SpecError(ValueError):
@@ -82,14 +83,23 @@ def guard(prog: str, main: Callable[[], int]) -> int:
 
     ``main`` handles the errors it expects (bad input: exit 2) itself; this catches the rest:
     KeyboardInterrupt → 130, an :class:`OSError` → 3, anything else → 1 (re-raised with its
-    traceback when :func:`want_traceback`). ``SystemExit`` (argparse) passes through.
+    traceback when :func:`want_traceback`). ``SystemExit`` (argparse) passes through. Standard
+    output closed by its reader (``... | head``) ends the command quietly with 141, as SIGPIPE
+    ends ``yes | head``'s ``yes`` (Python's docs, "Note on SIGPIPE", in the ``signal`` module).
 
     Returns:
         The process exit code.
     """
     sigterm_as_interrupt()
     try:
-        return main()
+        code = main()
+        sys.stdout.flush()  # a pipe closed early raises here, inside the guard
+        return code
+    except BrokenPipeError:
+        # what is still buffered can go nowhere: point stdout at devnull so that Python's
+        # flush at exit does not print a second error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
