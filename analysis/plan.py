@@ -936,10 +936,18 @@ def _sync_learners_main(
         )
         return EXIT_BAD_INPUT
     algorithm, m1, m2, a, b = parts
+    # b < 0: the second learner cost more time than it took off; a negative "share" read
+    # without that would look like a bug
+    slower = (
+        f": negative, {m2} learners were slower than {m1}, so more learners predict a slower loop"
+        if b < 0
+        else ""
+    )
+    shared = f"one they share ({b * 1e3:.3f} ms{slower})"
     console.print(
         f"[bold]Learners[/bold] of {escape(str(res.path))}: {algorithm}'s synchronous learners, its time "
         f"per env step split into a part that does not shrink with learners ({a * 1e3:.3f} ms) "
-        f"and one they share ({b * 1e3:.3f} ms), solved from {m1} and {m2} learners "
+        f"and {shared}, solved from {m1} and {m2} learners "
         "(analysis.transfer.sync_learner_scaling).",
         highlight=False,
         soft_wrap=True,

@@ -364,6 +364,24 @@ def test_plan_learners_predicts_rllibs_synchronous_learners_from_two_counts(plan
     assert f"{r.predicted:,.0f} │ {r.measured:,.0f} [{r.low:,.0f}-{r.high:,.0f}] │" in out
 
 
+def test_plan_learners_says_what_a_negative_shared_part_means(plan):
+    """The DQN learners run: 2 learners were slower than 1, so the part the learners share
+    solves negative (-1.9 ms per env step). The sentence says what that means rather than
+    leaving a negative time "they share" to read as a bug; a positive one reads as before."""
+    from analysis.load import load_results
+    from analysis.study import analyse
+    from analysis.transfer import sync_learner_parts
+
+    dqn = REPO / "docs" / "data" / "cabs_dqn_learners" / "20261129-154257"
+    *_, b = sync_learner_parts(analyse(load_results(dqn)))
+    assert b < 0
+    out = " ".join(plan("learners", str(dqn)).stdout.split())
+    assert f"one they share ({b * 1e3:.3f} ms: negative, 2 learners were slower than 1" in out
+    assert "more learners predict a slower loop" in out
+    ppo = " ".join(plan("learners", str(SYNC_FIT)).stdout.split())
+    assert "negative" not in ppo and "one they share (" in ppo
+
+
 def test_plan_learners_refuses_what_it_cannot_predict_from_in_one_line(plan):
     for argv, words in (
         (["learners", str(ONE_CORE)], "neither a one-learner GORILA trial"),
