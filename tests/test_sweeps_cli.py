@@ -132,6 +132,16 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(command):
     assert proc.stderr == ""
 
 
+def test_a_broken_pipe_that_is_not_stdout_stays_an_error(capsys):
+    """A BrokenPipeError from anything but standard output (a socket to a Ray job server
+    whose peer went away) is not a reader that stopped early: one line and exit 3, as any
+    OSError."""
+    exc = BrokenPipeError(errno.EPIPE, "Broken pipe")
+    assert guard("prog", _raises(exc)) == EXIT_WRITE_FAILED
+    err = capsys.readouterr().err
+    assert err == "prog: error: Broken pipe\n"
+
+
 def test_the_help_is_plain_text_and_lists_every_exit_code(in_process):
     """``--help`` reads as text in a terminal (no reStructuredText markup) and names each exit
     code the command can end with, from the constants it exits with."""

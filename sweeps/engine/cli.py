@@ -78,6 +78,20 @@ def sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, _handler)
 
 
+def _stdout_gone() -> bool:
+    """True when standard output is a pipe whose reader has closed it (poll reports an error
+    on its write end), so a BrokenPipeError came from stdout and not from, say, a socket to a
+    Ray job server, which stays an error of its own."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or stdout is no file
+        return False
+
+
 def guard(prog: str, main: Callable[[], int]) -> int:
     """Run a CLI ``main`` and map what escapes it to one stderr line and an exit code.
 
@@ -95,15 +109,15 @@ def guard(prog: str, main: Callable[[], int]) -> int:
         code = main()
         sys.stdout.flush()  # a pipe closed early raises here, inside the guard
         return code
-    except BrokenPipeError:
-        # what is still buffered can go nowhere: point stdout at devnull so that Python's
-        # flush at exit does not print a second error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one place that turns a crash into one line
+        if isinstance(find_os_error(exc), BrokenPipeError) and _stdout_gone():
+            # what is still buffered can go nowhere: point stdout at devnull so that
+            # Python's flush at exit does not print a second error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
         if want_traceback():
             raise
         os_error = find_os_error(exc)
