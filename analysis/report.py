@@ -440,7 +440,7 @@ def _scaling(data: Study, figs: _Figures) -> str:
     s = data.summary
     if s.empty:
         return render("report/scaling.html.j2", empty=True)
-    best, ns_all, _ = best_per_n(s)
+    best, _, _ = best_per_n(s)
     context: dict[str, Any] = {
         "empty": False,
         "one_n": _one_n(best),

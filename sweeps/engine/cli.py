@@ -113,14 +113,14 @@ def guard(prog: str, main: Callable[[], int]) -> int:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - the one place that turns a crash into one line
-        if isinstance(find_os_error(exc), BrokenPipeError) and _stdout_gone():
+        os_error = find_os_error(exc)
+        if isinstance(os_error, BrokenPipeError) and _stdout_gone():
             # what is still buffered can go nowhere: point stdout at devnull so that
             # Python's flush at exit does not print a second error
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         if want_traceback():
             raise
-        os_error = find_os_error(exc)
         if os_error is not None:
             print(f"{prog}: error: {describe_os_error(os_error)}", file=sys.stderr)
             return EXIT_WRITE_FAILED
